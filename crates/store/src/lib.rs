@@ -61,6 +61,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 /// An open file with positional I/O, safe to share between threads.
 pub trait StoreFile: Send + Sync + std::fmt::Debug {
     fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Reads up to `buf.len()` bytes at `position`; fewer only at the end of the file.
     fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize>;
     /// Writes all of `buf` at `position`, extending the file if needed.

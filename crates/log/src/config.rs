@@ -1,0 +1,121 @@
+//! Per-partition settings, named after their Kafka topic configs.
+
+use std::time::Duration;
+
+use spool_model::TimestampType;
+
+/// When appended bytes are made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// fsync after every append, shared by concurrent appenders (group commit). The
+    /// high watermark moves only with durable data, so a consumer never sees a record
+    /// that a crash could take back. The default.
+    Durable,
+    /// fsync when `ms` have passed since the last one or `messages` records are
+    /// unflushed, whichever comes first (Kafka's `flush.ms` / `flush.messages`). Data
+    /// is visible to consumers as soon as it is written.
+    Interval { ms: Option<u64>, messages: Option<u64> },
+}
+
+/// Settings of one partition's log. Defaults follow Kafka's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll when the active segment would grow past this.
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll when the active segment is older than this.
+    pub segment_ms: Option<u64>,
+    /// `index.interval.bytes`: bytes between two sparse index entries.
+    pub index_interval_bytes: u64,
+    /// `retention.ms`: delete closed segments whose newest record is older; `None` keeps all.
+    pub retention_ms: Option<u64>,
+    /// `retention.bytes`: delete the oldest closed segments while the log is bigger.
+    pub retention_bytes: Option<u64>,
+    /// `flush.ms` / `flush.messages`, or durable group commit.
+    pub flush: FlushPolicy,
+    /// `message.timestamp.type`.
+    pub timestamp_type: TimestampType,
+    /// Bytes of the newest data kept in memory to serve tailing consumers.
+    pub tail_cache_bytes: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            segment_ms: Some(7 * 24 * 3600 * 1000),
+            index_interval_bytes: 4096,
+            retention_ms: Some(7 * 24 * 3600 * 1000),
+            retention_bytes: None,
+            flush: FlushPolicy::Durable,
+            timestamp_type: TimestampType::CreateTime,
+            tail_cache_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A setting outside its bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} = {value} is out of bounds: {bounds}")]
+pub struct ConfigError {
+    pub key: &'static str,
+    pub value: String,
+    pub bounds: &'static str,
+}
+
+/// Index positions are 32-bit, as in Kafka, so a segment stays below 2 GiB.
+pub(crate) const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
+
+impl LogConfig {
+    /// Checks every bound; the message names the key and its allowed range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let check = |ok: bool, key: &'static str, value: String, bounds: &'static str| {
+            if ok { Ok(()) } else { Err(ConfigError { key, value, bounds }) }
+        };
+        check(
+            (1024..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes),
+            "segment.bytes",
+            self.segment_bytes.to_string(),
+            "1024 to 2147483647",
+        )?;
+        check(
+            self.segment_ms != Some(0),
+            "segment.ms",
+            "0".into(),
+            "at least 1 (or unset)",
+        )?;
+        check(
+            (1..=MAX_SEGMENT_BYTES).contains(&self.index_interval_bytes),
+            "index.interval.bytes",
+            self.index_interval_bytes.to_string(),
+            "1 to 2147483647",
+        )?;
+        if let FlushPolicy::Interval { ms, messages } = self.flush {
+            check(ms != Some(0), "flush.ms", "0".into(), "at least 1 (or unset)")?;
+            check(messages != Some(0), "flush.messages", "0".into(), "at least 1 (or unset)")?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn segment_age_limit(&self) -> Option<Duration> {
+        self.segment_ms.map(Duration::from_millis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bounds_are_named() {
+        assert!(LogConfig::default().validate().is_ok());
+        let tiny = LogConfig { segment_bytes: 10, ..LogConfig::default() };
+        let error = tiny.validate().unwrap_err();
+        assert_eq!(error.key, "segment.bytes");
+        assert!(error.to_string().contains("1024 to 2147483647"));
+        let flush = LogConfig {
+            flush: FlushPolicy::Interval { ms: Some(0), messages: None },
+            ..LogConfig::default()
+        };
+        assert_eq!(flush.validate().unwrap_err().key, "flush.ms");
+    }
+}

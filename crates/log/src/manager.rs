@@ -1,0 +1,340 @@
+//! All partition logs of one data directory, opened lazily, with the background work
+//! that keeps them flushed, trimmed and checkpointed.
+//!
+//! Layout: `topics/<topic>/<partition>/` under the store's root. Opening the manager
+//! only lists directories; a partition is opened (and recovered, if it needs it) the
+//! first time it is asked for, so a data directory with 10,000 partitions opens in
+//! the time it takes to list them.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use spool_model::{Timestamp, TopicName, TopicPartition};
+use spool_store::Store;
+
+use crate::config::LogConfig;
+use crate::error::{LogError, Result};
+use crate::file_cache::FileCache;
+use crate::partition::PartitionLog;
+
+const TOPICS_DIR: &str = "topics";
+
+/// Settings of the manager's background work.
+#[derive(Debug, Clone)]
+pub struct ManagerConfig {
+    /// Settings for partitions of topics without their own.
+    pub default_log: LogConfig,
+    /// Open file handles kept by the shared cache.
+    pub open_files_limit: usize,
+    /// Threads running fsyncs for `FlushPolicy::Durable` partitions.
+    pub flush_threads: usize,
+    /// `log.retention.check.interval.ms`.
+    pub retention_check_interval: Duration,
+    /// How often changed checkpoints are written.
+    pub checkpoint_interval: Duration,
+    /// A partition unused for this long drops its indexes and tail cache.
+    pub idle_release_after: Duration,
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        ManagerConfig {
+            default_log: LogConfig::default(),
+            open_files_limit: 1024,
+            flush_threads: 2,
+            retention_check_interval: Duration::from_secs(300),
+            checkpoint_interval: Duration::from_secs(60),
+            idle_release_after: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The partitions of one store.
+#[derive(Debug)]
+pub struct LogManager {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    files: Arc<FileCache>,
+    config: ManagerConfig,
+    slots: RwLock<HashMap<TopicPartition, Arc<Slot>>>,
+    topic_configs: RwLock<HashMap<TopicName, LogConfig>>,
+    flush_queue: Mutex<VecDeque<Weak<PartitionLog>>>,
+    flush_ready: Condvar,
+    stopping: AtomicBool,
+    /// Wakes the maintenance thread early on shutdown.
+    stop_signal: (Mutex<()>, Condvar),
+}
+
+/// One partition, opened on first use.
+#[derive(Debug, Default)]
+struct Slot {
+    log: Mutex<Option<Arc<PartitionLog>>>,
+}
+
+impl LogManager {
+    /// Discovers the partitions in `store` (without opening them) and starts the
+    /// flush and maintenance threads.
+    pub fn open(store: Arc<dyn Store>, config: ManagerConfig) -> Result<LogManager> {
+        config.default_log.validate()?;
+        let files = Arc::new(FileCache::new(store.clone(), config.open_files_limit));
+        let mut slots = HashMap::new();
+        let root = PathBuf::from(TOPICS_DIR);
+        store.create_dir_all(&root).map_err(LogError::io("create directory", &root))?;
+        for topic in store.list_dir(&root).map_err(LogError::io("list", &root))? {
+            let Ok(name) = TopicName::new(topic.name.clone()) else { continue };
+            let topic_dir = root.join(&topic.name);
+            for partition in store.list_dir(&topic_dir).map_err(LogError::io("list", &topic_dir))? {
+                if let Ok(id) = partition.name.parse::<i32>() {
+                    slots.insert(TopicPartition::new(name.clone(), id), Arc::new(Slot::default()));
+                }
+            }
+        }
+        tracing::info!(partitions = slots.len(), "log manager found partitions");
+        let shared = Arc::new(Shared {
+            files,
+            config,
+            slots: RwLock::new(slots),
+            topic_configs: RwLock::new(HashMap::new()),
+            flush_queue: Mutex::new(VecDeque::new()),
+            flush_ready: Condvar::new(),
+            stopping: AtomicBool::new(false),
+            stop_signal: (Mutex::new(()), Condvar::new()),
+        });
+        let mut threads = Vec::new();
+        for n in 0..shared.config.flush_threads.max(1) {
+            let shared = shared.clone();
+            threads.push(spawn(format!("spool-flush-{n}"), move || shared.run_flusher())?);
+        }
+        let maintenance = shared.clone();
+        threads.push(spawn("spool-log-maintenance".into(), move || maintenance.run_maintenance())?);
+        Ok(LogManager { shared, threads: Mutex::new(threads) })
+    }
+
+    /// The shared file-handle cache (for its open count).
+    #[must_use]
+    pub fn files(&self) -> &Arc<FileCache> {
+        &self.shared.files
+    }
+
+    /// Every known partition, opened or not.
+    #[must_use]
+    pub fn partitions(&self) -> Vec<TopicPartition> {
+        let mut all: Vec<_> = read(&self.shared.slots).keys().cloned().collect();
+        all.sort();
+        all
+    }
+
+    /// Sets the log settings of a topic's partitions, including those already open.
+    pub fn set_topic_config(&self, topic: &TopicName, config: LogConfig) -> Result<()> {
+        config.validate()?;
+        for (partition, slot) in read(&self.shared.slots).iter() {
+            if &partition.topic == topic
+                && let Some(log) = lock(&slot.log).as_ref()
+            {
+                log.set_config(config.clone())?;
+            }
+        }
+        write(&self.shared.topic_configs).insert(topic.clone(), config);
+        Ok(())
+    }
+
+    /// The partition's log, opening and recovering it on first use; `None` if the
+    /// partition does not exist.
+    pub fn partition(&self, partition: &TopicPartition) -> Result<Option<Arc<PartitionLog>>> {
+        let Some(slot) = read(&self.shared.slots).get(partition).cloned() else { return Ok(None) };
+        let mut log = lock(&slot.log);
+        if let Some(log) = log.as_ref() {
+            return Ok(Some(log.clone()));
+        }
+        let opened = self.shared.open_log(partition)?;
+        *log = Some(opened.clone());
+        Ok(Some(opened))
+    }
+
+    /// Creates a new, empty partition.
+    pub fn create_partition(&self, partition: &TopicPartition) -> Result<Arc<PartitionLog>> {
+        let slot = {
+            let mut slots = write(&self.shared.slots);
+            if slots.contains_key(partition) {
+                return Err(LogError::PartitionExists(partition.to_string()));
+            }
+            let slot = Arc::new(Slot::default());
+            slots.insert(partition.clone(), slot.clone());
+            slot
+        };
+        let mut log = lock(&slot.log);
+        let opened = self.shared.open_log(partition).inspect_err(|_| {
+            write(&self.shared.slots).remove(partition);
+        })?;
+        *log = Some(opened.clone());
+        Ok(opened)
+    }
+
+    /// Deletes a partition and all its files.
+    pub fn delete_partition(&self, partition: &TopicPartition) -> Result<()> {
+        let slot = write(&self.shared.slots)
+            .remove(partition)
+            .ok_or_else(|| LogError::UnknownPartition(partition.to_string()))?;
+        let dir = partition_dir(partition);
+        let _open = lock(&slot.log).take();
+        self.shared.files.forget_dir(&dir);
+        let store = self.shared.files.store();
+        store.remove_dir_all(&dir).map_err(LogError::io("delete", &dir))?;
+        let topic_dir = PathBuf::from(TOPICS_DIR).join(partition.topic.as_str());
+        if store.list_dir(&topic_dir).is_ok_and(|entries| entries.is_empty()) {
+            store.remove_dir_all(&topic_dir).map_err(LogError::io("delete", &topic_dir))?;
+        }
+        Ok(())
+    }
+
+    /// Stops the background threads, then syncs and checkpoints every open partition
+    /// so the next start needs no recovery scan.
+    pub fn shutdown(&self) -> Result<()> {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.flush_ready.notify_all();
+        self.shared.stop_signal.1.notify_all();
+        for thread in lock(&self.threads).drain(..) {
+            let _ = thread.join();
+        }
+        let mut first_error = None;
+        for log in self.shared.open_logs() {
+            if let Err(error) = log.close() {
+                tracing::error!(dir = %log.dir().display(), %error, "closing partition failed");
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for LogManager {
+    fn drop(&mut self) {
+        if !lock(&self.threads).is_empty() {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+impl Shared {
+    fn open_log(self: &Arc<Self>, partition: &TopicPartition) -> Result<Arc<PartitionLog>> {
+        let config = read(&self.topic_configs)
+            .get(&partition.topic)
+            .cloned()
+            .unwrap_or_else(|| self.config.default_log.clone());
+        let started = Instant::now();
+        let log = Arc::new(PartitionLog::open(self.files.clone(), partition_dir(partition), config)?);
+        tracing::debug!(%partition, elapsed = ?started.elapsed(), "opened partition");
+        let weak = Arc::downgrade(&log);
+        let shared = Arc::downgrade(self);
+        log.set_flush_hook(Box::new(move || {
+            let (Some(shared), Some(log)) = (shared.upgrade(), weak.upgrade()) else { return };
+            if !log.flush_queued.swap(true, Ordering::SeqCst) {
+                lock(&shared.flush_queue).push_back(Arc::downgrade(&log));
+                shared.flush_ready.notify_one();
+            }
+        }));
+        Ok(log)
+    }
+
+    fn open_logs(&self) -> Vec<Arc<PartitionLog>> {
+        read(&self.slots).values().filter_map(|slot| lock(&slot.log).clone()).collect()
+    }
+
+    fn run_flusher(&self) {
+        loop {
+            let next = {
+                let mut queue = lock(&self.flush_queue);
+                loop {
+                    if self.stopping.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if let Some(next) = queue.pop_front() {
+                        break next;
+                    }
+                    queue = self.flush_ready.wait(queue).unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            };
+            let Some(log) = next.upgrade() else { continue };
+            // Cleared before syncing, so appends made during the sync queue another.
+            log.flush_queued.store(false, Ordering::SeqCst);
+            if let Err(error) = log.sync() {
+                tracing::error!(dir = %log.dir().display(), %error, "background flush failed");
+            }
+        }
+    }
+
+    fn run_maintenance(&self) {
+        let tick = Duration::from_millis(50);
+        let mut last_retention = Instant::now();
+        let mut last_checkpoint = Instant::now();
+        while !self.stopping.load(Ordering::SeqCst) {
+            {
+                let guard = lock(&self.stop_signal.0);
+                let _ = self.stop_signal.1.wait_timeout(guard, tick);
+            }
+            if self.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            let logs = self.open_logs();
+            for log in &logs {
+                if log.interval_flush_due()
+                    && let Err(error) = log.sync()
+                {
+                    tracing::error!(dir = %log.dir().display(), %error, "interval flush failed");
+                }
+            }
+            if last_retention.elapsed() >= self.config.retention_check_interval {
+                last_retention = Instant::now();
+                for log in &logs {
+                    if let Err(error) = log.enforce_retention(Timestamp::now()) {
+                        tracing::error!(dir = %log.dir().display(), %error, "retention failed");
+                    }
+                }
+            }
+            if last_checkpoint.elapsed() >= self.config.checkpoint_interval {
+                last_checkpoint = Instant::now();
+                for log in &logs {
+                    if let Err(error) = log.write_checkpoint() {
+                        tracing::error!(dir = %log.dir().display(), %error, "checkpoint failed");
+                    }
+                    if log.idle_for() >= self.config.idle_release_after {
+                        log.release_memory();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `topics/<topic>/<partition>`.
+#[must_use]
+pub(crate) fn partition_dir(partition: &TopicPartition) -> PathBuf {
+    PathBuf::from(TOPICS_DIR).join(partition.topic.as_str()).join(partition.partition.0.to_string())
+}
+
+fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(body)
+        .map_err(LogError::io("spawn thread", name))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,486 @@
+//! One partition's log: append, durability, offsets, roll.
+//!
+//! Reads and lookups by timestamp are in `partition/reading.rs`, retention and
+//! DeleteRecords in `partition/trimming.rs`, opening and recovery in `recovery.rs`.
+
+mod reading;
+mod trimming;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use spool_model::{Offset, RecordBatchHeader, Timestamp, TimestampType};
+use spool_protocol::batch::{self, BatchError};
+use spool_store::StoreFile;
+use tokio::sync::watch;
+
+use crate::checkpoint::{Checkpoint, LogPosition};
+use crate::config::{FlushPolicy, LogConfig, MAX_SEGMENT_BYTES};
+use crate::error::{LogError, Result};
+use crate::file_cache::FileCache;
+use crate::segment::{NewIndexEntries, Segment};
+use crate::tail_cache::TailCache;
+
+/// Where an append landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// Offset of the first record of the first batch.
+    pub base_offset: Offset,
+    /// Offset of the last record slot of the last batch.
+    pub last_offset: Offset,
+    /// The broker time written into the batches for LogAppendTime topics.
+    pub log_append_time: Option<Timestamp>,
+}
+
+impl AppendInfo {
+    /// The log end offset right after this append: wait for it to be durable.
+    #[must_use]
+    pub fn next_offset(&self) -> Offset {
+        self.last_offset.plus(1)
+    }
+}
+
+/// The offsets of a partition, which always satisfy
+/// `log_start <= high_watermark <= log_end` and `durable <= log_end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOffsets {
+    /// The first offset that may still be read.
+    pub log_start: Offset,
+    /// Consumers see offsets below this one.
+    pub high_watermark: Offset,
+    /// The offset the next appended record gets.
+    pub log_end: Offset,
+    /// Offsets below this one have been fsynced.
+    pub durable: Offset,
+}
+
+/// A partition's segmented log. Share it with `Arc`; every method takes `&self`.
+pub struct PartitionLog {
+    pub(crate) dir: PathBuf,
+    pub(crate) files: Arc<FileCache>,
+    config: RwLock<Arc<LogConfig>>,
+    pub(crate) state: Mutex<LogState>,
+    /// Held by the one thread running an fsync; the others wait and find their data
+    /// durable when they get it (group commit).
+    sync_lock: Mutex<()>,
+    durable_tx: watch::Sender<Offset>,
+    high_watermark_tx: watch::Sender<Offset>,
+    /// Asks the owner's flusher for a sync; set by the `LogManager`.
+    flush_hook: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// A flush request is queued and not yet taken by a flusher.
+    pub(crate) flush_queued: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for PartitionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionLog").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct LogState {
+    /// Sorted by base offset; the last one is the active segment. Never empty.
+    pub(crate) segments: Vec<Segment>,
+    pub(crate) log_start: Offset,
+    pub(crate) high_watermark: LogPosition,
+    pub(crate) durable: LogPosition,
+    /// Files of closed segments written since the last sync.
+    pub(crate) unsynced: Vec<Arc<dyn StoreFile>>,
+    /// A segment file was created or deleted since the last directory sync.
+    pub(crate) dir_dirty: bool,
+    pub(crate) tail: TailCache,
+    pub(crate) unflushed_records: u64,
+    pub(crate) last_sync: Instant,
+    /// Set when a write or fsync failed: the file may now hold bytes we never
+    /// accounted for, so nothing more is written until the log is reopened.
+    pub(crate) failed: bool,
+    pub(crate) last_checkpoint: Option<Checkpoint>,
+    pub(crate) last_used: Instant,
+}
+
+impl LogState {
+    pub(crate) fn active(&self) -> &Segment {
+        // Invariant: `segments` is never empty (see the field's doc).
+        self.segments.last().unwrap_or_else(|| unreachable!("a log always has an active segment"))
+    }
+
+    pub(crate) fn active_mut(&mut self) -> &mut Segment {
+        self.segments.last_mut().unwrap_or_else(|| unreachable!("a log always has an active segment"))
+    }
+
+    pub(crate) fn log_end(&self) -> Offset {
+        self.active().next_offset
+    }
+
+    pub(crate) fn end_position(&self) -> LogPosition {
+        let active = self.active();
+        LogPosition { offset: active.next_offset, segment_base: active.base, position: active.size }
+    }
+
+    pub(crate) fn offsets(&self) -> LogOffsets {
+        LogOffsets {
+            log_start: self.log_start,
+            high_watermark: self.high_watermark.offset,
+            log_end: self.log_end(),
+            durable: self.durable.offset,
+        }
+    }
+
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint { log_start: self.log_start, recovery_point: self.durable }
+    }
+
+    fn assert_invariants(&self) {
+        let o = self.offsets();
+        debug_assert!(o.log_start <= o.high_watermark, "{o:?}");
+        debug_assert!(o.high_watermark <= o.log_end, "{o:?}");
+        debug_assert!(o.durable <= o.log_end, "{o:?}");
+    }
+}
+
+impl PartitionLog {
+    pub(crate) fn from_parts(dir: PathBuf, files: Arc<FileCache>, config: LogConfig, state: LogState) -> PartitionLog {
+        let (durable_tx, _) = watch::channel(state.durable.offset);
+        let (high_watermark_tx, _) = watch::channel(state.high_watermark.offset);
+        PartitionLog {
+            dir,
+            files,
+            config: RwLock::new(Arc::new(config)),
+            state: Mutex::new(state),
+            sync_lock: Mutex::new(()),
+            durable_tx,
+            high_watermark_tx,
+            flush_hook: OnceLock::new(),
+            flush_queued: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, LogState> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.last_used = Instant::now();
+        state
+    }
+
+    #[must_use]
+    pub fn config(&self) -> Arc<LogConfig> {
+        self.config.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Changes the partition's settings; they apply from the next append or retention run.
+    pub fn set_config(&self, config: LogConfig) -> Result<()> {
+        config.validate()?;
+        *self.config.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+        Ok(())
+    }
+
+    pub(crate) fn set_flush_hook(&self, hook: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.flush_hook.set(hook);
+    }
+
+    #[must_use]
+    pub fn offsets(&self) -> LogOffsets {
+        self.lock().offsets()
+    }
+
+    /// Watches the durable end offset (for `acks=all` waiters).
+    #[must_use]
+    pub fn subscribe_durable(&self) -> watch::Receiver<Offset> {
+        self.durable_tx.subscribe()
+    }
+
+    /// Watches the high watermark (for long-polling fetches).
+    #[must_use]
+    pub fn subscribe_high_watermark(&self) -> watch::Receiver<Offset> {
+        self.high_watermark_tx.subscribe()
+    }
+
+    /// Waits until every offset below `offset` is durable, or the log fails.
+    pub async fn wait_durable(&self, offset: Offset) -> Result<()> {
+        let mut durable = self.subscribe_durable();
+        loop {
+            if *durable.borrow_and_update() >= offset {
+                return Ok(());
+            }
+            if self.lock().failed {
+                return Err(LogError::Failed { path: self.dir.clone() });
+            }
+            if durable.changed().await.is_err() {
+                return Err(LogError::Failed { path: self.dir.clone() });
+            }
+        }
+    }
+
+    /// Appends whole batches with one write (plus one per index file), assigning
+    /// offsets by patching each batch's `baseOffset` (and, for LogAppendTime, its max
+    /// timestamp) in place. Each slice must be exactly one batch; the produce path
+    /// has already checked its CRC. Returns once the bytes are written to the store
+    /// ("buffered"); use [`PartitionLog::sync`] or the flusher for durability.
+    pub fn append(&self, batches: &[&[u8]]) -> Result<AppendInfo> {
+        let config = self.config();
+        for (index, bytes) in batches.iter().enumerate() {
+            let header = batch::validate_frame(bytes).map_err(|source| LogError::InvalidBatch { index, source })?;
+            if header.total_len() != bytes.len() {
+                let source = BatchError::TrailingBytes { declared: header.total_len(), present: bytes.len() };
+                return Err(LogError::InvalidBatch { index, source });
+            }
+        }
+        let log_append_time = (config.timestamp_type == TimestampType::LogAppendTime).then(Timestamp::now);
+        let mut state = self.lock();
+        if state.failed {
+            return Err(LogError::Failed { path: self.dir.clone() });
+        }
+        state.active_mut().index(&self.files, config.index_interval_bytes)?;
+        let base_offset = state.log_end();
+        let mut pending = PendingWrite::default();
+        let mut records = 0u64;
+        for bytes in batches {
+            if self.should_roll(&state, &config, pending.data.len() as u64, bytes) {
+                self.write_pending(&mut state, &config, &mut pending).inspect_err(|_| state.failed = true)?;
+                self.roll(&mut state).inspect_err(|_| state.failed = true)?;
+            }
+            let offset = state.log_end();
+            let position = state.active().size + pending.data.len() as u64;
+            let start = pending.data.len();
+            pending.data.extend_from_slice(bytes);
+            let batch = pending.data.get_mut(start..).unwrap_or_default();
+            batch::patch_base_offset(batch, offset);
+            if let Some(now) = log_append_time {
+                batch::patch_log_append_time(batch, now);
+            }
+            let Some(header) = RecordBatchHeader::parse(batch) else {
+                unreachable!("validated above");
+            };
+            records += u64::try_from(header.record_count).unwrap_or(0);
+            let interval = config.index_interval_bytes;
+            state.active_mut().note_batch(&header, position, interval, &mut pending.entries);
+        }
+        self.write_pending(&mut state, &config, &mut pending).inspect_err(|_| state.failed = true)?;
+        state.unflushed_records += records;
+        let last_offset = state.log_end().plus(-1);
+        let flush_now = match config.flush {
+            FlushPolicy::Durable => true,
+            FlushPolicy::Interval { messages, .. } => {
+                state.high_watermark = state.end_position();
+                self.high_watermark_tx.send_replace(state.high_watermark.offset);
+                messages.is_some_and(|limit| state.unflushed_records >= limit)
+            }
+        };
+        state.assert_invariants();
+        drop(state);
+        if flush_now && let Some(hook) = self.flush_hook.get() {
+            hook();
+        }
+        Ok(AppendInfo { base_offset, last_offset, log_append_time })
+    }
+
+    fn should_roll(&self, state: &LogState, config: &LogConfig, pending: u64, batch: &[u8]) -> bool {
+        let active = state.active();
+        let size = active.size + pending;
+        if size == 0 {
+            return false;
+        }
+        let too_big = size + batch.len() as u64 > config.segment_bytes.min(MAX_SEGMENT_BYTES);
+        let too_old = config.segment_age_limit().is_some_and(|limit| active.opened_at.elapsed() >= limit);
+        let last_delta = RecordBatchHeader::parse(batch).map_or(0, |h| i64::from(h.last_offset_delta));
+        let offsets_overflow = state.log_end().plus(last_delta).distance_from(active.base) > i64::from(i32::MAX);
+        too_big || too_old || offsets_overflow
+    }
+
+    /// Writes the pending bytes to the active segment and its index entries to the
+    /// index files, then moves the segment's size and feeds the tail cache.
+    fn write_pending(&self, state: &mut LogState, config: &LogConfig, pending: &mut PendingWrite) -> Result<()> {
+        if pending.data.is_empty() {
+            return Ok(());
+        }
+        let active = state.active();
+        let position = active.size;
+        let file = active.log_file(&self.files)?;
+        file.write_at(&pending.data, position).map_err(LogError::io("write", &active.paths.log))?;
+        let entries = std::mem::take(&mut pending.entries);
+        let active = state.active_mut();
+        active.write_index_files(&self.files, &entries, false)?;
+        if let Some(index) = active.index.as_mut() {
+            index.offsets.extend(entries.offsets);
+            index.times.extend(entries.times);
+        }
+        let data: Bytes = std::mem::take(&mut pending.data).freeze();
+        active.size += data.len() as u64;
+        state.tail.push(position, data, config.tail_cache_bytes);
+        Ok(())
+    }
+
+    /// Closes the active segment and starts a new one at the log end offset.
+    fn roll(&self, state: &mut LogState) -> Result<()> {
+        let config = self.config();
+        let interval = config.index_interval_bytes;
+        let base = state.log_end();
+        let closing = state.active_mut();
+        closing.index(&self.files, interval)?;
+        // The batch that last raised the max timestamp is at or before the last batch.
+        let last_batch_base = last_batch_base(closing, &self.files, interval)?;
+        if let Some(entry) = closing.final_time_entry(last_batch_base) {
+            let entries = NewIndexEntries { offsets: Vec::new(), times: vec![entry] };
+            closing.write_index_files(&self.files, &entries, false)?;
+            if let Some(index) = closing.index.as_mut() {
+                index.times.push(entry);
+            }
+        }
+        let mut closed_files = Vec::with_capacity(3);
+        for path in [&closing.paths.log, &closing.paths.index, &closing.paths.time_index] {
+            closed_files.push(self.files.get(path).map_err(LogError::io("open", path))?);
+        }
+        state.unsynced.extend(closed_files);
+        let mut segment = Segment::new(&self.dir, base, 0, base);
+        segment.index = Some(crate::index::SegmentIndex::default());
+        for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
+            let file = self.files.create(path).map_err(LogError::io("create", path))?;
+            file.set_len(0).map_err(LogError::io("truncate", path))?;
+        }
+        tracing::debug!(dir = %self.dir.display(), base = %base, "rolled segment");
+        state.segments.push(segment);
+        state.dir_dirty = true;
+        state.tail.clear();
+        Ok(())
+    }
+
+    /// Makes everything appended so far durable and returns the durable end offset.
+    /// Concurrent callers share one fsync: whoever holds the sync lock syncs for all
+    /// data written before it started (group commit).
+    pub fn sync(&self) -> Result<Offset> {
+        let target = self.lock().log_end();
+        self.sync_to(target)
+    }
+
+    /// Makes the log durable at least up to `offset`.
+    pub fn sync_to(&self, offset: Offset) -> Result<Offset> {
+        let durable = self.lock().durable.offset;
+        if durable >= offset {
+            return Ok(durable);
+        }
+        let _leader = self.sync_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (target, files, dir_dirty) = {
+            let mut state = self.lock();
+            if state.failed {
+                return Err(LogError::Failed { path: self.dir.clone() });
+            }
+            if state.durable.offset >= offset {
+                return Ok(state.durable.offset);
+            }
+            let mut files = std::mem::take(&mut state.unsynced);
+            files.push(state.active().log_file(&self.files)?);
+            (state.end_position(), files, std::mem::take(&mut state.dir_dirty))
+        };
+        let synced = files
+            .iter()
+            .try_for_each(|file| file.sync().map_err(LogError::io("fsync", &self.dir)))
+            .and_then(|()| {
+                if dir_dirty {
+                    self.files.store().sync_dir(&self.dir).map_err(LogError::io("fsync directory", &self.dir))
+                } else {
+                    Ok(())
+                }
+            });
+        let mut state = self.lock();
+        if let Err(error) = synced {
+            // After a failed fsync the kernel may have dropped the dirty pages; retrying
+            // would report success for lost data. Refuse writes until reopened.
+            tracing::error!(dir = %self.dir.display(), %error, "fsync failed; log closed for writes");
+            state.failed = true;
+            return Err(error);
+        }
+        if target.offset > state.durable.offset {
+            state.durable = target;
+            if self.config().flush == FlushPolicy::Durable {
+                state.high_watermark = target;
+                self.high_watermark_tx.send_replace(target.offset);
+            }
+        }
+        state.unflushed_records = 0;
+        state.last_sync = Instant::now();
+        state.assert_invariants();
+        let durable = state.durable.offset;
+        drop(state);
+        self.durable_tx.send_replace(durable);
+        Ok(durable)
+    }
+
+    /// Whether an interval flush is due (`flush.ms` passed with data unflushed).
+    pub(crate) fn interval_flush_due(&self) -> bool {
+        let config = self.config();
+        let FlushPolicy::Interval { ms: Some(ms), .. } = config.flush else { return false };
+        let state = self.lock();
+        state.durable.offset < state.log_end() && state.last_sync.elapsed().as_millis() >= u128::from(ms)
+    }
+
+    /// Writes the checkpoint if it changed since the last one.
+    pub fn write_checkpoint(&self) -> Result<()> {
+        let checkpoint = self.lock().checkpoint();
+        if self.lock().last_checkpoint == Some(checkpoint) {
+            return Ok(());
+        }
+        checkpoint.write(&self.files, &self.dir)?;
+        self.lock().last_checkpoint = Some(checkpoint);
+        Ok(())
+    }
+
+    /// Syncs and checkpoints the log, so the next open needs no scan. The log stays
+    /// usable; drop it afterwards to close its files.
+    pub fn close(&self) -> Result<()> {
+        self.sync()?;
+        self.write_checkpoint()
+    }
+
+    /// Drops what can be reloaded (indexes, tail cache) to keep an idle partition small.
+    pub fn release_memory(&self) {
+        let mut state = self.lock();
+        state.tail.clear();
+        state.segments.iter_mut().for_each(|segment| segment.index = None);
+        state.segments.shrink_to_fit();
+    }
+
+    /// Bytes of memory this partition holds beyond its files, approximately.
+    #[must_use]
+    pub fn memory_footprint(&self) -> usize {
+        let state = self.lock();
+        let indexes: usize = state.segments.iter().filter_map(|s| s.index.as_ref()).map(|i| i.heap_bytes()).sum();
+        size_of::<PartitionLog>()
+            + self.dir.as_os_str().len()
+            + state.segments.capacity() * size_of::<Segment>()
+            + state.segments.iter().map(|s| 3 * s.paths.log.as_os_str().len()).sum::<usize>()
+            + indexes
+            + usize::try_from(state.tail.heap_bytes()).unwrap_or(usize::MAX)
+    }
+
+    /// How long since this partition was last used.
+    pub(crate) fn idle_for(&self) -> std::time::Duration {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).last_used.elapsed()
+    }
+}
+
+/// The base offset of the last batch of a segment, found from its last index entry.
+fn last_batch_base(segment: &mut Segment, files: &FileCache, interval: u64) -> Result<Offset> {
+    let start = segment.index(files, interval)?.offsets.last().map_or(0, |e| u64::from(e.position));
+    let file = segment.log_file(files)?;
+    let mut cursor = crate::scan::HeaderCursor::new(file.as_ref());
+    let mut position = start;
+    let mut last = segment.base;
+    while let Some(header) = cursor.header_at(position, segment.size).map_err(LogError::io("read", &segment.paths.log))? {
+        last = header.base_offset;
+        position += header.total_len() as u64;
+    }
+    Ok(last)
+}
+
+/// Bytes and index entries collected for one write.
+#[derive(Debug, Default)]
+struct PendingWrite {
+    data: BytesMut,
+    entries: NewIndexEntries,
+}

@@ -1,0 +1,92 @@
+//! Removing old data: retention by time and size, and DeleteRecords.
+
+use spool_model::{Offset, Timestamp};
+
+use super::{LogState, PartitionLog};
+use crate::error::{LogError, Result};
+use crate::segment::Segment;
+
+impl PartitionLog {
+    /// Deletes closed segments past `retention.ms` (by their newest record) or beyond
+    /// `retention.bytes` (oldest first). The active segment is never deleted. Returns
+    /// how many segments went.
+    pub fn enforce_retention(&self, now: Timestamp) -> Result<usize> {
+        let config = self.config();
+        let interval = config.index_interval_bytes;
+        let mut state = self.lock();
+        let mut expired = 0;
+        if let Some(retention_ms) = config.retention_ms {
+            let cutoff = Timestamp(now.0.saturating_sub(i64::try_from(retention_ms).unwrap_or(i64::MAX)));
+            let closed_segments = state.segments.len() - 1;
+            while expired < closed_segments {
+                let Some(segment) = state.segments.get_mut(expired) else { break };
+                match segment.max_timestamp(&self.files, interval)? {
+                    Some(max) if max < cutoff => expired += 1,
+                    None if segment.size == 0 => expired += 1,
+                    _ => break,
+                }
+            }
+        }
+        if let Some(limit) = config.retention_bytes {
+            let mut total: u64 = state.segments.iter().map(|s| s.size).sum();
+            total -= state.segments.iter().take(expired).map(|s| s.size).sum::<u64>();
+            while let Some(segment) = state.segments.get(expired) {
+                let closed = expired + 1 < state.segments.len();
+                if !closed || total - segment.size < limit {
+                    break;
+                }
+                total -= segment.size;
+                expired += 1;
+            }
+        }
+        if expired == 0 {
+            return Ok(0);
+        }
+        let new_start = state.segments.get(expired).map_or(state.log_start, |s| s.base);
+        self.delete_front_segments(&mut state, expired)?;
+        state.log_start = state.log_start.max(new_start);
+        state.assert_invariants();
+        drop(state);
+        tracing::info!(dir = %self.dir.display(), segments = expired, log_start = %new_start, "retention deleted segments");
+        self.write_checkpoint()?;
+        Ok(expired)
+    }
+
+    /// Moves the log start offset forward to `offset` (Kafka's DeleteRecords): records
+    /// below it are no longer readable, whole segments below it are deleted, and the
+    /// new start is checkpointed before this returns. `offset` may not pass the high
+    /// watermark. Returns the new log start offset.
+    pub fn advance_log_start(&self, offset: Offset) -> Result<Offset> {
+        let mut state = self.lock();
+        if offset > state.high_watermark.offset {
+            return Err(LogError::OffsetBeyondHighWatermark { requested: offset, high_watermark: state.high_watermark.offset });
+        }
+        if offset <= state.log_start {
+            return Ok(state.log_start);
+        }
+        state.log_start = offset;
+        // Every segment whose successor starts at or below the new start is unreadable.
+        let doomed = state.segments.windows(2).take_while(|pair| pair.get(1).is_some_and(|next| next.base <= offset)).count();
+        self.delete_front_segments(&mut state, doomed)?;
+        state.assert_invariants();
+        drop(state);
+        self.write_checkpoint()?;
+        Ok(offset)
+    }
+
+    fn delete_front_segments(&self, state: &mut LogState, count: usize) -> Result<()> {
+        let doomed: Vec<Segment> = state.segments.drain(..count).collect();
+        for segment in doomed {
+            for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
+                self.files.forget(path);
+                match self.files.store().remove_file(path) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => return Err(LogError::Io { operation: "delete", path: path.clone(), source }),
+                }
+            }
+        }
+        state.dir_dirty = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,273 @@
+//! Opening a partition's log, recovering it after a crash.
+//!
+//! Everything before the checkpoint's recovery point was fsynced, so it is trusted
+//! as it is. Everything after it is scanned batch by batch, with full validation
+//! (framing, CRC-32C, header fields, offsets increasing); the log is truncated at the
+//! first batch that fails, later segments are deleted, and the indexes of what was
+//! scanned are rebuilt. A missing, corrupt or impossible checkpoint (one pointing past
+//! the end of the log) makes the scan start at the very beginning.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use spool_model::{Offset, Timestamp};
+
+use crate::checkpoint::{self, Checkpoint, LogPosition};
+use crate::config::LogConfig;
+use crate::error::{LogError, Result};
+use crate::file_cache::FileCache;
+use crate::index::SegmentIndex;
+use crate::partition::{LogState, PartitionLog};
+use crate::scan::{self, HeaderCursor};
+use crate::segment::{self, NewIndexEntries, Segment};
+use crate::tail_cache::TailCache;
+
+/// Where the recovery scan begins.
+#[derive(Debug, Clone, Copy)]
+struct ScanStart {
+    segment: usize,
+    position: u64,
+    offset: Offset,
+}
+
+impl PartitionLog {
+    /// Opens (creating if needed) the log in `dir` and recovers it.
+    pub fn open(files: Arc<FileCache>, dir: impl Into<PathBuf>, config: LogConfig) -> Result<PartitionLog> {
+        config.validate()?;
+        let dir = dir.into();
+        let store = files.store().clone();
+        store.create_dir_all(&dir).map_err(LogError::io("create directory", &dir))?;
+        let mut bases = Vec::new();
+        for entry in store.list_dir(&dir).map_err(LogError::io("list", &dir))? {
+            if checkpoint::is_leftover(&entry.name) {
+                let path = dir.join(&entry.name);
+                store.remove_file(&path).map_err(LogError::io("delete", &path))?;
+            } else if let Some(base) = segment::parse_segment_name(&entry.name) {
+                bases.push(base);
+            }
+        }
+        bases.sort();
+        let checkpoint = Checkpoint::read(&files, &dir)?;
+        let state = if bases.is_empty() {
+            let base = checkpoint.map_or(Offset::ZERO, |c| c.recovery_point.offset.max(c.log_start));
+            new_log(&files, &dir, base)?
+        } else {
+            recover(&files, &dir, &config, &bases, checkpoint)?
+        };
+        let log = PartitionLog::from_parts(dir, files, config, state);
+        log.write_checkpoint()?;
+        Ok(log)
+    }
+}
+
+fn new_log(files: &FileCache, dir: &Path, base: Offset) -> Result<LogState> {
+    let mut segment = Segment::new(dir, base, 0, base);
+    segment.index = Some(SegmentIndex::default());
+    for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
+        files.create(path).map_err(LogError::io("create", path))?;
+    }
+    files.store().sync_dir(dir).map_err(LogError::io("fsync directory", dir))?;
+    let end = LogPosition { offset: base, segment_base: base, position: 0 };
+    Ok(state_with(vec![segment], base, end))
+}
+
+fn state_with(segments: Vec<Segment>, log_start: Offset, end: LogPosition) -> LogState {
+    LogState {
+        segments,
+        log_start,
+        high_watermark: end,
+        durable: end,
+        unsynced: Vec::new(),
+        dir_dirty: false,
+        tail: TailCache::default(),
+        unflushed_records: 0,
+        last_sync: Instant::now(),
+        failed: false,
+        last_checkpoint: None,
+        last_used: Instant::now(),
+    }
+}
+
+fn recover(
+    files: &FileCache,
+    dir: &Path,
+    config: &LogConfig,
+    bases: &[Offset],
+    checkpoint: Option<Checkpoint>,
+) -> Result<LogState> {
+    let mut segments = Vec::with_capacity(bases.len());
+    for (at, base) in bases.iter().enumerate() {
+        let paths = segment::SegmentPaths::new(dir, *base);
+        let file = files.get(&paths.log).map_err(LogError::io("open", &paths.log))?;
+        let size = file.len().map_err(LogError::io("stat", &paths.log))?;
+        let next = bases.get(at + 1).copied().unwrap_or(*base);
+        segments.push(Segment::new(dir, *base, size, next));
+    }
+    let start = scan_start(&segments, checkpoint, dir);
+    let interval = config.index_interval_bytes;
+    let mut scanned_any = false;
+    let mut truncate_at = None;
+    let mut expected = start.offset;
+    for at in start.segment..segments.len() {
+        let Some(segment) = segments.get_mut(at) else { break };
+        let from = if at == start.segment { start.position } else { 0 };
+        let (stopped_at, next) = scan_segment(files, segment, from, expected, interval, at == start.segment)?;
+        scanned_any |= segment.size > from;
+        expected = next;
+        if let Some(position) = stopped_at {
+            truncate_at = Some((at, position));
+            break;
+        }
+    }
+    if let Some((at, position)) = truncate_at {
+        truncate(files, dir, &mut segments, at, position)?;
+        scanned_any = true;
+    }
+    if scanned_any {
+        // What the scan kept becomes the new recovery point: make it durable first.
+        for segment in segments.iter().skip(start.segment) {
+            for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
+                let file = files.get(path).map_err(LogError::io("open", path))?;
+                file.sync().map_err(LogError::io("fsync", path))?;
+            }
+        }
+        files.store().sync_dir(dir).map_err(LogError::io("fsync directory", dir))?;
+    }
+    let first_base = segments.first().map_or(Offset::ZERO, |s| s.base);
+    let active = segments.last().ok_or_else(|| LogError::Failed { path: dir.to_path_buf() })?;
+    let end = LogPosition { offset: active.next_offset, segment_base: active.base, position: active.size };
+    let log_start = checkpoint.map_or(first_base, |c| c.log_start.max(first_base)).min(end.offset);
+    Ok(state_with(segments, log_start, end))
+}
+
+/// Trusts the checkpoint if it names an existing segment and a position inside it.
+fn scan_start(segments: &[Segment], checkpoint: Option<Checkpoint>, dir: &Path) -> ScanStart {
+    let from_the_start = ScanStart {
+        segment: 0,
+        position: 0,
+        offset: segments.first().map_or(Offset::ZERO, |s| s.base),
+    };
+    let Some(point) = checkpoint.map(|c| c.recovery_point) else { return from_the_start };
+    let found = segments.iter().position(|s| s.base == point.segment_base);
+    match found.and_then(|at| Some((at, segments.get(at)?))) {
+        Some((at, segment)) if point.position <= segment.size && point.offset >= segment.base => {
+            ScanStart { segment: at, position: point.position, offset: point.offset }
+        }
+        _ => {
+            tracing::warn!(
+                dir = %dir.display(),
+                checkpoint = ?point,
+                "checkpoint points past the end of the log; scanning the whole log"
+            );
+            from_the_start
+        }
+    }
+}
+
+/// Validates the batches of `segment` from `from` on, rebuilding its indexes. Returns
+/// where the first invalid batch starts (if any) and the offset after the last valid one.
+fn scan_segment(
+    files: &FileCache,
+    segment: &mut Segment,
+    from: u64,
+    expected: Offset,
+    interval: u64,
+    is_start: bool,
+) -> Result<(Option<u64>, Offset)> {
+    if is_start && from > 0 {
+        keep_index_prefix(files, segment, from, expected, interval)?;
+    } else {
+        segment.index = Some(SegmentIndex::default());
+        segment.bytes_since_index = 0;
+        segment.max_timestamp = None;
+    }
+    segment.next_offset = expected.max(segment.base);
+    let file = segment.log_file(files)?;
+    let mut entries = NewIndexEntries::default();
+    let mut buffer = Vec::new();
+    let mut position = from;
+    let mut stopped_at = None;
+    let file_len = segment.size;
+    while position < file_len {
+        let checked = scan::read_valid_batch(file.as_ref(), position, file_len, &mut buffer)
+            .map_err(LogError::io("read", &segment.paths.log))?;
+        let problem = match checked {
+            Ok(header) if header.base_offset < segment.next_offset => {
+                Some(format!("batch offset {} goes backwards (expected at least {})", header.base_offset, segment.next_offset))
+            }
+            Ok(header) => {
+                segment.note_batch(&header, position, interval, &mut entries);
+                position += header.total_len() as u64;
+                None
+            }
+            Err(error) => Some(error.to_string()),
+        };
+        if let Some(problem) = problem {
+            tracing::warn!(
+                segment = %segment.paths.log.display(),
+                position,
+                dropped_bytes = file_len - position,
+                %problem,
+                "truncating the log at an invalid batch"
+            );
+            stopped_at = Some(position);
+            break;
+        }
+    }
+    segment.size = position;
+    if let Some(index) = segment.index.as_mut() {
+        index.offsets.extend(entries.offsets);
+        index.times.extend(entries.times);
+    }
+    let all = NewIndexEntries {
+        offsets: segment.index.as_ref().map(|i| i.offsets.clone()).unwrap_or_default(),
+        times: segment.index.as_ref().map(|i| i.times.clone()).unwrap_or_default(),
+    };
+    segment.write_index_files(files, &all, true)?;
+    Ok((stopped_at, segment.next_offset))
+}
+
+/// For the segment holding the recovery point: keeps the index entries before it and
+/// recomputes the max timestamp and index spacing from the last entry up to it.
+fn keep_index_prefix(files: &FileCache, segment: &mut Segment, from: u64, offset: Offset, interval: u64) -> Result<()> {
+    let full_size = segment.size;
+    segment.size = from;
+    let loaded = segment.index(files, interval).cloned();
+    segment.size = full_size;
+    let mut index = loaded?;
+    index.offsets.retain(|e| u64::from(e.position) < from);
+    let limit = segment.relative(offset).unwrap_or(u32::MAX);
+    index.times.retain(|e| e.relative_offset < limit);
+    let last_indexed = index.offsets.last().map_or(0, |e| u64::from(e.position));
+    let mut max_timestamp: Option<Timestamp> = index.last_time().map(|e| e.timestamp);
+    let file = segment.log_file(files)?;
+    let mut cursor = HeaderCursor::new(file.as_ref());
+    let mut position = last_indexed;
+    while let Some(header) = cursor.header_at(position, from).map_err(LogError::io("read", &segment.paths.log))? {
+        max_timestamp = Some(max_timestamp.map_or(header.max_timestamp, |t| t.max(header.max_timestamp)));
+        position += header.total_len() as u64;
+    }
+    segment.max_timestamp = max_timestamp;
+    segment.bytes_since_index = from - last_indexed;
+    segment.index = Some(index);
+    Ok(())
+}
+
+/// Cuts the log at `position` of segment `at` and deletes every later segment.
+fn truncate(files: &FileCache, dir: &Path, segments: &mut Vec<Segment>, at: usize, position: u64) -> Result<()> {
+    for doomed in segments.drain(at + 1..) {
+        tracing::warn!(segment = %doomed.paths.log.display(), "deleting a segment that follows a torn one");
+        for path in [&doomed.paths.log, &doomed.paths.index, &doomed.paths.time_index] {
+            files.forget(path);
+            if files.store().exists(path) {
+                files.store().remove_file(path).map_err(LogError::io("delete", path))?;
+            }
+        }
+    }
+    if let Some(segment) = segments.get(at) {
+        let file = segment.log_file(files)?;
+        file.set_len(position).map_err(LogError::io("truncate", &segment.paths.log))?;
+    }
+    files.store().sync_dir(dir).map_err(LogError::io("fsync directory", dir))
+}
