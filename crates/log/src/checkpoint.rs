@@ -76,9 +76,14 @@ impl Checkpoint {
         if !files.store().exists(&path) {
             return Ok(None);
         }
-        let file = files.store().open(&path, spool_store::OpenMode::Read).map_err(LogError::io("open", &path))?;
+        let file = files
+            .store()
+            .open(&path, spool_store::OpenMode::Read)
+            .map_err(LogError::io("open", &path))?;
         let mut bytes = [0u8; LEN + 1];
-        let read = file.read_up_to(&mut bytes, 0).map_err(LogError::io("read", &path))?;
+        let read = file
+            .read_up_to(&mut bytes, 0)
+            .map_err(LogError::io("read", &path))?;
         let checkpoint = bytes.get(..read).and_then(Checkpoint::decode);
         if checkpoint.is_none() {
             tracing::warn!(path = %path.display(), "checkpoint unreadable; recovering from the whole log");
@@ -91,12 +96,19 @@ impl Checkpoint {
         let store = files.store();
         let tmp = dir.join(CHECKPOINT_TMP);
         let path = dir.join(CHECKPOINT_FILE);
-        let file = store.open(&tmp, spool_store::OpenMode::Create).map_err(LogError::io("create", &tmp))?;
+        let file = store
+            .open(&tmp, spool_store::OpenMode::Create)
+            .map_err(LogError::io("create", &tmp))?;
         file.set_len(0).map_err(LogError::io("truncate", &tmp))?;
-        file.write_at(&self.encode(), 0).map_err(LogError::io("write", &tmp))?;
+        file.write_at(&self.encode(), 0)
+            .map_err(LogError::io("write", &tmp))?;
         file.sync().map_err(LogError::io("fsync", &tmp))?;
-        store.rename(&tmp, &path).map_err(LogError::io("rename", &tmp))?;
-        store.sync_dir(dir).map_err(LogError::io("fsync directory", dir))
+        store
+            .rename(&tmp, &path)
+            .map_err(LogError::io("rename", &tmp))?;
+        store
+            .sync_dir(dir)
+            .map_err(LogError::io("fsync directory", dir))
     }
 }
 
@@ -113,7 +125,11 @@ mod tests {
     fn encodes_and_rejects_damage() {
         let checkpoint = Checkpoint {
             log_start: Offset(5),
-            recovery_point: LogPosition { offset: Offset(900), segment_base: Offset(800), position: 4242 },
+            recovery_point: LogPosition {
+                offset: Offset(900),
+                segment_base: Offset(800),
+                position: 4242,
+            },
         };
         let bytes = checkpoint.encode();
         assert_eq!(bytes.len(), LEN);

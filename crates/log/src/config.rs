@@ -14,7 +14,10 @@ pub enum FlushPolicy {
     /// fsync when `ms` have passed since the last one or `messages` records are
     /// unflushed, whichever comes first (Kafka's `flush.ms` / `flush.messages`). Data
     /// is visible to consumers as soon as it is written.
-    Interval { ms: Option<u64>, messages: Option<u64> },
+    Interval {
+        ms: Option<u64>,
+        messages: Option<u64>,
+    },
 }
 
 /// Settings of one partition's log. Defaults follow Kafka's.
@@ -69,7 +72,11 @@ impl LogConfig {
     /// Checks every bound; the message names the key and its allowed range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let check = |ok: bool, key: &'static str, value: String, bounds: &'static str| {
-            if ok { Ok(()) } else { Err(ConfigError { key, value, bounds }) }
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError { key, value, bounds })
+            }
         };
         check(
             (1024..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes),
@@ -90,8 +97,18 @@ impl LogConfig {
             "1 to 2147483647",
         )?;
         if let FlushPolicy::Interval { ms, messages } = self.flush {
-            check(ms != Some(0), "flush.ms", "0".into(), "at least 1 (or unset)")?;
-            check(messages != Some(0), "flush.messages", "0".into(), "at least 1 (or unset)")?;
+            check(
+                ms != Some(0),
+                "flush.ms",
+                "0".into(),
+                "at least 1 (or unset)",
+            )?;
+            check(
+                messages != Some(0),
+                "flush.messages",
+                "0".into(),
+                "at least 1 (or unset)",
+            )?;
         }
         Ok(())
     }
@@ -108,12 +125,18 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_bounds_are_named() {
         assert!(LogConfig::default().validate().is_ok());
-        let tiny = LogConfig { segment_bytes: 10, ..LogConfig::default() };
+        let tiny = LogConfig {
+            segment_bytes: 10,
+            ..LogConfig::default()
+        };
         let error = tiny.validate().unwrap_err();
         assert_eq!(error.key, "segment.bytes");
         assert!(error.to_string().contains("1024 to 2147483647"));
         let flush = LogConfig {
-            flush: FlushPolicy::Interval { ms: Some(0), messages: None },
+            flush: FlushPolicy::Interval {
+                ms: Some(0),
+                messages: None,
+            },
             ..LogConfig::default()
         };
         assert_eq!(flush.validate().unwrap_err().key, "flush.ms");

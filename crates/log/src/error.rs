@@ -16,9 +16,15 @@ pub enum LogError {
         source: io::Error,
     },
     #[error("offset {requested} is below the log start offset {log_start}")]
-    OffsetBelowLogStart { requested: Offset, log_start: Offset },
+    OffsetBelowLogStart {
+        requested: Offset,
+        log_start: Offset,
+    },
     #[error("offset {requested} is beyond the high watermark {high_watermark}")]
-    OffsetBeyondHighWatermark { requested: Offset, high_watermark: Offset },
+    OffsetBeyondHighWatermark {
+        requested: Offset,
+        high_watermark: Offset,
+    },
     #[error("batch {index} of the append is malformed: {source}")]
     InvalidBatch {
         index: usize,
@@ -39,9 +45,16 @@ pub enum LogError {
 }
 
 impl LogError {
-    pub(crate) fn io(operation: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> LogError {
+    pub(crate) fn io(
+        operation: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> LogError {
         let path = path.into();
-        move |source| LogError::Io { operation, path, source }
+        move |source| LogError::Io {
+            operation,
+            path,
+            source,
+        }
     }
 }
 

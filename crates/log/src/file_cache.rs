@@ -28,7 +28,11 @@ struct CacheInner {
 impl FileCache {
     #[must_use]
     pub fn new(store: Arc<dyn Store>, limit: usize) -> FileCache {
-        FileCache { store, limit: limit.max(4), inner: Mutex::new(CacheInner::default()) }
+        FileCache {
+            store,
+            limit: limit.max(4),
+            inner: Mutex::new(CacheInner::default()),
+        }
     }
 
     #[must_use]
@@ -43,7 +47,9 @@ impl FileCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, CacheInner> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The open file at `path`, opening it read-write if it is not cached.
@@ -66,7 +72,11 @@ impl FileCache {
         }
         let file = self.store.open(path, mode)?;
         if inner.files.len() >= self.limit {
-            let oldest = inner.files.iter().min_by_key(|(_, (_, used))| *used).map(|(p, _)| p.clone());
+            let oldest = inner
+                .files
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(p, _)| p.clone());
             if let Some(oldest) = oldest {
                 inner.files.remove(&oldest);
             }
@@ -103,6 +113,9 @@ mod tests {
         cache.create(Path::new("f10")).unwrap();
         let inner = cache.lock();
         assert!(inner.files.contains_key(Path::new("f6")));
-        assert!(!inner.files.contains_key(Path::new("f7")), "least recently used went first");
+        assert!(
+            !inner.files.contains_key(Path::new("f7")),
+            "least recently used went first"
+        );
     }
 }

@@ -39,15 +39,23 @@ impl SegmentIndex {
     /// The file position of the last indexed batch whose base offset is at or before
     /// `relative_offset`; 0 when none is.
     pub(crate) fn position_for(&self, relative_offset: u32) -> u32 {
-        let after = self.offsets.partition_point(|e| e.relative_offset <= relative_offset);
-        after.checked_sub(1).and_then(|i| self.offsets.get(i)).map_or(0, |e| e.position)
+        let after = self
+            .offsets
+            .partition_point(|e| e.relative_offset <= relative_offset);
+        after
+            .checked_sub(1)
+            .and_then(|i| self.offsets.get(i))
+            .map_or(0, |e| e.position)
     }
 
     /// A relative offset at or before the first record with a timestamp at or after
     /// `target`: the batch of the last entry whose max timestamp is still below it.
     pub(crate) fn scan_start_for_timestamp(&self, target: Timestamp) -> u32 {
         let below = self.times.partition_point(|e| e.timestamp < target);
-        below.checked_sub(1).and_then(|i| self.times.get(i)).map_or(0, |e| e.relative_offset)
+        below
+            .checked_sub(1)
+            .and_then(|i| self.times.get(i))
+            .map_or(0, |e| e.relative_offset)
     }
 
     pub(crate) fn last_time(&self) -> Option<TimeEntry> {
@@ -81,8 +89,13 @@ impl TimeEntry {
 pub(crate) fn decode_offset_index(bytes: &[u8], segment_len: u64) -> Vec<OffsetEntry> {
     let mut entries: Vec<OffsetEntry> = Vec::with_capacity(bytes.len() / OFFSET_ENTRY_LEN);
     for chunk in bytes.chunks_exact(OFFSET_ENTRY_LEN) {
-        let (Some(rel), Some(pos)) = (be_u32(chunk, 0), be_u32(chunk, 4)) else { break };
-        let entry = OffsetEntry { relative_offset: rel, position: pos };
+        let (Some(rel), Some(pos)) = (be_u32(chunk, 0), be_u32(chunk, 4)) else {
+            break;
+        };
+        let entry = OffsetEntry {
+            relative_offset: rel,
+            position: pos,
+        };
         let increasing = entries
             .last()
             .is_none_or(|last| rel > last.relative_offset && pos > last.position);
@@ -99,9 +112,17 @@ pub(crate) fn decode_offset_index(bytes: &[u8], segment_len: u64) -> Vec<OffsetE
 pub(crate) fn decode_time_index(bytes: &[u8]) -> Vec<TimeEntry> {
     let mut entries: Vec<TimeEntry> = Vec::with_capacity(bytes.len() / TIME_ENTRY_LEN);
     for chunk in bytes.chunks_exact(TIME_ENTRY_LEN) {
-        let timestamp = chunk.get(..8).and_then(|b| b.try_into().ok()).map(i64::from_be_bytes);
-        let (Some(timestamp), Some(rel)) = (timestamp, be_u32(chunk, 8)) else { break };
-        let entry = TimeEntry { timestamp: Timestamp(timestamp), relative_offset: rel };
+        let timestamp = chunk
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map(i64::from_be_bytes);
+        let (Some(timestamp), Some(rel)) = (timestamp, be_u32(chunk, 8)) else {
+            break;
+        };
+        let entry = TimeEntry {
+            timestamp: Timestamp(timestamp),
+            relative_offset: rel,
+        };
         let increasing = entries
             .last()
             .is_none_or(|last| entry.timestamp > last.timestamp && rel >= last.relative_offset);
@@ -114,7 +135,10 @@ pub(crate) fn decode_time_index(bytes: &[u8]) -> Vec<TimeEntry> {
 }
 
 fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_be_bytes)
+    bytes
+        .get(at..at + 4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes)
 }
 
 #[cfg(test)]
@@ -125,7 +149,10 @@ mod tests {
         SegmentIndex {
             offsets: entries
                 .iter()
-                .map(|&(relative_offset, position)| OffsetEntry { relative_offset, position })
+                .map(|&(relative_offset, position)| OffsetEntry {
+                    relative_offset,
+                    position,
+                })
                 .collect(),
             times: Vec::new(),
         }
@@ -134,7 +161,11 @@ mod tests {
     #[test]
     fn offset_lookup_at_the_boundaries() {
         let index = index(&[(10, 4096), (20, 8192), (30, 12288)]);
-        assert_eq!(index.position_for(0), 0, "before the first entry: segment start");
+        assert_eq!(
+            index.position_for(0),
+            0,
+            "before the first entry: segment start"
+        );
         assert_eq!(index.position_for(9), 0);
         assert_eq!(index.position_for(10), 4096, "exactly on an entry");
         assert_eq!(index.position_for(19), 4096);
@@ -150,7 +181,10 @@ mod tests {
             offsets: Vec::new(),
             times: [(100, 0), (200, 5), (300, 9)]
                 .iter()
-                .map(|&(t, o)| TimeEntry { timestamp: Timestamp(t), relative_offset: o })
+                .map(|&(t, o)| TimeEntry {
+                    timestamp: Timestamp(t),
+                    relative_offset: o,
+                })
                 .collect(),
         };
         assert_eq!(index.scan_start_for_timestamp(Timestamp(50)), 0);
@@ -165,17 +199,36 @@ mod tests {
     fn decoding_keeps_only_the_valid_prefix() {
         let mut bytes = Vec::new();
         for (rel, pos) in [(1u32, 100u32), (5, 900), (4, 1000), (9, 2000)] {
-            OffsetEntry { relative_offset: rel, position: pos }.encode(&mut bytes);
+            OffsetEntry {
+                relative_offset: rel,
+                position: pos,
+            }
+            .encode(&mut bytes);
         }
         bytes.extend_from_slice(&[1, 2, 3]); // torn entry
         let entries = decode_offset_index(&bytes, 5000);
-        assert_eq!(entries.len(), 2, "stops at the entry whose offset goes backwards");
-        assert_eq!(decode_offset_index(&bytes, 500).len(), 1, "positions must lie in the segment");
-        assert!(decode_offset_index(&[0u8; 64], 5000).len() <= 1, "zero-filled tail is not an index");
+        assert_eq!(
+            entries.len(),
+            2,
+            "stops at the entry whose offset goes backwards"
+        );
+        assert_eq!(
+            decode_offset_index(&bytes, 500).len(),
+            1,
+            "positions must lie in the segment"
+        );
+        assert!(
+            decode_offset_index(&[0u8; 64], 5000).len() <= 1,
+            "zero-filled tail is not an index"
+        );
 
         let mut times = Vec::new();
         for (t, o) in [(10i64, 0u32), (20, 3), (20, 4)] {
-            TimeEntry { timestamp: Timestamp(t), relative_offset: o }.encode(&mut times);
+            TimeEntry {
+                timestamp: Timestamp(t),
+                relative_offset: o,
+            }
+            .encode(&mut times);
         }
         assert_eq!(decode_time_index(&times).len(), 2);
     }

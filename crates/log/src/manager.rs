@@ -87,13 +87,23 @@ impl LogManager {
         let files = Arc::new(FileCache::new(store.clone(), config.open_files_limit));
         let mut slots = HashMap::new();
         let root = PathBuf::from(TOPICS_DIR);
-        store.create_dir_all(&root).map_err(LogError::io("create directory", &root))?;
+        store
+            .create_dir_all(&root)
+            .map_err(LogError::io("create directory", &root))?;
         for topic in store.list_dir(&root).map_err(LogError::io("list", &root))? {
-            let Ok(name) = TopicName::new(topic.name.clone()) else { continue };
+            let Ok(name) = TopicName::new(topic.name.clone()) else {
+                continue;
+            };
             let topic_dir = root.join(&topic.name);
-            for partition in store.list_dir(&topic_dir).map_err(LogError::io("list", &topic_dir))? {
+            for partition in store
+                .list_dir(&topic_dir)
+                .map_err(LogError::io("list", &topic_dir))?
+            {
                 if let Ok(id) = partition.name.parse::<i32>() {
-                    slots.insert(TopicPartition::new(name.clone(), id), Arc::new(Slot::default()));
+                    slots.insert(
+                        TopicPartition::new(name.clone(), id),
+                        Arc::new(Slot::default()),
+                    );
                 }
             }
         }
@@ -111,11 +121,18 @@ impl LogManager {
         let mut threads = Vec::new();
         for n in 0..shared.config.flush_threads.max(1) {
             let shared = shared.clone();
-            threads.push(spawn(format!("spool-flush-{n}"), move || shared.run_flusher())?);
+            threads.push(spawn(format!("spool-flush-{n}"), move || {
+                shared.run_flusher()
+            })?);
         }
         let maintenance = shared.clone();
-        threads.push(spawn("spool-log-maintenance".into(), move || maintenance.run_maintenance())?);
-        Ok(LogManager { shared, threads: Mutex::new(threads) })
+        threads.push(spawn("spool-log-maintenance".into(), move || {
+            maintenance.run_maintenance()
+        })?);
+        Ok(LogManager {
+            shared,
+            threads: Mutex::new(threads),
+        })
     }
 
     /// The shared file-handle cache (for its open count).
@@ -149,7 +166,9 @@ impl LogManager {
     /// The partition's log, opening and recovering it on first use; `None` if the
     /// partition does not exist.
     pub fn partition(&self, partition: &TopicPartition) -> Result<Option<Arc<PartitionLog>>> {
-        let Some(slot) = read(&self.shared.slots).get(partition).cloned() else { return Ok(None) };
+        let Some(slot) = read(&self.shared.slots).get(partition).cloned() else {
+            return Ok(None);
+        };
         let mut log = lock(&slot.log);
         if let Some(log) = log.as_ref() {
             return Ok(Some(log.clone()));
@@ -187,10 +206,17 @@ impl LogManager {
         let _open = lock(&slot.log).take();
         self.shared.files.forget_dir(&dir);
         let store = self.shared.files.store();
-        store.remove_dir_all(&dir).map_err(LogError::io("delete", &dir))?;
+        store
+            .remove_dir_all(&dir)
+            .map_err(LogError::io("delete", &dir))?;
         let topic_dir = PathBuf::from(TOPICS_DIR).join(partition.topic.as_str());
-        if store.list_dir(&topic_dir).is_ok_and(|entries| entries.is_empty()) {
-            store.remove_dir_all(&topic_dir).map_err(LogError::io("delete", &topic_dir))?;
+        if store
+            .list_dir(&topic_dir)
+            .is_ok_and(|entries| entries.is_empty())
+        {
+            store
+                .remove_dir_all(&topic_dir)
+                .map_err(LogError::io("delete", &topic_dir))?;
         }
         Ok(())
     }
@@ -230,12 +256,18 @@ impl Shared {
             .cloned()
             .unwrap_or_else(|| self.config.default_log.clone());
         let started = Instant::now();
-        let log = Arc::new(PartitionLog::open(self.files.clone(), partition_dir(partition), config)?);
+        let log = Arc::new(PartitionLog::open(
+            self.files.clone(),
+            partition_dir(partition),
+            config,
+        )?);
         tracing::debug!(%partition, elapsed = ?started.elapsed(), "opened partition");
         let weak = Arc::downgrade(&log);
         let shared = Arc::downgrade(self);
         log.set_flush_hook(Box::new(move || {
-            let (Some(shared), Some(log)) = (shared.upgrade(), weak.upgrade()) else { return };
+            let (Some(shared), Some(log)) = (shared.upgrade(), weak.upgrade()) else {
+                return;
+            };
             if !log.flush_queued.swap(true, Ordering::SeqCst) {
                 lock(&shared.flush_queue).push_back(Arc::downgrade(&log));
                 shared.flush_ready.notify_one();
@@ -245,7 +277,10 @@ impl Shared {
     }
 
     fn open_logs(&self) -> Vec<Arc<PartitionLog>> {
-        read(&self.slots).values().filter_map(|slot| lock(&slot.log).clone()).collect()
+        read(&self.slots)
+            .values()
+            .filter_map(|slot| lock(&slot.log).clone())
+            .collect()
     }
 
     fn run_flusher(&self) {
@@ -259,7 +294,10 @@ impl Shared {
                     if let Some(next) = queue.pop_front() {
                         break next;
                     }
-                    queue = self.flush_ready.wait(queue).unwrap_or_else(std::sync::PoisonError::into_inner);
+                    queue = self
+                        .flush_ready
+                        .wait(queue)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
             };
             let Some(log) = next.upgrade() else { continue };
@@ -317,7 +355,9 @@ impl Shared {
 /// `topics/<topic>/<partition>`.
 #[must_use]
 pub(crate) fn partition_dir(partition: &TopicPartition) -> PathBuf {
-    PathBuf::from(TOPICS_DIR).join(partition.topic.as_str()).join(partition.partition.0.to_string())
+    PathBuf::from(TOPICS_DIR)
+        .join(partition.topic.as_str())
+        .join(partition.partition.0.to_string())
 }
 
 fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
@@ -328,13 +368,17 @@ fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<JoinHandl
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -75,7 +75,9 @@ pub struct PartitionLog {
 
 impl std::fmt::Debug for PartitionLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PartitionLog").field("dir", &self.dir).finish_non_exhaustive()
+        f.debug_struct("PartitionLog")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
@@ -103,11 +105,15 @@ pub(crate) struct LogState {
 impl LogState {
     pub(crate) fn active(&self) -> &Segment {
         // Invariant: `segments` is never empty (see the field's doc).
-        self.segments.last().unwrap_or_else(|| unreachable!("a log always has an active segment"))
+        self.segments
+            .last()
+            .unwrap_or_else(|| unreachable!("a log always has an active segment"))
     }
 
     pub(crate) fn active_mut(&mut self) -> &mut Segment {
-        self.segments.last_mut().unwrap_or_else(|| unreachable!("a log always has an active segment"))
+        self.segments
+            .last_mut()
+            .unwrap_or_else(|| unreachable!("a log always has an active segment"))
     }
 
     pub(crate) fn log_end(&self) -> Offset {
@@ -116,7 +122,11 @@ impl LogState {
 
     pub(crate) fn end_position(&self) -> LogPosition {
         let active = self.active();
-        LogPosition { offset: active.next_offset, segment_base: active.base, position: active.size }
+        LogPosition {
+            offset: active.next_offset,
+            segment_base: active.base,
+            position: active.size,
+        }
     }
 
     pub(crate) fn offsets(&self) -> LogOffsets {
@@ -129,7 +139,10 @@ impl LogState {
     }
 
     pub(crate) fn checkpoint(&self) -> Checkpoint {
-        Checkpoint { log_start: self.log_start, recovery_point: self.durable }
+        Checkpoint {
+            log_start: self.log_start,
+            recovery_point: self.durable,
+        }
     }
 
     fn assert_invariants(&self) {
@@ -141,7 +154,12 @@ impl LogState {
 }
 
 impl PartitionLog {
-    pub(crate) fn from_parts(dir: PathBuf, files: Arc<FileCache>, config: LogConfig, state: LogState) -> PartitionLog {
+    pub(crate) fn from_parts(
+        dir: PathBuf,
+        files: Arc<FileCache>,
+        config: LogConfig,
+        state: LogState,
+    ) -> PartitionLog {
         let (durable_tx, _) = watch::channel(state.durable.offset);
         let (high_watermark_tx, _) = watch::channel(state.high_watermark.offset);
         PartitionLog {
@@ -163,20 +181,29 @@ impl PartitionLog {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, LogState> {
-        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         state.last_used = Instant::now();
         state
     }
 
     #[must_use]
     pub fn config(&self) -> Arc<LogConfig> {
-        self.config.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Changes the partition's settings; they apply from the next append or retention run.
     pub fn set_config(&self, config: LogConfig) -> Result<()> {
         config.validate()?;
-        *self.config.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+        *self
+            .config
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
         Ok(())
     }
 
@@ -209,10 +236,14 @@ impl PartitionLog {
                 return Ok(());
             }
             if self.lock().failed {
-                return Err(LogError::Failed { path: self.dir.clone() });
+                return Err(LogError::Failed {
+                    path: self.dir.clone(),
+                });
             }
             if durable.changed().await.is_err() {
-                return Err(LogError::Failed { path: self.dir.clone() });
+                return Err(LogError::Failed {
+                    path: self.dir.clone(),
+                });
             }
         }
     }
@@ -225,24 +256,34 @@ impl PartitionLog {
     pub fn append(&self, batches: &[&[u8]]) -> Result<AppendInfo> {
         let config = self.config();
         for (index, bytes) in batches.iter().enumerate() {
-            let header = batch::validate_frame(bytes).map_err(|source| LogError::InvalidBatch { index, source })?;
+            let header = batch::validate_frame(bytes)
+                .map_err(|source| LogError::InvalidBatch { index, source })?;
             if header.total_len() != bytes.len() {
-                let source = BatchError::TrailingBytes { declared: header.total_len(), present: bytes.len() };
+                let source = BatchError::TrailingBytes {
+                    declared: header.total_len(),
+                    present: bytes.len(),
+                };
                 return Err(LogError::InvalidBatch { index, source });
             }
         }
-        let log_append_time = (config.timestamp_type == TimestampType::LogAppendTime).then(Timestamp::now);
+        let log_append_time =
+            (config.timestamp_type == TimestampType::LogAppendTime).then(Timestamp::now);
         let mut state = self.lock();
         if state.failed {
-            return Err(LogError::Failed { path: self.dir.clone() });
+            return Err(LogError::Failed {
+                path: self.dir.clone(),
+            });
         }
-        state.active_mut().index(&self.files, config.index_interval_bytes)?;
+        state
+            .active_mut()
+            .index(&self.files, config.index_interval_bytes)?;
         let base_offset = state.log_end();
         let mut pending = PendingWrite::default();
         let mut records = 0u64;
         for bytes in batches {
             if self.should_roll(&state, &config, pending.data.len() as u64, bytes) {
-                self.write_pending(&mut state, &config, &mut pending).inspect_err(|_| state.failed = true)?;
+                self.write_pending(&mut state, &config, &mut pending)
+                    .inspect_err(|_| state.failed = true)?;
                 self.roll(&mut state).inspect_err(|_| state.failed = true)?;
             }
             let offset = state.log_end();
@@ -259,16 +300,20 @@ impl PartitionLog {
             };
             records += u64::try_from(header.record_count).unwrap_or(0);
             let interval = config.index_interval_bytes;
-            state.active_mut().note_batch(&header, position, interval, &mut pending.entries);
+            state
+                .active_mut()
+                .note_batch(&header, position, interval, &mut pending.entries);
         }
-        self.write_pending(&mut state, &config, &mut pending).inspect_err(|_| state.failed = true)?;
+        self.write_pending(&mut state, &config, &mut pending)
+            .inspect_err(|_| state.failed = true)?;
         state.unflushed_records += records;
         let last_offset = state.log_end().plus(-1);
         let flush_now = match config.flush {
             FlushPolicy::Durable => true,
             FlushPolicy::Interval { messages, .. } => {
                 state.high_watermark = state.end_position();
-                self.high_watermark_tx.send_replace(state.high_watermark.offset);
+                self.high_watermark_tx
+                    .send_replace(state.high_watermark.offset);
                 messages.is_some_and(|limit| state.unflushed_records >= limit)
             }
         };
@@ -277,32 +322,52 @@ impl PartitionLog {
         if flush_now && let Some(hook) = self.flush_hook.get() {
             hook();
         }
-        Ok(AppendInfo { base_offset, last_offset, log_append_time })
+        Ok(AppendInfo {
+            base_offset,
+            last_offset,
+            log_append_time,
+        })
     }
 
-    fn should_roll(&self, state: &LogState, config: &LogConfig, pending: u64, batch: &[u8]) -> bool {
+    fn should_roll(
+        &self,
+        state: &LogState,
+        config: &LogConfig,
+        pending: u64,
+        batch: &[u8],
+    ) -> bool {
         let active = state.active();
         let size = active.size + pending;
         if size == 0 {
             return false;
         }
         let too_big = size + batch.len() as u64 > config.segment_bytes.min(MAX_SEGMENT_BYTES);
-        let too_old = config.segment_age_limit().is_some_and(|limit| active.opened_at.elapsed() >= limit);
-        let last_delta = RecordBatchHeader::parse(batch).map_or(0, |h| i64::from(h.last_offset_delta));
-        let offsets_overflow = state.log_end().plus(last_delta).distance_from(active.base) > i64::from(i32::MAX);
+        let too_old = config
+            .segment_age_limit()
+            .is_some_and(|limit| active.opened_at.elapsed() >= limit);
+        let last_delta =
+            RecordBatchHeader::parse(batch).map_or(0, |h| i64::from(h.last_offset_delta));
+        let offsets_overflow =
+            state.log_end().plus(last_delta).distance_from(active.base) > i64::from(i32::MAX);
         too_big || too_old || offsets_overflow
     }
 
     /// Writes the pending bytes to the active segment and its index entries to the
     /// index files, then moves the segment's size and feeds the tail cache.
-    fn write_pending(&self, state: &mut LogState, config: &LogConfig, pending: &mut PendingWrite) -> Result<()> {
+    fn write_pending(
+        &self,
+        state: &mut LogState,
+        config: &LogConfig,
+        pending: &mut PendingWrite,
+    ) -> Result<()> {
         if pending.data.is_empty() {
             return Ok(());
         }
         let active = state.active();
         let position = active.size;
         let file = active.log_file(&self.files)?;
-        file.write_at(&pending.data, position).map_err(LogError::io("write", &active.paths.log))?;
+        file.write_at(&pending.data, position)
+            .map_err(LogError::io("write", &active.paths.log))?;
         let entries = std::mem::take(&mut pending.entries);
         let active = state.active_mut();
         active.write_index_files(&self.files, &entries, false)?;
@@ -326,21 +391,35 @@ impl PartitionLog {
         // The batch that last raised the max timestamp is at or before the last batch.
         let last_batch_base = last_batch_base(closing, &self.files, interval)?;
         if let Some(entry) = closing.final_time_entry(last_batch_base) {
-            let entries = NewIndexEntries { offsets: Vec::new(), times: vec![entry] };
+            let entries = NewIndexEntries {
+                offsets: Vec::new(),
+                times: vec![entry],
+            };
             closing.write_index_files(&self.files, &entries, false)?;
             if let Some(index) = closing.index.as_mut() {
                 index.times.push(entry);
             }
         }
         let mut closed_files = Vec::with_capacity(3);
-        for path in [&closing.paths.log, &closing.paths.index, &closing.paths.time_index] {
+        for path in [
+            &closing.paths.log,
+            &closing.paths.index,
+            &closing.paths.time_index,
+        ] {
             closed_files.push(self.files.get(path).map_err(LogError::io("open", path))?);
         }
         state.unsynced.extend(closed_files);
         let mut segment = Segment::new(&self.dir, base, 0, base);
         segment.index = Some(crate::index::SegmentIndex::default());
-        for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
-            let file = self.files.create(path).map_err(LogError::io("create", path))?;
+        for path in [
+            &segment.paths.log,
+            &segment.paths.index,
+            &segment.paths.time_index,
+        ] {
+            let file = self
+                .files
+                .create(path)
+                .map_err(LogError::io("create", path))?;
             file.set_len(0).map_err(LogError::io("truncate", path))?;
         }
         tracing::debug!(dir = %self.dir.display(), base = %base, "rolled segment");
@@ -364,25 +443,37 @@ impl PartitionLog {
         if durable >= offset {
             return Ok(durable);
         }
-        let _leader = self.sync_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _leader = self
+            .sync_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (target, files, dir_dirty) = {
             let mut state = self.lock();
             if state.failed {
-                return Err(LogError::Failed { path: self.dir.clone() });
+                return Err(LogError::Failed {
+                    path: self.dir.clone(),
+                });
             }
             if state.durable.offset >= offset {
                 return Ok(state.durable.offset);
             }
             let mut files = std::mem::take(&mut state.unsynced);
             files.push(state.active().log_file(&self.files)?);
-            (state.end_position(), files, std::mem::take(&mut state.dir_dirty))
+            (
+                state.end_position(),
+                files,
+                std::mem::take(&mut state.dir_dirty),
+            )
         };
         let synced = files
             .iter()
             .try_for_each(|file| file.sync().map_err(LogError::io("fsync", &self.dir)))
             .and_then(|()| {
                 if dir_dirty {
-                    self.files.store().sync_dir(&self.dir).map_err(LogError::io("fsync directory", &self.dir))
+                    self.files
+                        .store()
+                        .sync_dir(&self.dir)
+                        .map_err(LogError::io("fsync directory", &self.dir))
                 } else {
                     Ok(())
                 }
@@ -414,9 +505,12 @@ impl PartitionLog {
     /// Whether an interval flush is due (`flush.ms` passed with data unflushed).
     pub(crate) fn interval_flush_due(&self) -> bool {
         let config = self.config();
-        let FlushPolicy::Interval { ms: Some(ms), .. } = config.flush else { return false };
+        let FlushPolicy::Interval { ms: Some(ms), .. } = config.flush else {
+            return false;
+        };
         let state = self.lock();
-        state.durable.offset < state.log_end() && state.last_sync.elapsed().as_millis() >= u128::from(ms)
+        state.durable.offset < state.log_end()
+            && state.last_sync.elapsed().as_millis() >= u128::from(ms)
     }
 
     /// Writes the checkpoint if it changed since the last one.
@@ -441,7 +535,10 @@ impl PartitionLog {
     pub fn release_memory(&self) {
         let mut state = self.lock();
         state.tail.clear();
-        state.segments.iter_mut().for_each(|segment| segment.index = None);
+        state
+            .segments
+            .iter_mut()
+            .for_each(|segment| segment.index = None);
         state.segments.shrink_to_fit();
     }
 
@@ -449,29 +546,49 @@ impl PartitionLog {
     #[must_use]
     pub fn memory_footprint(&self) -> usize {
         let state = self.lock();
-        let indexes: usize = state.segments.iter().filter_map(|s| s.index.as_ref()).map(|i| i.heap_bytes()).sum();
+        let indexes: usize = state
+            .segments
+            .iter()
+            .filter_map(|s| s.index.as_ref())
+            .map(|i| i.heap_bytes())
+            .sum();
         size_of::<PartitionLog>()
             + self.dir.as_os_str().len()
             + state.segments.capacity() * size_of::<Segment>()
-            + state.segments.iter().map(|s| 3 * s.paths.log.as_os_str().len()).sum::<usize>()
+            + state
+                .segments
+                .iter()
+                .map(|s| 3 * s.paths.log.as_os_str().len())
+                .sum::<usize>()
             + indexes
             + usize::try_from(state.tail.heap_bytes()).unwrap_or(usize::MAX)
     }
 
     /// How long since this partition was last used.
     pub(crate) fn idle_for(&self) -> std::time::Duration {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).last_used.elapsed()
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .last_used
+            .elapsed()
     }
 }
 
 /// The base offset of the last batch of a segment, found from its last index entry.
 fn last_batch_base(segment: &mut Segment, files: &FileCache, interval: u64) -> Result<Offset> {
-    let start = segment.index(files, interval)?.offsets.last().map_or(0, |e| u64::from(e.position));
+    let start = segment
+        .index(files, interval)?
+        .offsets
+        .last()
+        .map_or(0, |e| u64::from(e.position));
     let file = segment.log_file(files)?;
     let mut cursor = crate::scan::HeaderCursor::new(file.as_ref());
     let mut position = start;
     let mut last = segment.base;
-    while let Some(header) = cursor.header_at(position, segment.size).map_err(LogError::io("read", &segment.paths.log))? {
+    while let Some(header) = cursor
+        .header_at(position, segment.size)
+        .map_err(LogError::io("read", &segment.paths.log))?
+    {
         last = header.base_offset;
         position += header.total_len() as u64;
     }

@@ -12,7 +12,11 @@ use spool_store::StoreFile;
 #[derive(Debug, Clone)]
 pub enum ReadChunk {
     /// `len` bytes of `file` from `position`: hand the descriptor to `sendfile`.
-    File { file: Arc<dyn StoreFile>, position: u64, len: u64 },
+    File {
+        file: Arc<dyn StoreFile>,
+        position: u64,
+        len: u64,
+    },
     /// Bytes from the tail cache.
     Memory(Bytes),
 }
@@ -36,9 +40,16 @@ impl ReadChunk {
     pub fn append_to(&self, out: &mut Vec<u8>) -> io::Result<()> {
         match self {
             ReadChunk::Memory(bytes) => out.extend_from_slice(bytes),
-            ReadChunk::File { file, position, len } => {
+            ReadChunk::File {
+                file,
+                position,
+                len,
+            } => {
                 let start = out.len();
-                out.resize(start + usize::try_from(*len).map_err(|_| io::ErrorKind::InvalidInput)?, 0);
+                out.resize(
+                    start + usize::try_from(*len).map_err(|_| io::ErrorKind::InvalidInput)?,
+                    0,
+                );
                 file.read_exact_at(out.get_mut(start..).unwrap_or_default(), *position)?;
             }
         }

@@ -33,16 +33,24 @@ struct ScanStart {
 
 impl PartitionLog {
     /// Opens (creating if needed) the log in `dir` and recovers it.
-    pub fn open(files: Arc<FileCache>, dir: impl Into<PathBuf>, config: LogConfig) -> Result<PartitionLog> {
+    pub fn open(
+        files: Arc<FileCache>,
+        dir: impl Into<PathBuf>,
+        config: LogConfig,
+    ) -> Result<PartitionLog> {
         config.validate()?;
         let dir = dir.into();
         let store = files.store().clone();
-        store.create_dir_all(&dir).map_err(LogError::io("create directory", &dir))?;
+        store
+            .create_dir_all(&dir)
+            .map_err(LogError::io("create directory", &dir))?;
         let mut bases = Vec::new();
         for entry in store.list_dir(&dir).map_err(LogError::io("list", &dir))? {
             if checkpoint::is_leftover(&entry.name) {
                 let path = dir.join(&entry.name);
-                store.remove_file(&path).map_err(LogError::io("delete", &path))?;
+                store
+                    .remove_file(&path)
+                    .map_err(LogError::io("delete", &path))?;
             } else if let Some(base) = segment::parse_segment_name(&entry.name) {
                 bases.push(base);
             }
@@ -50,7 +58,8 @@ impl PartitionLog {
         bases.sort();
         let checkpoint = Checkpoint::read(&files, &dir)?;
         let state = if bases.is_empty() {
-            let base = checkpoint.map_or(Offset::ZERO, |c| c.recovery_point.offset.max(c.log_start));
+            let base =
+                checkpoint.map_or(Offset::ZERO, |c| c.recovery_point.offset.max(c.log_start));
             new_log(&files, &dir, base)?
         } else {
             recover(&files, &dir, &config, &bases, checkpoint)?
@@ -64,11 +73,22 @@ impl PartitionLog {
 fn new_log(files: &FileCache, dir: &Path, base: Offset) -> Result<LogState> {
     let mut segment = Segment::new(dir, base, 0, base);
     segment.index = Some(SegmentIndex::default());
-    for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
+    for path in [
+        &segment.paths.log,
+        &segment.paths.index,
+        &segment.paths.time_index,
+    ] {
         files.create(path).map_err(LogError::io("create", path))?;
     }
-    files.store().sync_dir(dir).map_err(LogError::io("fsync directory", dir))?;
-    let end = LogPosition { offset: base, segment_base: base, position: 0 };
+    files
+        .store()
+        .sync_dir(dir)
+        .map_err(LogError::io("fsync directory", dir))?;
+    let end = LogPosition {
+        offset: base,
+        segment_base: base,
+        position: 0,
+    };
     Ok(state_with(vec![segment], base, end))
 }
 
@@ -99,7 +119,9 @@ fn recover(
     let mut segments = Vec::with_capacity(bases.len());
     for (at, base) in bases.iter().enumerate() {
         let paths = segment::SegmentPaths::new(dir, *base);
-        let file = files.get(&paths.log).map_err(LogError::io("open", &paths.log))?;
+        let file = files
+            .get(&paths.log)
+            .map_err(LogError::io("open", &paths.log))?;
         let size = file.len().map_err(LogError::io("stat", &paths.log))?;
         let next = bases.get(at + 1).copied().unwrap_or(*base);
         segments.push(Segment::new(dir, *base, size, next));
@@ -110,9 +132,35 @@ fn recover(
     let mut truncate_at = None;
     let mut expected = start.offset;
     for at in start.segment..segments.len() {
-        let Some(segment) = segments.get_mut(at) else { break };
-        let from = if at == start.segment { start.position } else { 0 };
-        let (stopped_at, next) = scan_segment(files, segment, from, expected, interval, at == start.segment)?;
+        let Some(segment) = segments.get_mut(at) else {
+            break;
+        };
+        if at > start.segment && segment.base != expected {
+            // Segments roll at the log end, so a segment must start where the one
+            // before it ended; a gap means the earlier one lost its tail.
+            tracing::warn!(
+                segment = %segment.paths.log.display(),
+                expected = %expected,
+                "segment does not continue the log; dropping it and those after it"
+            );
+            let previous = at - 1;
+            let end = segments.get(previous).map_or(0, |s| s.size);
+            truncate_at = Some((previous, end));
+            break;
+        }
+        let from = if at == start.segment {
+            start.position
+        } else {
+            0
+        };
+        let (stopped_at, next) = scan_segment(
+            files,
+            segment,
+            from,
+            expected,
+            interval,
+            at == start.segment,
+        )?;
         scanned_any |= segment.size > from;
         expected = next;
         if let Some(position) = stopped_at {
@@ -127,17 +175,32 @@ fn recover(
     if scanned_any {
         // What the scan kept becomes the new recovery point: make it durable first.
         for segment in segments.iter().skip(start.segment) {
-            for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
+            for path in [
+                &segment.paths.log,
+                &segment.paths.index,
+                &segment.paths.time_index,
+            ] {
                 let file = files.get(path).map_err(LogError::io("open", path))?;
                 file.sync().map_err(LogError::io("fsync", path))?;
             }
         }
-        files.store().sync_dir(dir).map_err(LogError::io("fsync directory", dir))?;
+        files
+            .store()
+            .sync_dir(dir)
+            .map_err(LogError::io("fsync directory", dir))?;
     }
     let first_base = segments.first().map_or(Offset::ZERO, |s| s.base);
-    let active = segments.last().ok_or_else(|| LogError::Failed { path: dir.to_path_buf() })?;
-    let end = LogPosition { offset: active.next_offset, segment_base: active.base, position: active.size };
-    let log_start = checkpoint.map_or(first_base, |c| c.log_start.max(first_base)).min(end.offset);
+    let active = segments.last().ok_or_else(|| LogError::Failed {
+        path: dir.to_path_buf(),
+    })?;
+    let end = LogPosition {
+        offset: active.next_offset,
+        segment_base: active.base,
+        position: active.size,
+    };
+    let log_start = checkpoint
+        .map_or(first_base, |c| c.log_start.max(first_base))
+        .min(end.offset);
     Ok(state_with(segments, log_start, end))
 }
 
@@ -148,11 +211,17 @@ fn scan_start(segments: &[Segment], checkpoint: Option<Checkpoint>, dir: &Path) 
         position: 0,
         offset: segments.first().map_or(Offset::ZERO, |s| s.base),
     };
-    let Some(point) = checkpoint.map(|c| c.recovery_point) else { return from_the_start };
+    let Some(point) = checkpoint.map(|c| c.recovery_point) else {
+        return from_the_start;
+    };
     let found = segments.iter().position(|s| s.base == point.segment_base);
     match found.and_then(|at| Some((at, segments.get(at)?))) {
         Some((at, segment)) if point.position <= segment.size && point.offset >= segment.base => {
-            ScanStart { segment: at, position: point.position, offset: point.offset }
+            ScanStart {
+                segment: at,
+                position: point.position,
+                offset: point.offset,
+            }
         }
         _ => {
             tracing::warn!(
@@ -193,9 +262,10 @@ fn scan_segment(
         let checked = scan::read_valid_batch(file.as_ref(), position, file_len, &mut buffer)
             .map_err(LogError::io("read", &segment.paths.log))?;
         let problem = match checked {
-            Ok(header) if header.base_offset < segment.next_offset => {
-                Some(format!("batch offset {} goes backwards (expected at least {})", header.base_offset, segment.next_offset))
-            }
+            Ok(header) if header.base_offset != segment.next_offset => Some(format!(
+                "batch offset {} does not continue the log at {}",
+                header.base_offset, segment.next_offset
+            )),
             Ok(header) => {
                 segment.note_batch(&header, position, interval, &mut entries);
                 position += header.total_len() as u64;
@@ -221,8 +291,16 @@ fn scan_segment(
         index.times.extend(entries.times);
     }
     let all = NewIndexEntries {
-        offsets: segment.index.as_ref().map(|i| i.offsets.clone()).unwrap_or_default(),
-        times: segment.index.as_ref().map(|i| i.times.clone()).unwrap_or_default(),
+        offsets: segment
+            .index
+            .as_ref()
+            .map(|i| i.offsets.clone())
+            .unwrap_or_default(),
+        times: segment
+            .index
+            .as_ref()
+            .map(|i| i.times.clone())
+            .unwrap_or_default(),
     };
     segment.write_index_files(files, &all, true)?;
     Ok((stopped_at, segment.next_offset))
@@ -230,7 +308,13 @@ fn scan_segment(
 
 /// For the segment holding the recovery point: keeps the index entries before it and
 /// recomputes the max timestamp and index spacing from the last entry up to it.
-fn keep_index_prefix(files: &FileCache, segment: &mut Segment, from: u64, offset: Offset, interval: u64) -> Result<()> {
+fn keep_index_prefix(
+    files: &FileCache,
+    segment: &mut Segment,
+    from: u64,
+    offset: Offset,
+    interval: u64,
+) -> Result<()> {
     let full_size = segment.size;
     segment.size = from;
     let loaded = segment.index(files, interval).cloned();
@@ -244,8 +328,12 @@ fn keep_index_prefix(files: &FileCache, segment: &mut Segment, from: u64, offset
     let file = segment.log_file(files)?;
     let mut cursor = HeaderCursor::new(file.as_ref());
     let mut position = last_indexed;
-    while let Some(header) = cursor.header_at(position, from).map_err(LogError::io("read", &segment.paths.log))? {
-        max_timestamp = Some(max_timestamp.map_or(header.max_timestamp, |t| t.max(header.max_timestamp)));
+    while let Some(header) = cursor
+        .header_at(position, from)
+        .map_err(LogError::io("read", &segment.paths.log))?
+    {
+        max_timestamp =
+            Some(max_timestamp.map_or(header.max_timestamp, |t| t.max(header.max_timestamp)));
         position += header.total_len() as u64;
     }
     segment.max_timestamp = max_timestamp;
@@ -255,19 +343,36 @@ fn keep_index_prefix(files: &FileCache, segment: &mut Segment, from: u64, offset
 }
 
 /// Cuts the log at `position` of segment `at` and deletes every later segment.
-fn truncate(files: &FileCache, dir: &Path, segments: &mut Vec<Segment>, at: usize, position: u64) -> Result<()> {
+fn truncate(
+    files: &FileCache,
+    dir: &Path,
+    segments: &mut Vec<Segment>,
+    at: usize,
+    position: u64,
+) -> Result<()> {
     for doomed in segments.drain(at + 1..) {
         tracing::warn!(segment = %doomed.paths.log.display(), "deleting a segment that follows a torn one");
-        for path in [&doomed.paths.log, &doomed.paths.index, &doomed.paths.time_index] {
+        for path in [
+            &doomed.paths.log,
+            &doomed.paths.index,
+            &doomed.paths.time_index,
+        ] {
             files.forget(path);
             if files.store().exists(path) {
-                files.store().remove_file(path).map_err(LogError::io("delete", path))?;
+                files
+                    .store()
+                    .remove_file(path)
+                    .map_err(LogError::io("delete", path))?;
             }
         }
     }
     if let Some(segment) = segments.get(at) {
         let file = segment.log_file(files)?;
-        file.set_len(position).map_err(LogError::io("truncate", &segment.paths.log))?;
+        file.set_len(position)
+            .map_err(LogError::io("truncate", &segment.paths.log))?;
     }
-    files.store().sync_dir(dir).map_err(LogError::io("fsync directory", dir))
+    files
+        .store()
+        .sync_dir(dir)
+        .map_err(LogError::io("fsync directory", dir))
 }

@@ -40,7 +40,10 @@ pub(crate) fn read_valid_batch(
         return Ok(Err(BatchError::LengthTooSmall(header.batch_length)));
     }
     if total > present {
-        return Ok(Err(BatchError::TruncatedBatch { declared: total, present }));
+        return Ok(Err(BatchError::TruncatedBatch {
+            declared: total,
+            present,
+        }));
     }
     buffer.clear();
     buffer.resize(total, 0);
@@ -62,11 +65,19 @@ const READ_AHEAD: usize = 16 * 1024;
 
 impl<'a> HeaderCursor<'a> {
     pub(crate) fn new(file: &'a dyn StoreFile) -> HeaderCursor<'a> {
-        HeaderCursor { file, buffer: Vec::new(), buffer_start: 0 }
+        HeaderCursor {
+            file,
+            buffer: Vec::new(),
+            buffer_start: 0,
+        }
     }
 
     /// The header of the batch at `position`, if a whole batch lies before `end`.
-    pub(crate) fn header_at(&mut self, position: u64, end: u64) -> io::Result<Option<RecordBatchHeader>> {
+    pub(crate) fn header_at(
+        &mut self,
+        position: u64,
+        end: u64,
+    ) -> io::Result<Option<RecordBatchHeader>> {
         if end.saturating_sub(position) < BATCH_HEADER_LEN as u64 {
             return Ok(None);
         }
@@ -78,7 +89,9 @@ impl<'a> HeaderCursor<'a> {
         let header = match cached {
             Some(header) => Some(header),
             None => {
-                let want = usize::try_from(end - position).unwrap_or(READ_AHEAD).min(READ_AHEAD);
+                let want = usize::try_from(end - position)
+                    .unwrap_or(READ_AHEAD)
+                    .min(READ_AHEAD);
                 self.buffer.resize(want, 0);
                 let read = self.file.read_up_to(&mut self.buffer, position)?;
                 self.buffer.truncate(read);
@@ -86,6 +99,8 @@ impl<'a> HeaderCursor<'a> {
                 RecordBatchHeader::parse(&self.buffer)
             }
         };
-        Ok(header.filter(|h| h.total_len() >= BATCH_HEADER_LEN && position + h.total_len() as u64 <= end))
+        Ok(header.filter(|h| {
+            h.total_len() >= BATCH_HEADER_LEN && position + h.total_len() as u64 <= end
+        }))
     }
 }

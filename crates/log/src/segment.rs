@@ -9,9 +9,7 @@ use spool_store::StoreFile;
 
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
-use crate::index::{
-    self, OFFSET_ENTRY_LEN, OffsetEntry, SegmentIndex, TIME_ENTRY_LEN, TimeEntry,
-};
+use crate::index::{self, OFFSET_ENTRY_LEN, OffsetEntry, SegmentIndex, TIME_ENTRY_LEN, TimeEntry};
 use crate::scan;
 
 /// File names of a segment, from its base offset.
@@ -83,7 +81,9 @@ impl Segment {
     }
 
     pub(crate) fn log_file(&self, files: &FileCache) -> Result<Arc<dyn StoreFile>> {
-        files.get(&self.paths.log).map_err(LogError::io("open", &self.paths.log))
+        files
+            .get(&self.paths.log)
+            .map_err(LogError::io("open", &self.paths.log))
     }
 
     /// The offset relative to the segment base, if it fits the index's 32 bits.
@@ -117,9 +117,13 @@ impl Segment {
             return self.rebuild_index(files, interval);
         }
         if let Some(last) = loaded.last_time() {
-            self.max_timestamp = Some(self.max_timestamp.map_or(last.timestamp, |t| t.max(last.timestamp)));
+            self.max_timestamp = Some(
+                self.max_timestamp
+                    .map_or(last.timestamp, |t| t.max(last.timestamp)),
+            );
         }
-        self.bytes_since_index = self.size - loaded.offsets.last().map_or(0, |e| u64::from(e.position));
+        self.bytes_since_index =
+            self.size - loaded.offsets.last().map_or(0, |e| u64::from(e.position));
         self.index = Some(loaded);
         Ok(())
     }
@@ -133,8 +137,8 @@ impl Segment {
         self.max_timestamp = None;
         let mut entries = NewIndexEntries::default();
         let mut position = 0;
-        while let Some(header) =
-            scan::read_header(log.as_ref(), position, self.size).map_err(LogError::io("read", &self.paths.log))?
+        while let Some(header) = scan::read_header(log.as_ref(), position, self.size)
+            .map_err(LogError::io("read", &self.paths.log))?
         {
             let len = header.total_len() as u64;
             if len == 0 || position + len > self.size {
@@ -160,7 +164,9 @@ impl Segment {
         interval: u64,
         entries: &mut NewIndexEntries,
     ) {
-        let max_timestamp = self.max_timestamp.map_or(header.max_timestamp, |t| t.max(header.max_timestamp));
+        let max_timestamp = self
+            .max_timestamp
+            .map_or(header.max_timestamp, |t| t.max(header.max_timestamp));
         self.max_timestamp = Some(max_timestamp);
         self.next_offset = header.next_offset();
         let relative = self.relative(header.base_offset);
@@ -168,14 +174,20 @@ impl Segment {
         if let (true, Some(relative_offset), Some(position)) =
             (self.bytes_since_index >= interval, relative, position32)
         {
-            entries.offsets.push(OffsetEntry { relative_offset, position });
+            entries.offsets.push(OffsetEntry {
+                relative_offset,
+                position,
+            });
             let last_time = entries
                 .times
                 .last()
                 .or_else(|| self.index.as_ref().and_then(|i| i.times.last()))
                 .map(|e| e.timestamp);
             if last_time.is_none_or(|t| max_timestamp > t) {
-                entries.times.push(TimeEntry { timestamp: max_timestamp, relative_offset });
+                entries.times.push(TimeEntry {
+                    timestamp: max_timestamp,
+                    relative_offset,
+                });
             }
             self.bytes_since_index = 0;
         }
@@ -191,7 +203,10 @@ impl Segment {
         if last.is_some_and(|e| e.timestamp >= max) {
             return None;
         }
-        Some(TimeEntry { timestamp: max, relative_offset: self.relative(last_batch_base)? })
+        Some(TimeEntry {
+            timestamp: max,
+            relative_offset: self.relative(last_batch_base)?,
+        })
     }
 
     /// Appends new entries to the index files (or rewrites them when `replace`).
@@ -208,14 +223,30 @@ impl Segment {
         };
         let mut bytes = Vec::with_capacity(entries.offsets.len() * OFFSET_ENTRY_LEN);
         entries.offsets.iter().for_each(|e| e.encode(&mut bytes));
-        write_entries(files, &self.paths.index, &bytes, (offset_count * OFFSET_ENTRY_LEN) as u64, replace)?;
+        write_entries(
+            files,
+            &self.paths.index,
+            &bytes,
+            (offset_count * OFFSET_ENTRY_LEN) as u64,
+            replace,
+        )?;
         bytes.clear();
         entries.times.iter().for_each(|e| e.encode(&mut bytes));
-        write_entries(files, &self.paths.time_index, &bytes, (time_count * TIME_ENTRY_LEN) as u64, replace)
+        write_entries(
+            files,
+            &self.paths.time_index,
+            &bytes,
+            (time_count * TIME_ENTRY_LEN) as u64,
+            replace,
+        )
     }
 
     /// The segment's max timestamp, reading its time index if not known yet.
-    pub(crate) fn max_timestamp(&mut self, files: &FileCache, interval: u64) -> Result<Option<Timestamp>> {
+    pub(crate) fn max_timestamp(
+        &mut self,
+        files: &FileCache,
+        interval: u64,
+    ) -> Result<Option<Timestamp>> {
         if self.max_timestamp.is_none() && self.size > 0 {
             self.index(files, interval)?;
         }
@@ -223,7 +254,13 @@ impl Segment {
     }
 }
 
-fn write_entries(files: &FileCache, path: &Path, bytes: &[u8], at: u64, replace: bool) -> Result<()> {
+fn write_entries(
+    files: &FileCache,
+    path: &Path,
+    bytes: &[u8],
+    at: u64,
+    replace: bool,
+) -> Result<()> {
     if bytes.is_empty() && !replace {
         return Ok(());
     }
@@ -231,7 +268,8 @@ fn write_entries(files: &FileCache, path: &Path, bytes: &[u8], at: u64, replace:
     if replace || file.len().map_err(LogError::io("stat", path))? != at {
         file.set_len(at).map_err(LogError::io("truncate", path))?;
     }
-    file.write_at(bytes, at).map_err(LogError::io("write", path))
+    file.write_at(bytes, at)
+        .map_err(LogError::io("write", path))
 }
 
 /// The whole content of a file, or `None` if it does not exist.
@@ -242,7 +280,9 @@ fn read_whole(files: &FileCache, path: &Path) -> Result<Option<Vec<u8>>> {
     let file = files.get(path).map_err(LogError::io("open", path))?;
     let len = file.len().map_err(LogError::io("stat", path))?;
     let mut bytes = vec![0; usize::try_from(len).unwrap_or(0)];
-    let read = file.read_up_to(&mut bytes, 0).map_err(LogError::io("read", path))?;
+    let read = file
+        .read_up_to(&mut bytes, 0)
+        .map_err(LogError::io("read", path))?;
     bytes.truncate(read);
     Ok(Some(bytes))
 }
@@ -256,8 +296,14 @@ mod tests {
         let paths = SegmentPaths::new(Path::new("t/0"), Offset(1234));
         assert_eq!(paths.log, Path::new("t/0/00000000000000001234.log"));
         assert_eq!(paths.index, Path::new("t/0/00000000000000001234.index"));
-        assert_eq!(paths.time_index, Path::new("t/0/00000000000000001234.timeindex"));
-        assert_eq!(parse_segment_name("00000000000000001234.log"), Some(Offset(1234)));
+        assert_eq!(
+            paths.time_index,
+            Path::new("t/0/00000000000000001234.timeindex")
+        );
+        assert_eq!(
+            parse_segment_name("00000000000000001234.log"),
+            Some(Offset(1234))
+        );
         assert_eq!(parse_segment_name("1234.log"), None);
         assert_eq!(parse_segment_name("00000000000000001234.index"), None);
     }

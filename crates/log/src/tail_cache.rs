@@ -37,7 +37,9 @@ impl TailCache {
     }
 
     fn end(&self) -> Option<u64> {
-        self.chunks.back().map(|(position, data)| position + data.len() as u64)
+        self.chunks
+            .back()
+            .map(|(position, data)| position + data.len() as u64)
     }
 
     /// The bytes of `start..end`, as slices of the cached chunks (no copy), if the
@@ -77,7 +79,10 @@ mod tests {
         let joined = |pieces: Vec<Bytes>| pieces.concat();
         assert_eq!(joined(cache.slice(102, 106).unwrap()), b"cdef");
         cache.push(108, Bytes::from_static(b"ij"), 8);
-        assert!(cache.slice(100, 104).is_none(), "oldest chunk dropped past the limit");
+        assert!(
+            cache.slice(100, 104).is_none(),
+            "oldest chunk dropped past the limit"
+        );
         assert_eq!(joined(cache.slice(104, 110).unwrap()), b"efghij");
         assert!(cache.slice(104, 111).is_none(), "beyond the end");
         cache.push(0, Bytes::from_static(b"new"), 8);

@@ -1,5 +1,7 @@
 //! Appending, reading, rolling, retention, lookups by timestamp.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::sync::Arc;
@@ -16,7 +18,9 @@ fn memory() -> Arc<dyn Store> {
 #[test]
 fn offsets_are_assigned_in_order_and_reads_return_the_same_bytes() {
     let log = open(memory(), small_config());
-    let batches: Vec<Vec<u8>> = (0..20).map(|i| batch(i % 4 + 1, 50, 1000 + i as i64)).collect();
+    let batches: Vec<Vec<u8>> = (0..20)
+        .map(|i| batch(i % 4 + 1, 50, 1000 + i as i64))
+        .collect();
     let mut expected = Vec::new();
     let mut next = Offset(0);
     for chunk in batches.chunks(3) {
@@ -25,7 +29,12 @@ fn offsets_are_assigned_in_order_and_reads_return_the_same_bytes() {
         assert_eq!(info.base_offset, next);
         for b in chunk {
             expected.push((next, b.clone()));
-            next = next.plus(spool_model::RecordBatchHeader::parse(b).unwrap().record_count.into());
+            next = next.plus(
+                spool_model::RecordBatchHeader::parse(b)
+                    .unwrap()
+                    .record_count
+                    .into(),
+            );
         }
         assert_eq!(info.next_offset(), next);
     }
@@ -41,7 +50,10 @@ fn durable_policy_hides_data_until_synced() {
     let log = open(memory(), small_config());
     log.append(&[&batch(3, 10, 1)]).unwrap();
     let offsets = log.offsets();
-    assert_eq!((offsets.log_end, offsets.high_watermark, offsets.durable), (Offset(3), Offset(0), Offset(0)));
+    assert_eq!(
+        (offsets.log_end, offsets.high_watermark, offsets.durable),
+        (Offset(3), Offset(0), Offset(0))
+    );
     assert!(log.read(Offset(0), 1 << 20).unwrap().is_empty());
     assert_eq!(log.sync().unwrap(), Offset(3));
     assert_eq!(log.offsets().high_watermark, Offset(3));
@@ -51,13 +63,19 @@ fn durable_policy_hides_data_until_synced() {
 #[test]
 fn interval_policy_shows_data_before_it_is_durable() {
     let config = LogConfig {
-        flush: FlushPolicy::Interval { ms: Some(60_000), messages: None },
+        flush: FlushPolicy::Interval {
+            ms: Some(60_000),
+            messages: None,
+        },
         ..small_config()
     };
     let log = open(memory(), config);
     log.append(&[&batch(3, 10, 1)]).unwrap();
     let offsets = log.offsets();
-    assert_eq!((offsets.high_watermark, offsets.durable), (Offset(3), Offset(0)));
+    assert_eq!(
+        (offsets.high_watermark, offsets.durable),
+        (Offset(3), Offset(0))
+    );
 }
 
 #[test]
@@ -74,15 +92,29 @@ fn a_read_reaching_into_a_batch_starts_at_that_batch() {
 
 #[test]
 fn the_byte_budget_counts_whole_batches_and_always_returns_the_first() {
-    let log = open(memory(), LogConfig { segment_bytes: 1 << 20, ..small_config() });
+    let log = open(
+        memory(),
+        LogConfig {
+            segment_bytes: 1 << 20,
+            ..small_config()
+        },
+    );
     let big = batch(1, 3000, 1);
     let small = batch(1, 100, 1);
     log.append(&[&big, &small, &small]).unwrap();
     log.sync().unwrap();
     let read = log.read(Offset(0), 10).unwrap();
-    assert_eq!(read.len(), big.len() as u64, "first batch is whole even if over budget");
+    assert_eq!(
+        read.len(),
+        big.len() as u64,
+        "first batch is whole even if over budget"
+    );
     let read = log.read(Offset(1), small.len() as u64 * 2 - 1).unwrap();
-    assert_eq!(read.len(), small.len() as u64, "second batch would pass the budget");
+    assert_eq!(
+        read.len(),
+        small.len() as u64,
+        "second batch would pass the budget"
+    );
     let read = log.read(Offset(1), small.len() as u64 * 2).unwrap();
     assert_eq!(read.len(), small.len() as u64 * 2);
 }
@@ -92,17 +124,29 @@ fn out_of_range_offsets_are_distinct_errors() {
     let log = open(memory(), small_config());
     log.append(&[&batch(4, 10, 1)]).unwrap();
     log.sync().unwrap();
-    assert!(log.read(Offset(4), 100).unwrap().is_empty(), "reading at the end is empty, not an error");
+    assert!(
+        log.read(Offset(4), 100).unwrap().is_empty(),
+        "reading at the end is empty, not an error"
+    );
     assert!(matches!(
         log.read(Offset(5), 100),
-        Err(LogError::OffsetBeyondHighWatermark { requested: Offset(5), high_watermark: Offset(4) })
+        Err(LogError::OffsetBeyondHighWatermark {
+            requested: Offset(5),
+            high_watermark: Offset(4)
+        })
     ));
     log.advance_log_start(Offset(2)).unwrap();
     assert!(matches!(
         log.read(Offset(1), 100),
-        Err(LogError::OffsetBelowLogStart { requested: Offset(1), log_start: Offset(2) })
+        Err(LogError::OffsetBelowLogStart {
+            requested: Offset(1),
+            log_start: Offset(2)
+        })
     ));
-    assert!(matches!(log.advance_log_start(Offset(9)), Err(LogError::OffsetBeyondHighWatermark { .. })));
+    assert!(matches!(
+        log.advance_log_start(Offset(9)),
+        Err(LogError::OffsetBeyondHighWatermark { .. })
+    ));
 }
 
 #[test]
@@ -126,17 +170,32 @@ fn segments_roll_on_size_and_reads_cross_them() {
 #[test]
 fn segments_roll_on_age() {
     let store = memory();
-    let log = open(store.clone(), LogConfig { segment_ms: Some(1), ..small_config() });
+    let log = open(
+        store.clone(),
+        LogConfig {
+            segment_ms: Some(1),
+            ..small_config()
+        },
+    );
     log.append(&[&batch(1, 10, 1)]).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(5));
     log.append(&[&batch(1, 10, 2)]).unwrap();
-    assert_eq!(segments_in(&store).iter().map(|s| s.0).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(
+        segments_in(&store).iter().map(|s| s.0).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
 }
 
 #[test]
 fn retention_by_size_deletes_oldest_closed_segments_but_never_the_active_one() {
     let store = memory();
-    let log = open(store.clone(), LogConfig { retention_bytes: Some(8192), ..small_config() });
+    let log = open(
+        store.clone(),
+        LogConfig {
+            retention_bytes: Some(8192),
+            ..small_config()
+        },
+    );
     for i in 0..60 {
         log.append(&[&batch(1, 300, i)]).unwrap();
     }
@@ -148,21 +207,40 @@ fn retention_by_size_deletes_oldest_closed_segments_but_never_the_active_one() {
     assert_eq!(before.len() - deleted, after.len());
     let sizes: u64 = after.iter().map(|(_, size)| size).sum();
     let active = after.last().unwrap().1;
-    assert!(sizes - active <= 8192 + 4096, "closed segments trimmed near the limit: {sizes}");
+    assert!(
+        sizes - active <= 8192 + 4096,
+        "closed segments trimmed near the limit: {sizes}"
+    );
     assert_eq!(log.offsets().log_start.0, after.first().unwrap().0);
     assert!(log.read(Offset(0), 10).is_err());
     assert!(!read_all(&log, log.offsets().log_start).is_empty());
 
-    let tiny = open(memory(), LogConfig { retention_bytes: Some(1), ..small_config() });
+    let tiny = open(
+        memory(),
+        LogConfig {
+            retention_bytes: Some(1),
+            ..small_config()
+        },
+    );
     tiny.append(&[&batch(1, 100, 1)]).unwrap();
     tiny.sync().unwrap();
-    assert_eq!(tiny.enforce_retention(Timestamp::now()).unwrap(), 0, "the active segment stays");
+    assert_eq!(
+        tiny.enforce_retention(Timestamp::now()).unwrap(),
+        0,
+        "the active segment stays"
+    );
 }
 
 #[test]
 fn retention_by_time_uses_the_newest_record_of_each_segment() {
     let store = memory();
-    let log = open(store.clone(), LogConfig { retention_ms: Some(1000), ..small_config() });
+    let log = open(
+        store.clone(),
+        LogConfig {
+            retention_ms: Some(1000),
+            ..small_config()
+        },
+    );
     let now = 1_000_000;
     for i in 0..30 {
         // Old records first, then new ones.
@@ -188,8 +266,15 @@ fn delete_records_moves_the_start_and_survives_reopen() {
     }
     log.sync().unwrap();
     assert_eq!(log.advance_log_start(Offset(17)).unwrap(), Offset(17));
-    assert_eq!(log.advance_log_start(Offset(3)).unwrap(), Offset(17), "never moves back");
-    assert!(segments_in(&store).first().unwrap().0 > 0, "whole segments below the start are gone");
+    assert_eq!(
+        log.advance_log_start(Offset(3)).unwrap(),
+        Offset(17),
+        "never moves back"
+    );
+    assert!(
+        segments_in(&store).first().unwrap().0 > 0,
+        "whole segments below the start are gone"
+    );
     drop(log);
     let log = open(store, small_config());
     assert_eq!(log.offsets().log_start, Offset(17));
@@ -223,7 +308,11 @@ fn offset_for_timestamp_finds_the_first_record_at_or_after() {
         let (offset, found) = lookup(t).unwrap();
         let i = (t - 1000) / 10;
         let within = (t - 1000) % 10;
-        let expected = if within <= 2 { 3 * i + within } else { 3 * (i + 1) };
+        let expected = if within <= 2 {
+            3 * i + within
+        } else {
+            3 * (i + 1)
+        };
         assert_eq!(offset, Offset(expected), "target {t}");
         assert!(found >= Timestamp(t));
     }
@@ -232,15 +321,25 @@ fn offset_for_timestamp_finds_the_first_record_at_or_after() {
 #[test]
 fn offset_for_timestamp_is_batch_granular_for_compressed_batches() {
     let log = open(memory(), small_config());
-    let compressed = spool_testkit::BatchBuilder::new().timestamp(500).values(4, 10).attributes(1).build();
+    let compressed = spool_testkit::BatchBuilder::new()
+        .timestamp(500)
+        .values(4, 10)
+        .attributes(1)
+        .build();
     log.append(&[&batch(2, 10, 100), &compressed]).unwrap();
     log.sync().unwrap();
-    assert_eq!(log.offset_for_timestamp(Timestamp(400)).unwrap(), Some((Offset(2), Timestamp(500))));
+    assert_eq!(
+        log.offset_for_timestamp(Timestamp(400)).unwrap(),
+        Some((Offset(2), Timestamp(500)))
+    );
 }
 
 #[test]
 fn log_append_time_overwrites_the_max_timestamp_and_keeps_the_crc_valid() {
-    let config = LogConfig { timestamp_type: TimestampType::LogAppendTime, ..small_config() };
+    let config = LogConfig {
+        timestamp_type: TimestampType::LogAppendTime,
+        ..small_config()
+    };
     let log = open(memory(), config);
     let before = Timestamp::now();
     let info = log.append(&[&batch(2, 10, 5)]).unwrap();
@@ -248,7 +347,9 @@ fn log_append_time_overwrites_the_max_timestamp_and_keeps_the_crc_valid() {
     let stamped = info.log_append_time.unwrap();
     assert!(stamped >= before);
     let bytes = log.read(Offset(0), 1 << 20).unwrap().to_vec().unwrap();
-    let header = spool_protocol::batch::validate_batch(&bytes, spool_protocol::batch::BatchRules::Stored).unwrap();
+    let header =
+        spool_protocol::batch::validate_batch(&bytes, spool_protocol::batch::BatchRules::Stored)
+            .unwrap();
     assert_eq!(header.max_timestamp, stamped);
     assert_eq!(header.timestamp_type(), TimestampType::LogAppendTime);
 }
@@ -259,20 +360,37 @@ fn malformed_input_to_append_is_refused_and_writes_nothing() {
     let good = batch(1, 10, 1);
     let mut extra = good.clone();
     extra.push(0);
-    assert!(matches!(log.append(&[&good, &extra]), Err(LogError::InvalidBatch { index: 1, .. })));
-    assert!(matches!(log.append(&[&good[..40]]), Err(LogError::InvalidBatch { index: 0, .. })));
+    assert!(matches!(
+        log.append(&[&good, &extra]),
+        Err(LogError::InvalidBatch { index: 1, .. })
+    ));
+    assert!(matches!(
+        log.append(&[&good[..40]]),
+        Err(LogError::InvalidBatch { index: 0, .. })
+    ));
     assert_eq!(log.offsets().log_end, Offset(0));
 }
 
 #[test]
 fn tail_reads_come_from_memory_and_older_reads_from_the_file() {
-    let log = open(memory(), LogConfig { segment_bytes: 1 << 20, tail_cache_bytes: 2048, ..small_config() });
+    let log = open(
+        memory(),
+        LogConfig {
+            segment_bytes: 1 << 20,
+            tail_cache_bytes: 2048,
+            ..small_config()
+        },
+    );
     for i in 0..20 {
         log.append(&[&batch(1, 500, i)]).unwrap();
     }
     log.sync().unwrap();
     let tail = log.read(Offset(19), 1 << 20).unwrap();
-    assert!(matches!(tail.chunks.as_slice(), [ReadChunk::Memory(_)]), "{:?}", tail.chunks);
+    assert!(
+        matches!(tail.chunks.as_slice(), [ReadChunk::Memory(_)]),
+        "{:?}",
+        tail.chunks
+    );
     let old = log.read(Offset(0), 1 << 20).unwrap();
     assert!(matches!(old.chunks.as_slice(), [ReadChunk::File { .. }]));
     assert_eq!(unpatched(&tail.to_vec().unwrap()), batch(1, 500, 19));
@@ -288,7 +406,10 @@ fn a_failed_write_closes_the_log_for_writes_until_reopened() {
     store.fail_after(0);
     assert!(log.append(&[&batch(1, 10, 2)]).is_err());
     store.heal();
-    assert!(matches!(log.append(&[&batch(1, 10, 3)]), Err(LogError::Failed { .. })));
+    assert!(matches!(
+        log.append(&[&batch(1, 10, 3)]),
+        Err(LogError::Failed { .. })
+    ));
     drop(log);
     let log = open(shared, small_config());
     assert_eq!(log.offsets().log_end, Offset(1));
@@ -314,9 +435,18 @@ fn segments_in(store: &Arc<dyn Store>) -> Vec<(i64, u64)> {
         .list_dir(dir)
         .unwrap()
         .into_iter()
-        .filter_map(|e| e.name.strip_suffix(".log").map(|n| n.parse::<i64>().unwrap()))
+        .filter_map(|e| {
+            e.name
+                .strip_suffix(".log")
+                .map(|n| n.parse::<i64>().unwrap())
+        })
         .map(|base| {
-            let file = store.open(&dir.join(format!("{base:020}.log")), spool_store::OpenMode::Read).unwrap();
+            let file = store
+                .open(
+                    &dir.join(format!("{base:020}.log")),
+                    spool_store::OpenMode::Read,
+                )
+                .unwrap();
             (base, file.len().unwrap())
         })
         .collect()

@@ -174,7 +174,10 @@ impl RecordBatchHeader {
 /// Copies `N` bytes of the header starting at `at`. The callers pass constant field
 /// offsets that lie inside the 61-byte header, so the fallback is never taken.
 fn field<const N: usize>(header: &[u8; BATCH_HEADER_LEN], at: usize) -> [u8; N] {
-    header.get(at..at + N).and_then(|s| s.try_into().ok()).unwrap_or([0; N])
+    header
+        .get(at..at + N)
+        .and_then(|s| s.try_into().ok())
+        .unwrap_or([0; N])
 }
 
 #[cfg(test)]

@@ -67,7 +67,10 @@ pub struct TopicPartition {
 impl TopicPartition {
     #[must_use]
     pub fn new(topic: TopicName, partition: i32) -> TopicPartition {
-        TopicPartition { topic, partition: PartitionId(partition) }
+        TopicPartition {
+            topic,
+            partition: PartitionId(partition),
+        }
     }
 }
 
@@ -86,8 +89,14 @@ mod tests {
         assert!(TopicName::new("orders.v1_eu-west").is_ok());
         assert_eq!(TopicName::new(""), Err(InvalidName::Empty));
         assert_eq!(TopicName::new(".."), Err(InvalidName::DotOnly));
-        assert!(matches!(TopicName::new("a/b"), Err(InvalidName::IllegalCharacter(_))));
-        assert!(matches!(TopicName::new("x".repeat(250)), Err(InvalidName::TooLong(250))));
+        assert!(matches!(
+            TopicName::new("a/b"),
+            Err(InvalidName::IllegalCharacter(_))
+        ));
+        assert!(matches!(
+            TopicName::new("x".repeat(250)),
+            Err(InvalidName::TooLong(250))
+        ));
         assert!(TopicName::new("x".repeat(249)).is_ok());
     }
 }

@@ -29,7 +29,10 @@ pub enum BatchError {
     #[error("batch CRC-32C is {stored:#010x} but the bytes give {computed:#010x}")]
     CrcMismatch { stored: u32, computed: u32 },
     #[error("batch holds {record_count} records but its lastOffsetDelta is {last_offset_delta}")]
-    RecordCountMismatch { record_count: i32, last_offset_delta: i32 },
+    RecordCountMismatch {
+        record_count: i32,
+        last_offset_delta: i32,
+    },
     #[error("batch names compression codec {0}, which does not exist")]
     UnknownCompression(u8),
     #[error("batch timestamps are invalid: base {base}, max {max}")]
@@ -38,7 +41,11 @@ pub enum BatchError {
         "batch producer fields are inconsistent: id {producer_id}, epoch {producer_epoch}, \
          sequence {base_sequence}"
     )]
-    InvalidProducerFields { producer_id: i64, producer_epoch: i16, base_sequence: i32 },
+    InvalidProducerFields {
+        producer_id: i64,
+        producer_epoch: i16,
+        base_sequence: i32,
+    },
     #[error("producers may not send control batches")]
     ControlBatchFromProducer,
 }
@@ -71,8 +78,9 @@ pub fn validate_batch(bytes: &[u8], rules: BatchRules) -> Result<RecordBatchHead
 /// sane and covered by the bytes present, magic 2. Returns the header; the batch is
 /// the first `header.total_len()` bytes of `bytes`.
 pub fn validate_frame(bytes: &[u8]) -> Result<RecordBatchHeader, BatchError> {
-    let header = RecordBatchHeader::parse(bytes)
-        .ok_or(BatchError::TruncatedHeader { present: bytes.len() })?;
+    let header = RecordBatchHeader::parse(bytes).ok_or(BatchError::TruncatedHeader {
+        present: bytes.len(),
+    })?;
     let min_length = BATCH_HEADER_LEN - batch_field::LOG_OVERHEAD;
     if usize::try_from(header.batch_length).map_or(true, |len| len < min_length) {
         return Err(BatchError::LengthTooSmall(header.batch_length));
@@ -91,12 +99,18 @@ pub fn validate_frame(bytes: &[u8]) -> Result<RecordBatchHeader, BatchError> {
 
 /// Checks the stored CRC-32C against the bytes from `attributes` to the batch end.
 pub fn validate_crc(batch: &[u8], header: &RecordBatchHeader) -> Result<(), BatchError> {
-    let covered = batch.get(batch_field::ATTRIBUTES..header.total_len()).ok_or(
-        BatchError::TruncatedBatch { declared: header.total_len(), present: batch.len() },
-    )?;
+    let covered = batch
+        .get(batch_field::ATTRIBUTES..header.total_len())
+        .ok_or(BatchError::TruncatedBatch {
+            declared: header.total_len(),
+            present: batch.len(),
+        })?;
     let computed = crc32c::crc32c(covered);
     if computed != header.crc {
-        return Err(BatchError::CrcMismatch { stored: header.crc, computed });
+        return Err(BatchError::CrcMismatch {
+            stored: header.crc,
+            computed,
+        });
     }
     Ok(())
 }
@@ -124,7 +138,10 @@ fn validate_fields(header: &RecordBatchHeader, rules: BatchRules) -> Result<(), 
     }
     let (base, max) = (header.base_timestamp, header.max_timestamp);
     if base < Timestamp::NONE || max < Timestamp::NONE {
-        return Err(BatchError::InvalidTimestamp { base: base.0, max: max.0 });
+        return Err(BatchError::InvalidTimestamp {
+            base: base.0,
+            max: max.0,
+        });
     }
     if rules == BatchRules::Produce && header.is_control() {
         return Err(BatchError::ControlBatchFromProducer);
@@ -135,13 +152,20 @@ fn validate_fields(header: &RecordBatchHeader, rules: BatchRules) -> Result<(), 
 /// A plain producer sends id, epoch and sequence all `-1`; an idempotent one sends all
 /// three non-negative. Transactional batches need a producer id.
 fn validate_producer_fields(header: &RecordBatchHeader) -> Result<(), BatchError> {
-    let (id, epoch, sequence) =
-        (header.producer_id.0, header.producer_epoch.0, header.base_sequence.0);
+    let (id, epoch, sequence) = (
+        header.producer_id.0,
+        header.producer_epoch.0,
+        header.base_sequence.0,
+    );
     let plain = id == -1 && sequence == -1;
     let idempotent = id >= 0 && epoch >= 0 && sequence >= 0;
     // The broker's own control batches carry a producer id but no sequence.
     let control = header.is_control() && id >= 0 && epoch >= 0;
-    let consistent = if header.is_transactional() { idempotent || control } else { plain || idempotent || control };
+    let consistent = if header.is_transactional() {
+        idempotent || control
+    } else {
+        plain || idempotent || control
+    };
     if consistent {
         Ok(())
     } else {
@@ -165,7 +189,10 @@ pub struct BatchFrames<'a> {
 impl<'a> BatchFrames<'a> {
     #[must_use]
     pub fn new(bytes: &'a [u8]) -> BatchFrames<'a> {
-        BatchFrames { rest: bytes, failed: false }
+        BatchFrames {
+            rest: bytes,
+            failed: false,
+        }
     }
 }
 
@@ -201,7 +228,9 @@ pub fn patch_base_offset(batch: &mut [u8], base_offset: Offset) {
 /// Marks the batch as LogAppendTime with `now` as its max timestamp and recomputes the
 /// CRC, since both fields lie inside the CRC's range. Once per batch, not per record.
 pub fn patch_log_append_time(batch: &mut [u8], now: Timestamp) {
-    let Some(header) = RecordBatchHeader::parse(batch) else { return };
+    let Some(header) = RecordBatchHeader::parse(batch) else {
+        return;
+    };
     let attributes = header.attributes | batch_attributes::TIMESTAMP_TYPE_LOG_APPEND;
     write_at(batch, batch_field::ATTRIBUTES, &attributes.to_be_bytes());
     write_at(batch, batch_field::MAX_TIMESTAMP, &now.0.to_be_bytes());

@@ -31,7 +31,10 @@ pub fn record_stamps(batch: &[u8]) -> Option<Vec<RecordStamp>> {
         record = record.get(1..)?; // attributes
         let timestamp_delta = read_varint(&mut record)?;
         let offset_delta = read_varint(&mut record)?;
-        stamps.push(RecordStamp { offset_delta, timestamp_delta });
+        stamps.push(RecordStamp {
+            offset_delta,
+            timestamp_delta,
+        });
     }
     Some(stamps)
 }
@@ -65,7 +68,10 @@ mod tests {
             });
         }
         let stamps = record_stamps(&builder.build()).unwrap();
-        let deltas: Vec<_> = stamps.iter().map(|s| (s.offset_delta, s.timestamp_delta)).collect();
+        let deltas: Vec<_> = stamps
+            .iter()
+            .map(|s| (s.offset_delta, s.timestamp_delta))
+            .collect();
         assert_eq!(deltas, vec![(0, 0), (1, 5), (2, 300), (3, 70_000)]);
     }
 

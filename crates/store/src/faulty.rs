@@ -57,7 +57,11 @@ impl FaultyStore {
 
     /// Crashes the simulated machine; see [`MemoryStore::crash`]. Heals the faults.
     pub fn crash(&self, mode: CrashMode) {
-        let mut rng = self.faults.rng.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut rng = self
+            .faults
+            .rng
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.memory.crash(mode, &mut rng);
         self.heal();
     }
@@ -73,7 +77,11 @@ impl Faults {
                 n => Some(n - 1),
             })
             .is_ok();
-        if allowed { Ok(()) } else { Err(io::Error::other("injected write failure")) }
+        if allowed {
+            Ok(())
+        } else {
+            Err(io::Error::other("injected write failure"))
+        }
     }
 }
 
@@ -88,7 +96,10 @@ impl Store for FaultyStore {
 
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn StoreFile>> {
         let inner = self.memory.open(path, mode)?;
-        Ok(Arc::new(FaultyFile { inner, faults: self.faults.clone() }))
+        Ok(Arc::new(FaultyFile {
+            inner,
+            faults: self.faults.clone(),
+        }))
     }
 
     fn exists(&self, path: &Path) -> bool {

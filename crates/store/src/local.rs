@@ -42,8 +42,13 @@ impl Store for LocalStore {
         let mut entries = Vec::new();
         for entry in fs::read_dir(self.full(dir))? {
             let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else { continue };
-            entries.push(DirEntry { name, is_dir: entry.file_type()?.is_dir() });
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            entries.push(DirEntry {
+                name,
+                is_dir: entry.file_type()?.is_dir(),
+            });
         }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)
@@ -61,7 +66,9 @@ impl Store for LocalStore {
                 options.write(true).create(true);
             }
         }
-        Ok(Arc::new(LocalFile { file: options.open(self.full(path))? }))
+        Ok(Arc::new(LocalFile {
+            file: options.open(self.full(path))?,
+        }))
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -133,9 +140,16 @@ mod tests {
         file.read_exact_at(&mut buf, 0).unwrap();
         assert_eq!(&buf, b"helloworld");
         assert!(file.raw_fd().is_some());
-        store.rename(Path::new("a/b/f"), Path::new("a/b/g")).unwrap();
+        store
+            .rename(Path::new("a/b/f"), Path::new("a/b/g"))
+            .unwrap();
         store.sync_dir(Path::new("a/b")).unwrap();
-        let names: Vec<_> = store.list_dir(Path::new("a/b")).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> = store
+            .list_dir(Path::new("a/b"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
         assert_eq!(names, vec!["g"]);
         assert!(store.open(Path::new("a/b/f"), OpenMode::Read).is_err());
     }

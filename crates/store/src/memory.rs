@@ -46,7 +46,9 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Namespace> {
-        self.namespace.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.namespace
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Simulates a machine crash: only synced names and synced bytes remain, plus, by
@@ -65,7 +67,10 @@ impl MemoryStore {
                     let contents = file.lock().clone();
                     let kept = surviving_bytes(&contents, mode, rng);
                     Arc::new(MemFile {
-                        contents: Mutex::new(Contents { data: kept.clone(), synced: kept }),
+                        contents: Mutex::new(Contents {
+                            data: kept.clone(),
+                            synced: kept,
+                        }),
                     })
                 })
                 .clone();
@@ -100,8 +105,21 @@ fn surviving_bytes(contents: &Contents, mode: CrashMode, rng: &mut fastrand::Rng
 
 impl MemFile {
     fn lock(&self) -> MutexGuard<'_, Contents> {
-        self.contents.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.contents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// The files at or below `dir`, found by a range scan: paths order by component, so
+/// a directory's descendants sit together.
+fn under<'a>(
+    files: &'a BTreeMap<PathBuf, Arc<MemFile>>,
+    dir: &'a Path,
+) -> impl Iterator<Item = (&'a PathBuf, &'a Arc<MemFile>)> {
+    files
+        .range(dir.to_path_buf()..)
+        .take_while(move |(path, _)| path.starts_with(dir))
 }
 
 fn parent(path: &Path) -> &Path {
@@ -109,7 +127,10 @@ fn parent(path: &Path) -> &Path {
 }
 
 fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display()))
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} does not exist", path.display()),
+    )
 }
 
 impl Store for MemoryStore {
@@ -129,17 +150,26 @@ impl Store for MemoryStore {
             return Err(not_found(dir));
         }
         let name_of = |path: &Path| path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let mut entries: Vec<DirEntry> = namespace
-            .live
-            .keys()
-            .filter(|path| parent(path) == dir)
-            .filter_map(|path| Some(DirEntry { name: name_of(path)?, is_dir: false }))
+        let mut entries: Vec<DirEntry> = under(&namespace.live, dir)
+            .filter(|(path, _)| parent(path) == dir)
+            .filter_map(|(path, _)| {
+                Some(DirEntry {
+                    name: name_of(path)?,
+                    is_dir: false,
+                })
+            })
             .chain(
                 namespace
                     .dirs
-                    .iter()
+                    .range(dir.to_path_buf()..)
+                    .take_while(|path| path.starts_with(dir))
                     .filter(|path| parent(path) == dir)
-                    .filter_map(|path| Some(DirEntry { name: name_of(path)?, is_dir: true })),
+                    .filter_map(|path| {
+                        Some(DirEntry {
+                            name: name_of(path)?,
+                            is_dir: true,
+                        })
+                    }),
             )
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
@@ -160,7 +190,10 @@ impl Store for MemoryStore {
             }
             (None, _) => return Err(not_found(path)),
         };
-        Ok(Arc::new(MemHandle { file, read_only: mode == OpenMode::Read }))
+        Ok(Arc::new(MemHandle {
+            file,
+            read_only: mode == OpenMode::Read,
+        }))
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -169,7 +202,11 @@ impl Store for MemoryStore {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.lock().live.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
+        self.lock()
+            .live
+            .remove(path)
+            .map(|_| ())
+            .ok_or_else(|| not_found(path))
     }
 
     fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
@@ -192,10 +229,14 @@ impl Store for MemoryStore {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut namespace = self.lock();
-        namespace.durable.retain(|path, _| parent(path) != dir);
-        let entries: Vec<_> = namespace
-            .live
-            .iter()
+        let stale: Vec<PathBuf> = under(&namespace.durable, dir)
+            .filter(|(path, _)| parent(path) == dir)
+            .map(|(path, _)| path.clone())
+            .collect();
+        for path in stale {
+            namespace.durable.remove(&path);
+        }
+        let entries: Vec<_> = under(&namespace.live, dir)
             .filter(|(path, _)| parent(path) == dir)
             .map(|(path, file)| (path.clone(), file.clone()))
             .collect();
@@ -220,13 +261,18 @@ impl StoreFile for MemHandle {
         let start = usize::try_from(position).unwrap_or(usize::MAX);
         let available = contents.data.get(start..).unwrap_or_default();
         let n = available.len().min(buf.len());
-        buf.get_mut(..n).unwrap_or_default().copy_from_slice(available.get(..n).unwrap_or_default());
+        buf.get_mut(..n)
+            .unwrap_or_default()
+            .copy_from_slice(available.get(..n).unwrap_or_default());
         Ok(n)
     }
 
     fn write_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
         if self.read_only {
-            return Err(io::Error::new(io::ErrorKind::PermissionDenied, "opened read-only"));
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "opened read-only",
+            ));
         }
         let mut contents = self.file.lock();
         let start = usize::try_from(position).map_err(|_| io::ErrorKind::InvalidInput)?;
@@ -279,7 +325,10 @@ mod tests {
 
         store.crash(CrashMode::DropUnsynced, &mut fastrand::Rng::with_seed(1));
         assert_eq!(read_all(&store, "d/a"), b"durable");
-        assert!(!store.exists(Path::new("d/b")), "a name never synced must vanish");
+        assert!(
+            !store.exists(Path::new("d/b")),
+            "a name never synced must vanish"
+        );
         // The old handle is orphaned and cannot touch the surviving file.
         file.write_at(b"zzz", 0).unwrap();
         assert_eq!(read_all(&store, "d/a"), b"durable");
@@ -295,7 +344,9 @@ mod tests {
             file.sync().unwrap();
         }
         store.sync_dir(Path::new("d")).unwrap();
-        store.rename(Path::new("d/cp.tmp"), Path::new("d/cp")).unwrap();
+        store
+            .rename(Path::new("d/cp.tmp"), Path::new("d/cp"))
+            .unwrap();
         assert_eq!(read_all(&store, "d/cp"), b"new");
         store.crash(CrashMode::DropUnsynced, &mut fastrand::Rng::with_seed(1));
         assert_eq!(read_all(&store, "d/cp"), b"old");
@@ -312,7 +363,10 @@ mod tests {
             file.write_at(b"defgh", 3).unwrap();
             store.crash(CrashMode::TearUnsynced, &mut fastrand::Rng::with_seed(seed));
             let kept = read_all(&store, "f");
-            assert!(b"abcdefgh".starts_with(&kept) && kept.len() >= 3, "{kept:?}");
+            assert!(
+                b"abcdefgh".starts_with(&kept) && kept.len() >= 3,
+                "{kept:?}"
+            );
         }
     }
 }

@@ -15,7 +15,10 @@ pub struct TestRecord {
 impl TestRecord {
     #[must_use]
     pub fn value(value: impl Into<Vec<u8>>) -> TestRecord {
-        TestRecord { value: Some(value.into()), ..TestRecord::default() }
+        TestRecord {
+            value: Some(value.into()),
+            ..TestRecord::default()
+        }
     }
 }
 
@@ -103,7 +106,12 @@ impl BatchBuilder {
             encode_record(&mut body, record, i64::try_from(delta).unwrap_or(0));
         }
         let count = i32::try_from(self.records.len()).unwrap_or(i32::MAX);
-        let max_delta = self.records.iter().map(|r| r.timestamp_delta).max().unwrap_or(0);
+        let max_delta = self
+            .records
+            .iter()
+            .map(|r| r.timestamp_delta)
+            .max()
+            .unwrap_or(0);
         let mut batch = Vec::with_capacity(61 + body.len());
         batch.extend_from_slice(&self.base_offset.0.to_be_bytes());
         batch.extend_from_slice(&0i32.to_be_bytes()); // batchLength, patched below
@@ -167,7 +175,12 @@ fn put_varint(out: &mut Vec<u8>, value: i64) {
 /// A random valid batch of 1 to `max_records` records with values of up to
 /// `max_value` bytes, timestamps around `timestamp`.
 #[must_use]
-pub fn random_batch(rng: &mut fastrand::Rng, max_records: usize, max_value: usize, timestamp: i64) -> Vec<u8> {
+pub fn random_batch(
+    rng: &mut fastrand::Rng,
+    max_records: usize,
+    max_value: usize,
+    timestamp: i64,
+) -> Vec<u8> {
     let count = rng.usize(1..=max_records.max(1));
     let mut builder = BatchBuilder::new().timestamp(timestamp);
     for _ in 0..count {

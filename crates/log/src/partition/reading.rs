@@ -34,7 +34,11 @@ impl PartitionLog {
                 let bounds = (state.log_start, state.high_watermark.offset);
                 check_bounds(&state, offset)?;
                 if offset == state.high_watermark.offset {
-                    return Ok(ReadResult { chunks: Vec::new(), log_start: bounds.0, high_watermark: bounds.1 });
+                    return Ok(ReadResult {
+                        chunks: Vec::new(),
+                        log_start: bounds.0,
+                        high_watermark: bounds.1,
+                    });
                 }
                 (self.segment_cursor(&mut state, offset)?, bounds)
             };
@@ -42,7 +46,10 @@ impl PartitionLog {
             let mut headers = HeaderCursor::new(file.as_ref());
             let mut position = cursor.start;
             let mut found = None;
-            while let Some(header) = headers.header_at(position, cursor.visible_end).map_err(self.read_error())? {
+            while let Some(header) = headers
+                .header_at(position, cursor.visible_end)
+                .map_err(self.read_error())?
+            {
                 if header.next_offset() > offset {
                     found = Some(position);
                     break;
@@ -51,14 +58,21 @@ impl PartitionLog {
             }
             let Some(start) = found else {
                 if cursor.is_last_visible {
-                    return Ok(ReadResult { chunks: Vec::new(), log_start: bounds.0, high_watermark: bounds.1 });
+                    return Ok(ReadResult {
+                        chunks: Vec::new(),
+                        log_start: bounds.0,
+                        high_watermark: bounds.1,
+                    });
                 }
                 // The offset fell in a gap at the end of this segment: go on to the next.
                 offset = self.next_segment_base(cursor.base).max(offset);
                 continue;
             };
             let mut end = start;
-            while let Some(header) = headers.header_at(end, cursor.visible_end).map_err(self.read_error())? {
+            while let Some(header) = headers
+                .header_at(end, cursor.visible_end)
+                .map_err(self.read_error())?
+            {
                 let len = header.total_len() as u64;
                 if end > start && end + len - start > max_bytes {
                     break;
@@ -68,32 +82,55 @@ impl PartitionLog {
             let cached = self.lock().tail_slice(cursor.base, start, end);
             let chunks = match cached {
                 Some(pieces) => pieces.into_iter().map(ReadChunk::Memory).collect(),
-                None => vec![ReadChunk::File { file, position: start, len: end - start }],
+                None => vec![ReadChunk::File {
+                    file,
+                    position: start,
+                    len: end - start,
+                }],
             };
-            return Ok(ReadResult { chunks, log_start: bounds.0, high_watermark: bounds.1 });
+            return Ok(ReadResult {
+                chunks,
+                log_start: bounds.0,
+                high_watermark: bounds.1,
+            });
         }
     }
 
     fn read_error(&self) -> impl Fn(std::io::Error) -> LogError + '_ {
-        move |source| LogError::Io { operation: "read", path: self.dir.clone(), source }
+        move |source| LogError::Io {
+            operation: "read",
+            path: self.dir.clone(),
+            source,
+        }
     }
 
     fn next_segment_base(&self, base: Offset) -> Offset {
         let state = self.lock();
-        state.segments.iter().map(|s| s.base).find(|b| *b > base).unwrap_or(state.high_watermark.offset)
+        state
+            .segments
+            .iter()
+            .map(|s| s.base)
+            .find(|b| *b > base)
+            .unwrap_or(state.high_watermark.offset)
     }
 
     /// The segment holding `offset`, with where the index says to start looking and
     /// how far the visible (below high watermark) bytes reach.
     fn segment_cursor(&self, state: &mut LogState, offset: Offset) -> Result<SegmentCursor> {
         let interval = self.config().index_interval_bytes;
-        let at = state.segments.partition_point(|s| s.base <= offset).saturating_sub(1);
+        let at = state
+            .segments
+            .partition_point(|s| s.base <= offset)
+            .saturating_sub(1);
         let high_watermark = state.high_watermark;
         let log_start = state.log_start;
         let segment = state
             .segments
             .get_mut(at)
-            .ok_or(LogError::OffsetBelowLogStart { requested: offset, log_start })?;
+            .ok_or(LogError::OffsetBelowLogStart {
+                requested: offset,
+                log_start,
+            })?;
         let relative = segment.relative(offset).unwrap_or(u32::MAX);
         let start = u64::from(segment.index(&self.files, interval)?.position_for(relative));
         let visible_end = if segment.base < high_watermark.segment_base {
@@ -129,14 +166,19 @@ impl PartitionLog {
                     if segment.base > high_watermark.segment_base {
                         break;
                     }
-                    if segment.max_timestamp(&self.files, interval)?.is_some_and(|max| max >= target) {
+                    if segment
+                        .max_timestamp(&self.files, interval)?
+                        .is_some_and(|max| max >= target)
+                    {
                         chosen = Some(segment_at);
                         break;
                     }
                     segment_at += 1;
                 }
                 let Some(at) = chosen else { return Ok(None) };
-                let segment = state.segments.get_mut(at).ok_or_else(|| LogError::Failed { path: self.dir.clone() })?;
+                let segment = state.segments.get_mut(at).ok_or_else(|| LogError::Failed {
+                    path: self.dir.clone(),
+                })?;
                 let index = segment.index(&self.files, interval)?;
                 let relative = index.scan_start_for_timestamp(target);
                 let start = u64::from(index.position_for(relative));
@@ -145,15 +187,29 @@ impl PartitionLog {
                     std::cmp::Ordering::Equal => high_watermark.position,
                     std::cmp::Ordering::Greater => 0,
                 };
-                (segment.log_file(&self.files)?, start, visible_end, state.log_start)
+                (
+                    segment.log_file(&self.files)?,
+                    start,
+                    visible_end,
+                    state.log_start,
+                )
             };
             let (file, start, visible_end, log_start) = cursor;
             let mut headers = HeaderCursor::new(file.as_ref());
             let mut position = start;
-            while let Some(header) = headers.header_at(position, visible_end).map_err(self.read_error())? {
+            while let Some(header) = headers
+                .header_at(position, visible_end)
+                .map_err(self.read_error())?
+            {
                 let len = header.total_len() as u64;
                 if header.max_timestamp >= target && header.next_offset() > log_start {
-                    let found = self.first_record_at_or_after(file.as_ref(), position, len, &header, target)?;
+                    let found = self.first_record_at_or_after(
+                        file.as_ref(),
+                        position,
+                        len,
+                        &header,
+                        target,
+                    )?;
                     let (offset, timestamp) = found;
                     return Ok(Some((offset.max(log_start), timestamp)));
                 }
@@ -177,10 +233,16 @@ impl PartitionLog {
             return Ok(batch_level);
         }
         let mut bytes = vec![0; usize::try_from(len).unwrap_or(0)];
-        file.read_exact_at(&mut bytes, position).map_err(self.read_error())?;
+        file.read_exact_at(&mut bytes, position)
+            .map_err(self.read_error())?;
         let stamps = spool_protocol::records::record_stamps(&bytes).unwrap_or_default();
         let exact = stamps.iter().find_map(|stamp| {
-            let timestamp = Timestamp(header.base_timestamp.0.saturating_add(stamp.timestamp_delta));
+            let timestamp = Timestamp(
+                header
+                    .base_timestamp
+                    .0
+                    .saturating_add(stamp.timestamp_delta),
+            );
             (timestamp >= target).then(|| (header.base_offset.plus(stamp.offset_delta), timestamp))
         });
         Ok(exact.unwrap_or(batch_level))
@@ -189,10 +251,16 @@ impl PartitionLog {
 
 fn check_bounds(state: &LogState, offset: Offset) -> Result<()> {
     if offset < state.log_start {
-        return Err(LogError::OffsetBelowLogStart { requested: offset, log_start: state.log_start });
+        return Err(LogError::OffsetBelowLogStart {
+            requested: offset,
+            log_start: state.log_start,
+        });
     }
     if offset > state.high_watermark.offset {
-        return Err(LogError::OffsetBeyondHighWatermark { requested: offset, high_watermark: state.high_watermark.offset });
+        return Err(LogError::OffsetBeyondHighWatermark {
+            requested: offset,
+            high_watermark: state.high_watermark.offset,
+        });
     }
     Ok(())
 }

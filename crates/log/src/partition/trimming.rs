@@ -8,18 +8,30 @@ use crate::segment::Segment;
 
 impl PartitionLog {
     /// Deletes closed segments past `retention.ms` (by their newest record) or beyond
-    /// `retention.bytes` (oldest first). The active segment is never deleted. Returns
-    /// how many segments went.
+    /// `retention.bytes` (oldest first). Only segments wholly below the high watermark
+    /// are candidates, so the active segment is never deleted. Returns how many went.
     pub fn enforce_retention(&self, now: Timestamp) -> Result<usize> {
         let config = self.config();
         let interval = config.index_interval_bytes;
         let mut state = self.lock();
+        // Only segments wholly below the high watermark may go: the active one never,
+        // and no record a consumer has not been able to see yet.
+        let high_watermark = state.high_watermark.offset;
+        let deletable = state
+            .segments
+            .windows(2)
+            .take_while(|pair| pair.get(1).is_some_and(|next| next.base <= high_watermark))
+            .count();
         let mut expired = 0;
         if let Some(retention_ms) = config.retention_ms {
-            let cutoff = Timestamp(now.0.saturating_sub(i64::try_from(retention_ms).unwrap_or(i64::MAX)));
-            let closed_segments = state.segments.len() - 1;
-            while expired < closed_segments {
-                let Some(segment) = state.segments.get_mut(expired) else { break };
+            let cutoff = Timestamp(
+                now.0
+                    .saturating_sub(i64::try_from(retention_ms).unwrap_or(i64::MAX)),
+            );
+            while expired < deletable {
+                let Some(segment) = state.segments.get_mut(expired) else {
+                    break;
+                };
                 match segment.max_timestamp(&self.files, interval)? {
                     Some(max) if max < cutoff => expired += 1,
                     None if segment.size == 0 => expired += 1,
@@ -29,10 +41,14 @@ impl PartitionLog {
         }
         if let Some(limit) = config.retention_bytes {
             let mut total: u64 = state.segments.iter().map(|s| s.size).sum();
-            total -= state.segments.iter().take(expired).map(|s| s.size).sum::<u64>();
+            total -= state
+                .segments
+                .iter()
+                .take(expired)
+                .map(|s| s.size)
+                .sum::<u64>();
             while let Some(segment) = state.segments.get(expired) {
-                let closed = expired + 1 < state.segments.len();
-                if !closed || total - segment.size < limit {
+                if expired >= deletable || total - segment.size < limit {
                     break;
                 }
                 total -= segment.size;
@@ -42,7 +58,10 @@ impl PartitionLog {
         if expired == 0 {
             return Ok(0);
         }
-        let new_start = state.segments.get(expired).map_or(state.log_start, |s| s.base);
+        let new_start = state
+            .segments
+            .get(expired)
+            .map_or(state.log_start, |s| s.base);
         self.delete_front_segments(&mut state, expired)?;
         state.log_start = state.log_start.max(new_start);
         state.assert_invariants();
@@ -59,14 +78,21 @@ impl PartitionLog {
     pub fn advance_log_start(&self, offset: Offset) -> Result<Offset> {
         let mut state = self.lock();
         if offset > state.high_watermark.offset {
-            return Err(LogError::OffsetBeyondHighWatermark { requested: offset, high_watermark: state.high_watermark.offset });
+            return Err(LogError::OffsetBeyondHighWatermark {
+                requested: offset,
+                high_watermark: state.high_watermark.offset,
+            });
         }
         if offset <= state.log_start {
             return Ok(state.log_start);
         }
         state.log_start = offset;
         // Every segment whose successor starts at or below the new start is unreadable.
-        let doomed = state.segments.windows(2).take_while(|pair| pair.get(1).is_some_and(|next| next.base <= offset)).count();
+        let doomed = state
+            .segments
+            .windows(2)
+            .take_while(|pair| pair.get(1).is_some_and(|next| next.base <= offset))
+            .count();
         self.delete_front_segments(&mut state, doomed)?;
         state.assert_invariants();
         drop(state);
@@ -77,12 +103,22 @@ impl PartitionLog {
     fn delete_front_segments(&self, state: &mut LogState, count: usize) -> Result<()> {
         let doomed: Vec<Segment> = state.segments.drain(..count).collect();
         for segment in doomed {
-            for path in [&segment.paths.log, &segment.paths.index, &segment.paths.time_index] {
+            for path in [
+                &segment.paths.log,
+                &segment.paths.index,
+                &segment.paths.time_index,
+            ] {
                 self.files.forget(path);
                 match self.files.store().remove_file(path) {
                     Ok(()) => {}
                     Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(source) => return Err(LogError::Io { operation: "delete", path: path.clone(), source }),
+                    Err(source) => {
+                        return Err(LogError::Io {
+                            operation: "delete",
+                            path: path.clone(),
+                            source,
+                        });
+                    }
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! Helpers shared by the storage engine's integration tests.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,7 +28,10 @@ pub fn small_config() -> LogConfig {
 
 /// A batch of `count` records of `size`-byte values, timestamped `timestamp`.
 pub fn batch(count: usize, size: usize, timestamp: i64) -> Vec<u8> {
-    BatchBuilder::new().timestamp(timestamp).values(count, size).build()
+    BatchBuilder::new()
+        .timestamp(timestamp)
+        .values(count, size)
+        .build()
 }
 
 /// Reads everything from `from` to the high watermark, one read at a time, and

@@ -4,7 +4,10 @@ use spool_model::batch_field;
 use spool_testkit::BatchBuilder;
 
 fn good_batch() -> Vec<u8> {
-    BatchBuilder::new().timestamp(1_700_000_000_000).values(5, 100).build()
+    BatchBuilder::new()
+        .timestamp(1_700_000_000_000)
+        .values(5, 100)
+        .build()
 }
 
 #[test]
@@ -35,14 +38,23 @@ fn each_check_has_its_own_error() {
 
     let mut short_length = batch.clone();
     short_length[8..12].copy_from_slice(&10i32.to_be_bytes());
-    assert_eq!(validate_batch(&short_length, BatchRules::Produce), Err(BatchError::LengthTooSmall(10)));
+    assert_eq!(
+        validate_batch(&short_length, BatchRules::Produce),
+        Err(BatchError::LengthTooSmall(10))
+    );
     let mut negative = batch.clone();
     negative[8..12].copy_from_slice(&(-5i32).to_be_bytes());
-    assert_eq!(validate_batch(&negative, BatchRules::Produce), Err(BatchError::LengthTooSmall(-5)));
+    assert_eq!(
+        validate_batch(&negative, BatchRules::Produce),
+        Err(BatchError::LengthTooSmall(-5))
+    );
 
     let mut magic = batch.clone();
     magic[batch_field::MAGIC] = 1;
-    assert_eq!(validate_batch(&magic, BatchRules::Produce), Err(BatchError::UnsupportedMagic(1)));
+    assert_eq!(
+        validate_batch(&magic, BatchRules::Produce),
+        Err(BatchError::UnsupportedMagic(1))
+    );
 
     let mut flipped = batch.clone();
     let last = flipped.len() - 1;
@@ -68,13 +80,19 @@ fn header_fields_are_checked() {
     let wrong_count = with_field(&batch, batch_field::RECORD_COUNT, &4i32.to_be_bytes());
     assert!(matches!(
         validate_batch(&wrong_count, BatchRules::Produce),
-        Err(BatchError::RecordCountMismatch { record_count: 4, last_offset_delta: 4 })
+        Err(BatchError::RecordCountMismatch {
+            record_count: 4,
+            last_offset_delta: 4
+        })
     ));
     // A compacted batch may hold fewer records than offset slots.
     assert!(validate_batch(&wrong_count, BatchRules::Stored).is_ok());
 
     let codec = with_field(&batch, batch_field::ATTRIBUTES, &6i16.to_be_bytes());
-    assert_eq!(validate_batch(&codec, BatchRules::Produce), Err(BatchError::UnknownCompression(6)));
+    assert_eq!(
+        validate_batch(&codec, BatchRules::Produce),
+        Err(BatchError::UnknownCompression(6))
+    );
 
     let timestamp = with_field(&batch, batch_field::MAX_TIMESTAMP, &(-7i64).to_be_bytes());
     assert!(matches!(
@@ -85,7 +103,10 @@ fn header_fields_are_checked() {
     let half_idempotent = with_field(&batch, batch_field::PRODUCER_ID, &42i64.to_be_bytes());
     assert!(matches!(
         validate_batch(&half_idempotent, BatchRules::Produce),
-        Err(BatchError::InvalidProducerFields { producer_id: 42, .. })
+        Err(BatchError::InvalidProducerFields {
+            producer_id: 42,
+            ..
+        })
     ));
     let idempotent = BatchBuilder::new().values(2, 3).producer(42, 0, 7).build();
     assert!(validate_batch(&idempotent, BatchRules::Produce).is_ok());
@@ -94,8 +115,15 @@ fn header_fields_are_checked() {
         validate_batch(&transactional_plain, BatchRules::Produce),
         Err(BatchError::InvalidProducerFields { .. })
     ));
-    let control = BatchBuilder::new().values(1, 3).producer(42, 0, -1).attributes(1 << 5 | 1 << 4).build();
-    assert_eq!(validate_batch(&control, BatchRules::Produce), Err(BatchError::ControlBatchFromProducer));
+    let control = BatchBuilder::new()
+        .values(1, 3)
+        .producer(42, 0, -1)
+        .attributes(1 << 5 | 1 << 4)
+        .build();
+    assert_eq!(
+        validate_batch(&control, BatchRules::Produce),
+        Err(BatchError::ControlBatchFromProducer)
+    );
     assert!(validate_batch(&control, BatchRules::Stored).is_ok());
 }
 
@@ -124,7 +152,10 @@ fn log_append_time_sets_type_and_max_timestamp_and_fixes_the_crc() {
     patch_log_append_time(&mut batch, Timestamp(9_999));
     let header = validate_batch(&batch, BatchRules::Produce).unwrap();
     assert_eq!(header.max_timestamp, Timestamp(9_999));
-    assert_eq!(header.timestamp_type(), spool_model::TimestampType::LogAppendTime);
+    assert_eq!(
+        header.timestamp_type(),
+        spool_model::TimestampType::LogAppendTime
+    );
 }
 
 proptest! {

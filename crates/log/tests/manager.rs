@@ -1,0 +1,185 @@
+//! The log manager: lazy opening, bounded open files, small idle partitions,
+//! background group commit, interval flush, clean shutdown.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::batch;
+use spool_log::{FlushPolicy, LogConfig, LogManager, ManagerConfig};
+use spool_model::{Offset, TopicName, TopicPartition};
+use spool_store::{MemoryStore, Store};
+
+fn partition(topic: &str, id: i32) -> TopicPartition {
+    TopicPartition::new(TopicName::new(topic).unwrap(), id)
+}
+
+#[test]
+fn ten_thousand_partitions_open_lazily_with_bounded_files_and_small_idle_footprint() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let config = ManagerConfig {
+        open_files_limit: 256,
+        ..ManagerConfig::default()
+    };
+    {
+        let manager = LogManager::open(store.clone(), config.clone()).unwrap();
+        for topic in 0..100 {
+            for id in 0..100 {
+                let log = manager
+                    .create_partition(&partition(&format!("topic-{topic}"), id))
+                    .unwrap();
+                log.append(&[&batch(1, 20, 1)]).unwrap();
+                assert!(manager.files().open_count() <= 256);
+            }
+        }
+        manager.shutdown().unwrap();
+    }
+    let manager = LogManager::open(store, config).unwrap();
+    assert_eq!(manager.partitions().len(), 10_000);
+    assert_eq!(
+        manager.files().open_count(),
+        0,
+        "opening the manager opens no partition"
+    );
+
+    let mut footprints = Vec::new();
+    for tp in manager.partitions() {
+        let log = manager.partition(&tp).unwrap().unwrap();
+        assert_eq!(log.offsets().log_end, Offset(1), "{tp}");
+        assert_eq!(
+            log.read(Offset(0), 1024).unwrap().len(),
+            batch(1, 20, 1).len() as u64
+        );
+        assert!(manager.files().open_count() <= 256);
+        log.release_memory();
+        footprints.push(log.memory_footprint());
+    }
+    let largest = footprints.iter().max().unwrap();
+    assert!(*largest < 2048, "an idle partition holds {largest} bytes");
+}
+
+#[test]
+fn appends_become_durable_through_the_background_flusher() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let manager = LogManager::open(store, ManagerConfig::default()).unwrap();
+    let log = manager.create_partition(&partition("orders", 0)).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut writers = Vec::new();
+        for i in 0..8 {
+            let log = log.clone();
+            writers.push(tokio::task::spawn_blocking(move || {
+                let info = log.append(&[&batch(2, 50, i)]).unwrap();
+                info.next_offset()
+            }));
+        }
+        for writer in writers {
+            let next = writer.await.unwrap();
+            tokio::time::timeout(Duration::from_secs(5), log.wait_durable(next))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    });
+    let offsets = log.offsets();
+    assert_eq!(
+        (offsets.durable, offsets.high_watermark),
+        (Offset(16), Offset(16))
+    );
+}
+
+#[test]
+fn interval_policy_flushes_after_flush_ms_and_after_flush_messages() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let manager = LogManager::open(store, ManagerConfig::default()).unwrap();
+    let by_time = partition("by-time", 0);
+    let by_count = partition("by-count", 0);
+    let time_config = LogConfig {
+        flush: FlushPolicy::Interval {
+            ms: Some(100),
+            messages: None,
+        },
+        ..LogConfig::default()
+    };
+    let count_config = LogConfig {
+        flush: FlushPolicy::Interval {
+            ms: None,
+            messages: Some(10),
+        },
+        ..LogConfig::default()
+    };
+    manager
+        .set_topic_config(&by_time.topic, time_config)
+        .unwrap();
+    manager
+        .set_topic_config(&by_count.topic, count_config)
+        .unwrap();
+    let timed = manager.create_partition(&by_time).unwrap();
+    let counted = manager.create_partition(&by_count).unwrap();
+
+    timed.append(&[&batch(1, 10, 1)]).unwrap();
+    assert_eq!(timed.offsets().durable, Offset(0));
+    wait_until(|| timed.offsets().durable == Offset(1));
+
+    counted.append(&[&batch(9, 10, 1)]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        counted.offsets().durable,
+        Offset(0),
+        "9 records are below flush.messages"
+    );
+    counted.append(&[&batch(1, 10, 1)]).unwrap();
+    wait_until(|| counted.offsets().durable == Offset(10));
+}
+
+#[test]
+fn shutdown_syncs_and_checkpoints_so_a_restart_finds_everything() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tp = partition("events", 3);
+    {
+        let manager = LogManager::open(store.clone(), ManagerConfig::default()).unwrap();
+        let config = LogConfig {
+            flush: FlushPolicy::Interval {
+                ms: None,
+                messages: None,
+            },
+            ..LogConfig::default()
+        };
+        manager.set_topic_config(&tp.topic, config).unwrap();
+        let log = manager.create_partition(&tp).unwrap();
+        log.append(&[&batch(5, 10, 1)]).unwrap();
+        assert_eq!(log.offsets().durable, Offset(0));
+        manager.shutdown().unwrap();
+        assert_eq!(log.offsets().durable, Offset(5));
+    }
+    let manager = LogManager::open(store, ManagerConfig::default()).unwrap();
+    assert_eq!(
+        manager.partition(&tp).unwrap().unwrap().offsets().log_end,
+        Offset(5)
+    );
+    assert!(
+        manager
+            .partition(&partition("events", 4))
+            .unwrap()
+            .is_none()
+    );
+    manager.delete_partition(&tp).unwrap();
+    assert!(manager.partition(&tp).unwrap().is_none());
+    assert!(manager.partitions().is_empty());
+}
+
+fn wait_until(condition: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if condition() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("condition not met within 5 s");
+}

@@ -1,0 +1,302 @@
+//! Recovery: torn tails, garbage, lost indexes, bad checkpoints, machine crashes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::{DIR, batch, open, read_all, small_config};
+use spool_model::Offset;
+use spool_store::{CrashMode, FaultyStore, LocalStore, Store};
+
+fn local() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path()).unwrap();
+    (dir, Arc::new(store))
+}
+
+fn partition_file(root: &tempfile::TempDir, name: &str) -> PathBuf {
+    root.path().join(DIR).join(name)
+}
+
+fn active_segment(root: &tempfile::TempDir) -> PathBuf {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(root.path().join(DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs.pop().unwrap()
+}
+
+fn append_raw(path: &Path, bytes: &[u8]) {
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+}
+
+/// Writes 25 batches of 2 records (offsets 0..50) and closes the log uncleanly
+/// (synced, but the checkpoint written at open still says offset 0).
+fn written_log(store: &Arc<dyn Store>) -> Vec<(Offset, Vec<u8>)> {
+    let log = open(store.clone(), small_config());
+    for i in 0..25 {
+        log.append(&[&batch(2, 150, i)]).unwrap();
+    }
+    log.sync().unwrap();
+    read_all(&log, Offset(0))
+}
+
+#[test]
+fn garbage_after_the_last_batch_is_truncated() {
+    let (root, store) = local();
+    let before = written_log(&store);
+    let segment = active_segment(&root);
+    let clean_len = std::fs::metadata(&segment).unwrap().len();
+    append_raw(&segment, &[0xAB; 777]);
+
+    let log = open(store, small_config());
+    assert_eq!(std::fs::metadata(&segment).unwrap().len(), clean_len);
+    assert_eq!(log.offsets().log_end, Offset(50));
+    assert_eq!(read_all(&log, Offset(0)), before);
+    let info = log.append(&[&batch(1, 10, 99)]).unwrap();
+    assert_eq!(
+        info.base_offset,
+        Offset(50),
+        "appends continue right after the last valid batch"
+    );
+    log.sync().unwrap();
+    assert_eq!(read_all(&log, Offset(0)).len(), before.len() + 1);
+}
+
+#[test]
+fn a_half_written_batch_is_truncated() {
+    for cut in [1, 12, 60, 61, 200] {
+        let (root, store) = local();
+        let before = written_log(&store);
+        let half = batch(3, 100, 7);
+        append_raw(&active_segment(&root), &half[..cut.min(half.len() - 1)]);
+        let log = open(store, small_config());
+        assert_eq!(log.offsets().log_end, Offset(50), "cut at {cut}");
+        assert_eq!(read_all(&log, Offset(0)), before);
+    }
+}
+
+#[test]
+fn a_batch_with_a_bad_crc_and_everything_after_it_is_dropped() {
+    let (root, store) = local();
+    written_log(&store);
+    let segment = active_segment(&root);
+    let mut bad = batch(2, 50, 1);
+    spool_protocol::batch::patch_base_offset(&mut bad, Offset(50));
+    let last = bad.len() - 1;
+    bad[last] ^= 0xFF;
+    let mut good = batch(2, 50, 1);
+    spool_protocol::batch::patch_base_offset(&mut good, Offset(52));
+    append_raw(&segment, &bad);
+    append_raw(&segment, &good);
+    let log = open(store, small_config());
+    assert_eq!(log.offsets().log_end, Offset(50));
+}
+
+#[test]
+fn a_torn_segment_in_the_middle_drops_the_segments_after_it() {
+    for boundary in [false, true] {
+        torn_middle_segment(boundary);
+    }
+}
+
+fn torn_middle_segment(boundary: bool) {
+    let (root, store) = local();
+    written_log(&store);
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(root.path().join(DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 3, "{logs:?}");
+    // Tear the second segment, as if its tail never reached the disk: once
+    // mid-batch, once exactly on a batch boundary.
+    let second = &logs[1];
+    let len = std::fs::metadata(second).unwrap().len();
+    let batch_len = batch(2, 150, 0).len() as u64;
+    let cut = if boundary { batch_len * 3 } else { len / 2 + 7 };
+    OpenOptions::new()
+        .write(true)
+        .open(second)
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    // Make the checkpoint point before it, as after a crash.
+    std::fs::remove_file(partition_file(&root, "checkpoint")).unwrap();
+
+    let log = open(store, small_config());
+    let remaining: Vec<_> = std::fs::read_dir(root.path().join(DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    assert_eq!(
+        remaining.len(),
+        2,
+        "segments after the torn one are deleted: {remaining:?}"
+    );
+    let end = log.offsets().log_end;
+    assert!(end > Offset(0) && end < Offset(50));
+    let batches = read_all(&log, Offset(0));
+    assert_eq!(batches.last().map(|(o, _)| o.plus(2)), Some(end));
+    if boundary {
+        assert_eq!(
+            end,
+            Offset(26),
+            "the three whole batches of the torn segment stay"
+        );
+    }
+}
+
+#[test]
+fn missing_or_damaged_indexes_are_rebuilt() {
+    let (root, store) = local();
+    let before = written_log(&store);
+    let index_files: Vec<PathBuf> = std::fs::read_dir(root.path().join(DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "index" || e == "timeindex")
+        })
+        .collect();
+    assert!(index_files.len() >= 6);
+    for (i, path) in index_files.iter().enumerate() {
+        if i % 2 == 0 {
+            std::fs::remove_file(path).unwrap();
+        } else {
+            std::fs::write(path, [0x5A; 37]).unwrap();
+        }
+    }
+    let log = open(store, small_config());
+    assert_eq!(read_all(&log, Offset(0)), before);
+    for offset in 0..50 {
+        let read = log.read(Offset(offset), 1).unwrap().to_vec().unwrap();
+        let header = spool_model::RecordBatchHeader::parse(&read).unwrap();
+        assert!(header.base_offset <= Offset(offset) && header.next_offset() > Offset(offset));
+    }
+    assert_eq!(
+        log.offset_for_timestamp(spool_model::Timestamp(20))
+            .unwrap()
+            .map(|f| f.0),
+        Some(Offset(40))
+    );
+    // Closed segments' indexes are rebuilt on first use and written back whole.
+    for path in &index_files {
+        let len = std::fs::metadata(path).unwrap().len();
+        let entry = if path.extension().unwrap() == "index" {
+            8
+        } else {
+            12
+        };
+        assert!(
+            len > 0 && len % entry == 0,
+            "{} has {len} bytes",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_checkpoint_pointing_past_the_end_falls_back_to_a_full_scan() {
+    let (root, store) = local();
+    let before = written_log(&store);
+    {
+        let log = open(store.clone(), small_config());
+        log.close().unwrap(); // checkpoint now at offset 50, end of the active segment
+    }
+    // Lose the tail of the active segment behind the checkpoint's back.
+    let segment = active_segment(&root);
+    let len = std::fs::metadata(&segment).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap()
+        .set_len(len - 100)
+        .unwrap();
+    let log = open(store, small_config());
+    let end = log.offsets().log_end;
+    assert!(
+        end < Offset(50),
+        "the lost batch is gone, not served: {end}"
+    );
+    let kept = read_all(&log, Offset(0));
+    assert_eq!(kept[..], before[..kept.len()]);
+}
+
+#[test]
+fn data_before_the_checkpoint_is_trusted_without_a_scan() {
+    let (root, store) = local();
+    written_log(&store);
+    open(store.clone(), small_config()).close().unwrap();
+    // Damage a byte of the first segment's last batch value: a full scan would cut
+    // the log there; trusting the checkpoint leaves it alone (the CRC is checked by
+    // the consumer, as in Kafka).
+    let first = root.path().join(DIR).join(format!("{:020}.log", 0));
+    let len = std::fs::metadata(&first).unwrap().len();
+    let mut bytes = std::fs::read(&first).unwrap();
+    bytes[usize::try_from(len).unwrap() - 1] ^= 1;
+    std::fs::write(&first, bytes).unwrap();
+    let log = open(store, small_config());
+    assert_eq!(log.offsets().log_end, Offset(50));
+}
+
+#[test]
+fn a_leftover_checkpoint_temp_file_is_removed() {
+    let (root, store) = local();
+    written_log(&store);
+    std::fs::write(partition_file(&root, "checkpoint.tmp"), b"half").unwrap();
+    let _log = open(store, small_config());
+    assert!(!partition_file(&root, "checkpoint.tmp").exists());
+}
+
+#[test]
+fn a_machine_crash_keeps_every_synced_batch_and_nothing_invented() {
+    for (seed, mode) in [
+        (1, CrashMode::DropUnsynced),
+        (2, CrashMode::TearUnsynced),
+        (3, CrashMode::GarbleUnsynced),
+    ] {
+        for round in 0..10 {
+            let faulty = FaultyStore::new(seed * 100 + round);
+            let store: Arc<dyn Store> = Arc::new(faulty.clone());
+            let log = open(store.clone(), small_config());
+            let mut durable = Vec::new();
+            for i in 0..12 {
+                log.append(&[&batch(2, 120, i)]).unwrap();
+            }
+            log.sync().unwrap();
+            durable.extend(read_all(&log, Offset(0)));
+            for i in 0..7 {
+                log.append(&[&batch(1, 90, 100 + i)]).unwrap();
+            }
+            faulty.crash(mode);
+            drop(log);
+            let log = open(store, small_config());
+            let after = read_all(&log, Offset(0));
+            assert!(after.len() >= durable.len(), "{mode:?} lost synced data");
+            assert_eq!(after[..durable.len()], durable[..], "{mode:?}");
+            for (i, (offset, bytes)) in after[durable.len()..].iter().enumerate() {
+                assert_eq!(*offset, Offset(24 + i as i64));
+                assert_eq!(
+                    *bytes,
+                    batch(1, 90, 100 + i as i64),
+                    "{mode:?}: only whole, written batches survive"
+                );
+            }
+        }
+    }
+}
