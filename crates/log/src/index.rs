@@ -30,7 +30,7 @@ pub(crate) struct TimeEntry {
 
 /// Both indexes of one segment.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct SegmentIndex {
+pub struct SegmentIndex {
     pub(crate) offsets: Vec<OffsetEntry>,
     pub(crate) times: Vec<TimeEntry>,
 }
@@ -38,7 +38,7 @@ pub(crate) struct SegmentIndex {
 impl SegmentIndex {
     /// The file position of the last indexed batch whose base offset is at or before
     /// `relative_offset`; 0 when none is.
-    pub(crate) fn position_for(&self, relative_offset: u32) -> u32 {
+    pub fn position_for(&self, relative_offset: u32) -> u32 {
         let after = self
             .offsets
             .partition_point(|e| e.relative_offset <= relative_offset);
@@ -46,6 +46,23 @@ impl SegmentIndex {
             .checked_sub(1)
             .and_then(|i| self.offsets.get(i))
             .map_or(0, |e| e.position)
+    }
+
+    /// An index of `entries` entries, one per `spacing` offsets and bytes, for the
+    /// lookup benchmark.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn synthetic(entries: u32, spacing: u32) -> SegmentIndex {
+        let offsets = (1..=entries)
+            .map(|i| OffsetEntry {
+                relative_offset: i * spacing,
+                position: i * spacing,
+            })
+            .collect();
+        SegmentIndex {
+            offsets,
+            times: Vec::new(),
+        }
     }
 
     /// A relative offset at or before the first record with a timestamp at or after

@@ -31,6 +31,7 @@ mod tail_cache;
 pub use config::{ConfigError, FlushPolicy, LogConfig};
 pub use error::LogError;
 pub use file_cache::FileCache;
+pub use index::SegmentIndex;
 pub use manager::{LogManager, ManagerConfig};
 pub use partition::{AppendInfo, LogOffsets, PartitionLog};
 pub use read::{ReadChunk, ReadResult};

@@ -201,7 +201,10 @@ fn recover(
     let log_start = checkpoint
         .map_or(first_base, |c| c.log_start.max(first_base))
         .min(end.offset);
-    Ok(state_with(segments, log_start, end))
+    let mut state = state_with(segments, log_start, end);
+    // An unchanged checkpoint (after a clean shutdown) need not be written again.
+    state.last_checkpoint = checkpoint;
+    Ok(state)
 }
 
 /// Trusts the checkpoint if it names an existing segment and a position inside it.

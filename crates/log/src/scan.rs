@@ -59,6 +59,9 @@ pub(crate) struct HeaderCursor<'a> {
     file: &'a dyn StoreFile,
     buffer: Vec<u8>,
     buffer_start: u64,
+    /// Size of the last batch seen: after a big one, read just the next header
+    /// rather than a read-ahead buffer that would mostly hold record bytes.
+    last_len: usize,
 }
 
 const READ_AHEAD: usize = 16 * 1024;
@@ -69,6 +72,7 @@ impl<'a> HeaderCursor<'a> {
             file,
             buffer: Vec::new(),
             buffer_start: 0,
+            last_len: 0,
         }
     }
 
@@ -89,9 +93,12 @@ impl<'a> HeaderCursor<'a> {
         let header = match cached {
             Some(header) => Some(header),
             None => {
-                let want = usize::try_from(end - position)
-                    .unwrap_or(READ_AHEAD)
-                    .min(READ_AHEAD);
+                let chunk = if self.last_len > READ_AHEAD / 4 {
+                    BATCH_HEADER_LEN
+                } else {
+                    READ_AHEAD
+                };
+                let want = usize::try_from(end - position).unwrap_or(chunk).min(chunk);
                 self.buffer.resize(want, 0);
                 let read = self.file.read_up_to(&mut self.buffer, position)?;
                 self.buffer.truncate(read);
@@ -99,8 +106,10 @@ impl<'a> HeaderCursor<'a> {
                 RecordBatchHeader::parse(&self.buffer)
             }
         };
-        Ok(header.filter(|h| {
+        let header = header.filter(|h| {
             h.total_len() >= BATCH_HEADER_LEN && position + h.total_len() as u64 <= end
-        }))
+        });
+        self.last_len = header.map_or(0, |h| h.total_len());
+        Ok(header)
     }
 }

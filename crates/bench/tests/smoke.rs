@@ -1,0 +1,38 @@
+//! A seconds-long run of the storage benchmark, checking that its JSON report holds
+//! every measure and that the numbers are sane. The real run is documented in
+//! `docs/performance.md`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+#[test]
+fn the_benchmark_reports_every_measure() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_spool-log-bench"))
+        .args(["--dir", dir.path().join("bench").to_str().unwrap()])
+        .args(["--bytes", "4194304", "--rounds", "2", "--partitions", "200", "--index-max-power", "4"])
+        .args(["--lookups", "2000"])
+        .args(["--producers", "2", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for key in [
+        "raw_write_fsync_mb_s",
+        "raw_write_no_fsync_mb_s",
+        "log_durable_append_mb_s",
+        "log_concurrent_durable_append_mb_s",
+        "log_read_mb_s",
+        "raw_read_mb_s",
+        "log_durable_vs_raw",
+        "partitions_manager_open_ms",
+    ] {
+        let value = report[key].as_f64().unwrap_or_else(|| panic!("{key} missing in {report}"));
+        assert!(value.is_finite() && value > 0.0, "{key} = {value}");
+    }
+    let lookups = report["index_lookup"].as_array().unwrap();
+    assert_eq!(lookups.len(), 2, "10^3 and 10^4 entries");
+    assert_eq!(report["partitions"], 200);
+    assert!(report["partitions_idle_bytes_each"].as_f64().unwrap() < 4096.0);
+}
