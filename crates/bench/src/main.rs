@@ -374,7 +374,9 @@ fn index_lookups(args: &Args) -> Fallible<Vec<Lookup>> {
         let entries = 10u64.pow(power);
         let mut rng = fastrand::Rng::with_seed(power.into());
         let span = i64::try_from(entries)?;
-        let offsets: Vec<Offset> = (0..args.lookups.max(1)).map(|_| Offset(rng.i64(0..span))).collect();
+        let offsets: Vec<Offset> = (0..args.lookups.max(1))
+            .map(|_| Offset(rng.i64(0..span)))
+            .collect();
 
         let index = spool_log::SegmentIndex::synthetic(u32::try_from(entries)?, 7);
         let started = Instant::now();

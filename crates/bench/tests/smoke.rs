@@ -11,12 +11,25 @@ fn the_benchmark_reports_every_measure() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_spool-log-bench"))
         .args(["--dir", dir.path().join("bench").to_str().unwrap()])
-        .args(["--bytes", "4194304", "--rounds", "2", "--partitions", "200", "--index-max-power", "4"])
+        .args([
+            "--bytes",
+            "4194304",
+            "--rounds",
+            "2",
+            "--partitions",
+            "200",
+            "--index-max-power",
+            "4",
+        ])
         .args(["--lookups", "2000"])
         .args(["--producers", "2", "--json"])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     for key in [
         "raw_write_fsync_mb_s",
@@ -28,7 +41,9 @@ fn the_benchmark_reports_every_measure() {
         "log_durable_vs_raw",
         "partitions_manager_open_ms",
     ] {
-        let value = report[key].as_f64().unwrap_or_else(|| panic!("{key} missing in {report}"));
+        let value = report[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing in {report}"));
         assert!(value.is_finite() && value > 0.0, "{key} = {value}");
     }
     let lookups = report["index_lookup"].as_array().unwrap();
