@@ -3,7 +3,7 @@
 //! The least recently used handle is closed when the limit is reached; a handle in use
 //! elsewhere (an `Arc` held by a read in flight) stays open until that use ends.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,6 +22,8 @@ pub struct FileCache {
 struct CacheInner {
     /// Each open file with the tick of its last use.
     files: HashMap<PathBuf, (Arc<dyn StoreFile>, u64)>,
+    /// The same files by tick of last use, oldest first, for eviction in O(log n).
+    by_use: BTreeMap<u64, PathBuf>,
     tick: u64,
 }
 
@@ -66,33 +68,37 @@ impl FileCache {
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
-        if let Some((file, used)) = inner.files.get_mut(path) {
+        let CacheInner { files, by_use, .. } = &mut *inner;
+        if let Some((file, used)) = files.get_mut(path) {
+            by_use.remove(used);
+            by_use.insert(tick, path.to_path_buf());
             *used = tick;
             return Ok(file.clone());
         }
         let file = self.store.open(path, mode)?;
-        if inner.files.len() >= self.limit {
-            let oldest = inner
-                .files
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(p, _)| p.clone());
-            if let Some(oldest) = oldest {
-                inner.files.remove(&oldest);
-            }
+        if files.len() >= self.limit
+            && let Some((_, oldest)) = by_use.pop_first()
+        {
+            files.remove(&oldest);
         }
-        inner.files.insert(path.to_path_buf(), (file.clone(), tick));
+        files.insert(path.to_path_buf(), (file.clone(), tick));
+        by_use.insert(tick, path.to_path_buf());
         Ok(file)
     }
 
     /// Closes the cached handle of a file that is being deleted or replaced.
     pub(crate) fn forget(&self, path: &Path) {
-        self.lock().files.remove(path);
+        let mut inner = self.lock();
+        if let Some((_, used)) = inner.files.remove(path) {
+            inner.by_use.remove(&used);
+        }
     }
 
     /// Closes every cached handle under `dir`.
     pub(crate) fn forget_dir(&self, dir: &Path) {
-        self.lock().files.retain(|path, _| !path.starts_with(dir));
+        let mut inner = self.lock();
+        inner.files.retain(|path, _| !path.starts_with(dir));
+        inner.by_use.retain(|_, path| !path.starts_with(dir));
     }
 }
 

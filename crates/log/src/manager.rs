@@ -77,6 +77,9 @@ struct Shared {
 #[derive(Debug, Default)]
 struct Slot {
     log: Mutex<Option<Arc<PartitionLog>>>,
+    /// Set, under the `log` lock, when the partition is deleted: a caller that found
+    /// the slot just before must not reopen (and so recreate) it.
+    deleted: AtomicBool,
 }
 
 impl LogManager {
@@ -170,6 +173,9 @@ impl LogManager {
             return Ok(None);
         };
         let mut log = lock(&slot.log);
+        if slot.deleted.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
         if let Some(log) = log.as_ref() {
             return Ok(Some(log.clone()));
         }
@@ -203,13 +209,22 @@ impl LogManager {
             .remove(partition)
             .ok_or_else(|| LogError::UnknownPartition(partition.to_string()))?;
         let dir = partition_dir(partition);
-        let _open = lock(&slot.log).take();
+        {
+            let mut open = lock(&slot.log);
+            slot.deleted.store(true, Ordering::SeqCst);
+            // Whoever still holds the log (a request, the flusher) must not write
+            // into files that a new partition of the same name may reuse.
+            if let Some(log) = open.take() {
+                log.fence();
+            }
+        }
         self.shared.files.forget_dir(&dir);
         let store = self.shared.files.store();
         store
             .remove_dir_all(&dir)
             .map_err(LogError::io("delete", &dir))?;
-        let topic_dir = PathBuf::from(TOPICS_DIR).join(partition.topic.as_str());
+        let topics = PathBuf::from(TOPICS_DIR);
+        let topic_dir = topics.join(partition.topic.as_str());
         if store
             .list_dir(&topic_dir)
             .is_ok_and(|entries| entries.is_empty())
@@ -217,6 +232,13 @@ impl LogManager {
             store
                 .remove_dir_all(&topic_dir)
                 .map_err(LogError::io("delete", &topic_dir))?;
+            store
+                .sync_dir(&topics)
+                .map_err(LogError::io("fsync directory", &topics))?;
+        } else {
+            store
+                .sync_dir(&topic_dir)
+                .map_err(LogError::io("fsync directory", &topic_dir))?;
         }
         Ok(())
     }

@@ -69,6 +69,8 @@ pub struct PartitionLog {
     high_watermark_tx: watch::Sender<Offset>,
     /// Asks the owner's flusher for a sync; set by the `LogManager`.
     flush_hook: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Held while a checkpoint is snapshotted, written and recorded.
+    checkpoint_lock: Mutex<()>,
     /// A flush request is queued and not yet taken by a flusher.
     pub(crate) flush_queued: std::sync::atomic::AtomicBool,
 }
@@ -172,6 +174,7 @@ impl PartitionLog {
             high_watermark_tx,
             flush_hook: OnceLock::new(),
             flush_queued: std::sync::atomic::AtomicBool::new(false),
+            checkpoint_lock: Mutex::new(()),
         }
     }
 
@@ -181,10 +184,15 @@ impl PartitionLog {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, LogState> {
-        let mut state = self
-            .state
+        self.state
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The state, marking the partition as in use (appends, reads, lookups), which
+    /// keeps the idle release away. Background work uses [`PartitionLog::lock`].
+    pub(crate) fn lock_for_use(&self) -> MutexGuard<'_, LogState> {
+        let mut state = self.lock();
         state.last_used = Instant::now();
         state
     }
@@ -250,8 +258,9 @@ impl PartitionLog {
 
     /// Appends whole batches with one write (plus one per index file), assigning
     /// offsets by patching each batch's `baseOffset` (and, for LogAppendTime, its max
-    /// timestamp) in place. Each slice must be exactly one batch; the produce path
-    /// has already checked its CRC. Returns once the bytes are written to the store
+    /// timestamp) in place. Each slice must be exactly one batch whose CRC the caller
+    /// has checked (the produce path does, once per batch); the header fields are
+    /// checked here, as recovery will check them. Returns once the bytes are written to the store
     /// ("buffered"); use [`PartitionLog::sync`] or the flusher for durability.
     pub fn append(&self, batches: &[&[u8]]) -> Result<AppendInfo> {
         let config = self.config();
@@ -265,10 +274,12 @@ impl PartitionLog {
                 };
                 return Err(LogError::InvalidBatch { index, source });
             }
+            batch::validate_fields(&header, batch::BatchRules::Stored)
+                .map_err(|source| LogError::InvalidBatch { index, source })?;
         }
         let log_append_time =
             (config.timestamp_type == TimestampType::LogAppendTime).then(Timestamp::now);
-        let mut state = self.lock();
+        let mut state = self.lock_for_use();
         if state.failed {
             return Err(LogError::Failed {
                 path: self.dir.clone(),
@@ -387,19 +398,7 @@ impl PartitionLog {
         let interval = config.index_interval_bytes;
         let base = state.log_end();
         let closing = state.active_mut();
-        closing.index(&self.files, interval)?;
-        // The batch that last raised the max timestamp is at or before the last batch.
-        let last_batch_base = last_batch_base(closing, &self.files, interval)?;
-        if let Some(entry) = closing.final_time_entry(last_batch_base) {
-            let entries = NewIndexEntries {
-                offsets: Vec::new(),
-                times: vec![entry],
-            };
-            closing.write_index_files(&self.files, &entries, false)?;
-            if let Some(index) = closing.index.as_mut() {
-                index.times.push(entry);
-            }
-        }
+        closing.seal_time_index(&self.files, interval)?;
         let mut closed_files = Vec::with_capacity(3);
         for path in [
             &closing.paths.log,
@@ -447,7 +446,7 @@ impl PartitionLog {
             .sync_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (target, files, dir_dirty) = {
+        let (target, files, dir_dirty, unflushed) = {
             let mut state = self.lock();
             if state.failed {
                 return Err(LogError::Failed {
@@ -457,12 +456,15 @@ impl PartitionLog {
             if state.durable.offset >= offset {
                 return Ok(state.durable.offset);
             }
+            // Open the active file first: if that fails, nothing has been taken yet.
+            let active = state.active().log_file(&self.files)?;
             let mut files = std::mem::take(&mut state.unsynced);
-            files.push(state.active().log_file(&self.files)?);
+            files.push(active);
             (
                 state.end_position(),
                 files,
                 std::mem::take(&mut state.dir_dirty),
+                state.unflushed_records,
             )
         };
         let synced = files
@@ -484,6 +486,10 @@ impl PartitionLog {
             // would report success for lost data. Refuse writes until reopened.
             tracing::error!(dir = %self.dir.display(), %error, "fsync failed; log closed for writes");
             state.failed = true;
+            let durable = state.durable.offset;
+            drop(state);
+            // Wake the acks=all waiters so that they see the failure.
+            self.durable_tx.send_replace(durable);
             return Err(error);
         }
         if target.offset > state.durable.offset {
@@ -493,7 +499,7 @@ impl PartitionLog {
                 self.high_watermark_tx.send_replace(target.offset);
             }
         }
-        state.unflushed_records = 0;
+        state.unflushed_records = state.unflushed_records.saturating_sub(unflushed);
         state.last_sync = Instant::now();
         state.assert_invariants();
         let durable = state.durable.offset;
@@ -513,22 +519,62 @@ impl PartitionLog {
             && state.last_sync.elapsed().as_millis() >= u128::from(ms)
     }
 
-    /// Writes the checkpoint if it changed since the last one.
+    /// Writes the checkpoint if it changed since the last one. One writer at a time,
+    /// from taking the snapshot to recording it, so an older snapshot can never
+    /// replace a newer one. The index files of the segment holding the recovery point
+    /// are fsynced first: recovery keeps that segment's index entries below the point.
     pub fn write_checkpoint(&self) -> Result<()> {
-        let checkpoint = self.lock().checkpoint();
-        if self.lock().last_checkpoint == Some(checkpoint) {
-            return Ok(());
+        let _writer = self
+            .checkpoint_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (checkpoint, index_files) = {
+            let state = self.lock();
+            let checkpoint = state.checkpoint();
+            if state.last_checkpoint == Some(checkpoint) {
+                return Ok(());
+            }
+            let segment = state
+                .segments
+                .iter()
+                .find(|s| s.base == checkpoint.recovery_point.segment_base);
+            let paths: Vec<PathBuf> = segment
+                .map(|s| vec![s.paths.index.clone(), s.paths.time_index.clone()])
+                .unwrap_or_default();
+            (checkpoint, paths)
+        };
+        for path in &index_files {
+            let file = self.files.get(path).map_err(LogError::io("open", path))?;
+            file.sync().map_err(LogError::io("fsync", path))?;
         }
         checkpoint.write(&self.files, &self.dir)?;
         self.lock().last_checkpoint = Some(checkpoint);
         Ok(())
     }
 
-    /// Syncs and checkpoints the log, so the next open needs no scan. The log stays
-    /// usable; drop it afterwards to close its files.
+    /// Syncs and checkpoints the log, so the next open needs no scan, after recording
+    /// the active segment's largest timestamp in its time index. The log stays usable;
+    /// drop it afterwards to close its files.
     pub fn close(&self) -> Result<()> {
+        {
+            let config = self.config();
+            let mut state = self.lock();
+            if !state.failed {
+                state
+                    .active_mut()
+                    .seal_time_index(&self.files, config.index_interval_bytes)?;
+            }
+        }
         self.sync()?;
         self.write_checkpoint()
+    }
+
+    /// Refuses every further write: the partition was deleted, and its files may be
+    /// reused by a new partition of the same name.
+    pub(crate) fn fence(&self) {
+        self.lock().failed = true;
+        let durable = self.lock().durable.offset;
+        self.durable_tx.send_replace(durable);
     }
 
     /// Drops what can be reloaded (indexes, tail cache) to keep an idle partition small.
@@ -572,27 +618,6 @@ impl PartitionLog {
             .last_used
             .elapsed()
     }
-}
-
-/// The base offset of the last batch of a segment, found from its last index entry.
-fn last_batch_base(segment: &mut Segment, files: &FileCache, interval: u64) -> Result<Offset> {
-    let start = segment
-        .index(files, interval)?
-        .offsets
-        .last()
-        .map_or(0, |e| u64::from(e.position));
-    let file = segment.log_file(files)?;
-    let mut cursor = crate::scan::HeaderCursor::new(file.as_ref());
-    let mut position = start;
-    let mut last = segment.base;
-    while let Some(header) = cursor
-        .header_at(position, segment.size)
-        .map_err(LogError::io("read", &segment.paths.log))?
-    {
-        last = header.base_offset;
-        position += header.total_len() as u64;
-    }
-    Ok(last)
 }
 
 /// Bytes and index entries collected for one write.

@@ -41,9 +41,23 @@ impl PartitionLog {
         config.validate()?;
         let dir = dir.into();
         let store = files.store().clone();
-        store
-            .create_dir_all(&dir)
-            .map_err(LogError::io("create directory", &dir))?;
+        if !store.exists(&dir) {
+            // A new directory's name lives in its parent: make each new level durable.
+            let new_levels: Vec<PathBuf> = dir
+                .ancestors()
+                .take_while(|level| !level.as_os_str().is_empty() && !store.exists(level))
+                .map(Path::to_path_buf)
+                .collect();
+            store
+                .create_dir_all(&dir)
+                .map_err(LogError::io("create directory", &dir))?;
+            for level in &new_levels {
+                let parent = level.parent().unwrap_or(Path::new(""));
+                store
+                    .sync_dir(parent)
+                    .map_err(LogError::io("fsync directory", parent))?;
+            }
+        }
         let mut bases = Vec::new();
         for entry in store.list_dir(&dir).map_err(LogError::io("list", &dir))? {
             if checkpoint::is_leftover(&entry.name) {
@@ -169,7 +183,7 @@ fn recover(
         }
     }
     if let Some((at, position)) = truncate_at {
-        truncate(files, dir, &mut segments, at, position)?;
+        truncate(files, dir, &mut segments, at, position, interval)?;
         scanned_any = true;
     }
     if scanned_any {
@@ -306,6 +320,9 @@ fn scan_segment(
             .unwrap_or_default(),
     };
     segment.write_index_files(files, &all, true)?;
+    if stopped_at.is_none() {
+        segment.seal_time_index(files, interval)?;
+    }
     Ok((stopped_at, segment.next_offset))
 }
 
@@ -352,6 +369,7 @@ fn truncate(
     segments: &mut Vec<Segment>,
     at: usize,
     position: u64,
+    interval: u64,
 ) -> Result<()> {
     for doomed in segments.drain(at + 1..) {
         tracing::warn!(segment = %doomed.paths.log.display(), "deleting a segment that follows a torn one");
@@ -369,10 +387,12 @@ fn truncate(
             }
         }
     }
-    if let Some(segment) = segments.get(at) {
+    if let Some(segment) = segments.get_mut(at) {
         let file = segment.log_file(files)?;
         file.set_len(position)
             .map_err(LogError::io("truncate", &segment.paths.log))?;
+        segment.size = position;
+        segment.seal_time_index(files, interval)?;
     }
     files
         .store()

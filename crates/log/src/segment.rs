@@ -152,7 +152,7 @@ impl Segment {
             index.offsets.extend(entries.offsets);
             index.times.extend(entries.times);
         }
-        Ok(())
+        self.seal_time_index(files, interval)
     }
 
     /// Accounts for a batch appended at `position`: updates the max timestamp and adds
@@ -209,6 +209,46 @@ impl Segment {
         })
     }
 
+    /// Records the segment's largest timestamp as a last time-index entry (if the
+    /// index does not already end with it), as Kafka does when a segment is closed, so
+    /// that a closed segment's max timestamp is the last entry of its time index.
+    pub(crate) fn seal_time_index(&mut self, files: &FileCache, interval: u64) -> Result<()> {
+        self.index(files, interval)?;
+        let last_batch_base = self.last_batch_base(files, interval)?;
+        if let Some(entry) = self.final_time_entry(last_batch_base) {
+            let entries = NewIndexEntries {
+                offsets: Vec::new(),
+                times: vec![entry],
+            };
+            self.write_index_files(files, &entries, false)?;
+            if let Some(index) = self.index.as_mut() {
+                index.times.push(entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// The base offset of the segment's last batch, walking from its last index entry.
+    fn last_batch_base(&mut self, files: &FileCache, interval: u64) -> Result<Offset> {
+        let start = self
+            .index(files, interval)?
+            .offsets
+            .last()
+            .map_or(0, |e| u64::from(e.position));
+        let file = self.log_file(files)?;
+        let mut cursor = scan::HeaderCursor::new(file.as_ref());
+        let mut position = start;
+        let mut last = self.base;
+        while let Some(header) = cursor
+            .header_at(position, self.size)
+            .map_err(LogError::io("read", &self.paths.log))?
+        {
+            last = header.base_offset;
+            position += header.total_len() as u64;
+        }
+        Ok(last)
+    }
+
     /// Appends new entries to the index files (or rewrites them when `replace`).
     pub(crate) fn write_index_files(
         &self,
@@ -249,6 +289,10 @@ impl Segment {
     ) -> Result<Option<Timestamp>> {
         if self.max_timestamp.is_none() && self.size > 0 {
             self.index(files, interval)?;
+        }
+        if self.max_timestamp.is_none() && self.size > 0 {
+            // Batches but no time entry: an index from before sealing; rebuild it.
+            self.rebuild_index(files, interval)?;
         }
         Ok(self.max_timestamp)
     }

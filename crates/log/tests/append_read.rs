@@ -364,6 +364,14 @@ fn malformed_input_to_append_is_refused_and_writes_nothing() {
         log.append(&[&good, &extra]),
         Err(LogError::InvalidBatch { index: 1, .. })
     ));
+    let unknown_codec = spool_testkit::BatchBuilder::new()
+        .values(1, 10)
+        .attributes(7)
+        .build();
+    assert!(matches!(
+        log.append(&[&unknown_codec]),
+        Err(LogError::InvalidBatch { index: 0, .. })
+    ));
     assert!(matches!(
         log.append(&[&good[..40]]),
         Err(LogError::InvalidBatch { index: 0, .. })
@@ -450,4 +458,29 @@ fn segments_in(store: &Arc<dyn Store>) -> Vec<(i64, u64)> {
             (base, file.len().unwrap())
         })
         .collect()
+}
+
+#[test]
+fn a_failed_fsync_wakes_the_waiters_with_the_error() {
+    let store = spool_store::FaultyStore::new(5);
+    let log = Arc::new(open(Arc::new(store.clone()), small_config()));
+    let info = log.append(&[&batch(1, 10, 1)]).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let waiter = {
+            let log = log.clone();
+            tokio::spawn(async move { log.wait_durable(info.next_offset()).await })
+        };
+        tokio::task::yield_now().await;
+        store.fail_after(0);
+        assert!(log.sync().is_err());
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("the waiter wakes")
+            .unwrap();
+        assert!(matches!(outcome, Err(LogError::Failed { .. })));
+    });
 }

@@ -183,3 +183,38 @@ fn wait_until(condition: impl Fn() -> bool) {
     }
     panic!("condition not met within 5 s");
 }
+
+#[test]
+fn idle_partitions_release_their_memory_in_the_background() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let config = ManagerConfig {
+        checkpoint_interval: Duration::from_millis(50),
+        idle_release_after: Duration::from_millis(100),
+        ..ManagerConfig::default()
+    };
+    let manager = LogManager::open(store, config).unwrap();
+    let log = manager.create_partition(&partition("quiet", 0)).unwrap();
+    log.append(&[&batch(100, 100, 1)]).unwrap();
+    log.sync().unwrap();
+    assert!(
+        log.memory_footprint() > 10_000,
+        "the tail cache holds the batch"
+    );
+    wait_until(|| log.memory_footprint() < 2048);
+}
+
+#[test]
+fn a_deleted_partition_is_fenced_and_not_reopened() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let manager = LogManager::open(store.clone(), ManagerConfig::default()).unwrap();
+    let tp = partition("doomed", 0);
+    let held = manager.create_partition(&tp).unwrap();
+    held.append(&[&batch(1, 10, 1)]).unwrap();
+    manager.delete_partition(&tp).unwrap();
+    assert!(matches!(
+        held.append(&[&batch(1, 10, 2)]),
+        Err(spool_log::LogError::Failed { .. })
+    ));
+    assert!(manager.partition(&tp).unwrap().is_none());
+    assert!(!store.exists(std::path::Path::new("topics/doomed")));
+}

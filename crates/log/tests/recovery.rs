@@ -300,3 +300,35 @@ fn a_machine_crash_keeps_every_synced_batch_and_nothing_invented() {
         }
     }
 }
+
+#[test]
+fn segments_recovered_after_a_crash_keep_their_max_timestamps_for_retention() {
+    // 1 KiB segments of three 300-byte batches, with no index entry inside them: the
+    // only record of each segment's newest timestamp is the entry written when it
+    // is sealed, here by recovery.
+    let config = spool_log::LogConfig {
+        segment_bytes: 1024,
+        retention_ms: Some(1000),
+        ..small_config()
+    };
+    let config = spool_log::LogConfig {
+        index_interval_bytes: 4096,
+        ..config
+    };
+    let (_root, store) = local();
+    let now = 10_000_000;
+    {
+        let log = open(store.clone(), config.clone());
+        for i in 0..12 {
+            let timestamp = if i < 9 { now - 60_000 } else { now };
+            log.append(&[&batch(1, 240, timestamp)]).unwrap();
+        }
+        log.sync().unwrap();
+        // Dropped without close: the next open recovers by scanning.
+    }
+    drop(open(store.clone(), config.clone()));
+    let log = open(store, config);
+    let deleted = log.enforce_retention(spool_model::Timestamp(now)).unwrap();
+    assert_eq!(deleted, 3, "the three all-old segments go");
+    assert_eq!(log.offsets().log_start, Offset(9));
+}

@@ -115,7 +115,9 @@ pub fn validate_crc(batch: &[u8], header: &RecordBatchHeader) -> Result<(), Batc
     Ok(())
 }
 
-fn validate_fields(header: &RecordBatchHeader, rules: BatchRules) -> Result<(), BatchError> {
+/// Checks the header fields of a batch whose frame is known to be sound: codec,
+/// record count against `lastOffsetDelta`, timestamps, producer fields.
+pub fn validate_fields(header: &RecordBatchHeader, rules: BatchRules) -> Result<(), BatchError> {
     if let CompressionCodec::Unknown(codec) = header.compression() {
         return Err(BatchError::UnknownCompression(codec));
     }

@@ -1,10 +1,9 @@
 //! Files in memory, with a model of what a crash keeps.
 //!
 //! Each file remembers its contents as of its last `sync`; each directory remembers its
-//! names as of its last `sync_dir`. [`MemoryStore::crash`] throws away everything else,
-//! as a power cut would. Directories themselves are durable as soon as they are
-//! created or removed, which is simpler than POSIX and enough for the engine, which
-//! only ever creates partition directories before writing into them.
+//! names — of files and of subdirectories — as of its last `sync_dir`.
+//! [`MemoryStore::crash`] throws away everything else, as a power cut would: a file
+//! survives only if its name and the names of all its parent directories were synced.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -26,6 +25,8 @@ struct Namespace {
     /// Names as they would be found after a crash.
     durable: BTreeMap<PathBuf, Arc<MemFile>>,
     dirs: BTreeSet<PathBuf>,
+    /// Directories as they would be found after a crash.
+    durable_dirs: BTreeSet<PathBuf>,
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +77,15 @@ impl MemoryStore {
                 .clone();
             survivors.insert(path, fresh);
         }
+        let dirs = namespace.durable_dirs.clone();
+        let reachable = |path: &Path| {
+            path.ancestors()
+                .skip(1)
+                .all(|dir| dir.as_os_str().is_empty() || dirs.contains(dir))
+        };
+        survivors.retain(|path, _| reachable(path));
+        namespace.dirs = dirs.iter().filter(|dir| reachable(dir)).cloned().collect();
+        namespace.durable_dirs = namespace.dirs.clone();
         namespace.live = survivors.clone();
         namespace.durable = survivors;
     }
@@ -241,6 +251,27 @@ impl Store for MemoryStore {
             .map(|(path, file)| (path.clone(), file.clone()))
             .collect();
         namespace.durable.extend(entries);
+        let stale_dirs: Vec<PathBuf> = namespace
+            .durable_dirs
+            .range(dir.to_path_buf()..)
+            .take_while(|path| path.starts_with(dir))
+            .filter(|path| parent(path) == dir && !namespace.dirs.contains(*path))
+            .cloned()
+            .collect();
+        for gone in stale_dirs {
+            namespace
+                .durable_dirs
+                .retain(|path| !path.starts_with(&gone));
+            namespace.durable.retain(|path, _| !path.starts_with(&gone));
+        }
+        let children: Vec<PathBuf> = namespace
+            .dirs
+            .range(dir.to_path_buf()..)
+            .take_while(|path| path.starts_with(dir))
+            .filter(|path| parent(path) == dir)
+            .cloned()
+            .collect();
+        namespace.durable_dirs.extend(children);
         Ok(())
     }
 }
@@ -314,6 +345,7 @@ mod tests {
     fn a_crash_keeps_only_synced_bytes_and_names() {
         let store = MemoryStore::new();
         store.create_dir_all(Path::new("d")).unwrap();
+        store.sync_dir(Path::new("")).unwrap();
         let file = store.open(Path::new("d/a"), OpenMode::Create).unwrap();
         file.write_at(b"durable", 0).unwrap();
         file.sync().unwrap();
@@ -338,6 +370,7 @@ mod tests {
     fn an_unsynced_rename_is_undone_by_a_crash() {
         let store = MemoryStore::new();
         store.create_dir_all(Path::new("d")).unwrap();
+        store.sync_dir(Path::new("")).unwrap();
         for (name, body) in [("d/cp", b"old"), ("d/cp.tmp", b"new")] {
             let file = store.open(Path::new(name), OpenMode::Create).unwrap();
             file.write_at(body, 0).unwrap();
@@ -350,6 +383,32 @@ mod tests {
         assert_eq!(read_all(&store, "d/cp"), b"new");
         store.crash(CrashMode::DropUnsynced, &mut fastrand::Rng::with_seed(1));
         assert_eq!(read_all(&store, "d/cp"), b"old");
+    }
+
+    #[test]
+    fn a_directory_whose_name_was_never_synced_vanishes_with_its_files() {
+        let store = MemoryStore::new();
+        store.create_dir_all(Path::new("a/b")).unwrap();
+        store.sync_dir(Path::new("")).unwrap(); // "a" is durable, "a/b" is not
+        let file = store.open(Path::new("a/b/f"), OpenMode::Create).unwrap();
+        file.write_at(b"x", 0).unwrap();
+        file.sync().unwrap();
+        store.sync_dir(Path::new("a/b")).unwrap();
+        store.crash(CrashMode::DropUnsynced, &mut fastrand::Rng::with_seed(1));
+        assert!(store.exists(Path::new("a")));
+        assert!(!store.exists(Path::new("a/b")));
+        assert!(!store.exists(Path::new("a/b/f")));
+
+        store.create_dir_all(Path::new("a/b")).unwrap();
+        let file = store.open(Path::new("a/b/f"), OpenMode::Create).unwrap();
+        file.sync().unwrap();
+        store.sync_dir(Path::new("a/b")).unwrap();
+        store.sync_dir(Path::new("a")).unwrap();
+        store.crash(CrashMode::DropUnsynced, &mut fastrand::Rng::with_seed(1));
+        assert!(
+            store.exists(Path::new("a/b/f")),
+            "synced all the way up, it stays"
+        );
     }
 
     #[test]

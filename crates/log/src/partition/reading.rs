@@ -30,7 +30,7 @@ impl PartitionLog {
         let mut offset = offset;
         loop {
             let (cursor, bounds) = {
-                let mut state = self.lock();
+                let mut state = self.lock_for_use();
                 let bounds = (state.log_start, state.high_watermark.offset);
                 check_bounds(&state, offset)?;
                 if offset == state.high_watermark.offset {
@@ -131,7 +131,12 @@ impl PartitionLog {
                 requested: offset,
                 log_start,
             })?;
-        let relative = segment.relative(offset).unwrap_or(u32::MAX);
+        let relative = segment
+            .relative(offset)
+            .ok_or(LogError::OffsetBelowLogStart {
+                requested: offset,
+                log_start,
+            })?;
         let start = u64::from(segment.index(&self.files, interval)?.position_for(relative));
         let visible_end = if segment.base < high_watermark.segment_base {
             segment.size
@@ -158,7 +163,7 @@ impl PartitionLog {
         let mut segment_at = 0;
         loop {
             let cursor = {
-                let mut state = self.lock();
+                let mut state = self.lock_for_use();
                 let high_watermark = state.high_watermark;
                 // Skip segments whose newest record is older than the target.
                 let mut chosen = None;

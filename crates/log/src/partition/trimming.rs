@@ -62,8 +62,9 @@ impl PartitionLog {
             .segments
             .get(expired)
             .map_or(state.log_start, |s| s.base);
-        self.delete_front_segments(&mut state, expired)?;
+        // The start moves first: if a delete fails half-way, nothing below it is read.
         state.log_start = state.log_start.max(new_start);
+        self.delete_front_segments(&mut state, expired)?;
         state.assert_invariants();
         drop(state);
         tracing::info!(dir = %self.dir.display(), segments = expired, log_start = %new_start, "retention deleted segments");
