@@ -1,7 +1,13 @@
 //! Spool's protocol layer. It does no I/O: it works on byte slices.
 //!
-//! For now it holds record-batch validation and in-place patching, which the storage
-//! engine's recovery and (later) the produce path share.
+//! - [`batch`]: record-batch validation and in-place patching, shared by the produce
+//!   path and the storage engine's recovery;
+//! - [`frame`]: the size-prefixed framing of requests;
+//! - [`wire_guard`]: a structural pre-check of request bodies that keeps array counts
+//!   read off the wire from sizing allocations (see its module docs for why).
 
 pub mod batch;
+pub mod frame;
 pub mod records;
+pub mod request;
+pub mod wire_guard;

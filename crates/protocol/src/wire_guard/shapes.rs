@@ -1,0 +1,141 @@
+//! The structure of each request body Spool decodes, version by version, as the
+//! Kafka protocol defines it (field order, the versions each field exists in, and the
+//! first flexible version). Only structure: names are in comments.
+
+use super::Kind::{Bytes, Fixed, Scalars, String, Structs};
+use super::{Field, Shape, between, from};
+
+const INT8: super::Kind = Fixed(1);
+const INT16: super::Kind = Fixed(2);
+const INT32: super::Kind = Fixed(4);
+const INT64: super::Kind = Fixed(8);
+const BOOL: super::Kind = Fixed(1);
+const UUID: super::Kind = Fixed(16);
+
+/// ApiVersions (key 18).
+pub const API_VERSIONS: Shape = Shape {
+    flexible_since: 3,
+    fields: &[
+        from(3, String), // client_software_name
+        from(3, String), // client_software_version
+    ],
+};
+
+/// Metadata (key 3).
+pub const METADATA: Shape = Shape {
+    flexible_since: 9,
+    fields: &[
+        from(0, Structs(&[from(10, UUID), from(0, String)])), // topics: topic_id, name
+        from(4, BOOL),                                        // allow_auto_topic_creation
+        between(8, 10, BOOL), // include_cluster_authorized_operations
+        from(8, BOOL),        // include_topic_authorized_operations
+    ],
+};
+
+const PRODUCE_PARTITION: &[Field] = &[from(0, INT32), from(0, Bytes)]; // index, records
+const PRODUCE_TOPIC: &[Field] = &[
+    between(0, 12, String),              // name
+    from(13, UUID),                      // topic_id
+    from(0, Structs(PRODUCE_PARTITION)), // partition_data
+];
+
+/// Produce (key 0).
+pub const PRODUCE: Shape = Shape {
+    flexible_since: 9,
+    fields: &[
+        from(3, String),                 // transactional_id
+        from(0, INT16),                  // acks
+        from(0, INT32),                  // timeout_ms
+        from(0, Structs(PRODUCE_TOPIC)), // topic_data
+    ],
+};
+
+const FETCH_PARTITION: &[Field] = &[
+    from(0, INT32),  // partition
+    from(9, INT32),  // current_leader_epoch
+    from(0, INT64),  // fetch_offset
+    from(12, INT32), // last_fetched_epoch
+    from(5, INT64),  // log_start_offset
+    from(0, INT32),  // partition_max_bytes
+];
+const FETCH_TOPIC: &[Field] = &[
+    between(0, 12, String),            // topic
+    from(13, UUID),                    // topic_id
+    from(0, Structs(FETCH_PARTITION)), // partitions
+];
+const FORGOTTEN_TOPIC: &[Field] = &[
+    between(7, 12, String), // topic
+    from(13, UUID),         // topic_id
+    from(7, Scalars(4)),    // partitions
+];
+
+/// Fetch (key 1). Its known tagged fields (cluster_id, replica_state,
+/// replica_directory_id, high_watermark) hold no arrays, so skipping them is enough.
+pub const FETCH: Shape = Shape {
+    flexible_since: 12,
+    fields: &[
+        between(0, 14, INT32),             // replica_id
+        from(0, INT32),                    // max_wait_ms
+        from(0, INT32),                    // min_bytes
+        from(3, INT32),                    // max_bytes
+        from(4, INT8),                     // isolation_level
+        from(7, INT32),                    // session_id
+        from(7, INT32),                    // session_epoch
+        from(0, Structs(FETCH_TOPIC)),     // topics
+        from(7, Structs(FORGOTTEN_TOPIC)), // forgotten_topics_data
+        from(11, String),                  // rack_id
+    ],
+};
+
+const LIST_OFFSETS_PARTITION: &[Field] = &[
+    from(0, INT32),       // partition_index
+    from(4, INT32),       // current_leader_epoch
+    from(0, INT64),       // timestamp
+    between(0, 0, INT32), // max_num_offsets
+];
+const LIST_OFFSETS_TOPIC: &[Field] = &[from(0, String), from(0, Structs(LIST_OFFSETS_PARTITION))];
+
+/// ListOffsets (key 2).
+pub const LIST_OFFSETS: Shape = Shape {
+    flexible_since: 6,
+    fields: &[
+        from(0, INT32),                       // replica_id
+        from(2, INT8),                        // isolation_level
+        from(0, Structs(LIST_OFFSETS_TOPIC)), // topics
+        from(10, INT32),                      // timeout_ms
+    ],
+};
+
+const CREATABLE_ASSIGNMENT: &[Field] = &[from(0, INT32), from(0, Scalars(4))]; // partition, brokers
+const CREATABLE_CONFIG: &[Field] = &[from(0, String), from(0, String)]; // name, value
+const CREATABLE_TOPIC: &[Field] = &[
+    from(0, String),                        // name
+    from(0, INT32),                         // num_partitions
+    from(0, INT16),                         // replication_factor
+    from(0, Structs(CREATABLE_ASSIGNMENT)), // assignments
+    from(0, Structs(CREATABLE_CONFIG)),     // configs
+];
+
+/// CreateTopics (key 19).
+pub const CREATE_TOPICS: Shape = Shape {
+    flexible_since: 5,
+    fields: &[
+        from(0, Structs(CREATABLE_TOPIC)), // topics
+        from(0, INT32),                    // timeout_ms
+        from(1, BOOL),                     // validate_only
+    ],
+};
+
+/// The shape of a request body by API key, for the APIs Spool decodes.
+#[must_use]
+pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
+    match api_key {
+        0 => Some(&PRODUCE),
+        1 => Some(&FETCH),
+        2 => Some(&LIST_OFFSETS),
+        3 => Some(&METADATA),
+        18 => Some(&API_VERSIONS),
+        19 => Some(&CREATE_TOPICS),
+        _ => None,
+    }
+}

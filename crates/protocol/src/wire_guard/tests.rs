@@ -1,0 +1,219 @@
+//! The guard must accept every request `kafka-protocol` encodes, at every version, and
+//! refuse array counts that outrun the bytes present.
+
+use bytes::BytesMut;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, FetchRequest, ListOffsetsRequest,
+    MetadataRequest, ProduceRequest, TopicName,
+    create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig},
+    fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
+    list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
+    metadata_request::MetadataRequestTopic,
+    produce_request::{PartitionProduceData, TopicProduceData},
+};
+use kafka_protocol::protocol::{Encodable, Message, StrBytes};
+use proptest::prelude::*;
+
+use super::*;
+
+fn name(s: &'static str) -> TopicName {
+    TopicName(StrBytes::from_static_str(s))
+}
+
+fn encoded<T: Encodable + Message>(message: &T, version: i16) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    message.encode(&mut buf, version).unwrap();
+    buf.to_vec()
+}
+
+/// Every version of every shaped request, populated with nested arrays.
+fn samples() -> Vec<(i16, i16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut add = |key: ApiKey,
+                   range: kafka_protocol::protocol::VersionRange,
+                   encode: &dyn Fn(i16) -> Vec<u8>| {
+        for version in range.min..=range.max {
+            out.push((key as i16, version, encode(version)));
+        }
+    };
+    let metadata = MetadataRequest::default().with_topics(Some(vec![
+        MetadataRequestTopic::default().with_name(Some(name("orders"))),
+        MetadataRequestTopic::default().with_name(Some(name("payments"))),
+    ]));
+    add(ApiKey::Metadata, MetadataRequest::VERSIONS, &|v| {
+        encoded(&metadata, v)
+    });
+    let versions = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("spool-test"))
+        .with_client_software_version(StrBytes::from_static_str("1.0"));
+    add(ApiKey::ApiVersions, ApiVersionsRequest::VERSIONS, &|v| {
+        encoded(&versions, v)
+    });
+    let produce = |v: i16| {
+        let topic = if v >= 13 {
+            TopicProduceData::default().with_topic_id(uuid::Uuid::from_u128(7))
+        } else {
+            TopicProduceData::default().with_name(name("orders"))
+        };
+        ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(30_000)
+            .with_topic_data(vec![
+                topic.with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(bytes::Bytes::from_static(&[1; 70]))),
+                    PartitionProduceData::default()
+                        .with_index(1)
+                        .with_records(None),
+                ]),
+            ])
+    };
+    add(ApiKey::Produce, ProduceRequest::VERSIONS, &|v| {
+        encoded(&produce(v), v)
+    });
+    let fetch = |v: i16| {
+        let topic = if v >= 13 {
+            FetchTopic::default().with_topic_id(uuid::Uuid::from_u128(7))
+        } else {
+            FetchTopic::default().with_topic(name("orders"))
+        };
+        let mut request = FetchRequest::default()
+            .with_max_wait_ms(500)
+            .with_max_bytes(52_428_800)
+            .with_topics(vec![
+                topic.with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(42)
+                        .with_partition_max_bytes(1 << 20),
+                    FetchPartition::default().with_partition(3),
+                ]),
+            ]);
+        if v >= 7 {
+            let forgotten = if v >= 13 {
+                ForgottenTopic::default().with_topic_id(uuid::Uuid::from_u128(9))
+            } else {
+                ForgottenTopic::default().with_topic(name("old"))
+            };
+            request =
+                request.with_forgotten_topics_data(vec![forgotten.with_partitions(vec![1, 2, 3])]);
+        }
+        if v >= 11 {
+            request = request.with_rack_id(StrBytes::from_static_str("rack-a"));
+        }
+        request
+    };
+    add(ApiKey::Fetch, FetchRequest::VERSIONS, &|v| {
+        encoded(&fetch(v), v)
+    });
+    let list = ListOffsetsRequest::default().with_topics(vec![
+        ListOffsetsTopic::default()
+            .with_name(name("orders"))
+            .with_partitions(vec![
+                ListOffsetsPartition::default()
+                    .with_partition_index(2)
+                    .with_timestamp(-1),
+            ]),
+    ]);
+    add(ApiKey::ListOffsets, ListOffsetsRequest::VERSIONS, &|v| {
+        encoded(&list, v)
+    });
+    let create = CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("orders"))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(vec![kafka_protocol::messages::BrokerId(1)]),
+                ])
+                .with_configs(vec![
+                    CreatableTopicConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_value(Some(StrBytes::from_static_str("1000"))),
+                ]),
+        ]);
+    add(ApiKey::CreateTopics, CreateTopicsRequest::VERSIONS, &|v| {
+        encoded(&create, v)
+    });
+    out
+}
+
+#[test]
+fn every_encoded_request_passes_and_decodes() {
+    let samples = samples();
+    assert!(samples.len() > 50);
+    for (key, version, bytes) in samples {
+        let shape = shapes::shape_of(key).unwrap();
+        assert_eq!(
+            check(shape, version, &bytes),
+            Ok(0),
+            "api {key} v{version}: the walk must end exactly at the end"
+        );
+        let mut buf = bytes::Bytes::from(bytes.clone());
+        let api = ApiKey::try_from(key).unwrap();
+        kafka_protocol::messages::RequestKind::decode(api, &mut buf, version)
+            .unwrap_or_else(|e| panic!("api {key} v{version}: {e}"));
+    }
+}
+
+#[test]
+fn a_count_beyond_the_bytes_present_is_refused() {
+    // Metadata v0: topics count, then nothing.
+    let huge = [0x7f, 0xff, 0xff, 0xff];
+    assert_eq!(
+        check(&shapes::METADATA, 0, &huge),
+        Err(GuardError::CountExceedsBytes {
+            count: 0x7fff_ffff,
+            remaining: 0
+        })
+    );
+    // Metadata v12 (flexible): compact count 2^28, with 3 bytes after it.
+    let compact = [0x81, 0x80, 0x80, 0x80, 0x01, 0, 0, 0];
+    assert!(matches!(
+        check(&shapes::METADATA, 12, &compact),
+        Err(GuardError::CountExceedsBytes { remaining: 3, .. })
+    ));
+    // A nested count: Produce v3 with one topic whose partition count is huge.
+    let mut produce = vec![0xff, 0xff, 0, 1, 0, 0, 0, 100, 0, 0, 0, 1, 0, 1, b't'];
+    produce.extend_from_slice(&[0x40, 0, 0, 0]);
+    assert!(matches!(
+        check(&shapes::PRODUCE, 3, &produce),
+        Err(GuardError::CountExceedsBytes { .. })
+    ));
+    assert_eq!(
+        check(&shapes::PRODUCE, 3, &produce[..7]),
+        Err(GuardError::Truncated)
+    );
+}
+
+proptest! {
+    #[test]
+    fn the_guard_never_panics_and_what_it_passes_decodes_without_huge_allocations(
+        key in prop::sample::select(vec![0i16, 1, 2, 3, 18, 19]),
+        version in 0i16..20,
+        mut bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        flip in any::<(usize, u8)>(),
+    ) {
+        // Start from a real request and damage one byte, or use random bytes.
+        let base = samples().into_iter().find(|(k, v, _)| *k == key && *v == version);
+        if let Some((_, _, real)) = base {
+            bytes = real;
+            let at = flip.0 % bytes.len().max(1);
+            if let Some(byte) = bytes.get_mut(at) {
+                *byte ^= flip.1;
+            }
+        }
+        let shape = shapes::shape_of(key).unwrap();
+        if check(shape, version, &bytes).is_ok()
+            && let Ok(api) = ApiKey::try_from(key)
+        {
+            let mut buf = bytes::Bytes::from(bytes);
+            let _ = kafka_protocol::messages::RequestKind::decode(api, &mut buf, version);
+        }
+    }
+}
