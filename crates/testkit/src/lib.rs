@@ -1,6 +1,11 @@
 //! Test helpers for Spool: a builder for valid Kafka record batches (magic 2) and
-//! random batch generators. Everything here is for tests and benchmarks.
+//! random batch generators; with the `broker` feature, a [`TestBroker`] on port 0 and
+//! a raw Kafka client. Everything here is for tests and benchmarks.
 
 mod batch_builder;
+#[cfg(feature = "broker")]
+mod test_broker;
 
 pub use batch_builder::{BatchBuilder, TestRecord, random_batch};
+#[cfg(feature = "broker")]
+pub use test_broker::{RawClient, TestBroker, correlation_of};

@@ -58,16 +58,14 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         ProduceRequest::default()
             .with_acks(-1)
             .with_timeout_ms(30_000)
-            .with_topic_data(vec![
-                topic.with_partition_data(vec![
+            .with_topic_data(vec![topic.with_partition_data(vec![
                     PartitionProduceData::default()
                         .with_index(0)
                         .with_records(Some(bytes::Bytes::from_static(&[1; 70]))),
                     PartitionProduceData::default()
                         .with_index(1)
                         .with_records(None),
-                ]),
-            ])
+                ])])
     };
     add(ApiKey::Produce, ProduceRequest::VERSIONS, &|v| {
         encoded(&produce(v), v)
@@ -81,15 +79,13 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         let mut request = FetchRequest::default()
             .with_max_wait_ms(500)
             .with_max_bytes(52_428_800)
-            .with_topics(vec![
-                topic.with_partitions(vec![
+            .with_topics(vec![topic.with_partitions(vec![
                     FetchPartition::default()
                         .with_partition(0)
                         .with_fetch_offset(42)
                         .with_partition_max_bytes(1 << 20),
                     FetchPartition::default().with_partition(3),
-                ]),
-            ]);
+                ])]);
         if v >= 7 {
             let forgotten = if v >= 13 {
                 ForgottenTopic::default().with_topic_id(uuid::Uuid::from_u128(9))

@@ -1,0 +1,39 @@
+//! ApiVersions (key 18): the APIs and versions this broker implements, from the
+//! handlers' own declarations.
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseKind};
+
+use super::{APIS, ApiDecl};
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::ApiVersions,
+    min: 0,
+    max: 4,
+};
+
+/// Kafka's UNSUPPORTED_VERSION error code.
+const UNSUPPORTED_VERSION: i16 = 35;
+
+fn api_keys() -> Vec<ApiVersion> {
+    APIS.iter()
+        .map(|api| {
+            ApiVersion::default()
+                .with_api_key(api.key as i16)
+                .with_min_version(api.min)
+                .with_max_version(api.max)
+        })
+        .collect()
+}
+
+pub(crate) fn handle() -> ResponseKind {
+    ResponseKind::ApiVersions(ApiVersionsResponse::default().with_api_keys(api_keys()))
+}
+
+pub(crate) fn unsupported_version() -> ResponseKind {
+    ResponseKind::ApiVersions(
+        ApiVersionsResponse::default()
+            .with_error_code(UNSUPPORTED_VERSION)
+            .with_api_keys(api_keys()),
+    )
+}

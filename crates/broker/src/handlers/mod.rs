@@ -1,0 +1,88 @@
+//! One module per Kafka API. Each declares the API key and the version range it
+//! implements ([`ApiDecl`]); [`APIS`] lists them, and ApiVersions answers from that
+//! list, so what Spool advertises is exactly what it implements.
+
+mod api_versions;
+mod metadata;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::Encodable;
+use spool_protocol::request::{self, Envelope};
+
+use crate::connection::Reply;
+use crate::server::Shared;
+
+/// An API a handler implements, and the versions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ApiDecl {
+    pub(crate) key: ApiKey,
+    pub(crate) min: i16,
+    pub(crate) max: i16,
+}
+
+/// Every API Spool implements.
+pub(crate) const APIS: &[ApiDecl] = &[api_versions::API, metadata::API];
+
+fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
+    APIS.iter().find(|api| api.key == key)
+}
+
+/// Decodes, dispatches and encodes one request.
+pub(crate) async fn handle(frame: Bytes, shared: &Shared) -> Reply {
+    let envelope = match request::decode_header(frame) {
+        Ok(envelope) => envelope,
+        Err(error) => {
+            tracing::warn!(%error, "closing connection: undecodable request header");
+            return Reply::Close;
+        }
+    };
+    let (key, version) = (envelope.api_key, envelope.version);
+    let Some(api) = declared(key) else {
+        tracing::warn!(api = ?key, version, "closing connection: API not implemented");
+        return Reply::Close;
+    };
+    if !(api.min..=api.max).contains(&version) {
+        if key == ApiKey::ApiVersions {
+            // Kafka answers an ApiVersions it cannot read with a v0 response naming
+            // the versions it supports, so the client can retry with one of them.
+            return encode(&envelope, 0, &api_versions::unsupported_version());
+        }
+        tracing::warn!(api = ?key, version, "closing connection: unsupported version");
+        return Reply::Close;
+    }
+    let body = match request::decode_body(&envelope) {
+        Ok(body) => body,
+        Err(error) => {
+            tracing::warn!(%error, "closing connection: malformed request");
+            return Reply::Close;
+        }
+    };
+    let response = match body {
+        RequestKind::ApiVersions(_) => api_versions::handle(),
+        RequestKind::Metadata(request) => metadata::handle(request, version, shared),
+        other => {
+            tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
+            return Reply::Close;
+        }
+    };
+    encode(&envelope, version, &response)
+}
+
+/// Frames a response: size, header (at the API's header version), body.
+fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
+    let header_version = envelope.api_key.response_header_version(version);
+    let header = ResponseHeader::default().with_correlation_id(envelope.header.correlation_id);
+    let mut buffer = BytesMut::with_capacity(256);
+    buffer.put_i32(0);
+    let encoded = header
+        .encode(&mut buffer, header_version)
+        .and_then(|()| response.encode(&mut buffer, version));
+    if let Err(error) = encoded {
+        tracing::error!(api = ?envelope.api_key, version, %error, "cannot encode response; closing connection");
+        return Reply::Close;
+    }
+    let size = i32::try_from(buffer.len() - 4).unwrap_or(i32::MAX);
+    buffer[..4].copy_from_slice(&size.to_be_bytes());
+    Reply::Send(buffer.freeze())
+}

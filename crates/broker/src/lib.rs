@@ -1,0 +1,16 @@
+//! Spool's broker: it accepts Kafka-protocol connections, decodes requests, hands each
+//! to the handler of its API, and writes the responses back in request order.
+//!
+//! - `server`: the listener, connection limit and shutdown;
+//! - `connection`: one task per connection reading frames, one writing responses in
+//!   order while requests are handled concurrently (pipelining);
+//! - `handlers`: one file per Kafka API, each declaring its key and version range;
+//!   the ApiVersions response is built from those declarations.
+
+mod config;
+mod connection;
+mod handlers;
+mod server;
+
+pub use config::BrokerConfig;
+pub use server::{Broker, BrokerError};

@@ -1,0 +1,162 @@
+//! The listener: accepts connections up to the limit, and shuts down on request,
+//! waiting for connections to finish and the logs to be synced and checkpointed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use spool_log::{LogManager, ManagerConfig};
+use spool_store::LocalStore;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::BrokerConfig;
+use crate::connection;
+
+/// Why the broker could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("cannot use data directory {path}: {source}")]
+    DataDir {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open the logs: {0}")]
+    Logs(#[from] spool_log::LogError),
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("a background task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// What every connection shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: BrokerConfig,
+    /// Host and port that Metadata responses advertise.
+    pub(crate) advertised: (String, i32),
+    pub(crate) logs: LogManager,
+    pub(crate) cluster_id: String,
+}
+
+/// A running broker.
+#[derive(Debug)]
+pub struct Broker {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    accept: JoinHandle<()>,
+}
+
+impl Broker {
+    /// Opens the data directory, binds the listener and starts accepting.
+    pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
+        let store = LocalStore::open(&config.data_dir).map_err(|source| BrokerError::DataDir {
+            path: config.data_dir.clone(),
+            source,
+        })?;
+        let logs = tokio::task::spawn_blocking(move || {
+            LogManager::open(Arc::new(store), ManagerConfig::default())
+        })
+        .await??;
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| BrokerError::Listen {
+                    address: config.listen,
+                    source,
+                })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| BrokerError::Listen {
+                address: config.listen,
+                source,
+            })?;
+        let advertised = advertised_address(config.advertise.as_deref(), local_addr);
+        let shared = Arc::new(Shared {
+            config,
+            advertised,
+            logs,
+            cluster_id: "spool-cluster".to_owned(),
+        });
+        let (stop, stopped) = watch::channel(false);
+        let accept = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
+        Ok(Broker {
+            local_addr,
+            shared,
+            stop,
+            accept,
+        })
+    }
+
+    /// The address the listener is bound to (useful with port 0).
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting, lets connections finish (up to a few seconds), then syncs and
+    /// checkpoints every partition.
+    pub async fn shutdown(self) -> Result<(), BrokerError> {
+        let _ = self.stop.send(true);
+        self.accept.await?;
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;
+        Ok(())
+    }
+}
+
+/// `host:port` from `--advertise`, or the bound address.
+fn advertised_address(advertise: Option<&str>, bound: SocketAddr) -> (String, i32) {
+    let parsed = advertise.and_then(|text| {
+        let (host, port) = text.rsplit_once(':')?;
+        Some((host.to_owned(), port.parse().ok()?))
+    });
+    parsed.unwrap_or_else(|| (bound.ip().to_string(), i32::from(bound.port())))
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(shared.config.max_connections));
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => break,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(pair) => pair,
+                    Err(error) => {
+                        tracing::warn!(%error, "accept failed");
+                        continue;
+                    }
+                };
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, limit = shared.config.max_connections, "connection limit reached; refusing");
+                    continue;
+                };
+                let shared = shared.clone();
+                let stopped = stopped.clone();
+                connections.spawn(async move {
+                    connection::serve(stream, peer, shared, stopped).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+    // Connections see the same stop signal; give them a moment to finish.
+    let drained = tokio::time::timeout(Duration::from_secs(5), async {
+        while connections.join_next().await.is_some() {}
+    });
+    if drained.await.is_err() {
+        connections.abort_all();
+    }
+}
