@@ -23,6 +23,10 @@ pub struct BrokerConfig {
     pub idle_timeout: Duration,
     /// Requests of one connection handled at the same time before reading pauses.
     pub max_in_flight_per_connection: usize,
+    /// `auto.create.topics.enable`: Metadata and Produce create unknown topics.
+    pub auto_create_topics: bool,
+    /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
+    pub default_partitions: i32,
 }
 
 impl Default for BrokerConfig {
@@ -36,6 +40,8 @@ impl Default for BrokerConfig {
             max_connections: 10_000,
             idle_timeout: Duration::from_secs(600),
             max_in_flight_per_connection: 64,
+            auto_create_topics: true,
+            default_partitions: 1,
         }
     }
 }

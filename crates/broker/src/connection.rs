@@ -24,6 +24,8 @@ use crate::server::Shared;
 pub(crate) enum Reply {
     /// Send this response (already framed).
     Send(Bytes),
+    /// Send nothing (Produce with acks=0).
+    Nothing,
     /// The request was unacceptable: close the connection.
     Close,
 }
@@ -52,7 +54,7 @@ pub(crate) async fn serve(
                 }
                 let shared = shared.clone();
                 tokio::spawn(async move {
-                    let _ = reply.send(handlers::handle(request, &shared).await);
+                    let _ = reply.send(handlers::handle(request, shared).await);
                 });
                 continue;
             }
@@ -98,6 +100,7 @@ async fn write_replies(
                     break;
                 }
             }
+            Ok(Reply::Nothing) => {}
             Ok(Reply::Close) | Err(_) => break,
         }
     }

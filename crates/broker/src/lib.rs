@@ -9,8 +9,10 @@
 
 mod config;
 mod connection;
+mod errors;
 mod handlers;
 mod server;
+mod topics;
 
 pub use config::BrokerConfig;
 pub use server::{Broker, BrokerError};

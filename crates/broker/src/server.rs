@@ -13,6 +13,9 @@ use tokio::task::JoinHandle;
 
 use crate::config::BrokerConfig;
 use crate::connection;
+use crate::topics::{self, TopicTable};
+use spool_metadata::{MetadataStore, SqliteStore};
+use spool_model::TopicPartition;
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +28,8 @@ pub enum BrokerError {
     },
     #[error("cannot open the logs: {0}")]
     Logs(#[from] spool_log::LogError),
+    #[error("cannot open the metadata store: {0}")]
+    Metadata(#[from] spool_metadata::MetadataError),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: SocketAddr,
@@ -42,6 +47,8 @@ pub(crate) struct Shared {
     /// Host and port that Metadata responses advertise.
     pub(crate) advertised: (String, i32),
     pub(crate) logs: LogManager,
+    pub(crate) metadata: Arc<dyn MetadataStore>,
+    pub(crate) topics: TopicTable,
     pub(crate) cluster_id: String,
 }
 
@@ -65,6 +72,9 @@ impl Broker {
             LogManager::open(Arc::new(store), ManagerConfig::default())
         })
         .await??;
+        let metadata: Arc<dyn MetadataStore> =
+            Arc::new(SqliteStore::open(&config.data_dir.join("metadata.db")).await?);
+        let topics = load_topics(metadata.as_ref(), &logs).await?;
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -83,6 +93,8 @@ impl Broker {
             config,
             advertised,
             logs,
+            metadata,
+            topics,
             cluster_id: "spool-cluster".to_owned(),
         });
         let (stop, stopped) = watch::channel(false);
@@ -110,6 +122,40 @@ impl Broker {
         tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;
         Ok(())
     }
+}
+
+/// Loads the topics from the metadata store, applies their settings to the logs, and
+/// creates any partition the store knows but the data directory lacks (a crash
+/// between the two steps of a topic creation).
+async fn load_topics(
+    metadata: &dyn MetadataStore,
+    logs: &LogManager,
+) -> Result<TopicTable, BrokerError> {
+    let table = TopicTable::default();
+    let defaults = spool_log::LogConfig::default();
+    for record in metadata.topics().await? {
+        let topic = match topics::resolve(record.clone(), &defaults) {
+            Ok(topic) => topic,
+            Err(error) => {
+                tracing::error!(topic = %record.name, %error, "stored topic config is invalid; using defaults");
+                topics::Topic {
+                    record,
+                    log: defaults.clone(),
+                    max_message_bytes: topics::DEFAULT_MAX_MESSAGE_BYTES,
+                }
+            }
+        };
+        logs.set_topic_config(&topic.record.name, topic.log.clone())?;
+        for partition in 0..topic.record.partitions {
+            let partition = TopicPartition::new(topic.record.name.clone(), partition);
+            if logs.partition(&partition)?.is_none() {
+                tracing::warn!(%partition, "partition missing from the data directory; creating it");
+                logs.create_partition(&partition)?;
+            }
+        }
+        table.insert(topic);
+    }
+    Ok(table)
 }
 
 /// `host:port` from `--advertise`, or the bound address.

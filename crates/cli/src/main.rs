@@ -36,6 +36,57 @@ struct ServeArgs {
     /// This broker's node id.
     #[arg(long, env = "SPOOL_NODE_ID", default_value_t = 1)]
     node_id: i32,
+    /// A broker setting by its Kafka name, e.g. `--set auto.create.topics.enable=false`
+    /// (repeatable). Known: auto.create.topics.enable, num.partitions,
+    /// socket.request.max.bytes, max.connections, connections.max.idle.ms.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+}
+
+/// Applies `--set key=value` settings, refusing unknown keys and bad values.
+fn apply_settings(config: &mut BrokerConfig, settings: &[String]) -> Result<(), String> {
+    for setting in settings {
+        let (key, value) = setting
+            .split_once('=')
+            .ok_or_else(|| format!("--set {setting}: expected KEY=VALUE"))?;
+        let bad = |expected: &str| format!("--set {key}={value}: expected {expected}");
+        match key {
+            "auto.create.topics.enable" => {
+                config.auto_create_topics = value.parse().map_err(|_| bad("true or false"))?;
+            }
+            "num.partitions" => {
+                config.default_partitions = value
+                    .parse()
+                    .ok()
+                    .filter(|n: &i32| *n > 0)
+                    .ok_or_else(|| bad("a positive number"))?;
+            }
+            "socket.request.max.bytes" => {
+                config.max_request_bytes = value
+                    .parse()
+                    .ok()
+                    .filter(|n: &usize| *n >= 1024)
+                    .ok_or_else(|| bad("at least 1024"))?;
+            }
+            "max.connections" => {
+                config.max_connections = value
+                    .parse()
+                    .ok()
+                    .filter(|n: &usize| *n > 0)
+                    .ok_or_else(|| bad("a positive number"))?;
+            }
+            "connections.max.idle.ms" => {
+                let ms: u64 = value
+                    .parse()
+                    .ok()
+                    .filter(|n: &u64| *n > 0)
+                    .ok_or_else(|| bad("a positive number"))?;
+                config.idle_timeout = std::time::Duration::from_millis(ms);
+            }
+            _ => return Err(format!("--set {key}: unknown setting")),
+        }
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -68,13 +119,17 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), spool_broker::BrokerError> {
-    let config = BrokerConfig {
+    let mut config = BrokerConfig {
         listen: args.listen,
         advertise: args.advertise,
         data_dir: args.data_dir.clone(),
         node_id: args.node_id,
         ..BrokerConfig::default()
     };
+    if let Err(message) = apply_settings(&mut config, &args.settings) {
+        eprintln!("spool: {message}");
+        std::process::exit(2);
+    }
     let broker = Broker::start(config).await?;
     println!(
         "spool listening on {}, data in {}",

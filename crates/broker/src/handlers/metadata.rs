@@ -1,7 +1,7 @@
 //! Metadata (key 3): this broker, and the topics and partitions it holds (it leads
-//! them all: a single node).
+//! them all: a single node). Unknown topics are auto-created when allowed.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -12,7 +12,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
+use crate::errors::code;
 use crate::server::Shared;
+use crate::topics::{self, Topic};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Metadata,
@@ -20,60 +22,61 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 12,
 };
 
-/// Kafka's UNKNOWN_TOPIC_OR_PARTITION error code.
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-
-pub(crate) fn handle(request: MetadataRequest, version: i16, shared: &Shared) -> ResponseKind {
+pub(crate) async fn handle(
+    request: MetadataRequest,
+    version: i16,
+    shared: Arc<Shared>,
+) -> ResponseKind {
     let node = BrokerId(shared.config.node_id);
     let (host, port) = &shared.advertised;
     let broker = MetadataResponseBroker::default()
         .with_node_id(node)
         .with_host(StrBytes::from_string(host.clone()))
         .with_port(*port);
-
-    let mut partitions_by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-    for partition in shared.logs.partitions() {
-        partitions_by_topic
-            .entry(partition.topic.as_str().to_owned())
-            .or_default()
-            .push(partition.partition.0);
-    }
     // v0: an empty list means all topics; v1+: a null list means all topics.
-    let requested: Option<Vec<String>> = match request.topics {
+    let requested = match request.topics {
         None => None,
         Some(topics) if topics.is_empty() && version == 0 => None,
-        Some(topics) => Some(
-            topics
-                .into_iter()
-                .filter_map(|t| t.name.map(|n| n.0.to_string()))
-                .collect(),
-        ),
+        Some(topics) => Some(topics),
     };
-    let names: Vec<String> =
-        requested.unwrap_or_else(|| partitions_by_topic.keys().cloned().collect());
-    let topics = names
-        .into_iter()
-        .map(|name| {
-            let topic = MetadataResponseTopic::default()
-                .with_name(Some(TopicName(StrBytes::from_string(name.clone()))));
-            match partitions_by_topic.get(&name) {
-                None => topic.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
-                Some(partitions) => topic.with_partitions(
-                    partitions
-                        .iter()
-                        .map(|&index| {
-                            MetadataResponsePartition::default()
-                                .with_partition_index(index)
-                                .with_leader_id(node)
-                                .with_leader_epoch(0)
-                                .with_replica_nodes(vec![node])
-                                .with_isr_nodes(vec![node])
-                        })
-                        .collect(),
-                ),
+    let allow_auto_create = version < 4 || request.allow_auto_topic_creation;
+    let mut topics = Vec::new();
+    match requested {
+        None => {
+            for topic in shared.topics.all() {
+                topics.push(describe(&topic, node, version));
             }
-        })
-        .collect();
+        }
+        Some(requested) => {
+            for wanted in requested {
+                let by_id = (version >= 10 && !wanted.topic_id.is_nil()).then_some(wanted.topic_id);
+                let found = match (&wanted.name, by_id) {
+                    (_, Some(id)) => shared.topics.by_id(id),
+                    (Some(name), None) => {
+                        topics::get_or_auto_create(&shared, name.0.as_str(), allow_auto_create)
+                            .await
+                    }
+                    (None, None) => None,
+                };
+                let response = match found {
+                    Some(topic) => describe(&topic, node, version),
+                    None => MetadataResponseTopic::default()
+                        .with_name(wanted.name)
+                        .with_topic_id(if version >= 10 {
+                            wanted.topic_id
+                        } else {
+                            uuid::Uuid::nil()
+                        })
+                        .with_error_code(if by_id.is_some() {
+                            code::UNKNOWN_TOPIC_ID
+                        } else {
+                            code::UNKNOWN_TOPIC_OR_PARTITION
+                        }),
+                };
+                topics.push(response);
+            }
+        }
+    }
     let mut response = MetadataResponse::default()
         .with_brokers(vec![broker])
         .with_topics(topics);
@@ -84,4 +87,26 @@ pub(crate) fn handle(request: MetadataRequest, version: i16, shared: &Shared) ->
         response = response.with_cluster_id(Some(StrBytes::from_string(shared.cluster_id.clone())));
     }
     ResponseKind::Metadata(response)
+}
+
+fn describe(topic: &Topic, node: BrokerId, version: i16) -> MetadataResponseTopic {
+    let partitions = (0..topic.record.partitions)
+        .map(|index| {
+            MetadataResponsePartition::default()
+                .with_partition_index(index)
+                .with_leader_id(node)
+                .with_leader_epoch(0)
+                .with_replica_nodes(vec![node])
+                .with_isr_nodes(vec![node])
+        })
+        .collect();
+    let name = TopicName(StrBytes::from_string(topic.record.name.as_str().to_owned()));
+    let described = MetadataResponseTopic::default()
+        .with_name(Some(name))
+        .with_partitions(partitions);
+    if version >= 10 {
+        described.with_topic_id(topic.record.id)
+    } else {
+        described
+    }
 }

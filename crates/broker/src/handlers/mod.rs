@@ -3,7 +3,13 @@
 //! list, so what Spool advertises is exactly what it implements.
 
 mod api_versions;
+mod create_topics;
+mod fetch;
+mod list_offsets;
 mod metadata;
+mod produce;
+
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
@@ -22,14 +28,21 @@ pub(crate) struct ApiDecl {
 }
 
 /// Every API Spool implements.
-pub(crate) const APIS: &[ApiDecl] = &[api_versions::API, metadata::API];
+pub(crate) const APIS: &[ApiDecl] = &[
+    produce::API,
+    fetch::API,
+    list_offsets::API,
+    metadata::API,
+    api_versions::API,
+    create_topics::API,
+];
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
     APIS.iter().find(|api| api.key == key)
 }
 
 /// Decodes, dispatches and encodes one request.
-pub(crate) async fn handle(frame: Bytes, shared: &Shared) -> Reply {
+pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
     let envelope = match request::decode_header(frame) {
         Ok(envelope) => envelope,
         Err(error) => {
@@ -60,7 +73,14 @@ pub(crate) async fn handle(frame: Bytes, shared: &Shared) -> Reply {
     };
     let response = match body {
         RequestKind::ApiVersions(_) => api_versions::handle(),
-        RequestKind::Metadata(request) => metadata::handle(request, version, shared),
+        RequestKind::Metadata(request) => metadata::handle(request, version, shared).await,
+        RequestKind::CreateTopics(request) => create_topics::handle(request, version, shared).await,
+        RequestKind::Produce(request) => match produce::handle(request, shared).await {
+            Some(response) => response,
+            None => return Reply::Nothing,
+        },
+        RequestKind::Fetch(request) => fetch::handle(request, version, shared).await,
+        RequestKind::ListOffsets(request) => list_offsets::handle(request, shared).await,
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

@@ -1,0 +1,100 @@
+//! CreateTopics (key 19): validate and create topics, or only validate.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, ResponseKind};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use crate::errors::code;
+use crate::server::Shared;
+use crate::topics::{self, CreateError, NewTopic};
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::CreateTopics,
+    min: 2,
+    max: 7,
+};
+
+pub(crate) async fn handle(
+    request: CreateTopicsRequest,
+    version: i16,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.name.clone();
+        let configs: BTreeMap<String, String> = topic
+            .configs
+            .iter()
+            .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+            .collect();
+        let outcome = if !topic.assignments.is_empty() {
+            manual_assignment_check(
+                &topic.assignments,
+                shared.config.node_id,
+                topic.num_partitions,
+            )
+        } else {
+            Ok(topic.num_partitions)
+        };
+        let outcome = match outcome {
+            Ok(partitions) => {
+                let new = NewTopic {
+                    name: name.0.to_string(),
+                    partitions,
+                    replication_factor: topic.replication_factor,
+                    configs,
+                };
+                topics::create(&shared, new, request.validate_only).await
+            }
+            Err(error) => Err(error),
+        };
+        let mut result = CreatableTopicResult::default().with_name(name);
+        match outcome {
+            Ok(created) => {
+                if version >= 5 {
+                    result = result
+                        .with_num_partitions(created.record.partitions)
+                        .with_replication_factor(1);
+                }
+                if version >= 7 {
+                    result = result.with_topic_id(created.record.id);
+                }
+            }
+            Err(error) => {
+                result = result
+                    .with_error_code(error.code)
+                    .with_error_message(Some(StrBytes::from_string(error.message)));
+                if version >= 5 {
+                    result = result.with_num_partitions(-1).with_replication_factor(-1);
+                }
+            }
+        }
+        results.push(result);
+    }
+    ResponseKind::CreateTopics(CreateTopicsResponse::default().with_topics(results))
+}
+
+/// Manual assignments are accepted when every replica is this broker.
+fn manual_assignment_check(
+    assignments: &[kafka_protocol::messages::create_topics_request::CreatableReplicaAssignment],
+    node: i32,
+    num_partitions: i32,
+) -> Result<i32, CreateError> {
+    let count = i32::try_from(assignments.len()).unwrap_or(i32::MAX);
+    let ours = assignments
+        .iter()
+        .all(|a| a.broker_ids.iter().all(|b| b.0 == node) && a.broker_ids.len() == 1);
+    if !ours || num_partitions != -1 {
+        return Err(CreateError {
+            code: code::INVALID_REPLICA_ASSIGNMENT,
+            message: format!(
+                "assignments must name only broker {node}, once, with num_partitions -1"
+            ),
+        });
+    }
+    Ok(count)
+}

@@ -1,0 +1,143 @@
+//! Produce (key 0): validate each batch once (framing, CRC-32C, header fields), append
+//! every partition's batches with one write, and answer per `acks`: 0 not at all, 1
+//! once written, -1 (all) once durable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind};
+use spool_log::{AppendInfo, PartitionLog};
+use spool_model::TopicPartition;
+use spool_protocol::batch::{self, BatchFrames, BatchRules};
+
+use super::ApiDecl;
+use crate::errors::{self, code};
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::Produce,
+    min: 3,
+    max: 9,
+};
+
+/// Kafka's REQUEST_TIMED_OUT.
+const REQUEST_TIMED_OUT: i16 = 7;
+
+/// One partition's part of the request, validated and appended or refused.
+struct PartitionOutcome {
+    index: i32,
+    result: Result<(Arc<PartitionLog>, AppendInfo), i16>,
+}
+
+/// `None` for `acks=0`: no response at all.
+pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Option<ResponseKind> {
+    let acks = request.acks;
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    for topic_data in request.topic_data {
+        let mut outcomes = Vec::with_capacity(topic_data.partition_data.len());
+        let topic = shared.topics.get(topic_data.name.0.as_str());
+        for partition in topic_data.partition_data {
+            let index = partition.index;
+            let result = if !matches!(acks, -1..=1) {
+                Err(code::INVALID_REQUIRED_ACKS)
+            } else {
+                match &topic {
+                    Some(topic) if (0..topic.record.partitions).contains(&index) => {
+                        let records = partition.records.unwrap_or_default();
+                        let tp = TopicPartition::new(topic.record.name.clone(), index);
+                        append(&shared, tp, records, topic.max_message_bytes).await
+                    }
+                    _ => Err(code::UNKNOWN_TOPIC_OR_PARTITION),
+                }
+            };
+            outcomes.push(PartitionOutcome { index, result });
+        }
+        topics.push((topic_data.name, outcomes));
+    }
+    if acks == 0 {
+        return None;
+    }
+    let timeout = Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0));
+    let mut responses = Vec::with_capacity(topics.len());
+    for (name, outcomes) in topics {
+        let mut partitions = Vec::with_capacity(outcomes.len());
+        for outcome in outcomes {
+            let response = PartitionProduceResponse::default().with_index(outcome.index);
+            let response = match outcome.result {
+                Err(error) => response.with_error_code(error).with_base_offset(-1),
+                Ok((log, info)) => {
+                    let durable = if acks == -1 {
+                        match tokio::time::timeout(timeout, log.wait_durable(info.next_offset()))
+                            .await
+                        {
+                            Ok(Ok(())) => code::NONE,
+                            Ok(Err(error)) => errors::log_error_code(&error),
+                            Err(_) => REQUEST_TIMED_OUT,
+                        }
+                    } else {
+                        code::NONE
+                    };
+                    response
+                        .with_error_code(durable)
+                        .with_base_offset(info.base_offset.0)
+                        .with_log_append_time_ms(info.log_append_time.map_or(-1, |t| t.0))
+                        .with_log_start_offset(log.offsets().log_start.0)
+                }
+            };
+            partitions.push(response);
+        }
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(name)
+                .with_partition_responses(partitions),
+        );
+    }
+    Some(ResponseKind::Produce(
+        ProduceResponse::default().with_responses(responses),
+    ))
+}
+
+/// Validates the batches (CRC once per batch, never per record) and appends them.
+async fn append(
+    shared: &Arc<Shared>,
+    partition: TopicPartition,
+    records: bytes::Bytes,
+    max_message_bytes: usize,
+) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
+    // Batch frames lie back to back from the start of `records`.
+    let mut ranges = Vec::new();
+    let mut position = 0;
+    for frame in BatchFrames::new(&records) {
+        let (_, bytes) = frame.map_err(|e| errors::batch_error_code(&e))?;
+        if bytes.len() > max_message_bytes {
+            return Err(code::MESSAGE_TOO_LARGE);
+        }
+        batch::validate_batch(bytes, BatchRules::Produce)
+            .map_err(|e| errors::batch_error_code(&e))?;
+        ranges.push((position, bytes.len()));
+        position += bytes.len();
+    }
+    if ranges.is_empty() {
+        return Err(code::CORRUPT_MESSAGE);
+    }
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let log = shared
+            .logs
+            .partition(&partition)
+            .map_err(|e| errors::log_error_code(&e))?
+            .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
+        let slices: Vec<&[u8]> = ranges
+            .iter()
+            .filter_map(|&(start, len)| records.get(start..start + len))
+            .collect();
+        let info = log.append(&slices).map_err(|e| {
+            tracing::error!(%partition, %e, "append failed");
+            errors::log_error_code(&e)
+        })?;
+        Ok((log, info))
+    })
+    .await
+    .unwrap_or(Err(code::UNKNOWN_SERVER_ERROR))
+}

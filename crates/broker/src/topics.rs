@@ -1,0 +1,297 @@
+//! The topics this broker serves: their records from the metadata store, and the log
+//! settings derived from their configs.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use spool_log::{FlushPolicy, LogConfig};
+use spool_metadata::{MetadataError, TopicRecord};
+use spool_model::{TimestampType, TopicName, TopicPartition};
+use uuid::Uuid;
+
+use crate::errors::code;
+use crate::server::Shared;
+
+/// Kafka's default `max.message.bytes`.
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+
+/// A topic with its settings resolved.
+#[derive(Debug, Clone)]
+pub(crate) struct Topic {
+    pub(crate) record: TopicRecord,
+    pub(crate) log: LogConfig,
+    pub(crate) max_message_bytes: usize,
+}
+
+/// All topics, by name, shared by the handlers.
+#[derive(Debug, Default)]
+pub(crate) struct TopicTable {
+    by_name: RwLock<BTreeMap<String, Arc<Topic>>>,
+}
+
+impl TopicTable {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.read().get(name).cloned()
+    }
+
+    pub(crate) fn by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
+        self.read()
+            .values()
+            .find(|topic| topic.record.id == id)
+            .cloned()
+    }
+
+    pub(crate) fn all(&self) -> Vec<Arc<Topic>> {
+        self.read().values().cloned().collect()
+    }
+
+    pub(crate) fn insert(&self, topic: Topic) {
+        let name = topic.record.name.as_str().to_owned();
+        self.by_name
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name, Arc::new(topic));
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {
+        self.by_name
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Why a topic config was refused; the message goes back to the client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct InvalidConfig(pub(crate) String);
+
+/// Resolves a topic's Kafka configs into log settings, refusing unknown keys and
+/// out-of-range values with a message that names them.
+pub(crate) fn resolve(record: TopicRecord, defaults: &LogConfig) -> Result<Topic, InvalidConfig> {
+    let mut log = defaults.clone();
+    let mut max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES;
+    let mut flush_ms = None;
+    let mut flush_messages = None;
+    for (key, value) in &record.configs {
+        let number = || -> Result<i64, InvalidConfig> {
+            value
+                .parse::<i64>()
+                .map_err(|_| InvalidConfig(format!("{key}={value} is not a number")))
+        };
+        let positive = |n: i64| -> Result<u64, InvalidConfig> {
+            u64::try_from(n)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| InvalidConfig(format!("{key}={value} must be positive")))
+        };
+        let unlimited_or_positive = |n: i64| -> Result<Option<u64>, InvalidConfig> {
+            if n == -1 {
+                Ok(None)
+            } else {
+                positive(n).map(Some)
+            }
+        };
+        match key.as_str() {
+            "retention.ms" => log.retention_ms = unlimited_or_positive(number()?)?,
+            "retention.bytes" => log.retention_bytes = unlimited_or_positive(number()?)?,
+            "segment.bytes" => log.segment_bytes = positive(number()?)?,
+            "segment.ms" => log.segment_ms = Some(positive(number()?)?),
+            "index.interval.bytes" => log.index_interval_bytes = positive(number()?)?,
+            "max.message.bytes" => {
+                max_message_bytes = usize::try_from(positive(number()?)?).unwrap_or(usize::MAX);
+            }
+            "flush.ms" => flush_ms = Some(positive(number()?)?),
+            "flush.messages" => flush_messages = Some(positive(number()?)?),
+            "message.timestamp.type" => {
+                log.timestamp_type = match value.as_str() {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => {
+                        return Err(InvalidConfig(format!(
+                            "{key}={value}: use CreateTime or LogAppendTime"
+                        )));
+                    }
+                }
+            }
+            "cleanup.policy" => match value.as_str() {
+                "delete" => {}
+                "compact" | "compact,delete" | "delete,compact" => {
+                    return Err(InvalidConfig(format!(
+                        "{key}={value}: log compaction is not implemented yet; use delete"
+                    )));
+                }
+                _ => return Err(InvalidConfig(format!("{key}={value}: use delete"))),
+            },
+            _ => return Err(InvalidConfig(format!("unknown topic config {key}"))),
+        }
+    }
+    if flush_ms.is_some() || flush_messages.is_some() {
+        log.flush = FlushPolicy::Interval {
+            ms: flush_ms,
+            messages: flush_messages,
+        };
+    }
+    log.validate()
+        .map_err(|error| InvalidConfig(error.to_string()))?;
+    Ok(Topic {
+        record,
+        log,
+        max_message_bytes,
+    })
+}
+
+/// A topic creation that failed: the Kafka error code and a message for the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CreateError {
+    pub(crate) code: i16,
+    pub(crate) message: String,
+}
+
+impl CreateError {
+    fn new(code: i16, message: impl Into<String>) -> CreateError {
+        CreateError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a topic creation asks for.
+#[derive(Debug, Clone)]
+pub(crate) struct NewTopic {
+    pub(crate) name: String,
+    /// -1 for `num.partitions`.
+    pub(crate) partitions: i32,
+    /// -1 or 1: there is one node.
+    pub(crate) replication_factor: i16,
+    pub(crate) configs: BTreeMap<String, String>,
+}
+
+/// Validates and (unless `validate_only`) creates a topic: the metadata store first,
+/// then the partitions' logs. A crash between the two is repaired at the next start.
+pub(crate) async fn create(
+    shared: &Arc<Shared>,
+    request: NewTopic,
+    validate_only: bool,
+) -> Result<Arc<Topic>, CreateError> {
+    let name = TopicName::new(request.name.clone())
+        .map_err(|e| CreateError::new(code::INVALID_TOPIC_EXCEPTION, e.to_string()))?;
+    if shared.topics.get(name.as_str()).is_some() {
+        return Err(CreateError::new(
+            code::TOPIC_ALREADY_EXISTS,
+            format!("topic {name} already exists"),
+        ));
+    }
+    let partitions = match request.partitions {
+        -1 => shared.config.default_partitions,
+        n if n > 0 => n,
+        n => {
+            return Err(CreateError::new(
+                code::INVALID_PARTITIONS,
+                format!("{n} partitions: use at least 1"),
+            ));
+        }
+    };
+    if !matches!(request.replication_factor, -1 | 1) {
+        return Err(CreateError::new(
+            code::INVALID_REPLICATION_FACTOR,
+            format!(
+                "replication factor {}: this broker stores one copy (use 1 or -1)",
+                request.replication_factor
+            ),
+        ));
+    }
+    let record = TopicRecord {
+        name: name.clone(),
+        id: Uuid::new_v4(),
+        partitions,
+        configs: request.configs,
+    };
+    let topic = resolve(record, &LogConfig::default())
+        .map_err(|e| CreateError::new(code::INVALID_CONFIG, e.0))?;
+    if validate_only {
+        return Ok(Arc::new(topic));
+    }
+    match shared.metadata.create_topic(&topic.record).await {
+        Ok(()) => {}
+        Err(MetadataError::TopicExists(_)) => {
+            return Err(CreateError::new(
+                code::TOPIC_ALREADY_EXISTS,
+                format!("topic {name} already exists"),
+            ));
+        }
+        Err(error) => {
+            return Err(CreateError::new(
+                code::UNKNOWN_SERVER_ERROR,
+                error.to_string(),
+            ));
+        }
+    }
+    let created = {
+        let shared = shared.clone();
+        let topic = topic.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), spool_log::LogError> {
+            shared
+                .logs
+                .set_topic_config(&topic.record.name, topic.log.clone())?;
+            for index in 0..topic.record.partitions {
+                shared
+                    .logs
+                    .create_partition(&TopicPartition::new(topic.record.name.clone(), index))?;
+            }
+            Ok(())
+        })
+        .await
+    };
+    match created {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            return Err(CreateError::new(
+                code::KAFKA_STORAGE_ERROR,
+                error.to_string(),
+            ));
+        }
+        Err(error) => {
+            return Err(CreateError::new(
+                code::UNKNOWN_SERVER_ERROR,
+                error.to_string(),
+            ));
+        }
+    }
+    tracing::info!(topic = %name, partitions, "created topic");
+    shared.topics.insert(topic);
+    shared
+        .topics
+        .get(name.as_str())
+        .ok_or_else(|| CreateError::new(code::UNKNOWN_SERVER_ERROR, "topic vanished"))
+}
+
+/// The topic named `name`, creating it with defaults when auto-creation is enabled
+/// and `allowed` by the request. `None` when it does not exist and was not created.
+pub(crate) async fn get_or_auto_create(
+    shared: &Arc<Shared>,
+    name: &str,
+    allowed: bool,
+) -> Option<Arc<Topic>> {
+    if let Some(topic) = shared.topics.get(name) {
+        return Some(topic);
+    }
+    if !(allowed && shared.config.auto_create_topics) {
+        return None;
+    }
+    let request = NewTopic {
+        name: name.to_owned(),
+        partitions: -1,
+        replication_factor: -1,
+        configs: BTreeMap::new(),
+    };
+    match create(shared, request, false).await {
+        Ok(topic) => Some(topic),
+        // Another request created it first.
+        Err(error) if error.code == code::TOPIC_ALREADY_EXISTS => shared.topics.get(name),
+        Err(error) => {
+            tracing::warn!(topic = name, message = %error.message, "auto-creation failed");
+            None
+        }
+    }
+}

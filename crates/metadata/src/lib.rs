@@ -1,0 +1,50 @@
+//! Spool's metadata: which topics exist, with how many partitions and which configs.
+//!
+//! [`MetadataStore`] is the narrow interface the broker uses; [`SqliteStore`] keeps it
+//! in an embedded SQLite database inside the data directory (the single-node mode).
+//! A PostgreSQL backend implementing the same trait comes with the cluster mode.
+
+mod sqlite;
+
+use std::collections::BTreeMap;
+
+use spool_model::TopicName;
+use uuid::Uuid;
+
+pub use sqlite::SqliteStore;
+
+/// A topic as the metadata store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicRecord {
+    pub name: TopicName,
+    pub id: Uuid,
+    pub partitions: i32,
+    /// Topic-level configs set explicitly, by their Kafka names.
+    pub configs: BTreeMap<String, String>,
+}
+
+/// Why a metadata operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    #[error("topic {0} already exists")]
+    TopicExists(String),
+    #[error("topic {0} does not exist")]
+    UnknownTopic(String),
+    #[error("metadata store: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("metadata store migration: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    #[error("metadata store holds an invalid record: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T> = std::result::Result<T, MetadataError>;
+
+/// Where topics and configs are kept. Every change is durable when it returns.
+#[async_trait::async_trait]
+pub trait MetadataStore: Send + Sync + std::fmt::Debug {
+    async fn create_topic(&self, topic: &TopicRecord) -> Result<()>;
+    /// Deletes a topic; `UnknownTopic` if there is none.
+    async fn delete_topic(&self, name: &TopicName) -> Result<()>;
+    async fn topics(&self) -> Result<Vec<TopicRecord>>;
+}

@@ -1,0 +1,152 @@
+//! The embedded backend: one SQLite file, WAL journal, `synchronous=FULL` so that a
+//! change is on disk when the call returns.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::str::FromStr;
+
+use spool_model::TopicName;
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use uuid::Uuid;
+
+use crate::{MetadataError, MetadataStore, Result, TopicRecord};
+
+/// Metadata in a SQLite database file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating and migrating if needed) the database at `path`.
+    pub async fn open(path: &Path) -> Result<SqliteStore> {
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        Ok(SqliteStore { pool })
+    }
+}
+
+fn now_ms() -> i64 {
+    spool_model::Timestamp::now().0
+}
+
+#[async_trait::async_trait]
+impl MetadataStore for SqliteStore {
+    async fn create_topic(&self, topic: &TopicRecord) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let inserted = sqlx::query("INSERT INTO topics (name, id, partitions, created_ms) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING")
+            .bind(topic.name.as_str())
+            .bind(topic.id.as_bytes().as_slice())
+            .bind(topic.partitions)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+        if inserted.rows_affected() == 0 {
+            return Err(MetadataError::TopicExists(topic.name.to_string()));
+        }
+        for (key, value) in &topic.configs {
+            sqlx::query("INSERT INTO topic_configs (topic, key, value) VALUES (?, ?, ?)")
+                .bind(topic.name.as_str())
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn delete_topic(&self, name: &TopicName) -> Result<()> {
+        let deleted = sqlx::query("DELETE FROM topics WHERE name = ?")
+            .bind(name.as_str())
+            .execute(&self.pool)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(MetadataError::UnknownTopic(name.to_string()));
+        }
+        Ok(())
+    }
+
+    async fn topics(&self) -> Result<Vec<TopicRecord>> {
+        let rows = sqlx::query("SELECT name, id, partitions FROM topics ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
+        let configs = sqlx::query("SELECT topic, key, value FROM topic_configs")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut by_topic: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for row in configs {
+            by_topic
+                .entry(row.try_get("topic")?)
+                .or_default()
+                .insert(row.try_get("key")?, row.try_get("value")?);
+        }
+        rows.into_iter()
+            .map(|row| {
+                let name: String = row.try_get("name")?;
+                let id: Vec<u8> = row.try_get("id")?;
+                let id = Uuid::from_slice(&id)
+                    .map_err(|e| MetadataError::Corrupt(format!("topic {name} id: {e}")))?;
+                Ok(TopicRecord {
+                    name: TopicName::new(name.clone())
+                        .map_err(|e| MetadataError::Corrupt(e.to_string()))?,
+                    id,
+                    partitions: row.try_get("partitions")?,
+                    configs: by_topic.remove(&name).unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(name: &str, partitions: i32) -> TopicRecord {
+        TopicRecord {
+            name: TopicName::new(name).unwrap(),
+            id: Uuid::new_v4(),
+            partitions,
+            configs: BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]),
+        }
+    }
+
+    #[tokio::test]
+    async fn topics_survive_reopening_and_duplicates_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metadata.db");
+        let orders = topic("orders", 3);
+        {
+            let store = SqliteStore::open(&path).await.unwrap();
+            store.create_topic(&orders).await.unwrap();
+            store.create_topic(&topic("payments", 1)).await.unwrap();
+            assert!(matches!(
+                store.create_topic(&orders).await,
+                Err(MetadataError::TopicExists(_))
+            ));
+        }
+        let store = SqliteStore::open(&path).await.unwrap();
+        let topics = store.topics().await.unwrap();
+        assert_eq!(topics.len(), 2);
+        assert_eq!(topics[0], orders);
+        store.delete_topic(&orders.name).await.unwrap();
+        assert!(matches!(
+            store.delete_topic(&orders.name).await,
+            Err(MetadataError::UnknownTopic(_))
+        ));
+        assert_eq!(store.topics().await.unwrap().len(), 1);
+    }
+}
