@@ -53,6 +53,13 @@ impl TopicTable {
             .insert(name, Arc::new(topic));
     }
 
+    pub(crate) fn remove(&self, name: &str) -> Option<Arc<Topic>> {
+        self.by_name
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name)
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {
         self.by_name
             .read()
@@ -294,4 +301,107 @@ pub(crate) async fn get_or_auto_create(
             None
         }
     }
+}
+
+/// Deletes a topic: from the metadata store first (it is gone for clients from then
+/// on), then its partitions' logs.
+pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, CreateError> {
+    let topic = shared.topics.get(name).ok_or_else(|| {
+        CreateError::new(
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic {name} does not exist"),
+        )
+    })?;
+    match shared.metadata.delete_topic(&topic.record.name).await {
+        Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
+        Err(error) => {
+            return Err(CreateError::new(
+                code::UNKNOWN_SERVER_ERROR,
+                error.to_string(),
+            ));
+        }
+    }
+    shared.topics.remove(name);
+    let deleting = {
+        let (shared, topic) = (shared.clone(), topic.clone());
+        tokio::task::spawn_blocking(move || {
+            for index in 0..topic.record.partitions {
+                let partition = TopicPartition::new(topic.record.name.clone(), index);
+                if let Err(error) = shared.logs.delete_partition(&partition) {
+                    tracing::warn!(%partition, %error, "deleting partition data failed");
+                }
+            }
+        })
+        .await
+    };
+    if let Err(error) = deleting {
+        tracing::warn!(topic = name, %error, "deleting topic data failed");
+    }
+    tracing::info!(topic = name, "deleted topic");
+    Ok(topic)
+}
+
+/// Raises a topic's partition count to `count`, creating the new partitions.
+pub(crate) async fn add_partitions(
+    shared: &Arc<Shared>,
+    name: &str,
+    count: i32,
+    validate_only: bool,
+) -> Result<(), CreateError> {
+    let topic = shared.topics.get(name).ok_or_else(|| {
+        CreateError::new(
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic {name} does not exist"),
+        )
+    })?;
+    let current = topic.record.partitions;
+    if count <= current {
+        return Err(CreateError::new(
+            code::INVALID_PARTITIONS,
+            format!(
+                "topic {name} has {current} partitions; the new count must be larger, not {count}"
+            ),
+        ));
+    }
+    if validate_only {
+        return Ok(());
+    }
+    let created = {
+        let (shared, topic) = (shared.clone(), topic.clone());
+        tokio::task::spawn_blocking(move || -> Result<(), spool_log::LogError> {
+            for index in current..count {
+                let partition = TopicPartition::new(topic.record.name.clone(), index);
+                if shared.logs.partition(&partition)?.is_none() {
+                    shared.logs.create_partition(&partition)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    };
+    match created {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            return Err(CreateError::new(
+                code::KAFKA_STORAGE_ERROR,
+                error.to_string(),
+            ));
+        }
+        Err(error) => {
+            return Err(CreateError::new(
+                code::UNKNOWN_SERVER_ERROR,
+                error.to_string(),
+            ));
+        }
+    }
+    shared
+        .metadata
+        .set_partitions(&topic.record.name, count)
+        .await
+        .map_err(|error| CreateError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
+    let mut grown = (*topic).clone();
+    grown.record.partitions = count;
+    shared.topics.insert(grown);
+    tracing::info!(topic = name, from = current, to = count, "added partitions");
+    Ok(())
 }

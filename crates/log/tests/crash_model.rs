@@ -157,26 +157,42 @@ fn run(ops: Vec<Op>, seed: u64, interval: bool) {
                 faulty.crash(mode);
                 drop(log);
                 log = open(store.clone(), config(interval));
-                let found = read_all(&log, log.offsets().log_start);
-                let durable = &model.batches[..model.durable];
-                let start = durable
+                let log_start = log.offsets().log_start;
+                let found = read_all(&log, log_start);
+                // Every durable batch at or above the log start survives, first, in order.
+                let durable_visible: Vec<_> = model.batches[..model.durable]
                     .iter()
-                    .position(|(o, _)| *o >= log.offsets().log_start);
-                let durable_visible = start.map_or(&[][..], |s| &durable[s..]);
+                    .filter(|(offset, _)| *offset >= log_start)
+                    .cloned()
+                    .collect();
                 assert!(
                     found.len() >= durable_visible.len(),
                     "durable batches lost in {mode:?}"
                 );
-                assert_eq!(&found[..durable_visible.len()], durable_visible, "{mode:?}");
-                let first = start.unwrap_or(model.durable);
-                for (i, survivor) in found.iter().enumerate().skip(durable_visible.len()) {
-                    assert_eq!(
-                        *survivor,
-                        model.batches[first + i],
-                        "only written batches, whole, in order"
-                    );
+                assert_eq!(
+                    found[..durable_visible.len()],
+                    durable_visible[..],
+                    "{mode:?}"
+                );
+                // What follows are batches that were written, whole, in order.
+                match found.first() {
+                    Some((first_offset, _)) => {
+                        let first = model
+                            .batches
+                            .iter()
+                            .position(|(offset, _)| offset == first_offset)
+                            .expect("the first batch found was written");
+                        for (i, survivor) in found.iter().enumerate() {
+                            assert_eq!(
+                                *survivor,
+                                model.batches[first + i],
+                                "only written batches, whole, in order"
+                            );
+                        }
+                        model.batches.truncate(first + found.len());
+                    }
+                    None => model.batches.retain(|(offset, _)| *offset < log_start),
                 }
-                model.batches.truncate(first + found.len());
                 model.durable = model.batches.len();
                 model.next_offset = log.offsets().log_end;
             }

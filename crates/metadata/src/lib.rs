@@ -47,4 +47,6 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     /// Deletes a topic; `UnknownTopic` if there is none.
     async fn delete_topic(&self, name: &TopicName) -> Result<()>;
     async fn topics(&self) -> Result<Vec<TopicRecord>>;
+    /// Sets a topic's partition count (only ever raised).
+    async fn set_partitions(&self, name: &TopicName, partitions: i32) -> Result<()>;
 }

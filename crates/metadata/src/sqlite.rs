@@ -79,6 +79,18 @@ impl MetadataStore for SqliteStore {
         Ok(())
     }
 
+    async fn set_partitions(&self, name: &TopicName, partitions: i32) -> Result<()> {
+        let updated = sqlx::query("UPDATE topics SET partitions = ? WHERE name = ?")
+            .bind(partitions)
+            .bind(name.as_str())
+            .execute(&self.pool)
+            .await?;
+        if updated.rows_affected() == 0 {
+            return Err(MetadataError::UnknownTopic(name.to_string()));
+        }
+        Ok(())
+    }
+
     async fn topics(&self) -> Result<Vec<TopicRecord>> {
         let rows = sqlx::query("SELECT name, id, partitions FROM topics ORDER BY name")
             .fetch_all(&self.pool)
@@ -142,6 +154,8 @@ mod tests {
         let topics = store.topics().await.unwrap();
         assert_eq!(topics.len(), 2);
         assert_eq!(topics[0], orders);
+        store.set_partitions(&orders.name, 5).await.unwrap();
+        assert_eq!(store.topics().await.unwrap()[0].partitions, 5);
         store.delete_topic(&orders.name).await.unwrap();
         assert!(matches!(
             store.delete_topic(&orders.name).await,

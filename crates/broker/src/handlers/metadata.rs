@@ -22,6 +22,21 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 12,
 };
 
+/// Spool has no ACLs yet, so a client asking what it may do is told: everything that
+/// applies. Bits are Kafka's ACL operation codes.
+const TOPIC_OPERATIONS: i32 = bits(&[3, 4, 5, 6, 7, 8, 10, 11]); // read .. alter configs
+const CLUSTER_OPERATIONS: i32 = bits(&[5, 7, 8, 9, 10, 11, 12]); // create .. idempotent write
+
+const fn bits(operations: &[u32]) -> i32 {
+    let mut mask = 0;
+    let mut i = 0;
+    while i < operations.len() {
+        mask |= 1 << operations[i];
+        i += 1;
+    }
+    mask
+}
+
 pub(crate) async fn handle(
     request: MetadataRequest,
     version: i16,
@@ -40,11 +55,13 @@ pub(crate) async fn handle(
         Some(topics) => Some(topics),
     };
     let allow_auto_create = version < 4 || request.allow_auto_topic_creation;
+    let topic_operations =
+        (version >= 8 && request.include_topic_authorized_operations).then_some(TOPIC_OPERATIONS);
     let mut topics = Vec::new();
     match requested {
         None => {
             for topic in shared.topics.all() {
-                topics.push(describe(&topic, node, version));
+                topics.push(describe(&topic, node, version, topic_operations));
             }
         }
         Some(requested) => {
@@ -59,7 +76,7 @@ pub(crate) async fn handle(
                     (None, None) => None,
                 };
                 let response = match found {
-                    Some(topic) => describe(&topic, node, version),
+                    Some(topic) => describe(&topic, node, version, topic_operations),
                     None => MetadataResponseTopic::default()
                         .with_name(wanted.name)
                         .with_topic_id(if version >= 10 {
@@ -86,10 +103,18 @@ pub(crate) async fn handle(
     if version >= 2 {
         response = response.with_cluster_id(Some(StrBytes::from_string(shared.cluster_id.clone())));
     }
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response = response.with_cluster_authorized_operations(CLUSTER_OPERATIONS);
+    }
     ResponseKind::Metadata(response)
 }
 
-fn describe(topic: &Topic, node: BrokerId, version: i16) -> MetadataResponseTopic {
+fn describe(
+    topic: &Topic,
+    node: BrokerId,
+    version: i16,
+    operations: Option<i32>,
+) -> MetadataResponseTopic {
     let partitions = (0..topic.record.partitions)
         .map(|index| {
             MetadataResponsePartition::default()
@@ -101,9 +126,12 @@ fn describe(topic: &Topic, node: BrokerId, version: i16) -> MetadataResponseTopi
         })
         .collect();
     let name = TopicName(StrBytes::from_string(topic.record.name.as_str().to_owned()));
-    let described = MetadataResponseTopic::default()
+    let mut described = MetadataResponseTopic::default()
         .with_name(Some(name))
         .with_partitions(partitions);
+    if let Some(operations) = operations {
+        described = described.with_topic_authorized_operations(operations);
+    }
     if version >= 10 {
         described.with_topic_id(topic.record.id)
     } else {

@@ -3,7 +3,10 @@
 //! list, so what Spool advertises is exactly what it implements.
 
 mod api_versions;
+mod create_partitions;
 mod create_topics;
+mod delete_records;
+mod delete_topics;
 mod fetch;
 mod list_offsets;
 mod metadata;
@@ -35,6 +38,9 @@ pub(crate) const APIS: &[ApiDecl] = &[
     metadata::API,
     api_versions::API,
     create_topics::API,
+    delete_topics::API,
+    delete_records::API,
+    create_partitions::API,
 ];
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
@@ -81,6 +87,9 @@ pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
         },
         RequestKind::Fetch(request) => fetch::handle(request, version, shared).await,
         RequestKind::ListOffsets(request) => list_offsets::handle(request, shared).await,
+        RequestKind::DeleteTopics(request) => delete_topics::handle(request, version, shared).await,
+        RequestKind::DeleteRecords(request) => delete_records::handle(request, shared).await,
+        RequestKind::CreatePartitions(request) => create_partitions::handle(request, shared).await,
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

@@ -16,11 +16,13 @@ impl PartitionLog {
         let mut state = self.lock();
         // Only segments wholly below the high watermark may go: the active one never,
         // and no record a consumer has not been able to see yet.
-        let high_watermark = state.high_watermark.offset;
+        // Nor past the durable offset, so that the checkpointed log start never runs
+        // ahead of what a crash keeps (it can, under the interval flush policy).
+        let limit = state.high_watermark.offset.min(state.durable.offset);
         let deletable = state
             .segments
             .windows(2)
-            .take_while(|pair| pair.get(1).is_some_and(|next| next.base <= high_watermark))
+            .take_while(|pair| pair.get(1).is_some_and(|next| next.base <= limit))
             .count();
         let mut expired = 0;
         if let Some(retention_ms) = config.retention_ms {
@@ -77,6 +79,11 @@ impl PartitionLog {
     /// new start is checkpointed before this returns. `offset` may not pass the high
     /// watermark. Returns the new log start offset.
     pub fn advance_log_start(&self, offset: Offset) -> Result<Offset> {
+        // The records up to the new start are made durable first, so that the
+        // checkpointed start never runs ahead of what a crash keeps.
+        if offset <= self.lock().high_watermark.offset {
+            self.sync_to(offset)?;
+        }
         let mut state = self.lock();
         if offset > state.high_watermark.offset {
             return Err(LogError::OffsetBeyondHighWatermark {

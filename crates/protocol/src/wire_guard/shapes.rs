@@ -2,7 +2,7 @@
 //! Kafka protocol defines it (field order, the versions each field exists in, and the
 //! first flexible version). Only structure: names are in comments.
 
-use super::Kind::{Bytes, Fixed, Scalars, String, Structs};
+use super::Kind::{Bytes, Fixed, Scalars, String, Strings, Structs};
 use super::{Field, Shape, between, from};
 
 const INT8: super::Kind = Fixed(1);
@@ -126,6 +126,46 @@ pub const CREATE_TOPICS: Shape = Shape {
     ],
 };
 
+/// DeleteTopics (key 20).
+pub const DELETE_TOPICS: Shape = Shape {
+    flexible_since: 4,
+    fields: &[
+        from(6, Structs(&[from(0, String), from(0, UUID)])), // topics: name, topic_id
+        between(0, 5, Strings),                              // topic_names
+        from(0, INT32),                                      // timeout_ms
+    ],
+};
+
+const DELETE_RECORDS_PARTITION: &[Field] = &[from(0, INT32), from(0, INT64)]; // index, offset
+const DELETE_RECORDS_TOPIC: &[Field] =
+    &[from(0, String), from(0, Structs(DELETE_RECORDS_PARTITION))];
+
+/// DeleteRecords (key 21).
+pub const DELETE_RECORDS: Shape = Shape {
+    flexible_since: 2,
+    fields: &[
+        from(0, Structs(DELETE_RECORDS_TOPIC)), // topics
+        from(0, INT32),                         // timeout_ms
+    ],
+};
+
+const PARTITIONS_ASSIGNMENT: &[Field] = &[from(0, Scalars(4))]; // broker_ids
+const PARTITIONS_TOPIC: &[Field] = &[
+    from(0, String),                         // name
+    from(0, INT32),                          // count
+    from(0, Structs(PARTITIONS_ASSIGNMENT)), // assignments (nullable)
+];
+
+/// CreatePartitions (key 37).
+pub const CREATE_PARTITIONS: Shape = Shape {
+    flexible_since: 2,
+    fields: &[
+        from(0, Structs(PARTITIONS_TOPIC)), // topics
+        from(0, INT32),                     // timeout_ms
+        from(0, BOOL),                      // validate_only
+    ],
+};
+
 /// The shape of a request body by API key, for the APIs Spool decodes.
 #[must_use]
 pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
@@ -136,6 +176,9 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         3 => Some(&METADATA),
         18 => Some(&API_VERSIONS),
         19 => Some(&CREATE_TOPICS),
+        20 => Some(&DELETE_TOPICS),
+        21 => Some(&DELETE_RECORDS),
+        37 => Some(&CREATE_PARTITIONS),
         _ => None,
     }
 }

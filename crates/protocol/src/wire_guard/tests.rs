@@ -3,9 +3,13 @@
 
 use bytes::BytesMut;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateTopicsRequest, FetchRequest, ListOffsetsRequest,
-    MetadataRequest, ProduceRequest, TopicName,
+    ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, FetchRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    TopicName,
+    create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
     create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig},
+    delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic},
+    delete_topics_request::DeleteTopicState,
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
     list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
     metadata_request::MetadataRequestTopic,
@@ -136,6 +140,55 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
     add(ApiKey::CreateTopics, CreateTopicsRequest::VERSIONS, &|v| {
         encoded(&create, v)
     });
+    let delete = |v: i16| {
+        let request = DeleteTopicsRequest::default().with_timeout_ms(1000);
+        if v >= 6 {
+            request.with_topics(vec![
+                DeleteTopicState::default().with_name(Some(name("a"))),
+                DeleteTopicState::default().with_topic_id(uuid::Uuid::from_u128(3)),
+            ])
+        } else {
+            request.with_topic_names(vec![name("a"), name("b")])
+        }
+    };
+    add(ApiKey::DeleteTopics, DeleteTopicsRequest::VERSIONS, &|v| {
+        encoded(&delete(v), v)
+    });
+    let records = DeleteRecordsRequest::default()
+        .with_timeout_ms(1000)
+        .with_topics(vec![
+            DeleteRecordsTopic::default()
+                .with_name(name("orders"))
+                .with_partitions(vec![
+                    DeleteRecordsPartition::default()
+                        .with_partition_index(1)
+                        .with_offset(99),
+                ]),
+        ]);
+    add(
+        ApiKey::DeleteRecords,
+        DeleteRecordsRequest::VERSIONS,
+        &|v| encoded(&records, v),
+    );
+    let partitions = CreatePartitionsRequest::default()
+        .with_timeout_ms(1000)
+        .with_topics(vec![
+            CreatePartitionsTopic::default()
+                .with_name(name("orders"))
+                .with_count(6)
+                .with_assignments(Some(vec![
+                    CreatePartitionsAssignment::default()
+                        .with_broker_ids(vec![kafka_protocol::messages::BrokerId(1)]),
+                ])),
+            CreatePartitionsTopic::default()
+                .with_name(name("other"))
+                .with_count(2),
+        ]);
+    add(
+        ApiKey::CreatePartitions,
+        CreatePartitionsRequest::VERSIONS,
+        &|v| encoded(&partitions, v),
+    );
     out
 }
 
@@ -190,7 +243,7 @@ fn a_count_beyond_the_bytes_present_is_refused() {
 proptest! {
     #[test]
     fn the_guard_never_panics_and_what_it_passes_decodes_without_huge_allocations(
-        key in prop::sample::select(vec![0i16, 1, 2, 3, 18, 19]),
+        key in prop::sample::select(vec![0i16, 1, 2, 3, 18, 19, 20, 21, 37]),
         version in 0i16..20,
         mut bytes in proptest::collection::vec(any::<u8>(), 0..200),
         flip in any::<(usize, u8)>(),

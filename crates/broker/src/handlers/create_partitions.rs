@@ -1,0 +1,53 @@
+//! CreatePartitions (key 37): raise a topic's partition count.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::{
+    ApiKey, CreatePartitionsRequest, CreatePartitionsResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use crate::errors::code;
+use crate::server::Shared;
+use crate::topics::{self, CreateError};
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::CreatePartitions,
+    min: 0,
+    max: 3,
+};
+
+pub(crate) async fn handle(request: CreatePartitionsRequest, shared: Arc<Shared>) -> ResponseKind {
+    let node = shared.config.node_id;
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let assignments_ok = topic.assignments.as_ref().is_none_or(|all| {
+            all.iter()
+                .all(|a| a.broker_ids.len() == 1 && a.broker_ids.iter().all(|b| b.0 == node))
+        });
+        let outcome = if assignments_ok {
+            topics::add_partitions(
+                &shared,
+                topic.name.0.as_str(),
+                topic.count,
+                request.validate_only,
+            )
+            .await
+        } else {
+            Err(CreateError {
+                code: code::INVALID_REPLICA_ASSIGNMENT,
+                message: format!("assignments must name only broker {node}, once per partition"),
+            })
+        };
+        let mut result = CreatePartitionsTopicResult::default().with_name(topic.name);
+        if let Err(error) = outcome {
+            result = result
+                .with_error_code(error.code)
+                .with_error_message(Some(StrBytes::from_string(error.message)));
+        }
+        results.push(result);
+    }
+    ResponseKind::CreatePartitions(CreatePartitionsResponse::default().with_results(results))
+}
