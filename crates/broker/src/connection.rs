@@ -1,10 +1,12 @@
 //! One client connection: frames in, responses out, in request order.
 //!
-//! The reader task cuts frames (size-checked before anything is allocated for them)
-//! and starts a task per request, so a long-polling fetch does not hold back the
-//! requests behind it; the writer sends the responses strictly in request order, as
-//! Kafka clients require. At most `max_in_flight_per_connection` requests are in
-//! flight; reading pauses beyond that.
+//! Three tasks per connection. The reader cuts frames (size-checked before anything
+//! is allocated for them) and queues them, so the client can pipeline. The worker
+//! handles the queued requests one at a time, in order, as Kafka's broker does: two
+//! produce requests for one partition on one connection are appended in the order
+//! they were sent. The writer sends the replies. At most
+//! `max_in_flight_per_connection` requests wait in the queue; reading pauses beyond
+//! that.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use spool_protocol::frame::{self, SIZE_PREFIX_LEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
 use crate::handlers;
 use crate::server::Shared;
@@ -39,23 +41,20 @@ pub(crate) async fn serve(
     let _ = stream.set_nodelay(true);
     let (mut reader, writer) = stream.into_split();
     let in_flight = shared.config.max_in_flight_per_connection.max(1);
-    let (replies, pending) = mpsc::channel::<oneshot::Receiver<Reply>>(in_flight);
+    let (requests, queued) = mpsc::channel::<Bytes>(in_flight);
+    let (replies, pending) = mpsc::channel::<Reply>(in_flight);
     let (closing, mut closed) = watch::channel(false);
     let writer = tokio::spawn(write_replies(writer, pending, closing, peer));
+    let worker = tokio::spawn(handle_in_order(queued, replies, shared.clone()));
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
         match frame::check_frame(&buffer, shared.config.max_request_bytes) {
             Ok(Some(size)) => {
                 buffer.advance(SIZE_PREFIX_LEN);
                 let request = buffer.split_to(size).freeze();
-                let (reply, receiver) = oneshot::channel();
-                if replies.send(receiver).await.is_err() {
+                if requests.send(request).await.is_err() {
                     break;
                 }
-                let shared = shared.clone();
-                tokio::spawn(async move {
-                    let _ = reply.send(handlers::handle(request, shared).await);
-                });
                 continue;
             }
             Ok(None) => {}
@@ -82,26 +81,42 @@ pub(crate) async fn serve(
             }
         }
     }
-    drop(replies);
+    drop(requests);
+    let _ = worker.await;
     let _ = writer.await;
+}
+
+/// Handles requests one at a time, in the order they arrived.
+async fn handle_in_order(
+    mut queued: mpsc::Receiver<Bytes>,
+    replies: mpsc::Sender<Reply>,
+    shared: Arc<Shared>,
+) {
+    while let Some(request) = queued.recv().await {
+        let reply = handlers::handle(request, shared.clone()).await;
+        let close = matches!(reply, Reply::Close);
+        if replies.send(reply).await.is_err() || close {
+            break;
+        }
+    }
 }
 
 async fn write_replies(
     mut writer: OwnedWriteHalf,
-    mut pending: mpsc::Receiver<oneshot::Receiver<Reply>>,
+    mut pending: mpsc::Receiver<Reply>,
     closing: watch::Sender<bool>,
     peer: SocketAddr,
 ) {
-    while let Some(next) = pending.recv().await {
-        match next.await {
-            Ok(Reply::Send(bytes)) => {
+    while let Some(reply) = pending.recv().await {
+        match reply {
+            Reply::Send(bytes) => {
                 if let Err(error) = writer.write_all(&bytes).await {
                     tracing::debug!(%peer, %error, "write failed");
                     break;
                 }
             }
-            Ok(Reply::Nothing) => {}
-            Ok(Reply::Close) | Err(_) => break,
+            Reply::Nothing => {}
+            Reply::Close => break,
         }
     }
     let _ = closing.send(true);

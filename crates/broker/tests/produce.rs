@@ -114,3 +114,41 @@ async fn bad_batches_get_their_error_code_and_the_broker_keeps_serving() {
     // Nothing bad was written: the next good batch lands right after the first.
     assert_eq!(produce(&mut client, "events", 0, good).await, (0, 3));
 }
+
+#[tokio::test]
+async fn pipelined_produce_requests_to_one_partition_append_in_request_order() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "ordered", 1).await;
+    let mut sent = Vec::new();
+    for i in 0..40u8 {
+        let batch = BatchBuilder::new().values(1, usize::from(i) + 1).build();
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(name("ordered"))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(0)
+                            .with_records(Some(Bytes::from(batch))),
+                    ]),
+            ]);
+        sent.push(client.send(&RequestKind::Produce(request), 9).await);
+    }
+    for (i, correlation) in sent.into_iter().enumerate() {
+        let frame = client.read_frame().await.expect("a response");
+        assert_eq!(spool_testkit::correlation_of(&frame), correlation);
+        let mut body = frame.slice(4..);
+        // Response header v1 (flexible): tagged fields byte, then the body.
+        let _ = bytes::Buf::get_u8(&mut body);
+        let response = <kafka_protocol::messages::ProduceResponse as kafka_protocol::protocol::Decodable>::decode(&mut body, 9).unwrap();
+        let base = response.responses[0].partition_responses[0].base_offset;
+        assert_eq!(
+            base,
+            i64::try_from(i).unwrap(),
+            "request {i} appended in order"
+        );
+    }
+}

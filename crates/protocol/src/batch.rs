@@ -151,15 +151,17 @@ pub fn validate_fields(header: &RecordBatchHeader, rules: BatchRules) -> Result<
     validate_producer_fields(header)
 }
 
-/// A plain producer sends id, epoch and sequence all `-1`; an idempotent one sends all
-/// three non-negative. Transactional batches need a producer id.
+/// A plain producer sends producer id `-1`; its epoch and sequence mean nothing (most
+/// clients send `-1`, KafkaJS sends `0`, and Kafka ignores them, so Spool does too). An
+/// idempotent producer sends all three non-negative. Transactional batches need a
+/// producer id.
 fn validate_producer_fields(header: &RecordBatchHeader) -> Result<(), BatchError> {
     let (id, epoch, sequence) = (
         header.producer_id.0,
         header.producer_epoch.0,
         header.base_sequence.0,
     );
-    let plain = id == -1 && sequence == -1;
+    let plain = id == -1;
     let idempotent = id >= 0 && epoch >= 0 && sequence >= 0;
     // The broker's own control batches carry a producer id but no sequence.
     let control = header.is_control() && id >= 0 && epoch >= 0;

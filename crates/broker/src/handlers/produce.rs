@@ -113,8 +113,10 @@ async fn append(
         if bytes.len() > max_message_bytes {
             return Err(code::MESSAGE_TOO_LARGE);
         }
-        batch::validate_batch(bytes, BatchRules::Produce)
-            .map_err(|e| errors::batch_error_code(&e))?;
+        batch::validate_batch(bytes, BatchRules::Produce).map_err(|error| {
+            tracing::debug!(%partition, %error, "refusing a produced batch");
+            errors::batch_error_code(&error)
+        })?;
         ranges.push((position, bytes.len()));
         position += bytes.len();
     }

@@ -108,6 +108,17 @@ fn header_fields_are_checked() {
             ..
         })
     ));
+    // KafkaJS's plain producer: id -1 with epoch 0 and sequence 0, which Kafka accepts.
+    let kafkajs_plain = BatchBuilder::new().values(2, 3).producer(-1, 0, 0).build();
+    assert!(validate_batch(&kafkajs_plain, BatchRules::Produce).is_ok());
+    let negative_id = BatchBuilder::new().values(2, 3).producer(-5, 0, 0).build();
+    assert!(matches!(
+        validate_batch(&negative_id, BatchRules::Produce),
+        Err(BatchError::InvalidProducerFields {
+            producer_id: -5,
+            ..
+        })
+    ));
     let idempotent = BatchBuilder::new().values(2, 3).producer(42, 0, 7).build();
     assert!(validate_batch(&idempotent, BatchRules::Produce).is_ok());
     let transactional_plain = BatchBuilder::new().values(1, 3).attributes(1 << 4).build();
