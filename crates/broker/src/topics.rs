@@ -23,6 +23,15 @@ pub(crate) struct Topic {
     pub(crate) max_message_bytes: usize,
 }
 
+impl Topic {
+    /// The topic's partition `index`, if it has one.
+    pub(crate) fn partition(&self, index: i32) -> Option<TopicPartition> {
+        (0..self.record.partitions)
+            .contains(&index)
+            .then(|| TopicPartition::new(self.record.name.clone(), index))
+    }
+}
+
 /// All topics, by name, shared by the handlers.
 #[derive(Debug, Default)]
 pub(crate) struct TopicTable {
@@ -237,7 +246,7 @@ pub(crate) async fn create(
     let created = {
         let shared = shared.clone();
         let topic = topic.clone();
-        tokio::task::spawn_blocking(move || -> Result<(), spool_log::LogError> {
+        on_log_thread(move || {
             shared
                 .logs
                 .set_topic_config(&topic.record.name, topic.log.clone())?;
@@ -250,21 +259,7 @@ pub(crate) async fn create(
         })
         .await
     };
-    match created {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => {
-            return Err(CreateError::new(
-                code::KAFKA_STORAGE_ERROR,
-                error.to_string(),
-            ));
-        }
-        Err(error) => {
-            return Err(CreateError::new(
-                code::UNKNOWN_SERVER_ERROR,
-                error.to_string(),
-            ));
-        }
-    }
+    created?;
     tracing::info!(topic = %name, partitions, "created topic");
     shared.topics.insert(topic);
     shared
@@ -368,7 +363,7 @@ pub(crate) async fn add_partitions(
     }
     let created = {
         let (shared, topic) = (shared.clone(), topic.clone());
-        tokio::task::spawn_blocking(move || -> Result<(), spool_log::LogError> {
+        on_log_thread(move || {
             for index in current..count {
                 let partition = TopicPartition::new(topic.record.name.clone(), index);
                 if shared.logs.partition(&partition)?.is_none() {
@@ -379,21 +374,7 @@ pub(crate) async fn add_partitions(
         })
         .await
     };
-    match created {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => {
-            return Err(CreateError::new(
-                code::KAFKA_STORAGE_ERROR,
-                error.to_string(),
-            ));
-        }
-        Err(error) => {
-            return Err(CreateError::new(
-                code::UNKNOWN_SERVER_ERROR,
-                error.to_string(),
-            ));
-        }
-    }
+    created?;
     shared
         .metadata
         .set_partitions(&topic.record.name, count)
@@ -404,4 +385,22 @@ pub(crate) async fn add_partitions(
     shared.topics.insert(grown);
     tracing::info!(topic = name, from = current, to = count, "added partitions");
     Ok(())
+}
+
+/// Runs blocking storage work (file creation, fsync) off the async threads, mapping
+/// its failure to the error a client gets.
+async fn on_log_thread(
+    work: impl FnOnce() -> Result<(), spool_log::LogError> + Send + 'static,
+) -> Result<(), CreateError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(CreateError::new(
+            code::KAFKA_STORAGE_ERROR,
+            error.to_string(),
+        )),
+        Err(error) => Err(CreateError::new(
+            code::UNKNOWN_SERVER_ERROR,
+            error.to_string(),
+        )),
+    }
 }

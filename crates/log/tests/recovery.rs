@@ -23,14 +23,19 @@ fn partition_file(root: &tempfile::TempDir, name: &str) -> PathBuf {
     root.path().join(DIR).join(name)
 }
 
-fn active_segment(root: &tempfile::TempDir) -> PathBuf {
+/// The partition's segment files, in offset order.
+fn segment_files(root: &tempfile::TempDir) -> Vec<PathBuf> {
     let mut logs: Vec<PathBuf> = std::fs::read_dir(root.path().join(DIR))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "log"))
         .collect();
     logs.sort();
-    logs.pop().unwrap()
+    logs
+}
+
+fn active_segment(root: &tempfile::TempDir) -> PathBuf {
+    segment_files(root).pop().unwrap()
 }
 
 fn append_raw(path: &Path, bytes: &[u8]) {
@@ -115,12 +120,7 @@ fn a_torn_segment_in_the_middle_drops_the_segments_after_it() {
 fn torn_middle_segment(boundary: bool) {
     let (root, store) = local();
     written_log(&store);
-    let mut logs: Vec<PathBuf> = std::fs::read_dir(root.path().join(DIR))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
+    let logs = segment_files(&root);
     assert!(logs.len() >= 3, "{logs:?}");
     // Tear the second segment, as if its tail never reached the disk: once
     // mid-batch, once exactly on a batch boundary.
@@ -138,11 +138,7 @@ fn torn_middle_segment(boundary: bool) {
     std::fs::remove_file(partition_file(&root, "checkpoint")).unwrap();
 
     let log = open(store, small_config());
-    let remaining: Vec<_> = std::fs::read_dir(root.path().join(DIR))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
+    let remaining = segment_files(&root);
     assert_eq!(
         remaining.len(),
         2,

@@ -32,10 +32,7 @@ pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -
                     .map(|p| {
                         let result = DeleteRecordsPartitionResult::default()
                             .with_partition_index(p.partition_index);
-                        let tp = known
-                            .as_ref()
-                            .filter(|t| (0..t.record.partitions).contains(&p.partition_index))
-                            .map(|t| TopicPartition::new(t.record.name.clone(), p.partition_index));
+                        let tp = known.as_ref().and_then(|t| t.partition(p.partition_index));
                         match tp.map(|tp| delete_before(&shared, &tp, p.offset)) {
                             None => result
                                 .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION)

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, ResponseKind};
-use spool_model::{Offset, TopicPartition};
+use spool_model::Offset;
 use tokio::sync::watch;
 
 use super::ApiDecl;
@@ -85,8 +85,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
             }
             let log = known
                 .as_ref()
-                .filter(|t| (0..t.record.partitions).contains(&wanted.partition))
-                .map(|t| TopicPartition::new(t.record.name.clone(), wanted.partition))
+                .and_then(|t| t.partition(wanted.partition))
                 .and_then(|tp| shared.logs.partition(&tp).ok().flatten());
             let Some(log) = log else {
                 pass.errors = true;

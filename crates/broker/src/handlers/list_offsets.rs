@@ -37,10 +37,7 @@ pub(crate) async fn handle(request: ListOffsetsRequest, shared: Arc<Shared>) -> 
                     .map(|p| {
                         let response = ListOffsetsPartitionResponse::default()
                             .with_partition_index(p.partition_index);
-                        let found = known
-                            .as_ref()
-                            .filter(|t| (0..t.record.partitions).contains(&p.partition_index))
-                            .map(|t| TopicPartition::new(t.record.name.clone(), p.partition_index));
+                        let found = known.as_ref().and_then(|t| t.partition(p.partition_index));
                         let Some(tp) = found else {
                             return response
                                 .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION)

@@ -42,13 +42,15 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
             let result = if !matches!(acks, -1..=1) {
                 Err(code::INVALID_REQUIRED_ACKS)
             } else {
-                match &topic {
-                    Some(topic) if (0..topic.record.partitions).contains(&index) => {
+                match topic
+                    .as_ref()
+                    .and_then(|t| Some((t.partition(index)?, t.max_message_bytes)))
+                {
+                    Some((tp, max_message_bytes)) => {
                         let records = partition.records.unwrap_or_default();
-                        let tp = TopicPartition::new(topic.record.name.clone(), index);
-                        append(&shared, tp, records, topic.max_message_bytes).await
+                        append(&shared, tp, records, max_message_bytes).await
                     }
-                    _ => Err(code::UNKNOWN_TOPIC_OR_PARTITION),
+                    None => Err(code::UNKNOWN_TOPIC_OR_PARTITION),
                 }
             };
             outcomes.push(PartitionOutcome { index, result });
