@@ -404,3 +404,88 @@ async fn on_log_thread(
         )),
     }
 }
+
+/// Replaces a topic's explicit configs after validating them; applies them to its
+/// partitions' logs at once.
+pub(crate) async fn set_configs(
+    shared: &Arc<Shared>,
+    name: &str,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), CreateError> {
+    let topic = shared.topics.get(name).ok_or_else(|| {
+        CreateError::new(
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic {name} does not exist"),
+        )
+    })?;
+    let mut record = topic.record.clone();
+    record.configs = configs;
+    let updated = resolve(record, &LogConfig::default())
+        .map_err(|e| CreateError::new(code::INVALID_CONFIG, e.0))?;
+    if validate_only {
+        return Ok(());
+    }
+    shared
+        .metadata
+        .set_topic_configs(&updated.record.name, &updated.record.configs)
+        .await
+        .map_err(|error| CreateError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
+    shared
+        .logs
+        .set_topic_config(&updated.record.name, updated.log.clone())
+        .map_err(|error| CreateError::new(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
+    tracing::info!(topic = name, configs = ?updated.record.configs, "changed topic configs");
+    shared.topics.insert(updated);
+    Ok(())
+}
+
+/// Every topic config Spool knows, with its current value and whether it was set
+/// explicitly (otherwise it is the default).
+pub(crate) fn config_entries(topic: &Topic) -> Vec<(&'static str, String, bool)> {
+    const UNSET: i64 = i64::MAX;
+    let log = &topic.log;
+    let as_number = |value: Option<u64>, none: i64| {
+        value
+            .map_or(none, |v| i64::try_from(v).unwrap_or(i64::MAX))
+            .to_string()
+    };
+    let entries = [
+        ("cleanup.policy", "delete".to_owned()),
+        ("retention.ms", as_number(log.retention_ms, -1)),
+        ("retention.bytes", as_number(log.retention_bytes, -1)),
+        ("segment.bytes", log.segment_bytes.to_string()),
+        ("segment.ms", as_number(log.segment_ms, UNSET)),
+        ("index.interval.bytes", log.index_interval_bytes.to_string()),
+        ("max.message.bytes", topic.max_message_bytes.to_string()),
+        (
+            "message.timestamp.type",
+            match log.timestamp_type {
+                TimestampType::CreateTime => "CreateTime".to_owned(),
+                TimestampType::LogAppendTime => "LogAppendTime".to_owned(),
+            },
+        ),
+        (
+            "flush.ms",
+            topic
+                .record
+                .configs
+                .get("flush.ms")
+                .cloned()
+                .unwrap_or_else(|| UNSET.to_string()),
+        ),
+        (
+            "flush.messages",
+            topic
+                .record
+                .configs
+                .get("flush.messages")
+                .cloned()
+                .unwrap_or_else(|| UNSET.to_string()),
+        ),
+    ];
+    entries
+        .into_iter()
+        .map(|(key, value)| (key, value, topic.record.configs.contains_key(key)))
+        .collect()
+}

@@ -49,4 +49,10 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     async fn topics(&self) -> Result<Vec<TopicRecord>>;
     /// Sets a topic's partition count (only ever raised).
     async fn set_partitions(&self, name: &TopicName, partitions: i32) -> Result<()>;
+    /// Replaces a topic's explicit configs.
+    async fn set_topic_configs(
+        &self,
+        name: &TopicName,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<()>;
 }

@@ -91,6 +91,35 @@ impl MetadataStore for SqliteStore {
         Ok(())
     }
 
+    async fn set_topic_configs(
+        &self,
+        name: &TopicName,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let exists = sqlx::query("SELECT 1 FROM topics WHERE name = ?")
+            .bind(name.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        if exists.is_none() {
+            return Err(MetadataError::UnknownTopic(name.to_string()));
+        }
+        sqlx::query("DELETE FROM topic_configs WHERE topic = ?")
+            .bind(name.as_str())
+            .execute(&mut *tx)
+            .await?;
+        for (key, value) in configs {
+            sqlx::query("INSERT INTO topic_configs (topic, key, value) VALUES (?, ?, ?)")
+                .bind(name.as_str())
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     async fn topics(&self) -> Result<Vec<TopicRecord>> {
         let rows = sqlx::query("SELECT name, id, partitions FROM topics ORDER BY name")
             .fetch_all(&self.pool)
@@ -156,6 +185,12 @@ mod tests {
         assert_eq!(topics[0], orders);
         store.set_partitions(&orders.name, 5).await.unwrap();
         assert_eq!(store.topics().await.unwrap()[0].partitions, 5);
+        let configs = BTreeMap::from([("segment.bytes".to_owned(), "4096".to_owned())]);
+        store
+            .set_topic_configs(&orders.name, &configs)
+            .await
+            .unwrap();
+        assert_eq!(store.topics().await.unwrap()[0].configs, configs);
         store.delete_topic(&orders.name).await.unwrap();
         assert!(matches!(
             store.delete_topic(&orders.name).await,

@@ -2,11 +2,14 @@
 //! implements ([`ApiDecl`]); [`APIS`] lists them, and ApiVersions answers from that
 //! list, so what Spool advertises is exactly what it implements.
 
+mod alter_configs;
 mod api_versions;
+mod configs;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
 mod delete_topics;
+mod describe_configs;
 mod fetch;
 mod list_offsets;
 mod metadata;
@@ -41,6 +44,9 @@ pub(crate) const APIS: &[ApiDecl] = &[
     delete_topics::API,
     delete_records::API,
     create_partitions::API,
+    describe_configs::API,
+    alter_configs::ALTER_API,
+    alter_configs::INCREMENTAL_API,
 ];
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
@@ -90,6 +96,11 @@ pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
         RequestKind::DeleteTopics(request) => delete_topics::handle(request, version, shared).await,
         RequestKind::DeleteRecords(request) => delete_records::handle(request, shared).await,
         RequestKind::CreatePartitions(request) => create_partitions::handle(request, shared).await,
+        RequestKind::DescribeConfigs(request) => describe_configs::handle(request, &shared),
+        RequestKind::AlterConfigs(request) => alter_configs::alter(request, shared).await,
+        RequestKind::IncrementalAlterConfigs(request) => {
+            alter_configs::incremental(request, shared).await
+        }
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

@@ -166,6 +166,54 @@ pub const CREATE_PARTITIONS: Shape = Shape {
     ],
 };
 
+const DESCRIBE_CONFIGS_RESOURCE: &[Field] = &[
+    from(0, INT8),    // resource_type
+    from(0, String),  // resource_name
+    from(0, Strings), // configuration_keys (nullable)
+];
+
+/// DescribeConfigs (key 32).
+pub const DESCRIBE_CONFIGS: Shape = Shape {
+    flexible_since: 4,
+    fields: &[
+        from(0, Structs(DESCRIBE_CONFIGS_RESOURCE)), // resources
+        from(1, BOOL),                               // include_synonyms
+        from(3, BOOL),                               // include_documentation
+    ],
+};
+
+const ALTERABLE_CONFIG: &[Field] = &[from(0, String), from(0, String)]; // name, value
+const ALTER_CONFIGS_RESOURCE: &[Field] = &[
+    from(0, INT8),                      // resource_type
+    from(0, String),                    // resource_name
+    from(0, Structs(ALTERABLE_CONFIG)), // configs
+];
+
+/// AlterConfigs (key 33).
+pub const ALTER_CONFIGS: Shape = Shape {
+    flexible_since: 2,
+    fields: &[
+        from(0, Structs(ALTER_CONFIGS_RESOURCE)), // resources
+        from(0, BOOL),                            // validate_only
+    ],
+};
+
+const INCREMENTAL_CONFIG: &[Field] = &[from(0, String), from(0, INT8), from(0, String)]; // name, op, value
+const INCREMENTAL_RESOURCE: &[Field] = &[
+    from(0, INT8),                        // resource_type
+    from(0, String),                      // resource_name
+    from(0, Structs(INCREMENTAL_CONFIG)), // configs
+];
+
+/// IncrementalAlterConfigs (key 44).
+pub const INCREMENTAL_ALTER_CONFIGS: Shape = Shape {
+    flexible_since: 1,
+    fields: &[
+        from(0, Structs(INCREMENTAL_RESOURCE)), // resources
+        from(0, BOOL),                          // validate_only
+    ],
+};
+
 /// The shape of a request body by API key, for the APIs Spool decodes.
 #[must_use]
 pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
@@ -178,6 +226,9 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         19 => Some(&CREATE_TOPICS),
         20 => Some(&DELETE_TOPICS),
         21 => Some(&DELETE_RECORDS),
+        32 => Some(&DESCRIBE_CONFIGS),
+        33 => Some(&ALTER_CONFIGS),
+        44 => Some(&INCREMENTAL_ALTER_CONFIGS),
         37 => Some(&CREATE_PARTITIONS),
         _ => None,
     }

@@ -3,13 +3,15 @@
 
 use bytes::BytesMut;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
-    DeleteTopicsRequest, FetchRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
-    TopicName,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest, FetchRequest,
+    IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
+    alter_configs_request::{AlterConfigsResource, AlterableConfig},
     create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
     create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig},
     delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic},
     delete_topics_request::DeleteTopicState,
+    describe_configs_request::DescribeConfigsResource,
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
     list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
     metadata_request::MetadataRequestTopic,
@@ -189,6 +191,56 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         CreatePartitionsRequest::VERSIONS,
         &|v| encoded(&partitions, v),
     );
+    let describe = DescribeConfigsRequest::default()
+        .with_include_synonyms(true)
+        .with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("orders"))
+                .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")])),
+        ]);
+    let describe_at = |v: i16| {
+        if v >= 1 {
+            describe.clone()
+        } else {
+            describe.clone().with_include_synonyms(false)
+        }
+    };
+    add(
+        ApiKey::DescribeConfigs,
+        DescribeConfigsRequest::VERSIONS,
+        &|v| encoded(&describe_at(v), v),
+    );
+    let alter = AlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("orders"))
+            .with_configs(vec![
+                AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_value(Some(StrBytes::from_static_str("5"))),
+            ]),
+    ]);
+    add(ApiKey::AlterConfigs, AlterConfigsRequest::VERSIONS, &|v| {
+        encoded(&alter, v)
+    });
+    let incremental = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource::default(
+        )
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_static_str("orders"))
+        .with_configs(vec![
+            kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("retention.ms"))
+                .with_config_operation(0)
+                .with_value(Some(StrBytes::from_static_str("5"))),
+        ]),
+    ]);
+    add(
+        ApiKey::IncrementalAlterConfigs,
+        IncrementalAlterConfigsRequest::VERSIONS,
+        &|v| encoded(&incremental, v),
+    );
     out
 }
 
@@ -243,7 +295,7 @@ fn a_count_beyond_the_bytes_present_is_refused() {
 proptest! {
     #[test]
     fn the_guard_never_panics_and_what_it_passes_decodes_without_huge_allocations(
-        key in prop::sample::select(vec![0i16, 1, 2, 3, 18, 19, 20, 21, 37]),
+        key in prop::sample::select(vec![0i16, 1, 2, 3, 18, 19, 20, 21, 32, 33, 37, 44]),
         version in 0i16..20,
         mut bytes in proptest::collection::vec(any::<u8>(), 0..200),
         flip in any::<(usize, u8)>(),

@@ -1,0 +1,144 @@
+//! AlterConfigs (key 33, replaces a topic's explicit configs) and
+//! IncrementalAlterConfigs (key 44, sets or deletes single configs).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, ApiKey, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use super::configs::{BROKER, BROKER_READ_ONLY, TOPIC};
+use crate::errors::code;
+use crate::server::Shared;
+use crate::topics::{self, CreateError};
+
+pub(crate) const ALTER_API: ApiDecl = ApiDecl {
+    key: ApiKey::AlterConfigs,
+    min: 0,
+    max: 2,
+};
+pub(crate) const INCREMENTAL_API: ApiDecl = ApiDecl {
+    key: ApiKey::IncrementalAlterConfigs,
+    min: 0,
+    max: 1,
+};
+
+/// IncrementalAlterConfigs operations.
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+
+pub(crate) async fn alter(request: AlterConfigsRequest, shared: Arc<Shared>) -> ResponseKind {
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let configs: BTreeMap<String, String> = resource
+            .configs
+            .iter()
+            .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+            .collect();
+        let outcome = apply(
+            &shared,
+            resource.resource_type,
+            resource.resource_name.as_str(),
+            request.validate_only,
+            |_| Ok(configs),
+        )
+        .await;
+        let mut response = AlterConfigsResourceResponse::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name);
+        if let Err(error) = outcome {
+            response = response
+                .with_error_code(error.code)
+                .with_error_message(Some(StrBytes::from_string(error.message)));
+        }
+        responses.push(response);
+    }
+    ResponseKind::AlterConfigs(AlterConfigsResponse::default().with_responses(responses))
+}
+
+pub(crate) async fn incremental(
+    request: IncrementalAlterConfigsRequest,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let changes: Vec<(String, i8, Option<String>)> = resource
+            .configs
+            .iter()
+            .map(|c| {
+                (
+                    c.name.to_string(),
+                    c.config_operation,
+                    c.value.as_ref().map(ToString::to_string),
+                )
+            })
+            .collect();
+        let outcome = apply(&shared, resource.resource_type, resource.resource_name.as_str(), request.validate_only, |current| {
+            let mut configs = current.clone();
+            for (name, operation, value) in &changes {
+                match (*operation, value) {
+                    (SET, Some(value)) => {
+                        configs.insert(name.clone(), value.clone());
+                    }
+                    (DELETE, _) => {
+                        configs.remove(name);
+                    }
+                    _ => {
+                        return Err(CreateError {
+                            code: code::INVALID_CONFIG,
+                            message: format!("operation {operation} on {name}: only SET with a value and DELETE are supported"),
+                        });
+                    }
+                }
+            }
+            Ok(configs)
+        })
+        .await;
+        let mut response = IncrementalResult::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name);
+        if let Err(error) = outcome {
+            response = response
+                .with_error_code(error.code)
+                .with_error_message(Some(StrBytes::from_string(error.message)));
+        }
+        responses.push(response);
+    }
+    ResponseKind::IncrementalAlterConfigs(
+        IncrementalAlterConfigsResponse::default().with_responses(responses),
+    )
+}
+
+/// Computes a topic's new explicit configs from its current ones and stores them.
+async fn apply(
+    shared: &Arc<Shared>,
+    resource_type: i8,
+    name: &str,
+    validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, CreateError>,
+) -> Result<(), CreateError> {
+    match resource_type {
+        TOPIC => {
+            let topic = shared.topics.get(name).ok_or_else(|| CreateError {
+                code: code::UNKNOWN_TOPIC_OR_PARTITION,
+                message: format!("topic {name} does not exist"),
+            })?;
+            let configs = change(&topic.record.configs)?;
+            topics::set_configs(shared, name, configs, validate_only).await
+        }
+        BROKER => Err(CreateError {
+            code: code::INVALID_REQUEST,
+            message: BROKER_READ_ONLY.to_owned(),
+        }),
+        other => Err(CreateError {
+            code: code::INVALID_REQUEST,
+            message: format!("resource type {other} has no configs"),
+        }),
+    }
+}

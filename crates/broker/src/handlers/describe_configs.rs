@@ -1,0 +1,91 @@
+//! DescribeConfigs (key 32): a topic's configs (explicit or default) and the broker's
+//! settings (read-only: they are set at start with `--set`).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::{
+    ApiKey, DescribeConfigsRequest, DescribeConfigsResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use super::configs::{
+    BROKER, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, TOPIC, broker_settings,
+};
+use crate::errors::code;
+use crate::server::Shared;
+use crate::topics;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::DescribeConfigs,
+    min: 1,
+    max: 4,
+};
+
+pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> ResponseKind {
+    let results = request
+        .resources
+        .into_iter()
+        .map(|resource| {
+            let wanted = |key: &str| {
+                resource
+                    .configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == key))
+            };
+            let result = DescribeConfigsResult::default()
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name.clone());
+            let entries: Vec<(String, String, bool, i8)> = match resource.resource_type {
+                TOPIC => match shared.topics.get(resource.resource_name.as_str()) {
+                    Some(topic) => topics::config_entries(&topic)
+                        .into_iter()
+                        .map(|(key, value, explicit)| {
+                            let source = if explicit {
+                                DYNAMIC_TOPIC_CONFIG
+                            } else {
+                                DEFAULT_CONFIG
+                            };
+                            (key.to_owned(), value, false, source)
+                        })
+                        .collect(),
+                    None => {
+                        return result
+                            .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_message(Some(StrBytes::from_string(format!(
+                                "topic {} does not exist",
+                                resource.resource_name.as_str()
+                            ))));
+                    }
+                },
+                BROKER => broker_settings(&shared.config)
+                    .into_iter()
+                    .map(|(key, value)| (key.to_owned(), value, true, STATIC_BROKER_CONFIG))
+                    .collect(),
+                other => {
+                    return result
+                        .with_error_code(code::INVALID_REQUEST)
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "resource type {other} has no configs"
+                        ))));
+                }
+            };
+            let configs = entries
+                .into_iter()
+                .filter(|(key, ..)| wanted(key))
+                .map(|(key, value, read_only, source)| {
+                    DescribeConfigsResourceResult::default()
+                        .with_name(StrBytes::from_string(key))
+                        .with_value(Some(StrBytes::from_string(value)))
+                        .with_read_only(read_only)
+                        .with_config_source(source)
+                })
+                .collect();
+            result.with_configs(configs)
+        })
+        .collect();
+    ResponseKind::DescribeConfigs(DescribeConfigsResponse::default().with_results(results))
+}
