@@ -43,6 +43,16 @@ impl TopicTable {
         self.read().get(name).cloned()
     }
 
+    /// The topic named `name`, or the error a client gets for a missing one.
+    pub(crate) fn existing(&self, name: &str) -> Result<Arc<Topic>, CreateError> {
+        self.get(name).ok_or_else(|| {
+            CreateError::new(
+                code::UNKNOWN_TOPIC_OR_PARTITION,
+                format!("topic {name} does not exist"),
+            )
+        })
+    }
+
     pub(crate) fn by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
         self.read()
             .values()
@@ -301,12 +311,7 @@ pub(crate) async fn get_or_auto_create(
 /// Deletes a topic: from the metadata store first (it is gone for clients from then
 /// on), then its partitions' logs.
 pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, CreateError> {
-    let topic = shared.topics.get(name).ok_or_else(|| {
-        CreateError::new(
-            code::UNKNOWN_TOPIC_OR_PARTITION,
-            format!("topic {name} does not exist"),
-        )
-    })?;
+    let topic = shared.topics.existing(name)?;
     match shared.metadata.delete_topic(&topic.record.name).await {
         Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
         Err(error) => {
@@ -343,12 +348,7 @@ pub(crate) async fn add_partitions(
     count: i32,
     validate_only: bool,
 ) -> Result<(), CreateError> {
-    let topic = shared.topics.get(name).ok_or_else(|| {
-        CreateError::new(
-            code::UNKNOWN_TOPIC_OR_PARTITION,
-            format!("topic {name} does not exist"),
-        )
-    })?;
+    let topic = shared.topics.existing(name)?;
     let current = topic.record.partitions;
     if count <= current {
         return Err(CreateError::new(
@@ -413,12 +413,7 @@ pub(crate) async fn set_configs(
     configs: BTreeMap<String, String>,
     validate_only: bool,
 ) -> Result<(), CreateError> {
-    let topic = shared.topics.get(name).ok_or_else(|| {
-        CreateError::new(
-            code::UNKNOWN_TOPIC_OR_PARTITION,
-            format!("topic {name} does not exist"),
-        )
-    })?;
+    let topic = shared.topics.existing(name)?;
     let mut record = topic.record.clone();
     record.configs = configs;
     let updated = resolve(record, &LogConfig::default())

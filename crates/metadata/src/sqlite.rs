@@ -38,6 +38,22 @@ impl SqliteStore {
     }
 }
 
+async fn insert_configs(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    topic: &TopicName,
+    configs: &BTreeMap<String, String>,
+) -> Result<()> {
+    for (key, value) in configs {
+        sqlx::query("INSERT INTO topic_configs (topic, key, value) VALUES (?, ?, ?)")
+            .bind(topic.as_str())
+            .bind(key)
+            .bind(value)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 fn now_ms() -> i64 {
     spool_model::Timestamp::now().0
 }
@@ -56,14 +72,7 @@ impl MetadataStore for SqliteStore {
         if inserted.rows_affected() == 0 {
             return Err(MetadataError::TopicExists(topic.name.to_string()));
         }
-        for (key, value) in &topic.configs {
-            sqlx::query("INSERT INTO topic_configs (topic, key, value) VALUES (?, ?, ?)")
-                .bind(topic.name.as_str())
-                .bind(key)
-                .bind(value)
-                .execute(&mut *tx)
-                .await?;
-        }
+        insert_configs(&mut tx, &topic.name, &topic.configs).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -108,14 +117,7 @@ impl MetadataStore for SqliteStore {
             .bind(name.as_str())
             .execute(&mut *tx)
             .await?;
-        for (key, value) in configs {
-            sqlx::query("INSERT INTO topic_configs (topic, key, value) VALUES (?, ?, ?)")
-                .bind(name.as_str())
-                .bind(key)
-                .bind(value)
-                .execute(&mut *tx)
-                .await?;
-        }
+        insert_configs(&mut tx, name, configs).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -125,10 +125,7 @@ async fn apply(
 ) -> Result<(), CreateError> {
     match resource_type {
         TOPIC => {
-            let topic = shared.topics.get(name).ok_or_else(|| CreateError {
-                code: code::UNKNOWN_TOPIC_OR_PARTITION,
-                message: format!("topic {name} does not exist"),
-            })?;
+            let topic = shared.topics.existing(name)?;
             let configs = change(&topic.record.configs)?;
             topics::set_configs(shared, name, configs, validate_only).await
         }
