@@ -21,10 +21,12 @@ def free_port():
 
 
 class Broker:
-    def __init__(self, data_dir, settings=()):
+    def __init__(self, data_dir, settings=(), args=(), env=None):
         self.data_dir = data_dir
         self.port = free_port()
         self.settings = list(settings)
+        self.extra_args = list(args)
+        self.env = dict(os.environ, **(env or {}))
         self.process = None
         self.log = open(os.path.join(data_dir, "broker.log"), "ab")
 
@@ -36,7 +38,8 @@ class Broker:
         args = [SPOOL_BIN, "--listen", self.address, "--data-dir", os.path.join(self.data_dir, "data")]
         for setting in self.settings:
             args += ["--set", setting]
-        self.process = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+        args += self.extra_args
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=self.log, env=self.env)
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -76,8 +79,8 @@ def make_broker():
     """Starts brokers with settings; all are stopped at the end."""
     started = []
     with tempfile.TemporaryDirectory() as data_dir:
-        def make(*settings):
-            b = Broker(data_dir, settings).start()
+        def make(*settings, args=(), env=None):
+            b = Broker(data_dir, settings, args, env).start()
             started.append(b)
             return b
         yield make

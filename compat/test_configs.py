@@ -75,3 +75,14 @@ def test_broker_settings_are_described_and_read_only(make_broker):
         ConfigEntry("num.partitions", "5", incremental_operation=AlterConfigOpType.SET)])
     with pytest.raises(KafkaException):
         admin.incremental_alter_configs([change])[change].result(timeout=10)
+
+
+def test_config_file_and_environment(make_broker, tmp_path):
+    config = tmp_path / "spool.toml"
+    config.write_text('[broker]\n"num.partitions" = 4\n"auto.create.topics.enable" = true\n')
+    broker = make_broker(args=["--config", str(config)], env={"SPOOL_AUTO_CREATE_TOPICS_ENABLE": "false"})
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    resource = ConfigResource(ResourceType.BROKER, "1")
+    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert entries["num.partitions"].value == "4", "from the file"
+    assert entries["auto.create.topics.enable"].value == "false", "the environment wins over the file"

@@ -1,0 +1,204 @@
+//! Where the broker's settings come from, from lowest to highest precedence: the
+//! defaults, the config file (`--config`, `SPOOL_CONFIG`), `SPOOL_*` environment
+//! variables, then flags. Every value is checked before the broker starts; a bad one
+//! stops it with a message naming the setting and what it accepts.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use spool_broker::BrokerConfig;
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// A TOML file of settings (see docs/configuration.md).
+    #[arg(long, env = "SPOOL_CONFIG")]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:9092].
+    #[arg(long, env = "SPOOL_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// Address (host:port) that clients are told to connect to [default: the listen address].
+    #[arg(long, env = "SPOOL_ADVERTISE")]
+    advertise: Option<String>,
+    /// Directory holding the partition data [default: data].
+    #[arg(long, env = "SPOOL_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// This broker's node id [default: 1].
+    #[arg(long, env = "SPOOL_NODE_ID")]
+    node_id: Option<i32>,
+    /// A broker setting by its Kafka name, e.g. `--set auto.create.topics.enable=false`
+    /// (repeatable). Each also reads `SPOOL_<NAME>` (dots as underscores, upper case).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+}
+
+/// The broker settings known by Kafka name.
+const BROKER_KEYS: [&str; 5] = [
+    "auto.create.topics.enable",
+    "num.partitions",
+    "socket.request.max.bytes",
+    "max.connections",
+    "connections.max.idle.ms",
+];
+
+/// Resolves the broker's configuration from defaults, file, environment and flags.
+pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
+    let mut config = BrokerConfig::default();
+    let file = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+            let table: toml::Table = text
+                .parse()
+                .map_err(|e| format!("config file {} is not valid TOML: {e}", path.display()))?;
+            Some((path.display().to_string(), table))
+        }
+        None => None,
+    };
+    if let Some((path, table)) = &file {
+        apply_file(&mut config, path, table)?;
+    }
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(advertise) = &args.advertise {
+        config.advertise = Some(advertise.clone());
+    }
+    if let Some(data_dir) = &args.data_dir {
+        config.data_dir = data_dir.clone();
+    }
+    if let Some(node_id) = args.node_id {
+        config.node_id = node_id;
+    }
+    for key in BROKER_KEYS {
+        let variable = format!("SPOOL_{}", key.replace('.', "_").to_uppercase());
+        if let Ok(value) = std::env::var(&variable) {
+            apply(&mut config, key, &value).map_err(|e| format!("{variable}: {e}"))?;
+        }
+    }
+    for setting in &args.settings {
+        let (key, value) = setting
+            .split_once('=')
+            .ok_or_else(|| format!("--set {setting}: expected KEY=VALUE"))?;
+        apply(&mut config, key, value).map_err(|e| format!("--set {key}: {e}"))?;
+    }
+    Ok(config)
+}
+
+/// Top-level keys `listen`, `advertise`, `data_dir`, `node_id`, and a `[broker]` table
+/// of settings by their Kafka names.
+fn apply_file(config: &mut BrokerConfig, path: &str, table: &toml::Table) -> Result<(), String> {
+    for (key, value) in table {
+        let text = || match value {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let bad = |expected: &str| format!("{path}: {key} = {value}: expected {expected}");
+        match key.as_str() {
+            "listen" => config.listen = text().parse().map_err(|_| bad("host:port"))?,
+            "advertise" => config.advertise = Some(text()),
+            "data_dir" => config.data_dir = PathBuf::from(text()),
+            "node_id" => config.node_id = text().parse().map_err(|_| bad("a number"))?,
+            "broker" => {
+                let broker = value.as_table().ok_or_else(|| bad("a table of settings"))?;
+                for (name, setting) in broker {
+                    let setting = match setting {
+                        toml::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    apply(config, name, &setting)
+                        .map_err(|e| format!("{path}: [broker] {name}: {e}"))?;
+                }
+            }
+            _ => return Err(format!("{path}: unknown key {key}")),
+        }
+    }
+    Ok(())
+}
+
+/// Applies one broker setting by its Kafka name.
+fn apply(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
+    let bad = |expected: &str| format!("{value:?}: expected {expected}");
+    let positive = |minimum: u64| -> Result<u64, String> {
+        value
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n >= minimum)
+            .ok_or_else(|| bad(&format!("a number of at least {minimum}")))
+    };
+    match key {
+        "auto.create.topics.enable" => {
+            config.auto_create_topics = value.parse().map_err(|_| bad("true or false"))?;
+        }
+        "num.partitions" => {
+            config.default_partitions =
+                i32::try_from(positive(1)?).map_err(|_| bad("a smaller number"))?;
+        }
+        "socket.request.max.bytes" => {
+            config.max_request_bytes =
+                usize::try_from(positive(1024)?).map_err(|_| bad("a smaller number"))?;
+        }
+        "max.connections" => {
+            config.max_connections =
+                usize::try_from(positive(1)?).map_err(|_| bad("a smaller number"))?;
+        }
+        "connections.max.idle.ms" => config.idle_timeout = Duration::from_millis(positive(1)?),
+        _ => {
+            return Err(format!(
+                "unknown setting (known: {})",
+                BROKER_KEYS.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(config: Option<PathBuf>, settings: &[&str]) -> ServeArgs {
+        ServeArgs {
+            config,
+            listen: None,
+            advertise: None,
+            data_dir: None,
+            node_id: None,
+            settings: settings.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn file_then_flags_with_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.toml");
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:19999\"\ndata_dir = \"/var/lib/spool\"\n[broker]\n\"num.partitions\" = 3\n\"auto.create.topics.enable\" = false\n",
+        )
+        .unwrap();
+        let config = resolve(&args(Some(path.clone()), &["num.partitions=5"])).unwrap();
+        assert_eq!(config.listen.port(), 19999);
+        assert_eq!(config.data_dir, PathBuf::from("/var/lib/spool"));
+        assert!(!config.auto_create_topics);
+        assert_eq!(config.default_partitions, 5, "flags win over the file");
+
+        std::fs::write(&path, "[broker]\n\"num.partitions\" = 0\n").unwrap();
+        let error = resolve(&args(Some(path.clone()), &[])).unwrap_err();
+        assert!(
+            error.contains("num.partitions") && error.contains("at least 1"),
+            "{error}"
+        );
+        std::fs::write(&path, "colour = \"blue\"\n").unwrap();
+        assert!(
+            resolve(&args(Some(path), &[]))
+                .unwrap_err()
+                .contains("unknown key colour")
+        );
+        assert!(
+            resolve(&args(None, &["no.such=1"]))
+                .unwrap_err()
+                .contains("unknown setting")
+        );
+    }
+}
