@@ -19,13 +19,14 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch};
 
 use crate::handlers;
+use crate::response::Response;
 use crate::server::Shared;
 
 /// What to do after a request.
 #[derive(Debug)]
 pub(crate) enum Reply {
-    /// Send this response (already framed).
-    Send(Bytes),
+    /// Send this response.
+    Send(Response),
     /// Send nothing (Produce with acks=0).
     Nothing,
     /// The request was unacceptable: close the connection.
@@ -109,8 +110,8 @@ async fn write_replies(
 ) {
     while let Some(reply) = pending.recv().await {
         match reply {
-            Reply::Send(bytes) => {
-                if let Err(error) = writer.write_all(&bytes).await {
+            Reply::Send(response) => {
+                if let Err(error) = response.write_to(&mut writer).await {
                     tracing::debug!(%peer, %error, "write failed");
                     break;
                 }

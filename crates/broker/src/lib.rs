@@ -2,15 +2,17 @@
 //! to the handler of its API, and writes the responses back in request order.
 //!
 //! - `server`: the listener, connection limit and shutdown;
-//! - `connection`: one task per connection reading frames, one writing responses in
-//!   order while requests are handled concurrently (pipelining);
+//! - `connection`: one task per connection reading frames, one handling them in
+//!   order, one writing the responses (pipelining);
 //! - `handlers`: one file per Kafka API, each declaring its key and version range;
-//!   the ApiVersions response is built from those declarations.
+//!   the ApiVersions response is built from those declarations;
+//! - `response`: encoded bytes plus segment-file ranges sent with `sendfile`.
 
 mod config;
 mod connection;
 mod errors;
 mod handlers;
+mod response;
 mod server;
 mod topics;
 

@@ -74,7 +74,7 @@ pub trait StoreFile: Send + Sync + std::fmt::Debug {
     fn sync(&self) -> io::Result<()>;
     /// The OS file descriptor, when the file is a real one: the fetch path hands it to
     /// `sendfile` so that bytes go from the page cache to the socket without a copy.
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
     }
 

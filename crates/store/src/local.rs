@@ -2,7 +2,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,8 +118,8 @@ impl StoreFile for LocalFile {
         self.file.sync_data()
     }
 
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        Some(self.file.as_raw_fd())
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.file.as_fd())
     }
 }
 
@@ -139,7 +139,7 @@ mod tests {
         let mut buf = [0u8; 10];
         file.read_exact_at(&mut buf, 0).unwrap();
         assert_eq!(&buf, b"helloworld");
-        assert!(file.raw_fd().is_some());
+        assert!(file.fd().is_some());
         store
             .rename(Path::new("a/b/f"), Path::new("a/b/g"))
             .unwrap();

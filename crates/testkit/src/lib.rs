@@ -4,8 +4,12 @@
 
 mod batch_builder;
 #[cfg(feature = "broker")]
+mod requests;
+#[cfg(feature = "broker")]
 mod test_broker;
 
 pub use batch_builder::{BatchBuilder, TestRecord, random_batch};
+#[cfg(feature = "broker")]
+pub use requests::{FetchAt, produce_request, topic_name};
 #[cfg(feature = "broker")]
 pub use test_broker::{RawClient, TestBroker, correlation_of};

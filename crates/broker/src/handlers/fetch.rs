@@ -2,19 +2,25 @@
 //! and response budgets; a long poll when fewer than `min_bytes` are ready, woken by
 //! new data (a watch on each partition's high watermark), not by a timer loop.
 //!
-//! Not yet: `sendfile` from the segment files (the bytes are copied into the response
-//! for now), fetch sessions (Spool answers session id 0: no session, which KIP-227
+//! The records are not copied: the response carries the segment-file ranges the log
+//! read returned, and the connection's writer sends them with `sendfile` (see
+//! [`encode`] and `crate::response`); only the tail cache's recent bytes come from
+//! memory.
+//!
+//! Not yet: fetch sessions (Spool answers session id 0: no session, which KIP-227
 //! allows), topic ids (v13+).
+
+mod encode;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, ResponseKind};
+use kafka_protocol::messages::{ApiKey, FetchRequest};
 use spool_model::Offset;
 use tokio::sync::watch;
 
+pub(crate) use self::encode::FetchBody;
+use self::encode::{PartitionOut, TopicOut};
 use super::ApiDecl;
 use crate::errors::{self, code};
 use crate::server::Shared;
@@ -28,11 +34,7 @@ pub(crate) const API: ApiDecl = ApiDecl {
 /// The longest a fetch may wait, whatever the client asks.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
 
-pub(crate) async fn handle(
-    request: FetchRequest,
-    version: i16,
-    shared: Arc<Shared>,
-) -> ResponseKind {
+pub(crate) async fn handle(request: FetchRequest, shared: Arc<Shared>) -> FetchBody {
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0))
         .min(MAX_WAIT_CAP);
     let deadline = tokio::time::Instant::now() + wait;
@@ -40,33 +42,50 @@ pub(crate) async fn handle(
     loop {
         let pass = {
             let (shared, request) = (shared.clone(), request.clone());
-            tokio::task::spawn_blocking(move || read_all(&shared, &request, version)).await
+            tokio::task::spawn_blocking(move || read_all(&shared, &request)).await
         };
         let Ok(pass) = pass else {
-            return ResponseKind::Fetch(
-                FetchResponse::default().with_error_code(code::UNKNOWN_SERVER_ERROR),
-            );
+            return failed(&request, code::UNKNOWN_SERVER_ERROR);
         };
-        let enough = pass.bytes >= i64::from(request.min_bytes.max(0)) || pass.errors;
+        let enough =
+            pass.bytes >= u64::try_from(request.min_bytes.max(0)).unwrap_or(0) || pass.errors;
         if enough || tokio::time::Instant::now() >= deadline || pass.watches.is_empty() {
-            return ResponseKind::Fetch(FetchResponse::default().with_responses(pass.topics));
+            return pass.body;
         }
         wait_for_data(pass.watches, deadline).await;
     }
 }
 
+/// Every requested partition answered with `error`.
+fn failed(request: &FetchRequest, error: i16) -> FetchBody {
+    FetchBody {
+        topics: request
+            .topics
+            .iter()
+            .map(|topic| TopicOut {
+                name: topic.topic.clone(),
+                partitions: topic
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionOut::error(p.partition, error))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
 /// One read of every requested partition.
 struct Pass {
-    topics: Vec<FetchableTopicResponse>,
-    bytes: i64,
+    body: FetchBody,
+    bytes: u64,
     errors: bool,
     watches: Vec<watch::Receiver<Offset>>,
 }
 
-fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
-    let mut budget = i64::from(request.max_bytes.max(0));
+fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
+    let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
-        topics: Vec::new(),
+        body: FetchBody::default(),
         bytes: 0,
         errors: false,
         watches: Vec::new(),
@@ -75,77 +94,51 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
         let known = shared.topics.get(topic.topic.0.as_str());
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in &topic.partitions {
-            let mut data = PartitionData::default()
-                .with_partition_index(wanted.partition)
-                .with_high_watermark(-1)
-                .with_last_stable_offset(-1)
-                .with_log_start_offset(-1);
-            if version >= 11 {
-                data = data.with_preferred_read_replica(BrokerId(-1));
-            }
             let log = known
                 .as_ref()
                 .and_then(|t| t.partition(wanted.partition))
                 .and_then(|tp| shared.logs.partition(&tp).ok().flatten());
             let Some(log) = log else {
                 pass.errors = true;
-                partitions.push(data.with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION));
+                partitions.push(PartitionOut::error(
+                    wanted.partition,
+                    code::UNKNOWN_TOPIC_OR_PARTITION,
+                ));
                 continue;
             };
             // The first partition with data gets at least one whole batch, even past
             // the response budget, so consumers always make progress (as in Kafka).
-            let partition_budget = i64::from(wanted.partition_max_bytes.max(0))
-                .min(budget.max(if pass.bytes == 0 { 1 } else { 0 }));
-            let read = if partition_budget > 0 {
-                log.read(
-                    Offset(wanted.fetch_offset),
-                    u64::try_from(partition_budget).unwrap_or(0),
-                )
-            } else {
-                log.read(Offset(wanted.fetch_offset), 0).map(|mut r| {
-                    r.chunks.clear();
-                    r
-                })
-            };
+            let floor = u64::from(pass.bytes == 0);
+            let partition_budget = u64::try_from(wanted.partition_max_bytes.max(0))
+                .unwrap_or(0)
+                .min(budget.max(floor));
+            let read = log.read(Offset(wanted.fetch_offset), partition_budget);
+            let offsets = log.offsets();
+            let mut out = PartitionOut::error(wanted.partition, code::NONE);
+            out.high_watermark = offsets.high_watermark.0;
+            out.log_start = offsets.log_start.0;
             match read {
-                Ok(result) => {
-                    let offsets = log.offsets();
-                    let bytes = result.to_vec().map(Bytes::from);
-                    let (error, records) = match bytes {
-                        Ok(bytes) => (code::NONE, bytes),
-                        Err(_) => (code::KAFKA_STORAGE_ERROR, Bytes::new()),
-                    };
-                    let len = i64::try_from(records.len()).unwrap_or(i64::MAX);
+                Ok(mut result) => {
+                    if partition_budget == 0 {
+                        result.chunks.clear();
+                    }
+                    let len = result.len();
                     pass.bytes += len;
-                    budget -= len;
-                    pass.errors |= error != code::NONE;
+                    budget = budget.saturating_sub(len);
                     pass.watches.push(log.subscribe_high_watermark());
-                    partitions.push(
-                        data.with_error_code(error)
-                            .with_high_watermark(offsets.high_watermark.0)
-                            .with_last_stable_offset(offsets.high_watermark.0)
-                            .with_log_start_offset(offsets.log_start.0)
-                            .with_aborted_transactions(Some(Vec::new()))
-                            .with_records(Some(records)),
-                    );
+                    out.records = Some(result.chunks);
                 }
                 Err(error) => {
                     pass.errors = true;
-                    let offsets = log.offsets();
-                    partitions.push(
-                        data.with_error_code(errors::log_error_code(&error))
-                            .with_high_watermark(offsets.high_watermark.0)
-                            .with_last_stable_offset(offsets.high_watermark.0)
-                            .with_log_start_offset(offsets.log_start.0),
-                    );
+                    out.error = errors::log_error_code(&error);
                 }
             }
+            partitions.push(out);
         }
-        pass.topics.push(
-            FetchableTopicResponse::default()
-                .with_topic(topic.topic.clone())
-                .with_partitions(partitions),
-        );
+        pass.body.topics.push(TopicOut {
+            name: topic.topic.clone(),
+            partitions,
+        });
     }
     pass
 }

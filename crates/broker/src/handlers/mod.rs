@@ -23,6 +23,7 @@ use kafka_protocol::protocol::Encodable;
 use spool_protocol::request::{self, Envelope};
 
 use crate::connection::Reply;
+use crate::response::{Response, ResponseWriter};
 use crate::server::Shared;
 
 /// An API a handler implements, and the versions.
@@ -91,7 +92,10 @@ pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
             Some(response) => response,
             None => return Reply::Nothing,
         },
-        RequestKind::Fetch(request) => fetch::handle(request, version, shared).await,
+        RequestKind::Fetch(request) => {
+            let body = fetch::handle(request, shared).await;
+            return encode_fetch(&envelope, version, &body);
+        }
         RequestKind::ListOffsets(request) => list_offsets::handle(request, shared).await,
         RequestKind::DeleteTopics(request) => delete_topics::handle(request, version, shared).await,
         RequestKind::DeleteRecords(request) => delete_records::handle(request, shared).await,
@@ -124,5 +128,30 @@ fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
     }
     let size = i32::try_from(buffer.len() - 4).unwrap_or(i32::MAX);
     buffer[..4].copy_from_slice(&size.to_be_bytes());
-    Reply::Send(buffer.freeze())
+    Reply::Send(Response::from_bytes(buffer.freeze()))
+}
+
+/// Frames a Fetch response, whose records stay in the segment files until sent.
+fn encode_fetch(envelope: &Envelope, version: i16, body: &fetch::FetchBody) -> Reply {
+    let header_version = envelope.api_key.response_header_version(version);
+    let header = ResponseHeader::default().with_correlation_id(envelope.header.correlation_id);
+    let mut writer = ResponseWriter::new();
+    if let Err(error) = header.encode(writer.buffer(), header_version) {
+        tracing::error!(%error, "cannot encode the fetch response header; closing connection");
+        return Reply::Close;
+    }
+    if let Err(error) = body.encode(version, &mut writer) {
+        tracing::error!(version, %error, "closing connection");
+        return Reply::Close;
+    }
+    match writer.finish() {
+        Some(response) => Reply::Send(response),
+        None => {
+            tracing::error!(
+                version,
+                "fetch response too large for a frame; closing connection"
+            );
+            Reply::Close
+        }
+    }
 }

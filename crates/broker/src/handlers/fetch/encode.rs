@@ -1,0 +1,263 @@
+//! The Fetch response, encoded by hand around the stored records.
+//!
+//! `kafka-protocol` encodes records from one in-memory buffer; Spool's records are
+//! byte ranges of segment files that go to the socket with `sendfile`. So this module
+//! writes the response's fields itself (v4–v12 layout: Kafka's `FetchResponse.json`)
+//! and hands the records to the [`ResponseWriter`] as file ranges. The test decodes
+//! every version with `kafka-protocol` to prove the layout.
+
+use bytes::BufMut;
+use kafka_protocol::messages::TopicName;
+use spool_log::ReadChunk;
+
+use crate::response::ResponseWriter;
+
+/// The first version with compact arrays, compact strings and tagged fields.
+const FLEXIBLE: i16 = 12;
+
+/// A Fetch response body before encoding.
+#[derive(Debug, Default)]
+pub(crate) struct FetchBody {
+    pub(crate) topics: Vec<TopicOut>,
+}
+
+#[derive(Debug)]
+pub(crate) struct TopicOut {
+    pub(crate) name: TopicName,
+    pub(crate) partitions: Vec<PartitionOut>,
+}
+
+#[derive(Debug)]
+pub(crate) struct PartitionOut {
+    pub(crate) index: i32,
+    pub(crate) error: i16,
+    pub(crate) high_watermark: i64,
+    pub(crate) log_start: i64,
+    /// `None` is sent as null records (partitions with an error).
+    pub(crate) records: Option<Vec<ReadChunk>>,
+}
+
+impl PartitionOut {
+    /// A partition answered with only an error.
+    pub(crate) fn error(index: i32, error: i16) -> PartitionOut {
+        PartitionOut {
+            index,
+            error,
+            high_watermark: -1,
+            log_start: -1,
+            records: None,
+        }
+    }
+}
+
+/// Why a body could not be encoded.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot encode the fetch response: {0}")]
+pub(crate) struct EncodeError(&'static str);
+
+impl FetchBody {
+    /// Writes the body (after the response header) into `out`.
+    pub(crate) fn encode(&self, version: i16, out: &mut ResponseWriter) -> Result<(), EncodeError> {
+        let flexible = version >= FLEXIBLE;
+        let buf = out.buffer();
+        buf.put_i32(0); // throttle_time_ms
+        if version >= 7 {
+            buf.put_i16(0); // top-level error_code
+            buf.put_i32(0); // session_id: no fetch session (KIP-227 allows it)
+        }
+        put_array_len(out, flexible, self.topics.len())?;
+        for topic in &self.topics {
+            put_string(out, flexible, topic.name.0.as_str())?;
+            put_array_len(out, flexible, topic.partitions.len())?;
+            for partition in &topic.partitions {
+                encode_partition(partition, version, out)?;
+            }
+            put_no_tags(out, flexible);
+        }
+        put_no_tags(out, flexible);
+        Ok(())
+    }
+}
+
+fn encode_partition(
+    partition: &PartitionOut,
+    version: i16,
+    out: &mut ResponseWriter,
+) -> Result<(), EncodeError> {
+    let flexible = version >= FLEXIBLE;
+    let buf = out.buffer();
+    buf.put_i32(partition.index);
+    buf.put_i16(partition.error);
+    buf.put_i64(partition.high_watermark);
+    buf.put_i64(partition.high_watermark); // last_stable_offset: no transactions yet
+    if version >= 5 {
+        buf.put_i64(partition.log_start);
+    }
+    put_array_len(out, flexible, 0)?; // aborted_transactions
+    if version >= 11 {
+        out.buffer().put_i32(-1); // preferred_read_replica: none
+    }
+    match &partition.records {
+        None if flexible => put_uvarint(out, 0),
+        None => out.buffer().put_i32(-1),
+        Some(chunks) => {
+            let len: u64 = chunks.iter().map(ReadChunk::len).sum();
+            let len = i32::try_from(len).map_err(|_| EncodeError("records too large"))?;
+            if flexible {
+                put_uvarint(out, len.unsigned_abs() + 1);
+            } else {
+                out.buffer().put_i32(len);
+            }
+            for chunk in chunks {
+                out.push_chunk(chunk);
+            }
+        }
+    }
+    put_no_tags(out, flexible);
+    Ok(())
+}
+
+fn put_array_len(out: &mut ResponseWriter, flexible: bool, len: usize) -> Result<(), EncodeError> {
+    let len = u32::try_from(len).map_err(|_| EncodeError("array too long"))?;
+    if flexible {
+        put_uvarint(out, len + 1);
+    } else {
+        let len = i32::try_from(len).map_err(|_| EncodeError("array too long"))?;
+        out.buffer().put_i32(len);
+    }
+    Ok(())
+}
+
+fn put_no_tags(out: &mut ResponseWriter, flexible: bool) {
+    if flexible {
+        put_uvarint(out, 0);
+    }
+}
+
+fn put_string(out: &mut ResponseWriter, flexible: bool, value: &str) -> Result<(), EncodeError> {
+    if flexible {
+        let len = u32::try_from(value.len()).map_err(|_| EncodeError("string too long"))?;
+        put_uvarint(out, len + 1);
+    } else {
+        let len = i16::try_from(value.len()).map_err(|_| EncodeError("string too long"))?;
+        out.buffer().put_i16(len);
+    }
+    out.buffer().put_slice(value.as_bytes());
+    Ok(())
+}
+
+/// Kafka's unsigned varint: seven bits at a time, low first, high bit = more follows.
+/// (`kafka-protocol` keeps its encoder private.)
+fn put_uvarint(out: &mut ResponseWriter, mut value: u32) {
+    let buf = out.buffer();
+    loop {
+        let [low, ..] = value.to_le_bytes();
+        value >>= 7;
+        if value == 0 {
+            buf.put_u8(low & 0x7f);
+            return;
+        }
+        buf.put_u8(low | 0x80);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use bytes::{Buf, Bytes};
+    use kafka_protocol::messages::FetchResponse;
+    use kafka_protocol::protocol::{Decodable, StrBytes};
+    use spool_store::{MemoryStore, OpenMode, Store, StoreFile};
+
+    use super::*;
+
+    fn file_with(bytes: &[u8]) -> Arc<dyn StoreFile> {
+        let store = MemoryStore::new();
+        let file = store.open(Path::new("segment"), OpenMode::Create).unwrap();
+        file.write_at(bytes, 0).unwrap();
+        file
+    }
+
+    fn body() -> FetchBody {
+        let file = file_with(b"....file-records....");
+        let big = Bytes::from(vec![7u8; 100 * 1024]);
+        FetchBody {
+            topics: vec![
+                TopicOut {
+                    name: TopicName(StrBytes::from_static_str("orders")),
+                    partitions: vec![
+                        PartitionOut {
+                            index: 0,
+                            error: 0,
+                            high_watermark: 42,
+                            log_start: 3,
+                            records: Some(vec![
+                                ReadChunk::Memory(Bytes::from_static(b"memory-first|")),
+                                ReadChunk::File {
+                                    file,
+                                    position: 4,
+                                    len: 12,
+                                },
+                                ReadChunk::Memory(big),
+                            ]),
+                        },
+                        PartitionOut {
+                            index: 1,
+                            error: 0,
+                            high_watermark: 0,
+                            log_start: 0,
+                            records: Some(Vec::new()),
+                        },
+                        PartitionOut::error(9, 3),
+                    ],
+                },
+                TopicOut {
+                    name: TopicName(StrBytes::from_static_str("unknown")),
+                    partitions: vec![PartitionOut::error(0, 3)],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn every_version_decodes_to_what_was_encoded() {
+        let body = body();
+        for version in 4..=12 {
+            let mut writer = ResponseWriter::new();
+            body.encode(version, &mut writer).unwrap();
+            let framed = writer.finish().unwrap().to_vec().unwrap();
+            let mut bytes = Bytes::from(framed);
+            let size = bytes.get_i32();
+            assert_eq!(usize::try_from(size).unwrap(), bytes.len(), "v{version}");
+            let decoded = FetchResponse::decode(&mut bytes, version).unwrap();
+            assert!(!bytes.has_remaining(), "v{version}: trailing bytes");
+
+            assert_eq!(decoded.responses.len(), 2);
+            let orders = &decoded.responses[0];
+            assert_eq!(orders.topic.0.as_str(), "orders");
+            let first = &orders.partitions[0];
+            assert_eq!(first.high_watermark, 42);
+            assert_eq!(first.last_stable_offset, 42);
+            if version >= 5 {
+                assert_eq!(first.log_start_offset, 3);
+            }
+            let records = first.records.as_ref().unwrap();
+            assert!(
+                records.starts_with(b"memory-first|file-records"),
+                "v{version}"
+            );
+            assert_eq!(records.len(), 13 + 12 + 100 * 1024);
+            assert_eq!(
+                orders.partitions[1].records.as_deref(),
+                Some(&[][..]),
+                "v{version}"
+            );
+            let failed = &orders.partitions[2];
+            assert_eq!((failed.partition_index, failed.error_code), (9, 3));
+            assert!(failed.records.is_none());
+            assert_eq!(decoded.responses[1].partitions[0].error_code, 3);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Typed shortcuts over [`RawClient::call`] for the requests most tests make. They
+//! panic on a response of the wrong kind, as a test should.
+#![allow(clippy::panic)]
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::list_offsets_response::ListOffsetsPartitionResponse;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    BrokerId, CreateTopicsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest, RequestKind,
+    ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::RawClient;
+
+/// A topic name for a request.
+#[must_use]
+pub fn topic_name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_owned()))
+}
+
+/// One partition of a Fetch request.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchAt {
+    pub partition: i32,
+    pub offset: i64,
+    pub max_bytes: i32,
+}
+
+/// A Produce request (acks=all) of `records` to one partition.
+#[must_use]
+pub fn produce_request(topic: &str, partition: i32, records: Vec<u8>) -> RequestKind {
+    RequestKind::Produce(
+        ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(topic_name(topic))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(partition)
+                            .with_records(Some(Bytes::from(records))),
+                    ]),
+            ]),
+    )
+}
+
+impl RawClient {
+    /// Creates `topic` (CreateTopics v7); returns the topic's error code.
+    pub async fn create_topic(&mut self, topic: &str, partitions: i32) -> i16 {
+        let request = CreateTopicsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(1),
+            ]);
+        let ResponseKind::CreateTopics(response) =
+            self.call(RequestKind::CreateTopics(request), 7).await
+        else {
+            panic!("not a CreateTopics response")
+        };
+        response.topics[0].error_code
+    }
+
+    /// Produces `records` to one partition with acks=all (Produce v9); returns
+    /// (error code, base offset).
+    pub async fn produce(&mut self, topic: &str, partition: i32, records: Vec<u8>) -> (i16, i64) {
+        let request = produce_request(topic, partition, records);
+        let ResponseKind::Produce(response) = self.call(request, 9).await else {
+            panic!("not a Produce response")
+        };
+        let partition = &response.responses[0].partition_responses[0];
+        (partition.error_code, partition.base_offset)
+    }
+
+    /// Fetches partitions of one topic at `version`, without waiting for data unless
+    /// `min_bytes` asks; returns the partitions' answers in request order.
+    pub async fn fetch(
+        &mut self,
+        version: i16,
+        topic: &str,
+        partitions: &[FetchAt],
+        min_bytes: i32,
+        max_wait_ms: i32,
+        max_bytes: i32,
+    ) -> Vec<PartitionData> {
+        let request = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(max_wait_ms)
+            .with_min_bytes(min_bytes)
+            .with_max_bytes(max_bytes)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(topic_name(topic))
+                    .with_partitions(
+                        partitions
+                            .iter()
+                            .map(|at| {
+                                FetchPartition::default()
+                                    .with_partition(at.partition)
+                                    .with_fetch_offset(at.offset)
+                                    .with_partition_max_bytes(at.max_bytes)
+                            })
+                            .collect(),
+                    ),
+            ]);
+        let ResponseKind::Fetch(response) = self.call(RequestKind::Fetch(request), version).await
+        else {
+            panic!("not a Fetch response")
+        };
+        assert_eq!(response.error_code, 0);
+        response
+            .responses
+            .into_iter()
+            .flat_map(|t| t.partitions)
+            .collect()
+    }
+
+    /// ListOffsets for one partition at `version`: `timestamp` is a time in ms or one
+    /// of Kafka's specials (-1 latest, -2 earliest, -3 max timestamp).
+    pub async fn list_offset(
+        &mut self,
+        version: i16,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> ListOffsetsPartitionResponse {
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_partitions(vec![
+                        ListOffsetsPartition::default()
+                            .with_partition_index(partition)
+                            .with_timestamp(timestamp),
+                    ]),
+            ]);
+        let ResponseKind::ListOffsets(response) =
+            self.call(RequestKind::ListOffsets(request), version).await
+        else {
+            panic!("not a ListOffsets response")
+        };
+        response
+            .topics
+            .into_iter()
+            .flat_map(|t| t.partitions)
+            .next()
+            .unwrap_or_else(|| panic!("no partition in the answer"))
+    }
+}
