@@ -5,7 +5,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
 from kafka.admin import KafkaAdminClient
@@ -168,6 +168,26 @@ def test_offsets_for_times_and_earliest_latest(broker):
     assert kp.offsets_for_times({tp: base + 10000})[tp] is None
     assert kp.end_offsets([tp])[tp] == 10
     kp.close()
+
+
+def test_offset_of_the_newest_timestamp(broker):
+    """ListOffsets v7 MAX_TIMESTAMP (-3): only librdkafka exposes it, through
+    confluent-kafka's admin client and kcat -Q; kafka-python and KafkaJS do not."""
+    create(broker, "newest", 1)
+    producer = Producer({"bootstrap.servers": broker.address, "acks": "all"})
+    base = 1_700_000_000_000
+    for delta in (5000, 9000, 1000, 9000):
+        producer.produce("newest", value=b"v", timestamp=base + delta)
+    assert producer.flush(10) == 0
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    tp = TopicPartition("newest", 0)
+    futures = admin.list_offsets({tp: OffsetSpec.max_timestamp()})
+    info = futures[tp].result(timeout=10)
+    assert (info.offset, info.timestamp) == (1, base + 9000)
+    earliest = admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(timeout=10)
+    assert earliest.offset == 0
+    out = kcat("-Q", "-b", broker.address, "-t", "newest:0:-3").decode()
+    assert "offset 1" in out, out
 
 
 def test_unknown_topic_with_auto_create_off(make_broker):

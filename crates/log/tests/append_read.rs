@@ -319,6 +319,33 @@ fn offset_for_timestamp_finds_the_first_record_at_or_after() {
 }
 
 #[test]
+fn the_max_timestamp_is_found_across_segments_to_the_record() {
+    let store = memory();
+    let log = open(store.clone(), small_config());
+    assert_eq!(log.max_timestamp_offset().unwrap(), None, "empty log");
+    // Timestamps rise to a peak of 9_000 at offset 61 (batch 20, record 1), which two
+    // later records repeat, then fall: the first record with the peak is the answer.
+    for i in 0..40i64 {
+        let base = if i < 20 { 1000 + i } else { 8998 - i };
+        let mut builder = spool_testkit::BatchBuilder::new().timestamp(base);
+        for delta in 0..3 {
+            let peak = (i == 20 && delta >= 1) || (i == 21 && delta == 0);
+            builder = builder.record(spool_testkit::TestRecord {
+                timestamp_delta: if peak { 9000 - base } else { delta },
+                ..spool_testkit::TestRecord::value(vec![0u8; 100])
+            });
+        }
+        log.append(&[&builder.build()]).unwrap();
+    }
+    log.sync().unwrap();
+    assert!(segments_in(&store).len() > 2, "spans segments");
+    assert_eq!(
+        log.max_timestamp_offset().unwrap(),
+        Some((Offset(61), Timestamp(9000)))
+    );
+}
+
+#[test]
 fn offset_for_timestamp_is_batch_granular_for_compressed_batches() {
     let log = open(memory(), small_config());
     let compressed = spool_testkit::BatchBuilder::new()

@@ -1,5 +1,9 @@
-//! ListOffsets (key 2): earliest (-2), latest (-1), or the first offset at or after a
-//! timestamp.
+//! ListOffsets (key 2): earliest (-2), latest (-1), the record with the largest
+//! timestamp (-3, v7+), the earliest local offset (-4, v8+: the log start, as Spool
+//! keeps the whole log local), or the first offset at or after a timestamp.
+//!
+//! Not advertised: v9's latest tiered offset (-5) and v10's timeout, which only mean
+//! something with tiered storage.
 
 use std::sync::Arc;
 
@@ -7,21 +11,23 @@ use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse, ResponseKind};
-use spool_model::{Timestamp, TopicPartition};
+use spool_log::LogError;
+use spool_model::{Offset, Timestamp, TopicPartition};
 
 use super::ApiDecl;
 use crate::errors::{self, code};
 use crate::server::Shared;
 
-/// Version 7 adds MAX_TIMESTAMP (-3), which is not implemented yet, so 6 is the top.
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::ListOffsets,
     min: 1,
-    max: 6,
+    max: 8,
 };
 
-const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
 
 pub(crate) async fn handle(request: ListOffsetsRequest, shared: Arc<Shared>) -> ResponseKind {
     let shared_for_io = shared.clone();
@@ -75,15 +81,18 @@ fn lookup(shared: &Shared, partition: &TopicPartition, timestamp: i64) -> Result
         .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
     let offsets = log.offsets();
     match timestamp {
-        EARLIEST => Ok((offsets.log_start.0, -1)),
+        EARLIEST | EARLIEST_LOCAL => Ok((offsets.log_start.0, -1)),
         LATEST => Ok((offsets.high_watermark.0, -1)),
-        t if t >= 0 => match log
-            .offset_for_timestamp(Timestamp(t))
-            .map_err(|e| errors::log_error_code(&e))?
-        {
-            Some((offset, found)) => Ok((offset.0, found.0)),
-            None => Ok((-1, -1)),
-        },
+        MAX_TIMESTAMP => found(log.max_timestamp_offset()),
+        t if t >= 0 => found(log.offset_for_timestamp(Timestamp(t))),
         _ => Err(code::INVALID_REQUEST),
+    }
+}
+
+/// A lookup's (offset, timestamp), or Kafka's (-1, -1) for none.
+fn found(lookup: Result<Option<(Offset, Timestamp)>, LogError>) -> Result<(i64, i64), i16> {
+    match lookup.map_err(|e| errors::log_error_code(&e))? {
+        Some((offset, timestamp)) => Ok((offset.0, timestamp.0)),
+        None => Ok((-1, -1)),
     }
 }

@@ -154,6 +154,33 @@ impl PartitionLog {
         })
     }
 
+    /// The offset of the first record with the largest timestamp in the visible log,
+    /// with that timestamp (ListOffsets `MAX_TIMESTAMP`); `None` for an empty log.
+    /// Exact to the record under the same terms as [`Self::offset_for_timestamp`].
+    pub fn max_timestamp_offset(&self) -> Result<Option<(Offset, Timestamp)>> {
+        let interval = self.config().index_interval_bytes;
+        let max = {
+            let mut state = self.lock_for_use();
+            let high_watermark = state.high_watermark;
+            let mut max: Option<Timestamp> = None;
+            for segment in &mut state.segments {
+                if segment.base > high_watermark.segment_base {
+                    break;
+                }
+                if let Some(segment_max) = segment.max_timestamp(&self.files, interval)? {
+                    max = Some(max.map_or(segment_max, |m| m.max(segment_max)));
+                }
+            }
+            max
+        };
+        // No visible record is newer than the maximum, so the first at or after it
+        // is the first that carries it.
+        match max {
+            Some(max) => self.offset_for_timestamp(max),
+            None => Ok(None),
+        }
+    }
+
     /// The first offset whose record timestamp is at or after `target`, with that
     /// timestamp; `None` if every visible record is older. Exact to the record for
     /// uncompressed batches; for compressed ones the batch's first offset (its records
