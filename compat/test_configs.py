@@ -4,7 +4,7 @@ take effect at once and survive a restart."""
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
-                                   NewTopic, ResourceType)
+                                   ConfigSource, NewTopic, ResourceType)
 from kafka.admin import ConfigResource as KPConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 
@@ -64,17 +64,99 @@ def test_describe_and_alter_topic_configs(make_broker):
     assert describe(admin, "conf")["segment.bytes"] == ("1048576", False)
 
 
-def test_broker_settings_are_described_and_read_only(make_broker):
-    broker = make_broker("num.partitions=3")
-    admin = AdminClient({"bootstrap.servers": broker.address})
-    resource = ConfigResource(ResourceType.BROKER, "1")
+def broker_entries(admin, name="1"):
+    resource = ConfigResource(ResourceType.BROKER, name)
     entries = admin.describe_configs([resource])[resource].result(timeout=10)
-    assert entries["num.partitions"].value == "3"
-    assert entries["num.partitions"].is_read_only
-    change = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
-        ConfigEntry("num.partitions", "5", incremental_operation=AlterConfigOpType.SET)])
-    with pytest.raises(KafkaException):
-        admin.incremental_alter_configs([change])[change].result(timeout=10)
+    return {key: (entry.value, ConfigSource(entry.source), entry.is_read_only) for key, entry in entries.items()}
+
+
+def topic_entries(admin, topic):
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    return {key: (entry.value, ConfigSource(entry.source)) for key, entry in entries.items()}
+
+
+def alter_broker(admin, name, **changes):
+    """Incremental SET (a value) or DELETE (None) of broker settings."""
+    entries = [ConfigEntry(key.replace("_", "."), value,
+                           incremental_operation=AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET)
+               for key, value in changes.items()]
+    resource = ConfigResource(ResourceType.BROKER, name, incremental_configs=entries)
+    admin.incremental_alter_configs([resource])[resource].result(timeout=10)
+
+
+def kp_alter(kp, broker, configs):
+    response = kp.alter_configs([KPConfigResource(ConfigResourceType.BROKER, broker, configs=configs)])
+    assert [resource[0] for resource in response.resources] == [0], response
+
+
+def test_broker_settings_change_at_run_time_and_persist(make_broker):
+    broker = make_broker("num.partitions=3", "log.retention.ms=3600000")
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    entries = broker_entries(admin)
+    assert entries["num.partitions"] == ("3", ConfigSource.STATIC_BROKER_CONFIG, False)
+    assert entries["log.retention.ms"] == ("3600000", ConfigSource.STATIC_BROKER_CONFIG, False)
+    assert entries["log.segment.bytes"] == ("1073741824", ConfigSource.DEFAULT_CONFIG, False)
+    assert entries["max.connections"][2], "read-only: needs a restart"
+
+    # Topics inherit the broker's defaults unless they set the config themselves.
+    futures = admin.create_topics([NewTopic("inherits", 1, 1),
+                                   NewTopic("explicit", 1, 1, config={"retention.ms": "1000"})])
+    for future in futures.values():
+        future.result(timeout=10)
+    assert topic_entries(admin, "inherits")["retention.ms"] == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
+
+    # Cluster-wide dynamic defaults (resource name "", which librdkafka cannot name),
+    # with kafka-python's AlterConfigs.
+    kp = KafkaAdminClient(bootstrap_servers=broker.address)
+    kp_alter(kp, "", {"log.retention.ms": "7200000", "message.max.bytes": "2000"})
+    inherits = topic_entries(admin, "inherits")
+    assert inherits["retention.ms"] == ("7200000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert inherits["max.message.bytes"] == ("2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert topic_entries(admin, "explicit")["retention.ms"] == ("1000", ConfigSource.DYNAMIC_TOPIC_CONFIG)
+    producer = Producer({"bootstrap.servers": broker.address, "acks": "all"})
+    errors = []
+    producer.produce("inherits", value=b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(10)
+    assert errors[0] is not None and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+
+    # This node's own override, with confluent-kafka: auto-created topics get the new
+    # partition count at once.
+    alter_broker(admin, "1", num_partitions="5")
+    metadata = admin.list_topics(topic="auto-created", timeout=10)
+    assert len(metadata.topics["auto-created"].partitions) == 5
+
+    # Read-only settings, unknown settings, bad values and other brokers are refused.
+    for name, changes, code in [
+        ("1", {"max_connections": "5"}, KafkaError.INVALID_REQUEST),
+        ("1", {"no_such_setting": "5"}, KafkaError.INVALID_CONFIG),
+        ("1", {"log_segment_bytes": "12"}, KafkaError.INVALID_CONFIG),
+    ]:
+        with pytest.raises(KafkaException) as error:
+            alter_broker(admin, name, **changes)
+        assert error.value.args[0].code() == code, (name, changes)
+    # librdkafka sends a broker's configs to that broker; kafka-python to any.
+    response = kp.alter_configs([KPConfigResource(ConfigResourceType.BROKER, "7", configs={"num.partitions": "2"})])
+    assert response.resources[0][0] == KafkaError.INVALID_REQUEST
+    kp.close()
+
+    # Dynamic settings outlive a restart and beat the static ones.
+    broker.stop()
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    entries = broker_entries(admin)
+    assert entries["num.partitions"] == ("5", ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+    assert entries["message.max.bytes"] == ("2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, False)
+    kp = KafkaAdminClient(bootstrap_servers=broker.address)
+    described = kp.describe_configs([KPConfigResource(ConfigResourceType.BROKER, "1")])
+    entries = {entry[0]: entry[1] for entry in described[0].resources[0][4]}
+    assert entries["log.retention.ms"] == "7200000" and entries["num.partitions"] == "5"
+
+    # AlterConfigs replaces the scope's set: dropping an override brings back the
+    # static value.
+    kp_alter(kp, "", {"message.max.bytes": "2000"})
+    kp.close()
+    assert topic_entries(admin, "inherits")["retention.ms"] == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
 
 
 def test_config_file_and_environment(make_broker, tmp_path):

@@ -1,8 +1,12 @@
-//! The broker's settings.
+//! The broker's settings, and the one place that reads a setting by its Kafka name
+//! (used for `--set`, the config file, `SPOOL_*` variables and AlterConfigs alike).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::topics;
 
 /// What a broker needs to start. Every field has a default (see `Default`).
 #[derive(Debug, Clone)]
@@ -27,6 +31,9 @@ pub struct BrokerConfig {
     pub auto_create_topics: bool,
     /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
     pub default_partitions: i32,
+    /// The broker-wide defaults of topic configs, by topic config name
+    /// (`log.retention.ms` sets `retention.ms` here): see [`TOPIC_DEFAULTS`].
+    pub topic_defaults: BTreeMap<String, String>,
 }
 
 impl Default for BrokerConfig {
@@ -42,6 +49,158 @@ impl Default for BrokerConfig {
             max_in_flight_per_connection: 64,
             auto_create_topics: true,
             default_partitions: 1,
+            topic_defaults: BTreeMap::new(),
         }
+    }
+}
+
+/// Broker settings that default a topic config, as Kafka names them: (broker setting,
+/// topic config).
+pub const TOPIC_DEFAULTS: [(&str, &str); 10] = [
+    ("log.retention.ms", "retention.ms"),
+    ("log.retention.bytes", "retention.bytes"),
+    ("log.segment.bytes", "segment.bytes"),
+    ("log.roll.ms", "segment.ms"),
+    ("log.index.interval.bytes", "index.interval.bytes"),
+    ("message.max.bytes", "max.message.bytes"),
+    ("log.message.timestamp.type", "message.timestamp.type"),
+    ("log.cleanup.policy", "cleanup.policy"),
+    ("log.flush.interval.ms", "flush.ms"),
+    ("log.flush.interval.messages", "flush.messages"),
+];
+
+/// Settings that can change while the broker runs (AlterConfigs on the broker); the
+/// others need a restart, as in Kafka.
+const DYNAMIC: [&str; 2] = ["auto.create.topics.enable", "num.partitions"];
+
+/// Settings read at start only.
+const STATIC: [&str; 3] = [
+    "socket.request.max.bytes",
+    "max.connections",
+    "connections.max.idle.ms",
+];
+
+/// Every broker setting [`BrokerConfig::set`] accepts, by Kafka name.
+pub fn setting_names() -> impl Iterator<Item = &'static str> {
+    STATIC
+        .into_iter()
+        .chain(DYNAMIC)
+        .chain(TOPIC_DEFAULTS.into_iter().map(|(broker, _)| broker))
+}
+
+/// Whether a setting can change at run time.
+pub(crate) fn is_dynamic(name: &str) -> bool {
+    DYNAMIC.contains(&name) || topic_config_of(name).is_some()
+}
+
+/// The topic config a broker setting defaults, if it is one of those.
+pub(crate) fn topic_config_of(name: &str) -> Option<&'static str> {
+    TOPIC_DEFAULTS
+        .iter()
+        .find(|(broker, _)| *broker == name)
+        .map(|(_, topic)| *topic)
+}
+
+impl BrokerConfig {
+    /// Applies one setting by its Kafka name, checking the value; the message says
+    /// what the setting accepts.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let bad = |expected: &str| format!("{value:?}: expected {expected}");
+        let at_least = |minimum: u64| -> Result<u64, String> {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n >= minimum)
+                .ok_or_else(|| bad(&format!("a number of at least {minimum}")))
+        };
+        match name {
+            "auto.create.topics.enable" => {
+                self.auto_create_topics = value.parse().map_err(|_| bad("true or false"))?;
+            }
+            "num.partitions" => {
+                self.default_partitions =
+                    i32::try_from(at_least(1)?).map_err(|_| bad("a smaller number"))?;
+            }
+            "socket.request.max.bytes" => {
+                self.max_request_bytes =
+                    usize::try_from(at_least(1024)?).map_err(|_| bad("a smaller number"))?;
+            }
+            "max.connections" => {
+                self.max_connections =
+                    usize::try_from(at_least(1)?).map_err(|_| bad("a smaller number"))?;
+            }
+            "connections.max.idle.ms" => self.idle_timeout = Duration::from_millis(at_least(1)?),
+            _ => {
+                let Some(topic_config) = topic_config_of(name) else {
+                    let known: Vec<_> = setting_names().collect();
+                    return Err(format!("unknown setting (known: {})", known.join(", ")));
+                };
+                topics::check_config(topic_config, value).map_err(|e| e.0)?;
+                self.topic_defaults
+                    .insert(topic_config.to_owned(), value.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every setting by Kafka name with its current value.
+    pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
+        let mut settings = vec![
+            (
+                "auto.create.topics.enable",
+                self.auto_create_topics.to_string(),
+            ),
+            ("num.partitions", self.default_partitions.to_string()),
+            (
+                "socket.request.max.bytes",
+                self.max_request_bytes.to_string(),
+            ),
+            ("max.connections", self.max_connections.to_string()),
+            (
+                "connections.max.idle.ms",
+                self.idle_timeout.as_millis().to_string(),
+            ),
+        ];
+        let defaults = topics::default_config_values(&self.topic_defaults);
+        for (broker, topic) in TOPIC_DEFAULTS {
+            if let Some(value) = defaults.get(topic) {
+                settings.push((broker, value.clone()));
+            }
+        }
+        settings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_by_kafka_name_are_checked() {
+        let mut config = BrokerConfig::default();
+        config.set("num.partitions", "4").unwrap();
+        config.set("log.retention.ms", "60000").unwrap();
+        config.set("message.max.bytes", "2000000").unwrap();
+        assert_eq!(config.default_partitions, 4);
+        assert_eq!(config.topic_defaults["retention.ms"], "60000");
+        assert_eq!(config.topic_defaults["max.message.bytes"], "2000000");
+
+        for (name, value, says) in [
+            ("num.partitions", "0", "at least 1"),
+            ("log.retention.ms", "soon", "not a number"),
+            ("log.segment.bytes", "-5", "positive"),
+            ("log.message.timestamp.type", "Tuesday", "CreateTime"),
+            ("log.cleanup.policy", "compact", "not implemented"),
+            ("colour", "blue", "unknown setting"),
+        ] {
+            let error = config.set(name, value).unwrap_err();
+            assert!(error.contains(says), "{name}={value}: {error}");
+        }
+        let described: BTreeMap<_, _> = config.settings().into_iter().collect();
+        assert_eq!(described["log.retention.ms"], "60000");
+        assert_eq!(described["log.segment.bytes"], (1u64 << 30).to_string());
+        assert_eq!(described["num.partitions"], "4");
+        assert_eq!(described.len(), setting_names().count());
+        assert!(is_dynamic("log.roll.ms") && !is_dynamic("max.connections"));
     }
 }

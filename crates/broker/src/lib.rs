@@ -10,11 +10,12 @@
 
 mod config;
 mod connection;
+mod dynamic_config;
 mod errors;
 mod handlers;
 mod response;
 mod server;
 mod topics;
 
-pub use config::BrokerConfig;
+pub use config::{BrokerConfig, TOPIC_DEFAULTS, setting_names};
 pub use server::{Broker, BrokerError};

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::BrokerConfig;
 use crate::connection;
+use crate::dynamic_config::DynamicConfig;
 use crate::topics::{self, TopicTable};
 use spool_metadata::{MetadataStore, SqliteStore};
 use spool_model::TopicPartition;
@@ -43,13 +44,28 @@ pub enum BrokerError {
 /// What every connection shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) config: BrokerConfig,
+    /// The settings: static ones as started, dynamic ones as changed since.
+    pub(crate) dynamic: DynamicConfig,
+    /// Serializes changes of topics and configs, so that none is lost to another.
+    pub(crate) admin: tokio::sync::Mutex<()>,
     /// Host and port that Metadata responses advertise.
     pub(crate) advertised: (String, i32),
     pub(crate) logs: LogManager,
     pub(crate) metadata: Arc<dyn MetadataStore>,
     pub(crate) topics: TopicTable,
     pub(crate) cluster_id: String,
+}
+
+impl Shared {
+    /// The settings the broker started with (the static ones stay so).
+    pub(crate) fn config(&self) -> &BrokerConfig {
+        self.dynamic.started()
+    }
+
+    /// The settings in force now, dynamic changes included.
+    pub(crate) fn settings(&self) -> Arc<BrokerConfig> {
+        self.dynamic.current()
+    }
 }
 
 /// A running broker.
@@ -74,7 +90,8 @@ impl Broker {
         .await??;
         let metadata: Arc<dyn MetadataStore> =
             Arc::new(SqliteStore::open(&config.data_dir.join("metadata.db")).await?);
-        let topics = load_topics(metadata.as_ref(), &logs).await?;
+        let dynamic = DynamicConfig::new(config.clone(), metadata.broker_configs().await?);
+        let topics = load_topics(metadata.as_ref(), &logs, &dynamic.current()).await?;
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -90,7 +107,8 @@ impl Broker {
             })?;
         let advertised = advertised_address(config.advertise.as_deref(), local_addr);
         let shared = Arc::new(Shared {
-            config,
+            dynamic,
+            admin: tokio::sync::Mutex::new(()),
             advertised,
             logs,
             metadata,
@@ -130,17 +148,17 @@ impl Broker {
 async fn load_topics(
     metadata: &dyn MetadataStore,
     logs: &LogManager,
+    settings: &BrokerConfig,
 ) -> Result<TopicTable, BrokerError> {
     let table = TopicTable::default();
-    let defaults = spool_log::LogConfig::default();
     for record in metadata.topics().await? {
-        let topic = match topics::resolve(record.clone(), &defaults) {
+        let topic = match topics::resolve(record.clone(), &settings.topic_defaults) {
             Ok(topic) => topic,
             Err(error) => {
                 tracing::error!(topic = %record.name, %error, "stored topic config is invalid; using defaults");
                 topics::Topic {
                     record,
-                    log: defaults.clone(),
+                    log: spool_log::LogConfig::default(),
                     max_message_bytes: topics::DEFAULT_MAX_MESSAGE_BYTES,
                 }
             }
@@ -172,7 +190,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let permits = Arc::new(Semaphore::new(shared.config.max_connections));
+    let permits = Arc::new(Semaphore::new(shared.config().max_connections));
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
@@ -186,7 +204,7 @@ async fn accept_loop(
                     }
                 };
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, limit = shared.config.max_connections, "connection limit reached; refusing");
+                    tracing::warn!(%peer, limit = shared.config().max_connections, "connection limit reached; refusing");
                     continue;
                 };
                 let shared = shared.clone();

@@ -91,14 +91,20 @@ impl TopicTable {
 #[error("{0}")]
 pub(crate) struct InvalidConfig(pub(crate) String);
 
-/// Resolves a topic's Kafka configs into log settings, refusing unknown keys and
-/// out-of-range values with a message that names them.
-pub(crate) fn resolve(record: TopicRecord, defaults: &LogConfig) -> Result<Topic, InvalidConfig> {
-    let mut log = defaults.clone();
+/// Resolves a topic's Kafka configs, over the broker's `defaults` of them (by topic
+/// config name), into log settings; refuses unknown keys and out-of-range values with
+/// a message that names them.
+pub(crate) fn resolve(
+    record: TopicRecord,
+    defaults: &BTreeMap<String, String>,
+) -> Result<Topic, InvalidConfig> {
+    let mut log = LogConfig::default();
     let mut max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES;
     let mut flush_ms = None;
     let mut flush_messages = None;
-    for (key, value) in &record.configs {
+    let mut configs = defaults.clone();
+    configs.extend(record.configs.clone());
+    for (key, value) in &configs {
         let number = || -> Result<i64, InvalidConfig> {
             value
                 .parse::<i64>()
@@ -166,6 +172,38 @@ pub(crate) fn resolve(record: TopicRecord, defaults: &LogConfig) -> Result<Topic
     })
 }
 
+/// A topic that has only the broker's defaults.
+fn defaults_only(defaults: &BTreeMap<String, String>) -> Result<Topic, InvalidConfig> {
+    let name = TopicName::new("defaults").map_err(|e| InvalidConfig(e.to_string()))?;
+    let record = TopicRecord {
+        name,
+        id: Uuid::nil(),
+        partitions: 1,
+        configs: BTreeMap::new(),
+    };
+    resolve(record, defaults)
+}
+
+/// Checks one topic config value on its own.
+pub(crate) fn check_config(key: &str, value: &str) -> Result<(), InvalidConfig> {
+    defaults_only(&BTreeMap::from([(key.to_owned(), value.to_owned())])).map(|_| ())
+}
+
+/// The value of every topic config for a topic that sets none, under `defaults`.
+pub(crate) fn default_config_values(
+    defaults: &BTreeMap<String, String>,
+) -> BTreeMap<&'static str, String> {
+    let topic = defaults_only(defaults).or_else(|_| defaults_only(&BTreeMap::new()));
+    topic
+        .map(|topic| {
+            config_entries(&topic)
+                .into_iter()
+                .map(|(key, value, _)| (key, value))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A topic creation that failed: the Kafka error code and a message for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CreateError {
@@ -202,6 +240,10 @@ pub(crate) async fn create(
 ) -> Result<Arc<Topic>, CreateError> {
     let name = TopicName::new(request.name.clone())
         .map_err(|e| CreateError::new(code::INVALID_TOPIC_EXCEPTION, e.to_string()))?;
+    // Under the admin lock, so that a change of the broker's defaults cannot miss
+    // a topic being created.
+    let _admin = shared.admin.lock().await;
+    let settings = shared.settings();
     if shared.topics.get(name.as_str()).is_some() {
         return Err(CreateError::new(
             code::TOPIC_ALREADY_EXISTS,
@@ -209,7 +251,7 @@ pub(crate) async fn create(
         ));
     }
     let partitions = match request.partitions {
-        -1 => shared.config.default_partitions,
+        -1 => settings.default_partitions,
         n if n > 0 => n,
         n => {
             return Err(CreateError::new(
@@ -233,7 +275,7 @@ pub(crate) async fn create(
         partitions,
         configs: request.configs,
     };
-    let topic = resolve(record, &LogConfig::default())
+    let topic = resolve(record, &settings.topic_defaults)
         .map_err(|e| CreateError::new(code::INVALID_CONFIG, e.0))?;
     if validate_only {
         return Ok(Arc::new(topic));
@@ -288,7 +330,7 @@ pub(crate) async fn get_or_auto_create(
     if let Some(topic) = shared.topics.get(name) {
         return Some(topic);
     }
-    if !(allowed && shared.config.auto_create_topics) {
+    if !(allowed && shared.settings().auto_create_topics) {
         return None;
     }
     let request = NewTopic {
@@ -311,6 +353,7 @@ pub(crate) async fn get_or_auto_create(
 /// Deletes a topic: from the metadata store first (it is gone for clients from then
 /// on), then its partitions' logs.
 pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, CreateError> {
+    let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
     match shared.metadata.delete_topic(&topic.record.name).await {
         Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
@@ -348,6 +391,7 @@ pub(crate) async fn add_partitions(
     count: i32,
     validate_only: bool,
 ) -> Result<(), CreateError> {
+    let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
     let current = topic.record.partitions;
     if count <= current {
@@ -405,18 +449,19 @@ async fn on_log_thread(
     }
 }
 
-/// Replaces a topic's explicit configs after validating them; applies them to its
-/// partitions' logs at once.
-pub(crate) async fn set_configs(
+/// Replaces a topic's explicit configs with what `change` makes of them, after
+/// validating the result; applies them to its partitions' logs at once.
+pub(crate) async fn change_configs(
     shared: &Arc<Shared>,
     name: &str,
-    configs: BTreeMap<String, String>,
     validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, CreateError>,
 ) -> Result<(), CreateError> {
+    let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
     let mut record = topic.record.clone();
-    record.configs = configs;
-    let updated = resolve(record, &LogConfig::default())
+    record.configs = change(&topic.record.configs)?;
+    let updated = resolve(record, &shared.settings().topic_defaults)
         .map_err(|e| CreateError::new(code::INVALID_CONFIG, e.0))?;
     if validate_only {
         return Ok(());

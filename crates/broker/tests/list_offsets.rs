@@ -63,7 +63,10 @@ async fn an_empty_partition_has_no_max_timestamp() {
     let mut client = broker.client().await;
     assert_eq!(client.create_topic("empty", 1).await, 0);
     let answer = client.list_offset(7, "empty", 0, MAX_TIMESTAMP).await;
-    assert_eq!((answer.error_code, answer.offset, answer.timestamp), (0, -1, -1));
+    assert_eq!(
+        (answer.error_code, answer.offset, answer.timestamp),
+        (0, -1, -1)
+    );
     let answer = client.list_offset(7, "empty", 0, LATEST).await;
     assert_eq!((answer.error_code, answer.offset), (0, 0));
 }

@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use spool_broker::BrokerConfig;
 
@@ -31,15 +30,6 @@ pub(crate) struct ServeArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     settings: Vec<String>,
 }
-
-/// The broker settings known by Kafka name.
-const BROKER_KEYS: [&str; 5] = [
-    "auto.create.topics.enable",
-    "num.partitions",
-    "socket.request.max.bytes",
-    "max.connections",
-    "connections.max.idle.ms",
-];
 
 /// Resolves the broker's configuration from defaults, file, environment and flags.
 pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
@@ -70,17 +60,21 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
     if let Some(node_id) = args.node_id {
         config.node_id = node_id;
     }
-    for key in BROKER_KEYS {
+    for key in spool_broker::setting_names() {
         let variable = format!("SPOOL_{}", key.replace('.', "_").to_uppercase());
         if let Ok(value) = std::env::var(&variable) {
-            apply(&mut config, key, &value).map_err(|e| format!("{variable}: {e}"))?;
+            config
+                .set(key, &value)
+                .map_err(|e| format!("{variable}: {e}"))?;
         }
     }
     for setting in &args.settings {
         let (key, value) = setting
             .split_once('=')
             .ok_or_else(|| format!("--set {setting}: expected KEY=VALUE"))?;
-        apply(&mut config, key, value).map_err(|e| format!("--set {key}: {e}"))?;
+        config
+            .set(key, value)
+            .map_err(|e| format!("--set {key}: {e}"))?;
     }
     Ok(config)
 }
@@ -106,48 +100,12 @@ fn apply_file(config: &mut BrokerConfig, path: &str, table: &toml::Table) -> Res
                         toml::Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
-                    apply(config, name, &setting)
+                    config
+                        .set(name, &setting)
                         .map_err(|e| format!("{path}: [broker] {name}: {e}"))?;
                 }
             }
             _ => return Err(format!("{path}: unknown key {key}")),
-        }
-    }
-    Ok(())
-}
-
-/// Applies one broker setting by its Kafka name.
-fn apply(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
-    let bad = |expected: &str| format!("{value:?}: expected {expected}");
-    let positive = |minimum: u64| -> Result<u64, String> {
-        value
-            .parse::<u64>()
-            .ok()
-            .filter(|n| *n >= minimum)
-            .ok_or_else(|| bad(&format!("a number of at least {minimum}")))
-    };
-    match key {
-        "auto.create.topics.enable" => {
-            config.auto_create_topics = value.parse().map_err(|_| bad("true or false"))?;
-        }
-        "num.partitions" => {
-            config.default_partitions =
-                i32::try_from(positive(1)?).map_err(|_| bad("a smaller number"))?;
-        }
-        "socket.request.max.bytes" => {
-            config.max_request_bytes =
-                usize::try_from(positive(1024)?).map_err(|_| bad("a smaller number"))?;
-        }
-        "max.connections" => {
-            config.max_connections =
-                usize::try_from(positive(1)?).map_err(|_| bad("a smaller number"))?;
-        }
-        "connections.max.idle.ms" => config.idle_timeout = Duration::from_millis(positive(1)?),
-        _ => {
-            return Err(format!(
-                "unknown setting (known: {})",
-                BROKER_KEYS.join(", ")
-            ));
         }
     }
     Ok(())

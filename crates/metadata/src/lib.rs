@@ -1,4 +1,5 @@
-//! Spool's metadata: which topics exist, with how many partitions and which configs.
+//! Spool's metadata: which topics exist, with how many partitions and which configs,
+//! and the broker configs changed at run time.
 //!
 //! [`MetadataStore`] is the narrow interface the broker uses; [`SqliteStore`] keeps it
 //! in an embedded SQLite database inside the data directory (the single-node mode).
@@ -53,6 +54,15 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     async fn set_topic_configs(
         &self,
         name: &TopicName,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<()>;
+    /// Dynamic broker configs by scope: `""` is the cluster-wide default, otherwise
+    /// the node id they apply to.
+    async fn broker_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>>;
+    /// Replaces the dynamic broker configs of one scope.
+    async fn set_broker_configs(
+        &self,
+        scope: &str,
         configs: &BTreeMap<String, String>,
     ) -> Result<()>;
 }

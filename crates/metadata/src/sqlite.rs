@@ -152,6 +152,42 @@ impl MetadataStore for SqliteStore {
             })
             .collect()
     }
+
+    async fn broker_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+        let rows = sqlx::query("SELECT scope, key, value FROM broker_configs")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut by_scope: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for row in rows {
+            by_scope
+                .entry(row.try_get("scope")?)
+                .or_default()
+                .insert(row.try_get("key")?, row.try_get("value")?);
+        }
+        Ok(by_scope)
+    }
+
+    async fn set_broker_configs(
+        &self,
+        scope: &str,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM broker_configs WHERE scope = ?")
+            .bind(scope)
+            .execute(&mut *tx)
+            .await?;
+        for (key, value) in configs {
+            sqlx::query("INSERT INTO broker_configs (scope, key, value) VALUES (?, ?, ?)")
+                .bind(scope)
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -199,5 +235,33 @@ mod tests {
             Err(MetadataError::UnknownTopic(_))
         ));
         assert_eq!(store.topics().await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn broker_configs_are_replaced_per_scope_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metadata.db");
+        let cluster = BTreeMap::from([("log.retention.ms".to_owned(), "60000".to_owned())]);
+        let node = BTreeMap::from([
+            ("num.partitions".to_owned(), "3".to_owned()),
+            ("log.retention.ms".to_owned(), "1000".to_owned()),
+        ]);
+        {
+            let store = SqliteStore::open(&path).await.unwrap();
+            assert!(store.broker_configs().await.unwrap().is_empty());
+            store.set_broker_configs("", &cluster).await.unwrap();
+            store.set_broker_configs("1", &node).await.unwrap();
+        }
+        let store = SqliteStore::open(&path).await.unwrap();
+        let stored = store.broker_configs().await.unwrap();
+        assert_eq!(stored.get(""), Some(&cluster));
+        assert_eq!(stored.get("1"), Some(&node));
+        store
+            .set_broker_configs("1", &BTreeMap::new())
+            .await
+            .unwrap();
+        let stored = store.broker_configs().await.unwrap();
+        assert_eq!(stored.get("1"), None, "emptied");
+        assert_eq!(stored.get(""), Some(&cluster), "other scopes untouched");
     }
 }

@@ -168,6 +168,11 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::ApiVersions(_) => ApiKey::ApiVersions,
         RequestKind::CreateTopics(_) => ApiKey::CreateTopics,
         RequestKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        RequestKind::DeleteRecords(_) => ApiKey::DeleteRecords,
+        RequestKind::CreatePartitions(_) => ApiKey::CreatePartitions,
+        RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+        RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+        RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }

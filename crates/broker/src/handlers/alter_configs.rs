@@ -1,5 +1,6 @@
-//! AlterConfigs (key 33, replaces a topic's explicit configs) and
-//! IncrementalAlterConfigs (key 44, sets or deletes single configs).
+//! AlterConfigs (key 33, replaces the explicit configs of a topic, or the dynamic
+//! settings of the broker) and IncrementalAlterConfigs (key 44, sets or deletes
+//! single ones).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,7 +14,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
-use super::configs::{BROKER, BROKER_READ_ONLY, TOPIC};
+use super::configs::{BROKER, TOPIC};
+use crate::dynamic_config;
 use crate::errors::code;
 use crate::server::Shared;
 use crate::topics::{self, CreateError};
@@ -115,7 +117,7 @@ pub(crate) async fn incremental(
     )
 }
 
-/// Computes a topic's new explicit configs from its current ones and stores them.
+/// Computes a resource's new configs from its current ones and stores them.
 async fn apply(
     shared: &Arc<Shared>,
     resource_type: i8,
@@ -124,15 +126,8 @@ async fn apply(
     change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, CreateError>,
 ) -> Result<(), CreateError> {
     match resource_type {
-        TOPIC => {
-            let topic = shared.topics.existing(name)?;
-            let configs = change(&topic.record.configs)?;
-            topics::set_configs(shared, name, configs, validate_only).await
-        }
-        BROKER => Err(CreateError {
-            code: code::INVALID_REQUEST,
-            message: BROKER_READ_ONLY.to_owned(),
-        }),
+        TOPIC => topics::change_configs(shared, name, validate_only, change).await,
+        BROKER => dynamic_config::change(shared, name, validate_only, change).await,
         other => Err(CreateError {
             code: code::INVALID_REQUEST,
             message: format!("resource type {other} has no configs"),

@@ -20,7 +20,7 @@ pub(crate) const API: ApiDecl = ApiDecl {
 };
 
 pub(crate) async fn handle(request: CreatePartitionsRequest, shared: Arc<Shared>) -> ResponseKind {
-    let node = shared.config.node_id;
+    let node = shared.config().node_id;
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let assignments_ok = topic.assignments.as_ref().is_none_or(|all| {

@@ -34,7 +34,7 @@ pub(crate) async fn handle(
         let outcome = if !topic.assignments.is_empty() {
             manual_assignment_check(
                 &topic.assignments,
-                shared.config.node_id,
+                shared.config().node_id,
                 topic.num_partitions,
             )
         } else {

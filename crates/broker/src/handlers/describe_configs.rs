@@ -1,5 +1,5 @@
-//! DescribeConfigs (key 32): a topic's configs (explicit or default) and the broker's
-//! settings (read-only: they are set at start with `--set`).
+//! DescribeConfigs (key 32): a topic's configs (explicit, or inherited from the
+//! broker's defaults) and the broker's settings, each with where its value comes from.
 
 use std::sync::Arc;
 
@@ -12,9 +12,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
-use super::configs::{
-    BROKER, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, TOPIC, broker_settings,
-};
+use super::configs::{BROKER, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC};
+use crate::config::TOPIC_DEFAULTS;
 use crate::errors::code;
 use crate::server::Shared;
 use crate::topics;
@@ -30,11 +29,12 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
         .resources
         .into_iter()
         .map(|resource| {
+            // No list, or an empty one, asks for every config.
             let wanted = |key: &str| {
                 resource
                     .configuration_keys
                     .as_ref()
-                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == key))
+                    .is_none_or(|keys| keys.is_empty() || keys.iter().any(|k| k.as_str() == key))
             };
             let result = DescribeConfigsResult::default()
                 .with_resource_type(resource.resource_type)
@@ -47,7 +47,7 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
                             let source = if explicit {
                                 DYNAMIC_TOPIC_CONFIG
                             } else {
-                                DEFAULT_CONFIG
+                                inherited_source(shared, key)
                             };
                             (key.to_owned(), value, false, source)
                         })
@@ -61,10 +61,14 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
                             ))));
                     }
                 },
-                BROKER => broker_settings(&shared.config)
-                    .into_iter()
-                    .map(|(key, value)| (key.to_owned(), value, true, STATIC_BROKER_CONFIG))
-                    .collect(),
+                BROKER => match shared.dynamic.describe(resource.resource_name.as_str()) {
+                    Ok(entries) => entries,
+                    Err(error) => {
+                        return result
+                            .with_error_code(error.code)
+                            .with_error_message(Some(StrBytes::from_string(error.message)));
+                    }
+                },
                 other => {
                     return result
                         .with_error_code(code::INVALID_REQUEST)
@@ -88,4 +92,15 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
         })
         .collect();
     ResponseKind::DescribeConfigs(DescribeConfigsResponse::default().with_results(results))
+}
+
+/// Where a topic config that the topic does not set gets its value: the broker
+/// setting that defaults it, or Kafka's default.
+fn inherited_source(shared: &Shared, topic_config: &str) -> i8 {
+    TOPIC_DEFAULTS
+        .iter()
+        .find(|(_, topic)| *topic == topic_config)
+        .map_or(DEFAULT_CONFIG, |(broker, _)| {
+            shared.dynamic.source_of(broker)
+        })
 }

@@ -4,7 +4,7 @@
 
 mod alter_configs;
 mod api_versions;
-mod configs;
+pub(crate) mod configs;
 mod create_partitions;
 mod create_topics;
 mod delete_records;

@@ -1,0 +1,264 @@
+//! Broker settings changed while the broker runs (AlterConfigs on a BROKER resource),
+//! layered as in Kafka: a node's own override beats the cluster-wide default (resource
+//! name `""`), which beats the static setting (file, `SPOOL_*`, `--set`), which beats
+//! the built-in default. Overrides are kept in the metadata store, so they outlive a
+//! restart, and apply at once: a new topic default reaches every topic that does not
+//! set the config itself.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::config::{self, BrokerConfig};
+use crate::errors::code;
+use crate::handlers::configs::{
+    DEFAULT_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
+};
+use crate::server::Shared;
+use crate::topics::{self, CreateError};
+
+/// The scope of cluster-wide defaults.
+const CLUSTER: &str = "";
+
+/// The static settings with the dynamic overrides on top.
+#[derive(Debug)]
+pub(crate) struct DynamicConfig {
+    started: BrokerConfig,
+    node_scope: String,
+    state: RwLock<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Overrides by scope (`""` or this node's id).
+    overrides: BTreeMap<String, BTreeMap<String, String>>,
+    current: Arc<BrokerConfig>,
+}
+
+impl DynamicConfig {
+    /// Layers the stored `overrides` over the static settings; a stored override that
+    /// no longer applies (an unknown name, a bad value) is skipped with an error log.
+    pub(crate) fn new(
+        started: BrokerConfig,
+        mut overrides: BTreeMap<String, BTreeMap<String, String>>,
+    ) -> DynamicConfig {
+        let node_scope = started.node_id.to_string();
+        overrides.retain(|scope, _| scope == CLUSTER || *scope == node_scope);
+        for (scope, settings) in &mut overrides {
+            settings.retain(|name, value| {
+                let usable =
+                    config::is_dynamic(name) && BrokerConfig::default().set(name, value).is_ok();
+                if !usable {
+                    tracing::error!(scope, name, value, "ignoring a stored broker config");
+                }
+                usable
+            });
+        }
+        let current = layered(&started, &node_scope, &overrides).unwrap_or_else(|error| {
+            tracing::error!(%error, "stored broker configs do not combine; ignoring them");
+            started.clone()
+        });
+        DynamicConfig {
+            started,
+            node_scope,
+            state: RwLock::new(State {
+                overrides,
+                current: Arc::new(current),
+            }),
+        }
+    }
+
+    /// The settings as the broker started with them.
+    pub(crate) fn started(&self) -> &BrokerConfig {
+        &self.started
+    }
+
+    /// The settings in force now.
+    pub(crate) fn current(&self) -> Arc<BrokerConfig> {
+        self.read().current.clone()
+    }
+
+    /// The scope a BROKER resource name addresses.
+    fn scope_of(&self, resource_name: &str) -> Result<String, CreateError> {
+        if resource_name == CLUSTER || resource_name == self.node_scope {
+            return Ok(resource_name.to_owned());
+        }
+        Err(CreateError {
+            code: code::INVALID_REQUEST,
+            message: format!(
+                "broker {resource_name:?} is not in this cluster: use {} (this node) or \"\" (cluster-wide default)",
+                self.node_scope
+            ),
+        })
+    }
+
+    fn overrides_of(&self, scope: &str) -> BTreeMap<String, String> {
+        self.read()
+            .overrides
+            .get(scope)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Kafka's config source of a setting's current value.
+    pub(crate) fn source_of(&self, name: &str) -> i8 {
+        let state = self.read();
+        let overridden = |scope: &str| {
+            state
+                .overrides
+                .get(scope)
+                .is_some_and(|o| o.contains_key(name))
+        };
+        if overridden(&self.node_scope) {
+            DYNAMIC_BROKER_CONFIG
+        } else if overridden(CLUSTER) {
+            DYNAMIC_DEFAULT_BROKER_CONFIG
+        } else {
+            let value = |config: &BrokerConfig| {
+                config
+                    .settings()
+                    .into_iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, v)| v)
+            };
+            if value(&self.started) == value(&BrokerConfig::default()) {
+                DEFAULT_CONFIG
+            } else {
+                STATIC_BROKER_CONFIG
+            }
+        }
+    }
+
+    /// The settings of a BROKER resource: (name, value, read-only, source).
+    pub(crate) fn describe(
+        &self,
+        resource_name: &str,
+    ) -> Result<Vec<(String, String, bool, i8)>, CreateError> {
+        let scope = self.scope_of(resource_name)?;
+        if scope == CLUSTER {
+            // Kafka lists only the cluster-wide overrides for the default resource.
+            return Ok(self
+                .overrides_of(CLUSTER)
+                .into_iter()
+                .map(|(name, value)| (name, value, false, DYNAMIC_DEFAULT_BROKER_CONFIG))
+                .collect());
+        }
+        Ok(self
+            .current()
+            .settings()
+            .into_iter()
+            .map(|(name, value)| {
+                (
+                    name.to_owned(),
+                    value,
+                    !config::is_dynamic(name),
+                    self.source_of(name),
+                )
+            })
+            .collect())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The static settings with the cluster-wide, then the node's overrides applied.
+fn layered(
+    started: &BrokerConfig,
+    node_scope: &str,
+    overrides: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<BrokerConfig, String> {
+    let mut config = started.clone();
+    for scope in [CLUSTER, node_scope] {
+        for (name, value) in overrides.get(scope).into_iter().flatten() {
+            config
+                .set(name, value)
+                .map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
+    Ok(config)
+}
+
+/// Replaces one scope's overrides with what `change` makes of them: checks that every
+/// name can change at run time and every value is valid, and that every topic still
+/// resolves under the new defaults; then stores them and applies them to the topics.
+pub(crate) async fn change(
+    shared: &Arc<Shared>,
+    resource_name: &str,
+    validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, CreateError>,
+) -> Result<(), CreateError> {
+    let dynamic = &shared.dynamic;
+    let scope = dynamic.scope_of(resource_name)?;
+    let _admin = shared.admin.lock().await;
+    let wanted = change(&dynamic.overrides_of(&scope))?;
+    for name in wanted.keys() {
+        if config::is_dynamic(name) {
+            continue;
+        }
+        let known = config::setting_names().any(|known| known == name);
+        return Err(CreateError {
+            code: if known {
+                code::INVALID_REQUEST
+            } else {
+                code::INVALID_CONFIG
+            },
+            message: if known {
+                format!(
+                    "{name} cannot change while the broker runs: restart spool with --set {name}=..."
+                )
+            } else {
+                format!("unknown broker config {name}")
+            },
+        });
+    }
+    let mut overrides = dynamic.read().overrides.clone();
+    overrides.insert(scope.clone(), wanted.clone());
+    let next = layered(&dynamic.started, &dynamic.node_scope, &overrides).map_err(|message| {
+        CreateError {
+            code: code::INVALID_CONFIG,
+            message,
+        }
+    })?;
+    let mut retuned = Vec::new();
+    for topic in shared.topics.all() {
+        let resolved =
+            topics::resolve(topic.record.clone(), &next.topic_defaults).map_err(|e| {
+                CreateError {
+                    code: code::INVALID_CONFIG,
+                    message: format!("topic {}: {}", topic.record.name, e.0),
+                }
+            })?;
+        retuned.push(resolved);
+    }
+    if validate_only {
+        return Ok(());
+    }
+    shared
+        .metadata
+        .set_broker_configs(&scope, &wanted)
+        .await
+        .map_err(|error| CreateError {
+            code: code::UNKNOWN_SERVER_ERROR,
+            message: error.to_string(),
+        })?;
+    {
+        let mut state = dynamic
+            .state
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.overrides = overrides;
+        state.current = Arc::new(next);
+    }
+    for topic in retuned {
+        if let Err(error) = shared
+            .logs
+            .set_topic_config(&topic.record.name, topic.log.clone())
+        {
+            tracing::warn!(topic = %topic.record.name, %error, "applying new defaults failed");
+        }
+        shared.topics.insert(topic);
+    }
+    tracing::info!(scope, configs = ?wanted, "changed broker configs");
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! Broker configs over raw requests, for what no client library can send: the
+//! cluster-wide default resource (name `""`) described and altered, validate-only.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, DescribeConfigsRequest, RequestKind, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+use spool_testkit::{RawClient, TestBroker};
+
+const BROKER: i8 = 4;
+
+async fn alter(
+    client: &mut RawClient,
+    name: &str,
+    configs: &[(&str, &str)],
+    validate_only: bool,
+) -> i16 {
+    let resource = AlterConfigsResource::default()
+        .with_resource_type(BROKER)
+        .with_resource_name(StrBytes::from_string(name.to_owned()))
+        .with_configs(
+            configs
+                .iter()
+                .map(|(key, value)| {
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_string((*key).to_owned()))
+                        .with_value(Some(StrBytes::from_string((*value).to_owned())))
+                })
+                .collect(),
+        );
+    let request = AlterConfigsRequest::default()
+        .with_resources(vec![resource])
+        .with_validate_only(validate_only);
+    let ResponseKind::AlterConfigs(response) =
+        client.call(RequestKind::AlterConfigs(request), 2).await
+    else {
+        panic!("not an AlterConfigs response")
+    };
+    response.responses[0].error_code
+}
+
+/// (name, value, source) of a BROKER resource's configs.
+async fn describe(client: &mut RawClient, name: &str) -> Vec<(String, String, i8)> {
+    let request = DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default()
+            .with_resource_type(BROKER)
+            .with_resource_name(StrBytes::from_string(name.to_owned())),
+    ]);
+    let ResponseKind::DescribeConfigs(response) =
+        client.call(RequestKind::DescribeConfigs(request), 4).await
+    else {
+        panic!("not a DescribeConfigs response")
+    };
+    let result = &response.results[0];
+    assert_eq!(result.error_code, 0, "{:?}", result.error_message);
+    result
+        .configs
+        .iter()
+        .map(|c| {
+            let value = c
+                .value
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            (c.name.to_string(), value, c.config_source)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_cluster_default_resource_lists_only_its_overrides() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    assert!(describe(&mut client, "").await.is_empty());
+
+    assert_eq!(
+        alter(&mut client, "", &[("log.segment.bytes", "1048576")], true).await,
+        0
+    );
+    assert!(
+        describe(&mut client, "").await.is_empty(),
+        "validate-only changes nothing"
+    );
+
+    assert_eq!(
+        alter(&mut client, "", &[("log.segment.bytes", "1048576")], false).await,
+        0
+    );
+    assert_eq!(
+        describe(&mut client, "").await,
+        vec![("log.segment.bytes".to_owned(), "1048576".to_owned(), 3)]
+    );
+    let node = describe(&mut client, "1").await;
+    let segment = node
+        .iter()
+        .find(|(name, ..)| name == "log.segment.bytes")
+        .unwrap();
+    assert_eq!((segment.1.as_str(), segment.2), ("1048576", 3));
+    let partitions = node
+        .iter()
+        .find(|(name, ..)| name == "num.partitions")
+        .unwrap();
+    assert_eq!(partitions.2, 5, "DEFAULT_CONFIG");
+
+    assert_eq!(
+        alter(&mut client, "", &[("log.segment.bytes", "-1")], false).await,
+        40,
+        "INVALID_CONFIG"
+    );
+    assert_eq!(
+        alter(&mut client, "2", &[("num.partitions", "2")], false).await,
+        42,
+        "INVALID_REQUEST"
+    );
+    assert_eq!(
+        describe(&mut client, "").await.len(),
+        1,
+        "unchanged by refused requests"
+    );
+}
