@@ -5,8 +5,12 @@
 
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource as IncrementalResource, AlterableConfig as IncrementalConfig,
+};
 use kafka_protocol::messages::{
-    AlterConfigsRequest, DescribeConfigsRequest, RequestKind, ResponseKind,
+    AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, RequestKind,
+    ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use spool_testkit::{RawClient, TestBroker};
@@ -39,6 +43,32 @@ async fn alter(
         client.call(RequestKind::AlterConfigs(request), 2).await
     else {
         panic!("not an AlterConfigs response")
+    };
+    response.responses[0].error_code
+}
+
+/// IncrementalAlterConfigs of one BROKER resource: SET (a value) or DELETE (None).
+async fn incremental(client: &mut RawClient, name: &str, changes: &[(&str, Option<&str>)]) -> i16 {
+    let configs = changes
+        .iter()
+        .map(|(key, value)| {
+            IncrementalConfig::default()
+                .with_name(StrBytes::from_string((*key).to_owned()))
+                .with_config_operation(if value.is_some() { 0 } else { 1 })
+                .with_value(value.map(|v| StrBytes::from_string(v.to_owned())))
+        })
+        .collect();
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        IncrementalResource::default()
+            .with_resource_type(BROKER)
+            .with_resource_name(StrBytes::from_string(name.to_owned()))
+            .with_configs(configs),
+    ]);
+    let ResponseKind::IncrementalAlterConfigs(response) = client
+        .call(RequestKind::IncrementalAlterConfigs(request), 1)
+        .await
+    else {
+        panic!("not an IncrementalAlterConfigs response")
     };
     response.responses[0].error_code
 }
@@ -120,5 +150,44 @@ async fn the_cluster_default_resource_lists_only_its_overrides() {
         describe(&mut client, "").await.len(),
         1,
         "unchanged by refused requests"
+    );
+}
+
+#[tokio::test]
+async fn incremental_changes_set_and_delete_single_overrides() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let changes = [
+        ("num.partitions", Some("4")),
+        ("log.roll.ms", Some("60000")),
+    ];
+    assert_eq!(incremental(&mut client, "", &changes).await, 0);
+    assert_eq!(
+        incremental(&mut client, "", &[("num.partitions", None)]).await,
+        0
+    );
+    assert_eq!(
+        describe(&mut client, "").await,
+        vec![("log.roll.ms".to_owned(), "60000".to_owned(), 3)]
+    );
+    assert_eq!(
+        incremental(&mut client, "1", &[("num.partitions", Some("2"))]).await,
+        0
+    );
+    assert_eq!(client.create_topic("inherits", -1).await, 0);
+    let node = describe(&mut client, "1").await;
+    let partitions = node
+        .iter()
+        .find(|(name, ..)| name == "num.partitions")
+        .unwrap();
+    assert_eq!(
+        (partitions.1.as_str(), partitions.2),
+        ("2", 2),
+        "DYNAMIC_BROKER_CONFIG"
+    );
+    assert_eq!(
+        incremental(&mut client, "1", &[("max.connections", Some("3"))]).await,
+        42,
+        "INVALID_REQUEST: needs a restart"
     );
 }
