@@ -263,3 +263,38 @@ async fn topics_are_administered() {
         RDKafkaErrorCode::UnknownTopicOrPartition
     );
 }
+
+/// An offset past the end gets `OFFSET_OUT_OF_RANGE` for that partition only; the
+/// consumer resets it (`auto.offset.reset=earliest`) while the other partition's
+/// records arrive in the same responses.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_offset_out_of_range_resets_and_other_partitions_keep_flowing() {
+    let broker = TestBroker::start().await;
+    create_topic(&broker, "reset", 2, &[]).await;
+    let producer: FutureProducer = config(&broker).create().unwrap();
+    for i in 0..10 {
+        let record = FutureRecord::<(), _>::to("reset")
+            .payload("v")
+            .partition(i % 2);
+        producer.send(record, TIMEOUT).await.unwrap();
+    }
+    let consumer: BaseConsumer = config(&broker)
+        .set("group.id", "unused")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset("reset", 0, Offset::Offset(1000))
+        .unwrap();
+    assignment
+        .add_partition_offset("reset", 1, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&assignment).unwrap();
+    let mut got = read(&consumer, 10);
+    got.sort_by_key(|r| (r.0, r.1));
+    let positions: Vec<_> = got.iter().map(|r| (r.0, r.1)).collect();
+    let expected: Vec<_> = (0..2).flat_map(|p| (0..5).map(move |o| (p, o))).collect();
+    assert_eq!(positions, expected);
+}

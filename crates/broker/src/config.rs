@@ -69,28 +69,99 @@ pub const TOPIC_DEFAULTS: [(&str, &str); 10] = [
     ("log.flush.interval.messages", "flush.messages"),
 ];
 
-/// Settings that can change while the broker runs (AlterConfigs on the broker); the
-/// others need a restart, as in Kafka.
-const DYNAMIC: [&str; 2] = ["auto.create.topics.enable", "num.partitions"];
+/// Kafka's config sources, as DescribeConfigs reports them.
+pub(crate) mod source {
+    pub(crate) const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    pub(crate) const DYNAMIC_BROKER_CONFIG: i8 = 2;
+    pub(crate) const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
+    pub(crate) const STATIC_BROKER_CONFIG: i8 = 4;
+    pub(crate) const DEFAULT_CONFIG: i8 = 5;
+}
 
-/// Settings read at start only.
-const STATIC: [&str; 3] = [
-    "socket.request.max.bytes",
-    "max.connections",
-    "connections.max.idle.ms",
+/// A broker setting that is a field of [`BrokerConfig`]: its Kafka name, whether it
+/// can change while the broker runs (the others need a restart, as in Kafka), and how
+/// to read and set it.
+struct Setting {
+    name: &'static str,
+    dynamic: bool,
+    get: fn(&BrokerConfig) -> String,
+    set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
+}
+
+const SETTINGS: [Setting; 5] = [
+    Setting {
+        name: "auto.create.topics.enable",
+        dynamic: true,
+        get: |c| c.auto_create_topics.to_string(),
+        set: |c, v| {
+            c.auto_create_topics = v.parse().map_err(|_| expected(v, "true or false"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "num.partitions",
+        dynamic: true,
+        get: |c| c.default_partitions.to_string(),
+        set: |c, v| {
+            c.default_partitions =
+                i32::try_from(at_least(v, 1)?).map_err(|_| expected(v, "a smaller number"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "socket.request.max.bytes",
+        dynamic: false,
+        get: |c| c.max_request_bytes.to_string(),
+        set: |c, v| {
+            c.max_request_bytes =
+                usize::try_from(at_least(v, 1024)?).map_err(|_| expected(v, "a smaller number"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "max.connections",
+        dynamic: false,
+        get: |c| c.max_connections.to_string(),
+        set: |c, v| {
+            c.max_connections =
+                usize::try_from(at_least(v, 1)?).map_err(|_| expected(v, "a smaller number"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "connections.max.idle.ms",
+        dynamic: false,
+        get: |c| c.idle_timeout.as_millis().to_string(),
+        set: |c, v| {
+            c.idle_timeout = Duration::from_millis(at_least(v, 1)?);
+            Ok(())
+        },
+    },
 ];
+
+fn expected(value: &str, what: &str) -> String {
+    format!("{value:?}: expected {what}")
+}
+
+fn at_least(value: &str, minimum: u64) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n >= minimum)
+        .ok_or_else(|| expected(value, &format!("a number of at least {minimum}")))
+}
 
 /// Every broker setting [`BrokerConfig::set`] accepts, by Kafka name.
 pub fn setting_names() -> impl Iterator<Item = &'static str> {
-    STATIC
-        .into_iter()
-        .chain(DYNAMIC)
+    SETTINGS
+        .iter()
+        .map(|setting| setting.name)
         .chain(TOPIC_DEFAULTS.into_iter().map(|(broker, _)| broker))
 }
 
-/// Whether a setting can change at run time.
+/// Whether a setting can change at run time (every topic default can).
 pub(crate) fn is_dynamic(name: &str) -> bool {
-    DYNAMIC.contains(&name) || topic_config_of(name).is_some()
+    SETTINGS.iter().any(|s| s.name == name && s.dynamic) || topic_config_of(name).is_some()
 }
 
 /// The topic config a broker setting defaults, if it is one of those.
@@ -105,62 +176,22 @@ impl BrokerConfig {
     /// Applies one setting by its Kafka name, checking the value; the message says
     /// what the setting accepts.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
-        let bad = |expected: &str| format!("{value:?}: expected {expected}");
-        let at_least = |minimum: u64| -> Result<u64, String> {
-            value
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n >= minimum)
-                .ok_or_else(|| bad(&format!("a number of at least {minimum}")))
-        };
-        match name {
-            "auto.create.topics.enable" => {
-                self.auto_create_topics = value.parse().map_err(|_| bad("true or false"))?;
-            }
-            "num.partitions" => {
-                self.default_partitions =
-                    i32::try_from(at_least(1)?).map_err(|_| bad("a smaller number"))?;
-            }
-            "socket.request.max.bytes" => {
-                self.max_request_bytes =
-                    usize::try_from(at_least(1024)?).map_err(|_| bad("a smaller number"))?;
-            }
-            "max.connections" => {
-                self.max_connections =
-                    usize::try_from(at_least(1)?).map_err(|_| bad("a smaller number"))?;
-            }
-            "connections.max.idle.ms" => self.idle_timeout = Duration::from_millis(at_least(1)?),
-            _ => {
-                let Some(topic_config) = topic_config_of(name) else {
-                    let known: Vec<_> = setting_names().collect();
-                    return Err(format!("unknown setting (known: {})", known.join(", ")));
-                };
-                topics::check_config(topic_config, value).map_err(|e| e.0)?;
-                self.topic_defaults
-                    .insert(topic_config.to_owned(), value.to_owned());
-            }
+        if let Some(setting) = SETTINGS.iter().find(|s| s.name == name) {
+            return (setting.set)(self, value);
         }
+        let Some(topic_config) = topic_config_of(name) else {
+            let known: Vec<_> = setting_names().collect();
+            return Err(format!("unknown setting (known: {})", known.join(", ")));
+        };
+        topics::check_config(topic_config, value).map_err(|e| e.0)?;
+        self.topic_defaults
+            .insert(topic_config.to_owned(), value.to_owned());
         Ok(())
     }
 
     /// Every setting by Kafka name with its current value.
     pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
-        let mut settings = vec![
-            (
-                "auto.create.topics.enable",
-                self.auto_create_topics.to_string(),
-            ),
-            ("num.partitions", self.default_partitions.to_string()),
-            (
-                "socket.request.max.bytes",
-                self.max_request_bytes.to_string(),
-            ),
-            ("max.connections", self.max_connections.to_string()),
-            (
-                "connections.max.idle.ms",
-                self.idle_timeout.as_millis().to_string(),
-            ),
-        ];
+        let mut settings: Vec<_> = SETTINGS.iter().map(|s| (s.name, (s.get)(self))).collect();
         let defaults = topics::default_config_values(&self.topic_defaults);
         for (broker, topic) in TOPIC_DEFAULTS {
             if let Some(value) = defaults.get(topic) {
@@ -181,6 +212,7 @@ mod tests {
         config.set("num.partitions", "4").unwrap();
         config.set("log.retention.ms", "60000").unwrap();
         config.set("message.max.bytes", "2000000").unwrap();
+        config.set("log.flush.interval.ms", "1000").unwrap();
         assert_eq!(config.default_partitions, 4);
         assert_eq!(config.topic_defaults["retention.ms"], "60000");
         assert_eq!(config.topic_defaults["max.message.bytes"], "2000000");
@@ -200,6 +232,11 @@ mod tests {
         assert_eq!(described["log.retention.ms"], "60000");
         assert_eq!(described["log.segment.bytes"], (1u64 << 30).to_string());
         assert_eq!(described["num.partitions"], "4");
+        assert_eq!(described["log.flush.interval.ms"], "1000");
+        assert_eq!(
+            described["log.flush.interval.messages"],
+            i64::MAX.to_string()
+        );
         assert_eq!(described.len(), setting_names().count());
         assert!(is_dynamic("log.roll.ms") && !is_dynamic("max.connections"));
     }

@@ -41,7 +41,7 @@ pub(crate) async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let (mut reader, writer) = stream.into_split();
-    let in_flight = shared.config().max_in_flight_per_connection.max(1);
+    let in_flight = shared.started_config().max_in_flight_per_connection.max(1);
     let (requests, queued) = mpsc::channel::<Bytes>(in_flight);
     let (replies, pending) = mpsc::channel::<Reply>(in_flight);
     let (closing, mut closed) = watch::channel(false);
@@ -49,7 +49,7 @@ pub(crate) async fn serve(
     let worker = tokio::spawn(handle_in_order(queued, replies, shared.clone()));
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
-        match frame::check_frame(&buffer, shared.config().max_request_bytes) {
+        match frame::check_frame(&buffer, shared.started_config().max_request_bytes) {
             Ok(Some(size)) => {
                 buffer.advance(SIZE_PREFIX_LEN);
                 let request = buffer.split_to(size).freeze();
@@ -65,7 +65,7 @@ pub(crate) async fn serve(
             }
         }
         let read = tokio::select! {
-            read = tokio::time::timeout(shared.config().idle_timeout, reader.read_buf(&mut buffer)) => read,
+            read = tokio::time::timeout(shared.started_config().idle_timeout, reader.read_buf(&mut buffer)) => read,
             _ = stopped.changed() => break,
             _ = closed.changed() => break,
         };

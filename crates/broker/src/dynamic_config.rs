@@ -8,13 +8,13 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::config::{self, BrokerConfig};
-use crate::errors::code;
-use crate::handlers::configs::{
+use crate::config::source::{
     DEFAULT_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
 };
+use crate::config::{self, BrokerConfig};
+use crate::errors::code;
 use crate::server::Shared;
-use crate::topics::{self, CreateError};
+use crate::topics::{self, AdminError};
 
 /// The scope of cluster-wide defaults.
 const CLUSTER: &str = "";
@@ -78,11 +78,11 @@ impl DynamicConfig {
     }
 
     /// The scope a BROKER resource name addresses.
-    fn scope_of(&self, resource_name: &str) -> Result<String, CreateError> {
+    fn scope_of(&self, resource_name: &str) -> Result<String, AdminError> {
         if resource_name == CLUSTER || resource_name == self.node_scope {
             return Ok(resource_name.to_owned());
         }
-        Err(CreateError {
+        Err(AdminError {
             code: code::INVALID_REQUEST,
             message: format!(
                 "broker {resource_name:?} is not in this cluster: use {} (this node) or \"\" (cluster-wide default)",
@@ -132,7 +132,7 @@ impl DynamicConfig {
     pub(crate) fn describe(
         &self,
         resource_name: &str,
-    ) -> Result<Vec<(String, String, bool, i8)>, CreateError> {
+    ) -> Result<Vec<(String, String, bool, i8)>, AdminError> {
         let scope = self.scope_of(resource_name)?;
         if scope == CLUSTER {
             // Kafka lists only the cluster-wide overrides for the default resource.
@@ -186,8 +186,8 @@ pub(crate) async fn change(
     shared: &Arc<Shared>,
     resource_name: &str,
     validate_only: bool,
-    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, CreateError>,
-) -> Result<(), CreateError> {
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
+) -> Result<(), AdminError> {
     let dynamic = &shared.dynamic;
     let scope = dynamic.scope_of(resource_name)?;
     let _admin = shared.admin.lock().await;
@@ -197,7 +197,7 @@ pub(crate) async fn change(
             continue;
         }
         let known = config::setting_names().any(|known| known == name);
-        return Err(CreateError {
+        return Err(AdminError {
             code: if known {
                 code::INVALID_REQUEST
             } else {
@@ -215,7 +215,7 @@ pub(crate) async fn change(
     let mut overrides = dynamic.read().overrides.clone();
     overrides.insert(scope.clone(), wanted.clone());
     let next = layered(&dynamic.started, &dynamic.node_scope, &overrides).map_err(|message| {
-        CreateError {
+        AdminError {
             code: code::INVALID_CONFIG,
             message,
         }
@@ -224,7 +224,7 @@ pub(crate) async fn change(
     for topic in shared.topics.all() {
         let resolved =
             topics::resolve(topic.record.clone(), &next.topic_defaults).map_err(|e| {
-                CreateError {
+                AdminError {
                     code: code::INVALID_CONFIG,
                     message: format!("topic {}: {}", topic.record.name, e.0),
                 }
@@ -238,7 +238,7 @@ pub(crate) async fn change(
         .metadata
         .set_broker_configs(&scope, &wanted)
         .await
-        .map_err(|error| CreateError {
+        .map_err(|error| AdminError {
             code: code::UNKNOWN_SERVER_ERROR,
             message: error.to_string(),
         })?;

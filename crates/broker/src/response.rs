@@ -33,13 +33,6 @@ pub(crate) struct Response {
 }
 
 impl Response {
-    /// A response that is all in memory (already framed).
-    pub(crate) fn from_bytes(bytes: Bytes) -> Response {
-        Response {
-            parts: vec![Part::Bytes(bytes)],
-        }
-    }
-
     /// Every byte of the response in one buffer (tests, and stores without a file
     /// descriptor).
     #[cfg(test)]
@@ -136,14 +129,20 @@ impl ResponseWriter {
 
     /// The framed response, or `None` when it is larger than a frame can say.
     pub(crate) fn finish(mut self) -> Option<Response> {
+        let total = self.len + self.buffer.len() as u64;
+        let size = i32::try_from(total.checked_sub(4)?).ok()?.to_be_bytes();
+        match self.parts.first_mut() {
+            // All in the buffer (every response but a Fetch from files): patch it.
+            None => self.buffer.get_mut(..4)?.copy_from_slice(&size),
+            // The fields before the first file range: a short copy.
+            Some(Part::Bytes(head)) => {
+                let mut patched = BytesMut::from(head.as_ref());
+                patched.get_mut(..4)?.copy_from_slice(&size);
+                *head = patched.freeze();
+            }
+            Some(Part::File { .. }) => return None,
+        }
         self.flush_buffer();
-        let size = i32::try_from(self.len.checked_sub(4)?).ok()?;
-        let Some(Part::Bytes(first)) = self.parts.first_mut() else {
-            return None;
-        };
-        let mut framed = BytesMut::from(first.as_ref());
-        framed.get_mut(..4)?.copy_from_slice(&size.to_be_bytes());
-        *first = framed.freeze();
         Some(Response { parts: self.parts })
     }
 }
@@ -156,38 +155,81 @@ fn chunk_of(file: &Arc<dyn StoreFile>, position: u64, len: u64) -> ReadChunk {
     }
 }
 
+/// Asks the kernel to start reading the file ranges among `chunks` into the page
+/// cache (`POSIX_FADV_WILLNEED`). Called on a blocking thread when a fetch is read,
+/// so that the `sendfile` calls on the async threads later rarely wait for the disk.
+pub(crate) fn prefetch(chunks: &[ReadChunk]) {
+    for chunk in chunks {
+        if let ReadChunk::File {
+            file,
+            position,
+            len,
+        } = chunk
+            && let Some(fd) = file.fd()
+        {
+            let _ = rustix::fs::fadvise(
+                fd,
+                *position,
+                std::num::NonZeroU64::new(*len),
+                rustix::fs::Advice::WillNeed,
+            );
+        }
+    }
+}
+
 /// Sends `len` bytes of `file` from `position` with `sendfile(2)`, waiting for the
-/// socket to become writable as needed; files without a descriptor are copied.
+/// socket to become writable as needed. Files without a descriptor, and file systems
+/// that cannot `sendfile`, are copied instead.
 async fn send_file(
     socket: &mut OwnedWriteHalf,
     file: &Arc<dyn StoreFile>,
     mut position: u64,
     len: u64,
 ) -> io::Result<()> {
-    if file.fd().is_none() {
-        let mut bytes = Vec::new();
-        chunk_of(file, position, len).append_to(&mut bytes)?;
-        return socket.write_all(&bytes).await;
-    }
     let end = position + len;
-    let stream = socket.as_ref();
-    while position < end {
-        let want = usize::try_from(end - position).unwrap_or(usize::MAX);
-        stream.writable().await?;
-        let sent = stream.try_io(Interest::WRITABLE, || {
-            let fd = file.fd().ok_or(io::ErrorKind::Unsupported)?;
-            rustix::fs::sendfile(stream, fd, Some(&mut position), want).map_err(io::Error::from)
-        });
-        match sent {
-            // The range was read under the high watermark, so the file holds it; a
-            // short file means it was cut under us, and the frame cannot be finished.
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(_) => {}
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-            Err(error) => return Err(error),
+    if file.fd().is_some() {
+        let stream = socket.as_ref();
+        while position < end {
+            let want = usize::try_from(end - position).unwrap_or(usize::MAX);
+            stream.writable().await?;
+            let sent = stream.try_io(Interest::WRITABLE, || {
+                let fd = file.fd().ok_or(io::ErrorKind::Unsupported)?;
+                rustix::fs::sendfile(stream, fd, Some(&mut position), want).map_err(io::Error::from)
+            });
+            match sent {
+                // The range was read under the high watermark, so the file holds it;
+                // a short file means it was cut under us, and the frame cannot be
+                // finished.
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => {}
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(error) if cannot_sendfile(&error) => break,
+                Err(error) => return Err(error),
+            }
         }
     }
+    if position < end {
+        let mut bytes = Vec::new();
+        chunk_of(file, position, end - position).append_to(&mut bytes)?;
+        socket.write_all(&bytes).await?;
+    }
     Ok(())
+}
+
+/// `sendfile` is not available for this file (its file system does not support it).
+fn cannot_sendfile(error: &io::Error) -> bool {
+    let code = error.raw_os_error();
+    [
+        rustix::io::Errno::INVAL,
+        rustix::io::Errno::NOSYS,
+        rustix::io::Errno::OPNOTSUPP,
+    ]
+    .iter()
+    .any(|errno| Some(errno.raw_os_error()) == code)
 }
 
 #[cfg(test)]

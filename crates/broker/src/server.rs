@@ -1,6 +1,7 @@
 //! The listener: accepts connections up to the limit, and shuts down on request,
 //! waiting for connections to finish and the logs to be synced and checkpointed.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,12 +59,12 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// The settings the broker started with (the static ones stay so).
-    pub(crate) fn config(&self) -> &BrokerConfig {
+    pub(crate) fn started_config(&self) -> &BrokerConfig {
         self.dynamic.started()
     }
 
     /// The settings in force now, dynamic changes included.
-    pub(crate) fn settings(&self) -> Arc<BrokerConfig> {
+    pub(crate) fn current_config(&self) -> Arc<BrokerConfig> {
         self.dynamic.current()
     }
 }
@@ -155,11 +156,16 @@ async fn load_topics(
         let topic = match topics::resolve(record.clone(), &settings.topic_defaults) {
             Ok(topic) => topic,
             Err(error) => {
-                tracing::error!(topic = %record.name, %error, "stored topic config is invalid; using defaults");
-                topics::Topic {
-                    record,
-                    log: spool_log::LogConfig::default(),
-                    max_message_bytes: topics::DEFAULT_MAX_MESSAGE_BYTES,
+                tracing::error!(topic = %record.name, %error, "stored topic config is invalid; using the broker's defaults");
+                let defaults = topics::defaults_only(&settings.topic_defaults)
+                    .or_else(|_| topics::defaults_only(&BTreeMap::new()));
+                match defaults {
+                    Ok(defaults) => topics::Topic { record, ..defaults },
+                    Err(_) => topics::Topic {
+                        record,
+                        log: spool_log::LogConfig::default(),
+                        max_message_bytes: topics::DEFAULT_MAX_MESSAGE_BYTES,
+                    },
                 }
             }
         };
@@ -190,7 +196,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let permits = Arc::new(Semaphore::new(shared.config().max_connections));
+    let permits = Arc::new(Semaphore::new(shared.started_config().max_connections));
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
@@ -204,7 +210,7 @@ async fn accept_loop(
                     }
                 };
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, limit = shared.config().max_connections, "connection limit reached; refusing");
+                    tracing::warn!(%peer, limit = shared.started_config().max_connections, "connection limit reached; refusing");
                     continue;
                 };
                 let shared = shared.clone();

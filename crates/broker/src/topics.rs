@@ -44,9 +44,9 @@ impl TopicTable {
     }
 
     /// The topic named `name`, or the error a client gets for a missing one.
-    pub(crate) fn existing(&self, name: &str) -> Result<Arc<Topic>, CreateError> {
+    pub(crate) fn existing(&self, name: &str) -> Result<Arc<Topic>, AdminError> {
         self.get(name).ok_or_else(|| {
-            CreateError::new(
+            AdminError::new(
                 code::UNKNOWN_TOPIC_OR_PARTITION,
                 format!("topic {name} does not exist"),
             )
@@ -173,7 +173,7 @@ pub(crate) fn resolve(
 }
 
 /// A topic that has only the broker's defaults.
-fn defaults_only(defaults: &BTreeMap<String, String>) -> Result<Topic, InvalidConfig> {
+pub(crate) fn defaults_only(defaults: &BTreeMap<String, String>) -> Result<Topic, InvalidConfig> {
     let name = TopicName::new("defaults").map_err(|e| InvalidConfig(e.to_string()))?;
     let record = TopicRecord {
         name,
@@ -204,16 +204,17 @@ pub(crate) fn default_config_values(
         .unwrap_or_default()
 }
 
-/// A topic creation that failed: the Kafka error code and a message for the client.
+/// An admin operation (on topics or configs) that failed: the Kafka error code and a
+/// message for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CreateError {
+pub(crate) struct AdminError {
     pub(crate) code: i16,
     pub(crate) message: String,
 }
 
-impl CreateError {
-    fn new(code: i16, message: impl Into<String>) -> CreateError {
-        CreateError {
+impl AdminError {
+    fn new(code: i16, message: impl Into<String>) -> AdminError {
+        AdminError {
             code,
             message: message.into(),
         }
@@ -237,15 +238,15 @@ pub(crate) async fn create(
     shared: &Arc<Shared>,
     request: NewTopic,
     validate_only: bool,
-) -> Result<Arc<Topic>, CreateError> {
+) -> Result<Arc<Topic>, AdminError> {
     let name = TopicName::new(request.name.clone())
-        .map_err(|e| CreateError::new(code::INVALID_TOPIC_EXCEPTION, e.to_string()))?;
+        .map_err(|e| AdminError::new(code::INVALID_TOPIC_EXCEPTION, e.to_string()))?;
     // Under the admin lock, so that a change of the broker's defaults cannot miss
     // a topic being created.
     let _admin = shared.admin.lock().await;
-    let settings = shared.settings();
+    let settings = shared.current_config();
     if shared.topics.get(name.as_str()).is_some() {
-        return Err(CreateError::new(
+        return Err(AdminError::new(
             code::TOPIC_ALREADY_EXISTS,
             format!("topic {name} already exists"),
         ));
@@ -254,14 +255,14 @@ pub(crate) async fn create(
         -1 => settings.default_partitions,
         n if n > 0 => n,
         n => {
-            return Err(CreateError::new(
+            return Err(AdminError::new(
                 code::INVALID_PARTITIONS,
                 format!("{n} partitions: use at least 1"),
             ));
         }
     };
     if !matches!(request.replication_factor, -1 | 1) {
-        return Err(CreateError::new(
+        return Err(AdminError::new(
             code::INVALID_REPLICATION_FACTOR,
             format!(
                 "replication factor {}: this broker stores one copy (use 1 or -1)",
@@ -276,20 +277,20 @@ pub(crate) async fn create(
         configs: request.configs,
     };
     let topic = resolve(record, &settings.topic_defaults)
-        .map_err(|e| CreateError::new(code::INVALID_CONFIG, e.0))?;
+        .map_err(|e| AdminError::new(code::INVALID_CONFIG, e.0))?;
     if validate_only {
         return Ok(Arc::new(topic));
     }
     match shared.metadata.create_topic(&topic.record).await {
         Ok(()) => {}
         Err(MetadataError::TopicExists(_)) => {
-            return Err(CreateError::new(
+            return Err(AdminError::new(
                 code::TOPIC_ALREADY_EXISTS,
                 format!("topic {name} already exists"),
             ));
         }
         Err(error) => {
-            return Err(CreateError::new(
+            return Err(AdminError::new(
                 code::UNKNOWN_SERVER_ERROR,
                 error.to_string(),
             ));
@@ -317,7 +318,7 @@ pub(crate) async fn create(
     shared
         .topics
         .get(name.as_str())
-        .ok_or_else(|| CreateError::new(code::UNKNOWN_SERVER_ERROR, "topic vanished"))
+        .ok_or_else(|| AdminError::new(code::UNKNOWN_SERVER_ERROR, "topic vanished"))
 }
 
 /// The topic named `name`, creating it with defaults when auto-creation is enabled
@@ -330,7 +331,7 @@ pub(crate) async fn get_or_auto_create(
     if let Some(topic) = shared.topics.get(name) {
         return Some(topic);
     }
-    if !(allowed && shared.settings().auto_create_topics) {
+    if !(allowed && shared.current_config().auto_create_topics) {
         return None;
     }
     let request = NewTopic {
@@ -352,13 +353,13 @@ pub(crate) async fn get_or_auto_create(
 
 /// Deletes a topic: from the metadata store first (it is gone for clients from then
 /// on), then its partitions' logs.
-pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, CreateError> {
+pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, AdminError> {
     let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
     match shared.metadata.delete_topic(&topic.record.name).await {
         Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
         Err(error) => {
-            return Err(CreateError::new(
+            return Err(AdminError::new(
                 code::UNKNOWN_SERVER_ERROR,
                 error.to_string(),
             ));
@@ -390,12 +391,12 @@ pub(crate) async fn add_partitions(
     name: &str,
     count: i32,
     validate_only: bool,
-) -> Result<(), CreateError> {
+) -> Result<(), AdminError> {
     let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
     let current = topic.record.partitions;
     if count <= current {
-        return Err(CreateError::new(
+        return Err(AdminError::new(
             code::INVALID_PARTITIONS,
             format!(
                 "topic {name} has {current} partitions; the new count must be larger, not {count}"
@@ -423,7 +424,7 @@ pub(crate) async fn add_partitions(
         .metadata
         .set_partitions(&topic.record.name, count)
         .await
-        .map_err(|error| CreateError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
+        .map_err(|error| AdminError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
     let mut grown = (*topic).clone();
     grown.record.partitions = count;
     shared.topics.insert(grown);
@@ -435,14 +436,14 @@ pub(crate) async fn add_partitions(
 /// its failure to the error a client gets.
 async fn on_log_thread(
     work: impl FnOnce() -> Result<(), spool_log::LogError> + Send + 'static,
-) -> Result<(), CreateError> {
+) -> Result<(), AdminError> {
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(CreateError::new(
+        Ok(Err(error)) => Err(AdminError::new(
             code::KAFKA_STORAGE_ERROR,
             error.to_string(),
         )),
-        Err(error) => Err(CreateError::new(
+        Err(error) => Err(AdminError::new(
             code::UNKNOWN_SERVER_ERROR,
             error.to_string(),
         )),
@@ -455,14 +456,14 @@ pub(crate) async fn change_configs(
     shared: &Arc<Shared>,
     name: &str,
     validate_only: bool,
-    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, CreateError>,
-) -> Result<(), CreateError> {
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
+) -> Result<(), AdminError> {
     let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
     let mut record = topic.record.clone();
     record.configs = change(&topic.record.configs)?;
-    let updated = resolve(record, &shared.settings().topic_defaults)
-        .map_err(|e| CreateError::new(code::INVALID_CONFIG, e.0))?;
+    let updated = resolve(record, &shared.current_config().topic_defaults)
+        .map_err(|e| AdminError::new(code::INVALID_CONFIG, e.0))?;
     if validate_only {
         return Ok(());
     }
@@ -470,11 +471,11 @@ pub(crate) async fn change_configs(
         .metadata
         .set_topic_configs(&updated.record.name, &updated.record.configs)
         .await
-        .map_err(|error| CreateError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
+        .map_err(|error| AdminError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
     shared
         .logs
         .set_topic_config(&updated.record.name, updated.log.clone())
-        .map_err(|error| CreateError::new(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
+        .map_err(|error| AdminError::new(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
     tracing::info!(topic = name, configs = ?updated.record.configs, "changed topic configs");
     shared.topics.insert(updated);
     Ok(())
@@ -489,6 +490,10 @@ pub(crate) fn config_entries(topic: &Topic) -> Vec<(&'static str, String, bool)>
         value
             .map_or(none, |v| i64::try_from(v).unwrap_or(i64::MAX))
             .to_string()
+    };
+    let (flush_ms, flush_messages) = match log.flush {
+        FlushPolicy::Durable => (None, None),
+        FlushPolicy::Interval { ms, messages } => (ms, messages),
     };
     let entries = [
         ("cleanup.policy", "delete".to_owned()),
@@ -505,24 +510,8 @@ pub(crate) fn config_entries(topic: &Topic) -> Vec<(&'static str, String, bool)>
                 TimestampType::LogAppendTime => "LogAppendTime".to_owned(),
             },
         ),
-        (
-            "flush.ms",
-            topic
-                .record
-                .configs
-                .get("flush.ms")
-                .cloned()
-                .unwrap_or_else(|| UNSET.to_string()),
-        ),
-        (
-            "flush.messages",
-            topic
-                .record
-                .configs
-                .get("flush.messages")
-                .cloned()
-                .unwrap_or_else(|| UNSET.to_string()),
-        ),
+        ("flush.ms", as_number(flush_ms, UNSET)),
+        ("flush.messages", as_number(flush_messages, UNSET)),
     ];
     entries
         .into_iter()

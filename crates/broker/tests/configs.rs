@@ -8,9 +8,10 @@ use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource as IncrementalResource, AlterableConfig as IncrementalConfig,
 };
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, RequestKind,
-    ResponseKind,
+    AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
+    RequestKind, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use spool_testkit::{RawClient, TestBroker};
@@ -175,6 +176,18 @@ async fn incremental_changes_set_and_delete_single_overrides() {
         0
     );
     assert_eq!(client.create_topic("inherits", -1).await, 0);
+    let request = MetadataRequest::default().with_topics(Some(vec![
+        MetadataRequestTopic::default().with_name(Some(spool_testkit::topic_name("inherits"))),
+    ]));
+    let ResponseKind::Metadata(metadata) = client.call(RequestKind::Metadata(request), 12).await
+    else {
+        panic!("not a Metadata response")
+    };
+    assert_eq!(
+        metadata.topics[0].partitions.len(),
+        2,
+        "num.partitions applied"
+    );
     let node = describe(&mut client, "1").await;
     let partitions = node
         .iter()

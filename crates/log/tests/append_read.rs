@@ -346,6 +346,46 @@ fn the_max_timestamp_is_found_across_segments_to_the_record() {
 }
 
 #[test]
+fn the_max_timestamp_counts_only_visible_records_at_or_after_the_log_start() {
+    let config = LogConfig {
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let log = open(memory(), config);
+    let at = |t: i64| {
+        spool_testkit::BatchBuilder::new()
+            .timestamp(t)
+            .values(2, 10)
+            .build()
+    };
+    log.append(&[&at(9000), &at(2000), &at(3000), &at(1000)])
+        .unwrap();
+    log.sync().unwrap();
+    assert_eq!(
+        log.max_timestamp_offset().unwrap(),
+        Some((Offset(0), Timestamp(9000)))
+    );
+    // The newest batch is below the log start now, in the same segment.
+    log.advance_log_start(Offset(2)).unwrap();
+    assert_eq!(
+        log.max_timestamp_offset().unwrap(),
+        Some((Offset(4), Timestamp(3000)))
+    );
+    // Written but not yet durable, so not visible: it does not count.
+    log.append(&[&at(99_000)]).unwrap();
+    assert_eq!(log.offsets().high_watermark, Offset(8));
+    assert_eq!(
+        log.max_timestamp_offset().unwrap(),
+        Some((Offset(4), Timestamp(3000)))
+    );
+    log.sync().unwrap();
+    assert_eq!(
+        log.max_timestamp_offset().unwrap(),
+        Some((Offset(8), Timestamp(99_000)))
+    );
+}
+
+#[test]
 fn offset_for_timestamp_is_batch_granular_for_compressed_batches() {
     let log = open(memory(), small_config());
     let compressed = spool_testkit::BatchBuilder::new()

@@ -18,7 +18,7 @@ use super::configs::{BROKER, TOPIC};
 use crate::dynamic_config;
 use crate::errors::code;
 use crate::server::Shared;
-use crate::topics::{self, CreateError};
+use crate::topics::{self, AdminError};
 
 pub(crate) const ALTER_API: ApiDecl = ApiDecl {
     key: ApiKey::AlterConfigs,
@@ -92,7 +92,7 @@ pub(crate) async fn incremental(
                         configs.remove(name);
                     }
                     _ => {
-                        return Err(CreateError {
+                        return Err(AdminError {
                             code: code::INVALID_CONFIG,
                             message: format!("operation {operation} on {name}: only SET with a value and DELETE are supported"),
                         });
@@ -123,12 +123,12 @@ async fn apply(
     resource_type: i8,
     name: &str,
     validate_only: bool,
-    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, CreateError>,
-) -> Result<(), CreateError> {
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
+) -> Result<(), AdminError> {
     match resource_type {
         TOPIC => topics::change_configs(shared, name, validate_only, change).await,
         BROKER => dynamic_config::change(shared, name, validate_only, change).await,
-        other => Err(CreateError {
+        other => Err(AdminError {
             code: code::INVALID_REQUEST,
             message: format!("resource type {other} has no configs"),
         }),

@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::ApiDecl;
 use crate::errors::code;
 use crate::server::Shared;
-use crate::topics::{self, CreateError};
+use crate::topics::{self, AdminError};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::CreatePartitions,
@@ -20,7 +20,7 @@ pub(crate) const API: ApiDecl = ApiDecl {
 };
 
 pub(crate) async fn handle(request: CreatePartitionsRequest, shared: Arc<Shared>) -> ResponseKind {
-    let node = shared.config().node_id;
+    let node = shared.started_config().node_id;
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let assignments_ok = topic.assignments.as_ref().is_none_or(|all| {
@@ -36,7 +36,7 @@ pub(crate) async fn handle(request: CreatePartitionsRequest, shared: Arc<Shared>
             )
             .await
         } else {
-            Err(CreateError {
+            Err(AdminError {
                 code: code::INVALID_REPLICA_ASSIGNMENT,
                 message: format!("assignments must name only broker {node}, once per partition"),
             })

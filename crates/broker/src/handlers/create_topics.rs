@@ -10,7 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::ApiDecl;
 use crate::errors::code;
 use crate::server::Shared;
-use crate::topics::{self, CreateError, NewTopic};
+use crate::topics::{self, AdminError, NewTopic};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::CreateTopics,
@@ -34,7 +34,7 @@ pub(crate) async fn handle(
         let outcome = if !topic.assignments.is_empty() {
             manual_assignment_check(
                 &topic.assignments,
-                shared.config().node_id,
+                shared.started_config().node_id,
                 topic.num_partitions,
             )
         } else {
@@ -83,13 +83,13 @@ fn manual_assignment_check(
     assignments: &[kafka_protocol::messages::create_topics_request::CreatableReplicaAssignment],
     node: i32,
     num_partitions: i32,
-) -> Result<i32, CreateError> {
+) -> Result<i32, AdminError> {
     let count = i32::try_from(assignments.len()).unwrap_or(i32::MAX);
     let ours = assignments
         .iter()
         .all(|a| a.broker_ids.iter().all(|b| b.0 == node) && a.broker_ids.len() == 1);
     if !ours || num_partitions != -1 {
-        return Err(CreateError {
+        return Err(AdminError {
             code: code::INVALID_REPLICA_ASSIGNMENT,
             message: format!(
                 "assignments must name only broker {node}, once, with num_partitions -1"

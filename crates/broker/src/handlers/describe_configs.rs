@@ -12,8 +12,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
-use super::configs::{BROKER, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC};
+use super::configs::{BROKER, TOPIC};
 use crate::config::TOPIC_DEFAULTS;
+use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::errors::code;
 use crate::server::Shared;
 use crate::topics;

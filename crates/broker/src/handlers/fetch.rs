@@ -5,7 +5,10 @@
 //! The records are not copied: the response carries the segment-file ranges the log
 //! read returned, and the connection's writer sends them with `sendfile` (see
 //! [`encode`] and `crate::response`); only the tail cache's recent bytes come from
-//! memory.
+//! memory. The read (on a blocking thread) asks the kernel to start reading the file
+//! ranges into the page cache, so that `sendfile` on the async threads seldom waits
+//! for the disk; when it does, it stalls that thread for the read, as Kafka's network
+//! threads are stalled by theirs.
 //!
 //! Not yet: fetch sessions (Spool answers session id 0: no session, which KIP-227
 //! allows), topic ids (v13+).
@@ -23,6 +26,7 @@ pub(crate) use self::encode::FetchBody;
 use self::encode::{PartitionOut, TopicOut};
 use super::ApiDecl;
 use crate::errors::{self, code};
+use crate::response;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -122,11 +126,12 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
                     if partition_budget == 0 {
                         result.chunks.clear();
                     }
+                    response::prefetch(&result.chunks);
                     let len = result.len();
                     pass.bytes += len;
                     budget = budget.saturating_sub(len);
                     pass.watches.push(log.subscribe_high_watermark());
-                    out.records = Some(result.chunks);
+                    out.records = result.chunks;
                 }
                 Err(error) => {
                     pass.errors = true;

@@ -42,7 +42,7 @@ pub(crate) async fn handle(
     version: i16,
     shared: Arc<Shared>,
 ) -> ResponseKind {
-    let node = BrokerId(shared.config().node_id);
+    let node = BrokerId(shared.started_config().node_id);
     let (host, port) = &shared.advertised;
     let broker = MetadataResponseBroker::default()
         .with_node_id(node)

@@ -4,7 +4,7 @@
 
 mod alter_configs;
 mod api_versions;
-pub(crate) mod configs;
+mod configs;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
@@ -17,13 +17,13 @@ mod produce;
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
 use spool_protocol::request::{self, Envelope};
 
 use crate::connection::Reply;
-use crate::response::{Response, ResponseWriter};
+use crate::response::ResponseWriter;
 use crate::server::Shared;
 
 /// An API a handler implements, and the versions.
@@ -115,41 +115,45 @@ pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
 
 /// Frames a response: size, header (at the API's header version), body.
 fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
-    let header_version = envelope.api_key.response_header_version(version);
-    let header = ResponseHeader::default().with_correlation_id(envelope.header.correlation_id);
-    let mut buffer = BytesMut::with_capacity(256);
-    buffer.put_i32(0);
-    let encoded = header
-        .encode(&mut buffer, header_version)
-        .and_then(|()| response.encode(&mut buffer, version));
-    if let Err(error) = encoded {
-        tracing::error!(api = ?envelope.api_key, version, %error, "cannot encode response; closing connection");
-        return Reply::Close;
-    }
-    let size = i32::try_from(buffer.len() - 4).unwrap_or(i32::MAX);
-    buffer[..4].copy_from_slice(&size.to_be_bytes());
-    Reply::Send(Response::from_bytes(buffer.freeze()))
+    frame(envelope, version, |writer| {
+        response
+            .encode(writer.buffer(), version)
+            .map_err(|e| e.to_string())
+    })
 }
 
 /// Frames a Fetch response, whose records stay in the segment files until sent.
 fn encode_fetch(envelope: &Envelope, version: i16, body: &fetch::FetchBody) -> Reply {
-    let header_version = envelope.api_key.response_header_version(version);
+    frame(envelope, version, |writer| {
+        body.encode(version, writer).map_err(|e| e.to_string())
+    })
+}
+
+/// The response header, then what `body` writes, framed; closes the connection if
+/// the response cannot be encoded.
+fn frame(
+    envelope: &Envelope,
+    version: i16,
+    body: impl FnOnce(&mut ResponseWriter) -> Result<(), String>,
+) -> Reply {
+    let api = envelope.api_key;
     let header = ResponseHeader::default().with_correlation_id(envelope.header.correlation_id);
     let mut writer = ResponseWriter::new();
-    if let Err(error) = header.encode(writer.buffer(), header_version) {
-        tracing::error!(%error, "cannot encode the fetch response header; closing connection");
-        return Reply::Close;
-    }
-    if let Err(error) = body.encode(version, &mut writer) {
-        tracing::error!(version, %error, "closing connection");
+    let encoded = header
+        .encode(writer.buffer(), api.response_header_version(version))
+        .map_err(|e| e.to_string())
+        .and_then(|()| body(&mut writer));
+    if let Err(error) = encoded {
+        tracing::error!(?api, version, %error, "cannot encode response; closing connection");
         return Reply::Close;
     }
     match writer.finish() {
         Some(response) => Reply::Send(response),
         None => {
             tracing::error!(
+                ?api,
                 version,
-                "fetch response too large for a frame; closing connection"
+                "response too large for a frame; closing connection"
             );
             Reply::Close
         }

@@ -9,6 +9,7 @@ use spool_model::{CompressionCodec, Offset, Timestamp};
 use spool_store::StoreFile;
 
 use super::{LogState, PartitionLog};
+use crate::checkpoint::LogPosition;
 use crate::error::{LogError, Result};
 use crate::read::{ReadChunk, ReadResult};
 use crate::scan::HeaderCursor;
@@ -138,13 +139,7 @@ impl PartitionLog {
                 log_start,
             })?;
         let start = u64::from(segment.index(&self.files, interval)?.position_for(relative));
-        let visible_end = if segment.base < high_watermark.segment_base {
-            segment.size
-        } else if segment.base == high_watermark.segment_base {
-            high_watermark.position
-        } else {
-            0
-        };
+        let visible_end = visible_end(segment, high_watermark);
         Ok(SegmentCursor {
             file: segment.log_file(&self.files)?,
             base: segment.base,
@@ -173,12 +168,60 @@ impl PartitionLog {
             }
             max
         };
-        // No visible record is newer than the maximum, so the first at or after it
-        // is the first that carries it.
-        match max {
-            Some(max) => self.offset_for_timestamp(max),
-            None => Ok(None),
+        let Some(max) = max else { return Ok(None) };
+        // No record is newer than the maximum, so the first at or after it carries it.
+        if let Some(found) = self.offset_for_timestamp(max)? {
+            return Ok(Some(found));
         }
+        // The segments' maxima count a batch that is written but not yet visible, or
+        // one below the log start: find the visible maximum batch by batch instead.
+        self.scan_for_max_timestamp()
+    }
+
+    /// [`Self::max_timestamp_offset`] by walking every visible batch header.
+    fn scan_for_max_timestamp(&self) -> Result<Option<(Offset, Timestamp)>> {
+        let mut best: Option<(Arc<dyn StoreFile>, u64, spool_model::RecordBatchHeader)> = None;
+        let mut segment_at = 0;
+        loop {
+            let (file, visible_end, log_start) = {
+                let state = self.lock_for_use();
+                let Some(segment) = state.segments.get(segment_at) else {
+                    break;
+                };
+                if segment.base > state.high_watermark.segment_base {
+                    break;
+                }
+                let file = segment.log_file(&self.files)?;
+                (
+                    file,
+                    visible_end(segment, state.high_watermark),
+                    state.log_start,
+                )
+            };
+            let mut headers = HeaderCursor::new(file.as_ref());
+            let mut position = 0;
+            while let Some(header) = headers
+                .header_at(position, visible_end)
+                .map_err(self.read_error())?
+            {
+                let newer = best
+                    .as_ref()
+                    .is_none_or(|(.., b)| header.max_timestamp > b.max_timestamp);
+                if newer && header.next_offset() > log_start {
+                    best = Some((file.clone(), position, header));
+                }
+                position += header.total_len() as u64;
+            }
+            segment_at += 1;
+        }
+        let Some((file, position, header)) = best else {
+            return Ok(None);
+        };
+        let len = header.total_len() as u64;
+        let target = header.max_timestamp;
+        let found = self.first_record_at_or_after(file.as_ref(), position, len, &header, target)?;
+        let log_start = self.offsets().log_start;
+        Ok(Some((found.0.max(log_start), found.1)))
     }
 
     /// The first offset whose record timestamp is at or after `target`, with that
@@ -214,15 +257,10 @@ impl PartitionLog {
                 let index = segment.index(&self.files, interval)?;
                 let relative = index.scan_start_for_timestamp(target);
                 let start = u64::from(index.position_for(relative));
-                let visible_end = match segment.base.cmp(&high_watermark.segment_base) {
-                    std::cmp::Ordering::Less => segment.size,
-                    std::cmp::Ordering::Equal => high_watermark.position,
-                    std::cmp::Ordering::Greater => 0,
-                };
                 (
                     segment.log_file(&self.files)?,
                     start,
-                    visible_end,
+                    visible_end(segment, high_watermark),
                     state.log_start,
                 )
             };
@@ -304,5 +342,14 @@ impl LogState {
             return None;
         }
         self.tail.slice(start, end)
+    }
+}
+
+/// How far the visible (below the high watermark) bytes of `segment` reach.
+fn visible_end(segment: &crate::segment::Segment, high_watermark: LogPosition) -> u64 {
+    match segment.base.cmp(&high_watermark.segment_base) {
+        std::cmp::Ordering::Less => segment.size,
+        std::cmp::Ordering::Equal => high_watermark.position,
+        std::cmp::Ordering::Greater => 0,
     }
 }

@@ -33,8 +33,10 @@ pub(crate) struct PartitionOut {
     pub(crate) error: i16,
     pub(crate) high_watermark: i64,
     pub(crate) log_start: i64,
-    /// `None` is sent as null records (partitions with an error).
-    pub(crate) records: Option<Vec<ReadChunk>>,
+    /// Whole batches; none for a partition with an error. Never sent as null:
+    /// librdkafka drops a whole response that has null records (Kafka sends empty
+    /// ones too).
+    pub(crate) records: Vec<ReadChunk>,
 }
 
 impl PartitionOut {
@@ -45,7 +47,7 @@ impl PartitionOut {
             error,
             high_watermark: -1,
             log_start: -1,
-            records: None,
+            records: Vec::new(),
         }
     }
 }
@@ -97,21 +99,15 @@ fn encode_partition(
     if version >= 11 {
         out.buffer().put_i32(-1); // preferred_read_replica: none
     }
-    match &partition.records {
-        None if flexible => put_uvarint(out, 0),
-        None => out.buffer().put_i32(-1),
-        Some(chunks) => {
-            let len: u64 = chunks.iter().map(ReadChunk::len).sum();
-            let len = i32::try_from(len).map_err(|_| EncodeError("records too large"))?;
-            if flexible {
-                put_uvarint(out, len.unsigned_abs() + 1);
-            } else {
-                out.buffer().put_i32(len);
-            }
-            for chunk in chunks {
-                out.push_chunk(chunk);
-            }
-        }
+    let len: u64 = partition.records.iter().map(ReadChunk::len).sum();
+    let len = i32::try_from(len).map_err(|_| EncodeError("records too large"))?;
+    if flexible {
+        put_uvarint(out, len.unsigned_abs() + 1);
+    } else {
+        out.buffer().put_i32(len);
+    }
+    for chunk in &partition.records {
+        out.push_chunk(chunk);
     }
     put_no_tags(out, flexible);
     Ok(())
@@ -193,7 +189,7 @@ mod tests {
                             error: 0,
                             high_watermark: 42,
                             log_start: 3,
-                            records: Some(vec![
+                            records: vec![
                                 ReadChunk::Memory(Bytes::from_static(b"memory-first|")),
                                 ReadChunk::File {
                                     file,
@@ -201,14 +197,14 @@ mod tests {
                                     len: 12,
                                 },
                                 ReadChunk::Memory(big),
-                            ]),
+                            ],
                         },
                         PartitionOut {
                             index: 1,
                             error: 0,
                             high_watermark: 0,
                             log_start: 0,
-                            records: Some(Vec::new()),
+                            records: Vec::new(),
                         },
                         PartitionOut::error(9, 3),
                     ],
@@ -256,7 +252,7 @@ mod tests {
             );
             let failed = &orders.partitions[2];
             assert_eq!((failed.partition_index, failed.error_code), (9, 3));
-            assert!(failed.records.is_none());
+            assert_eq!(failed.records.as_deref(), Some(&[][..]), "empty, not null");
             assert_eq!(decoded.responses[1].partitions[0].error_code, 3);
         }
     }
