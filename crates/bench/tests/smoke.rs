@@ -51,3 +51,40 @@ fn the_benchmark_reports_every_measure() {
     assert_eq!(report["partitions"], 200);
     assert!(report["partitions_idle_bytes_each"].as_f64().unwrap() < 4096.0);
 }
+
+#[test]
+fn the_fetch_benchmark_reports_every_measure() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_spool-fetch-bench"))
+        .args(["--dir", dir.path().join("fetch").to_str().unwrap()])
+        .args([
+            "--mib",
+            "8",
+            "--batch-kib",
+            "64",
+            "--fetch-mib",
+            "1",
+            "--rounds",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(report["stored_bytes"].as_u64().unwrap() > 7 << 20);
+    for key in [
+        "produce_acks_all_mb_s",
+        "raw_loopback_tcp_mb_s",
+        "raw_page_cache_read_mb_s",
+        "fetch_mb_s",
+    ] {
+        let value = report[key].as_f64().unwrap_or(-1.0);
+        assert!(value > 0.0, "{key} = {value}");
+    }
+    assert_eq!(report["fetch_rounds_mb_s"].as_array().unwrap().len(), 2);
+}
