@@ -12,6 +12,7 @@
 //! `kafka-protocol`'s decoding, which the real-client tests exercise.
 #![deny(clippy::indexing_slicing)]
 
+pub mod group_shapes;
 pub mod shapes;
 
 /// How a field is laid out on the wire.

@@ -3,7 +3,7 @@
 //! first flexible version). Only structure: names are in comments.
 
 use super::Kind::{Bytes, Fixed, Scalars, String, Strings, Structs};
-use super::{Field, Shape, between, from};
+use super::{Field, Shape, between, from, group_shapes};
 
 const INT8: super::Kind = Fixed(1);
 const INT16: super::Kind = Fixed(2);
@@ -230,6 +230,17 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         33 => Some(&ALTER_CONFIGS),
         44 => Some(&INCREMENTAL_ALTER_CONFIGS),
         37 => Some(&CREATE_PARTITIONS),
+        8 => Some(&group_shapes::OFFSET_COMMIT),
+        9 => Some(&group_shapes::OFFSET_FETCH),
+        10 => Some(&group_shapes::FIND_COORDINATOR),
+        11 => Some(&group_shapes::JOIN_GROUP),
+        12 => Some(&group_shapes::HEARTBEAT),
+        13 => Some(&group_shapes::LEAVE_GROUP),
+        14 => Some(&group_shapes::SYNC_GROUP),
+        15 => Some(&group_shapes::DESCRIBE_GROUPS),
+        16 => Some(&group_shapes::LIST_GROUPS),
+        42 => Some(&group_shapes::DELETE_GROUPS),
+        47 => Some(&group_shapes::OFFSET_DELETE),
         _ => None,
     }
 }

@@ -22,6 +22,8 @@ use proptest::prelude::*;
 
 use super::*;
 
+mod group_samples;
+
 fn name(s: &'static str) -> TopicName {
     TopicName(StrBytes::from_static_str(s))
 }
@@ -241,6 +243,7 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         IncrementalAlterConfigsRequest::VERSIONS,
         &|v| encoded(&incremental, v),
     );
+    out.extend(group_samples::samples());
     out
 }
 
