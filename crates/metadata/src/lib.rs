@@ -1,5 +1,5 @@
 //! Spool's metadata: which topics exist, with how many partitions and which configs,
-//! and the broker configs changed at run time.
+//! the broker configs changed at run time, and consumer groups' committed offsets.
 //!
 //! [`MetadataStore`] is the narrow interface the broker uses; [`SqliteStore`] keeps it
 //! in an embedded SQLite database inside the data directory (the single-node mode).
@@ -22,6 +22,20 @@ pub struct TopicRecord {
     pub partitions: i32,
     /// Topic-level configs set explicitly, by their Kafka names.
     pub configs: BTreeMap<String, String>,
+}
+
+/// A consumer group's committed offset for one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    /// -1 when the client did not send one.
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+    /// When it was committed (ms since the epoch), for expiry.
+    pub commit_ms: i64,
 }
 
 /// Why a metadata operation failed.
@@ -65,4 +79,13 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
         scope: &str,
         configs: &BTreeMap<String, String>,
     ) -> Result<()>;
+    /// Every committed offset of every group.
+    async fn committed_offsets(&self) -> Result<Vec<CommittedOffset>>;
+    /// Stores committed offsets (replacing earlier ones of the same partitions), all
+    /// or none.
+    async fn commit_offsets(&self, offsets: &[CommittedOffset]) -> Result<()>;
+    /// Deletes a group's committed offsets: the given (topic, partition) pairs, or
+    /// all of them when `partitions` is `None`.
+    async fn delete_offsets(&self, group: &str, partitions: Option<&[(String, i32)]>)
+    -> Result<()>;
 }

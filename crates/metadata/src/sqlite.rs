@@ -12,7 +12,7 @@ use sqlx::sqlite::{
 };
 use uuid::Uuid;
 
-use crate::{MetadataError, MetadataStore, Result, TopicRecord};
+use crate::{CommittedOffset, MetadataError, MetadataStore, Result, TopicRecord};
 
 /// Metadata in a SQLite database file.
 #[derive(Debug, Clone)]
@@ -188,6 +188,81 @@ impl MetadataStore for SqliteStore {
         tx.commit().await?;
         Ok(())
     }
+
+    async fn committed_offsets(&self) -> Result<Vec<CommittedOffset>> {
+        let rows = sqlx::query(
+            "SELECT group_id, topic, partition, committed, leader_epoch, metadata, commit_ms FROM group_offsets",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(CommittedOffset {
+                    group: row.try_get("group_id")?,
+                    topic: row.try_get("topic")?,
+                    partition: row.try_get("partition")?,
+                    offset: row.try_get("committed")?,
+                    leader_epoch: row.try_get("leader_epoch")?,
+                    metadata: row.try_get("metadata")?,
+                    commit_ms: row.try_get("commit_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn commit_offsets(&self, offsets: &[CommittedOffset]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for offset in offsets {
+            sqlx::query(
+                "INSERT INTO group_offsets (group_id, topic, partition, committed, leader_epoch, metadata, commit_ms) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (group_id, topic, partition) DO UPDATE SET \
+                 committed = excluded.committed, leader_epoch = excluded.leader_epoch, \
+                 metadata = excluded.metadata, commit_ms = excluded.commit_ms",
+            )
+            .bind(&offset.group)
+            .bind(&offset.topic)
+            .bind(offset.partition)
+            .bind(offset.offset)
+            .bind(offset.leader_epoch)
+            .bind(&offset.metadata)
+            .bind(offset.commit_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn delete_offsets(
+        &self,
+        group: &str,
+        partitions: Option<&[(String, i32)]>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        match partitions {
+            None => {
+                sqlx::query("DELETE FROM group_offsets WHERE group_id = ?")
+                    .bind(group)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Some(partitions) => {
+                for (topic, partition) in partitions {
+                    sqlx::query(
+                        "DELETE FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                    )
+                    .bind(group)
+                    .bind(topic)
+                    .bind(partition)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -263,5 +338,44 @@ mod tests {
         let stored = store.broker_configs().await.unwrap();
         assert_eq!(stored.get("1"), None, "emptied");
         assert_eq!(stored.get(""), Some(&cluster), "other scopes untouched");
+    }
+
+    #[tokio::test]
+    async fn committed_offsets_are_upserted_deleted_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metadata.db");
+        let offset = |group: &str, partition: i32, at: i64| CommittedOffset {
+            group: group.to_owned(),
+            topic: "orders".to_owned(),
+            partition,
+            offset: at,
+            leader_epoch: -1,
+            metadata: Some(format!("at {at}")),
+            commit_ms: 1000 + at,
+        };
+        {
+            let store = SqliteStore::open(&path).await.unwrap();
+            store
+                .commit_offsets(&[offset("a", 0, 5), offset("a", 1, 7), offset("b", 0, 1)])
+                .await
+                .unwrap();
+            store.commit_offsets(&[offset("a", 0, 9)]).await.unwrap();
+        }
+        let store = SqliteStore::open(&path).await.unwrap();
+        let mut stored = store.committed_offsets().await.unwrap();
+        stored.sort_by(|x, y| (&x.group, x.partition).cmp(&(&y.group, y.partition)));
+        assert_eq!(
+            stored,
+            vec![offset("a", 0, 9), offset("a", 1, 7), offset("b", 0, 1)]
+        );
+        store
+            .delete_offsets("a", Some(&[("orders".to_owned(), 1)]))
+            .await
+            .unwrap();
+        store.delete_offsets("b", None).await.unwrap();
+        assert_eq!(
+            store.committed_offsets().await.unwrap(),
+            vec![offset("a", 0, 9)]
+        );
     }
 }

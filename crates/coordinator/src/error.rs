@@ -1,0 +1,33 @@
+//! Why a group operation was refused. The broker maps each to its Kafka error code in
+//! one place (`crates/broker/src/errors.rs`).
+
+/// A group operation's failure, named as Kafka names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GroupError {
+    #[error("the member id is not known to the group")]
+    UnknownMemberId,
+    #[error("the generation is not the group's current one")]
+    IllegalGeneration,
+    #[error("the group is rebalancing: rejoin")]
+    RebalanceInProgress,
+    #[error("another member joined with the same group.instance.id")]
+    FencedInstanceId,
+    #[error("a new member must rejoin with the member id it was given")]
+    MemberIdRequired,
+    #[error("the protocol type or protocols do not match the group's")]
+    InconsistentGroupProtocol,
+    #[error("the session timeout is outside the broker's bounds")]
+    InvalidSessionTimeout,
+    #[error("the group id is empty")]
+    InvalidGroupId,
+    #[error("the group has members")]
+    NonEmptyGroup,
+    #[error("the group does not exist")]
+    GroupIdNotFound,
+    #[error("the group is subscribed to the topic")]
+    GroupSubscribedToTopic,
+    #[error("the offset metadata is too large")]
+    OffsetMetadataTooLarge,
+    #[error("the coordinator could not store the change")]
+    StorageFailed,
+}

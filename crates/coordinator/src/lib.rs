@@ -1,0 +1,28 @@
+//! The group coordinator: Kafka's classic consumer-group protocol (JoinGroup,
+//! SyncGroup, Heartbeat, LeaveGroup) and committed offsets.
+//!
+//! - [`group`]: one group's state machine (Empty → PreparingRebalance →
+//!   CompletingRebalance → Stable), pure: time comes in as an argument, waiting
+//!   members get their answer through a channel when the rebalance completes;
+//! - [`GroupCoordinator`]: every group of this broker, the committed offsets (kept in
+//!   the metadata store, cached in memory), and the timer that expires sessions,
+//!   rebalance timeouts and old offsets.
+//!
+//! Group state lives only in memory: after a broker restart members rejoin (their
+//! heartbeats get `UNKNOWN_MEMBER_ID`), and committed offsets are read back from the
+//! metadata store. The semantics and timeouts are documented in `docs/groups.md`.
+
+mod config;
+mod coordinator;
+mod error;
+pub mod group;
+mod offsets;
+
+pub use config::CoordinatorConfig;
+pub use coordinator::GroupCoordinator;
+pub use error::GroupError;
+pub use group::{
+    GroupDescription, GroupState, JoinRequest, JoinResponse, JoinedMember, MemberDescription,
+    SyncRequest, SyncResponse,
+};
+pub use offsets::{CommitOffset, CommitRequest, GroupListing};
