@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use spool_coordinator::CoordinatorConfig;
+
 use crate::topics;
 
 /// What a broker needs to start. Every field has a default (see `Default`).
@@ -34,6 +36,8 @@ pub struct BrokerConfig {
     /// The broker-wide defaults of topic configs, by topic config name
     /// (`log.retention.ms` sets `retention.ms` here): see [`TOPIC_DEFAULTS`].
     pub topic_defaults: BTreeMap<String, String>,
+    /// How consumer groups are run (`group.*`, `offsets.*` settings).
+    pub groups: CoordinatorConfig,
 }
 
 impl Default for BrokerConfig {
@@ -50,6 +54,7 @@ impl Default for BrokerConfig {
             auto_create_topics: true,
             default_partitions: 1,
             topic_defaults: BTreeMap::new(),
+            groups: CoordinatorConfig::default(),
         }
     }
 }
@@ -88,7 +93,7 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 5] = [
+const SETTINGS: [Setting; 11] = [
     Setting {
         name: "auto.create.topics.enable",
         dynamic: true,
@@ -134,6 +139,61 @@ const SETTINGS: [Setting; 5] = [
         get: |c| c.idle_timeout.as_millis().to_string(),
         set: |c, v| {
             c.idle_timeout = Duration::from_millis(at_least(v, 1)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "group.min.session.timeout.ms",
+        dynamic: false,
+        get: |c| c.groups.min_session_timeout.as_millis().to_string(),
+        set: |c, v| {
+            c.groups.min_session_timeout = Duration::from_millis(at_least(v, 1)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "group.max.session.timeout.ms",
+        dynamic: false,
+        get: |c| c.groups.max_session_timeout.as_millis().to_string(),
+        set: |c, v| {
+            c.groups.max_session_timeout = Duration::from_millis(at_least(v, 1)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "group.initial.rebalance.delay.ms",
+        dynamic: false,
+        get: |c| c.groups.initial_rebalance_delay.as_millis().to_string(),
+        set: |c, v| {
+            c.groups.initial_rebalance_delay = Duration::from_millis(at_least(v, 0)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offsets.retention.minutes",
+        dynamic: false,
+        get: |c| (c.groups.offsets_retention.as_secs() / 60).to_string(),
+        set: |c, v| {
+            c.groups.offsets_retention = Duration::from_secs(at_least(v, 1)?.saturating_mul(60));
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offsets.retention.check.interval.ms",
+        dynamic: false,
+        get: |c| c.groups.offsets_retention_check.as_millis().to_string(),
+        set: |c, v| {
+            c.groups.offsets_retention_check = Duration::from_millis(at_least(v, 1)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "offset.metadata.max.bytes",
+        dynamic: false,
+        get: |c| c.groups.offset_metadata_max_bytes.to_string(),
+        set: |c, v| {
+            c.groups.offset_metadata_max_bytes =
+                usize::try_from(at_least(v, 0)?).map_err(|_| expected(v, "a smaller number"))?;
             Ok(())
         },
     },

@@ -46,7 +46,7 @@ pub(crate) async fn serve(
     let (replies, pending) = mpsc::channel::<Reply>(in_flight);
     let (closing, mut closed) = watch::channel(false);
     let writer = tokio::spawn(write_replies(writer, pending, closing, peer));
-    let worker = tokio::spawn(handle_in_order(queued, replies, shared.clone()));
+    let worker = tokio::spawn(handle_in_order(queued, replies, peer, shared.clone()));
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
         match frame::check_frame(&buffer, shared.started_config().max_request_bytes) {
@@ -91,10 +91,11 @@ pub(crate) async fn serve(
 async fn handle_in_order(
     mut queued: mpsc::Receiver<Bytes>,
     replies: mpsc::Sender<Reply>,
+    peer: SocketAddr,
     shared: Arc<Shared>,
 ) {
     while let Some(request) = queued.recv().await {
-        let reply = handlers::handle(request, shared.clone()).await;
+        let reply = handlers::handle(request, peer, shared.clone()).await;
         let close = matches!(reply, Reply::Close);
         if replies.send(reply).await.is_err() || close {
             break;

@@ -1,5 +1,6 @@
 //! The one place where internal errors become Kafka error codes.
 
+use spool_coordinator::GroupError;
 use spool_log::LogError;
 use spool_protocol::batch::BatchError;
 
@@ -23,6 +24,44 @@ pub(crate) mod code {
     pub(crate) const INVALID_REQUEST: i16 = 42;
     pub(crate) const INVALID_RECORD: i16 = 87;
     pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
+    pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+    pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    pub(crate) const ILLEGAL_GENERATION: i16 = 22;
+    pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+    pub(crate) const INVALID_GROUP_ID: i16 = 24;
+    pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
+    pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
+    pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
+    pub(crate) const NON_EMPTY_GROUP: i16 = 68;
+    pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
+    pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
+    pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
+    pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+}
+
+/// The Kafka error code for a group coordinator error.
+pub(crate) fn group_error_code(error: GroupError) -> i16 {
+    match error {
+        GroupError::UnknownMemberId => code::UNKNOWN_MEMBER_ID,
+        GroupError::IllegalGeneration => code::ILLEGAL_GENERATION,
+        GroupError::RebalanceInProgress => code::REBALANCE_IN_PROGRESS,
+        GroupError::FencedInstanceId => code::FENCED_INSTANCE_ID,
+        GroupError::MemberIdRequired => code::MEMBER_ID_REQUIRED,
+        GroupError::InconsistentGroupProtocol => code::INCONSISTENT_GROUP_PROTOCOL,
+        GroupError::InvalidSessionTimeout => code::INVALID_SESSION_TIMEOUT,
+        GroupError::InvalidGroupId => code::INVALID_GROUP_ID,
+        GroupError::NonEmptyGroup => code::NON_EMPTY_GROUP,
+        GroupError::GroupIdNotFound => code::GROUP_ID_NOT_FOUND,
+        GroupError::GroupSubscribedToTopic => code::GROUP_SUBSCRIBED_TO_TOPIC,
+        GroupError::OffsetMetadataTooLarge => code::OFFSET_METADATA_TOO_LARGE,
+        // The client finds the coordinator again and retries.
+        GroupError::StorageFailed => code::COORDINATOR_NOT_AVAILABLE,
+    }
+}
+
+/// The code of a group operation's outcome.
+pub(crate) fn group_result_code(result: Result<(), GroupError>) -> i16 {
+    result.err().map_or(code::NONE, group_error_code)
 }
 
 /// The Kafka error code for a storage-engine error.

@@ -16,6 +16,7 @@ use crate::config::BrokerConfig;
 use crate::connection;
 use crate::dynamic_config::DynamicConfig;
 use crate::topics::{self, TopicTable};
+use spool_coordinator::GroupCoordinator;
 use spool_metadata::{MetadataStore, SqliteStore};
 use spool_model::TopicPartition;
 
@@ -54,6 +55,7 @@ pub(crate) struct Shared {
     pub(crate) logs: LogManager,
     pub(crate) metadata: Arc<dyn MetadataStore>,
     pub(crate) topics: TopicTable,
+    pub(crate) groups: Arc<GroupCoordinator>,
     pub(crate) cluster_id: String,
 }
 
@@ -93,6 +95,8 @@ impl Broker {
             Arc::new(SqliteStore::open(&config.data_dir.join("metadata.db")).await?);
         let dynamic = DynamicConfig::new(config.clone(), metadata.broker_configs().await?);
         let topics = load_topics(metadata.as_ref(), &logs, &dynamic.current()).await?;
+        let groups =
+            Arc::new(GroupCoordinator::open(metadata.clone(), config.groups.clone()).await?);
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -114,9 +118,11 @@ impl Broker {
             logs,
             metadata,
             topics,
+            groups: groups.clone(),
             cluster_id: "spool-cluster".to_owned(),
         });
         let (stop, stopped) = watch::channel(false);
+        tokio::spawn(groups.run(stopped.clone()));
         let accept = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(Broker {
             local_addr,

@@ -7,14 +7,26 @@ mod api_versions;
 mod configs;
 mod create_partitions;
 mod create_topics;
+mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_configs;
+mod describe_groups;
 mod fetch;
+mod find_coordinator;
+mod heartbeat;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
 mod produce;
+mod sync_group;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -48,14 +60,33 @@ pub(crate) const APIS: &[ApiDecl] = &[
     describe_configs::API,
     alter_configs::ALTER_API,
     alter_configs::INCREMENTAL_API,
+    find_coordinator::API,
+    join_group::API,
+    sync_group::API,
+    heartbeat::API,
+    leave_group::API,
+    offset_commit::API,
+    offset_fetch::API,
+    list_groups::API,
+    describe_groups::API,
+    delete_groups::API,
+    offset_delete::API,
 ];
+
+/// Who sent a request: what JoinGroup records of a member.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestContext {
+    pub(crate) client_id: String,
+    /// As Kafka shows it: `/` and the peer's IP address.
+    pub(crate) client_host: String,
+}
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
     APIS.iter().find(|api| api.key == key)
 }
 
-/// Decodes, dispatches and encodes one request.
-pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
+/// Decodes, dispatches and encodes one request from `peer`.
+pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) -> Reply {
     let envelope = match request::decode_header(frame) {
         Ok(envelope) => envelope,
         Err(error) => {
@@ -84,6 +115,15 @@ pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
             return Reply::Close;
         }
     };
+    let context = RequestContext {
+        client_id: envelope
+            .header
+            .client_id
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        client_host: format!("/{}", peer.ip()),
+    };
     let response = match body {
         RequestKind::ApiVersions(_) => api_versions::handle(),
         RequestKind::Metadata(request) => metadata::handle(request, version, shared).await,
@@ -105,6 +145,21 @@ pub(crate) async fn handle(frame: Bytes, shared: Arc<Shared>) -> Reply {
         RequestKind::IncrementalAlterConfigs(request) => {
             alter_configs::incremental(request, shared).await
         }
+        RequestKind::FindCoordinator(request) => {
+            find_coordinator::handle(request, version, &shared)
+        }
+        RequestKind::JoinGroup(request) => {
+            join_group::handle(request, version, &context, shared).await
+        }
+        RequestKind::SyncGroup(request) => sync_group::handle(request, version, shared).await,
+        RequestKind::Heartbeat(request) => heartbeat::handle(&request, &shared),
+        RequestKind::LeaveGroup(request) => leave_group::handle(request, version, &shared),
+        RequestKind::OffsetCommit(request) => offset_commit::handle(request, shared).await,
+        RequestKind::OffsetFetch(request) => offset_fetch::handle(request, version, &shared),
+        RequestKind::ListGroups(request) => list_groups::handle(&request, version, &shared),
+        RequestKind::DescribeGroups(request) => describe_groups::handle(request, version, &shared),
+        RequestKind::DeleteGroups(request) => delete_groups::handle(request, shared).await,
+        RequestKind::OffsetDelete(request) => offset_delete::handle(request, shared).await,
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

@@ -1,0 +1,109 @@
+"""One consumer-group member in its own process, for compat/test_groups.py.
+
+Prints one JSON object per line on stdout:
+  {"event": "assigned", "partitions": [...]}   partitions added by a rebalance
+  {"event": "revoked", "partitions": [...]}    partitions taken away
+  {"event": "record", "partition": p, "offset": o, "value": "..."}
+Offsets are committed synchronously after every record. SIGTERM closes the consumer
+cleanly (LeaveGroup, except for static members); SIGKILL is a crash.
+"""
+
+import argparse
+import json
+import signal
+import sys
+
+stopping = False
+
+
+def emit(**fields):
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def stop(*_):
+    global stopping
+    stopping = True
+
+
+def run_confluent(args):
+    from confluent_kafka import Consumer
+
+    config = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": args.session_ms,
+        "heartbeat.interval.ms": max(100, args.session_ms // 10),
+        "partition.assignment.strategy": args.assignor,
+    }
+    if args.instance:
+        config["group.instance.id"] = args.instance
+    consumer = Consumer(config)
+
+    def assigned(c, partitions):
+        emit(event="assigned", partitions=sorted(p.partition for p in partitions))
+
+    def revoked(c, partitions):
+        emit(event="revoked", partitions=sorted(p.partition for p in partitions))
+
+    consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked)
+    while not stopping:
+        message = consumer.poll(0.1)
+        if message is None or message.error():
+            continue
+        emit(event="record", partition=message.partition(), offset=message.offset(),
+             value=message.value().decode())
+        consumer.commit(message=message, asynchronous=False)
+    consumer.close()
+
+
+def run_kafka_python(args):
+    from kafka import KafkaConsumer, ConsumerRebalanceListener, OffsetAndMetadata, TopicPartition
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, assigned):
+            emit(event="assigned", partitions=sorted(p.partition for p in assigned))
+
+        def on_partitions_revoked(self, revoked):
+            emit(event="revoked", partitions=sorted(p.partition for p in revoked))
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=max(100, args.session_ms // 10),
+    )
+    consumer.subscribe([args.topic], listener=Listener())
+    while not stopping:
+        batches = consumer.poll(timeout_ms=100)
+        for tp, records in batches.items():
+            for record in records:
+                emit(event="record", partition=record.partition, offset=record.offset,
+                     value=record.value.decode())
+                consumer.commit({TopicPartition(tp.topic, tp.partition): OffsetAndMetadata(record.offset + 1, "", -1)})
+    consumer.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--client", choices=["confluent", "kafka-python"], default="confluent")
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--instance")
+    parser.add_argument("--assignor", default="range")
+    parser.add_argument("--session-ms", type=int, default=6000)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, stop)
+    if args.client == "confluent":
+        run_confluent(args)
+    else:
+        run_kafka_python(args)
+
+
+if __name__ == "__main__":
+    main()

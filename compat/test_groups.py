@@ -1,0 +1,185 @@
+"""Consumer groups with real clients, each member in its own process
+(compat/group_member.py): assignment, exactly-once delivery without failures, crash
+and clean leave, committed offsets across restarts, static membership, cooperative
+rebalancing, and the group admin APIs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Fast rebalances for tests: a short initial delay, short sessions allowed.
+SETTINGS = ("group.initial.rebalance.delay.ms=200", "group.min.session.timeout.ms=1000")
+PARTITIONS = set(range(6))
+
+
+def wait_until(predicate, timeout=30, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Member:
+    """A group member process and what it printed."""
+
+    def __init__(self, broker, topic, group, client="confluent", instance=None,
+                 assignor="range", session_ms=6000):
+        args = [sys.executable, os.path.join(HERE, "group_member.py"), "--client", client,
+                "--bootstrap", broker.address, "--topic", topic, "--group", group,
+                "--assignor", assignor, "--session-ms", str(session_ms)]
+        if instance:
+            args += ["--instance", instance]
+        self.log = open(os.path.join(broker.data_dir, f"member-{group}-{id(self)}.log"), "w")
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.events = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self.lock:
+                self.events.append(json.loads(line))
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.events)
+
+    def assignment(self):
+        current = set()
+        for event in self.snapshot():
+            if event["event"] == "assigned":
+                current |= set(event["partitions"])
+            elif event["event"] == "revoked":
+                current -= set(event["partitions"])
+        return current
+
+    def values(self):
+        return [e["value"] for e in self.snapshot() if e["event"] == "record"]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+
+def create(broker, topic, partitions=6):
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=10)
+
+
+def produce(broker, topic, values, partitions=6):
+    producer = Producer({"bootstrap.servers": broker.address, "acks": "all", "linger.ms": 5})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=i % partitions)
+    assert producer.flush(10) == 0
+
+
+def balanced(members, partitions=PARTITIONS):
+    """Every partition assigned to exactly one of `members`, each member some."""
+    assignments = [m.assignment() for m in members]
+    union = set().union(*assignments)
+    return union == partitions and sum(map(len, assignments)) == len(partitions) and all(assignments)
+
+
+def consumed(members):
+    return [v for m in members for v in m.values()]
+
+
+def test_members_share_partitions_survive_a_crash_and_a_clean_leave(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "shared")
+    members = [Member(broker, "shared", "workers") for _ in range(3)]
+    try:
+        wait_until(lambda: balanced(members), what="three members to share six partitions")
+        first = [f"a{i}" for i in range(300)]
+        produce(broker, "shared", first)
+        wait_until(lambda: len(consumed(members)) >= 300, what="every record consumed")
+        time.sleep(0.5)
+        assert sorted(consumed(members)) == sorted(first), "each record by exactly one member"
+
+        # A crash: the dead member's partitions move after its session timeout, and
+        # the others continue from its committed offsets.
+        crashed = members.pop()
+        before = [len(m.values()) for m in members]
+        crashed.kill()
+        wait_until(lambda: balanced(members), what="the crashed member's partitions to move")
+        second = [f"b{i}" for i in range(120)]
+        produce(broker, "shared", second)
+        wait_until(lambda: set(second) <= set(consumed(members)), what="records after the crash")
+        # It committed after every record: at most its one in-flight record per
+        # partition is read again.
+        read_again = [v for m, n in zip(members, before) for v in m.values()[n:] if v.startswith("a")]
+        assert len(read_again) <= 2, read_again
+
+        # A clean leave rebalances at once, well before the 6 s session timeout.
+        leaving = members.pop()
+        started = time.time()
+        leaving.stop()
+        wait_until(lambda: members[0].assignment() == PARTITIONS, timeout=5,
+                   what="the remaining member to take every partition")
+        assert time.time() - started < 5
+    finally:
+        for member in members:
+            member.stop()
+
+
+def test_kafka_python_members_resume_from_committed_offsets(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "resume")
+    members = [Member(broker, "resume", "kp", client="kafka-python") for _ in range(2)]
+    try:
+        wait_until(lambda: balanced(members), what="two kafka-python members to share")
+        produce(broker, "resume", [f"x{i}" for i in range(60)])
+        wait_until(lambda: len(consumed(members)) >= 60, what="kafka-python consumption")
+        assert sorted(consumed(members)) == sorted(f"x{i}" for i in range(60))
+    finally:
+        for member in members:
+            member.stop()
+    # The group restarts: only records produced since are read.
+    produce(broker, "resume", [f"y{i}" for i in range(30)])
+    again = Member(broker, "resume", "kp", client="confluent")
+    try:
+        wait_until(lambda: len(again.values()) >= 30, what="the restarted group")
+        time.sleep(0.5)
+        assert sorted(again.values()) == sorted(f"y{i}" for i in range(30))
+    finally:
+        again.stop()
+
+
+def test_offsets_survive_a_broker_restart(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "durable", 2)
+    produce(broker, "durable", [f"d{i}" for i in range(20)], partitions=2)
+    member = Member(broker, "durable", "keeper")
+    wait_until(lambda: len(member.values()) >= 20, what="consumption")
+    member.stop()
+    broker.stop()
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    request = ConsumerGroupTopicPartitions("keeper", [TopicPartition("durable", 0), TopicPartition("durable", 1)])
+    result = admin.list_consumer_group_offsets([request])["keeper"].result(timeout=10)
+    assert sorted(tp.offset for tp in result.topic_partitions) == [10, 10]
+    produce(broker, "durable", [f"e{i}" for i in range(4)], partitions=2)
+    member = Member(broker, "durable", "keeper")
+    try:
+        wait_until(lambda: len(member.values()) >= 4, what="consumption after the restart")
+        time.sleep(0.5)
+        assert sorted(member.values()) == sorted(f"e{i}" for i in range(4))
+    finally:
+        member.stop()

@@ -1,0 +1,29 @@
+//! DeleteGroups (key 42): a group without members goes, with its committed offsets.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, ResponseKind};
+
+use super::ApiDecl;
+use crate::errors::group_result_code;
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::DeleteGroups,
+    min: 0,
+    max: 2,
+};
+
+pub(crate) async fn handle(request: DeleteGroupsRequest, shared: Arc<Shared>) -> ResponseKind {
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for group_id in request.groups_names {
+        let outcome = shared.groups.delete_group(group_id.0.as_str()).await;
+        results.push(
+            DeletableGroupResult::default()
+                .with_group_id(group_id)
+                .with_error_code(group_result_code(outcome)),
+        );
+    }
+    ResponseKind::DeleteGroups(DeleteGroupsResponse::default().with_results(results))
+}

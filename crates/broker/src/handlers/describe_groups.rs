@@ -1,0 +1,65 @@
+//! DescribeGroups (key 15): state, protocol and members (with their metadata and
+//! assignment) of each group; an unknown group is described as `Dead`, as in Kafka.
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{
+    ApiKey, DescribeGroupsRequest, DescribeGroupsResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::DescribeGroups,
+    min: 0,
+    max: 5,
+};
+
+/// READ, DELETE and DESCRIBE on a group (ACL operation bits): there are no ACLs yet.
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
+pub(crate) fn handle(
+    request: DescribeGroupsRequest,
+    version: i16,
+    shared: &Shared,
+) -> ResponseKind {
+    let groups = request
+        .groups
+        .into_iter()
+        .map(|group_id| {
+            let described = shared.groups.describe(group_id.0.as_str());
+            let mut group = DescribedGroup::default().with_group_id(group_id);
+            if version >= 3 && request.include_authorized_operations {
+                group = group.with_authorized_operations(GROUP_OPERATIONS);
+            }
+            let Some(described) = described else {
+                return group.with_group_state(StrBytes::from_static_str("Dead"));
+            };
+            let members = described
+                .members
+                .into_iter()
+                .map(|m| {
+                    let member = DescribedGroupMember::default()
+                        .with_member_id(StrBytes::from_string(m.member_id))
+                        .with_client_id(StrBytes::from_string(m.client_id))
+                        .with_client_host(StrBytes::from_string(m.client_host))
+                        .with_member_metadata(m.metadata)
+                        .with_member_assignment(m.assignment);
+                    if version >= 4 {
+                        member
+                            .with_group_instance_id(m.group_instance_id.map(StrBytes::from_string))
+                    } else {
+                        member
+                    }
+                })
+                .collect();
+            group
+                .with_group_state(StrBytes::from_static_str(described.state.name()))
+                .with_protocol_type(StrBytes::from_string(described.protocol_type))
+                .with_protocol_data(StrBytes::from_string(described.protocol))
+                .with_members(members)
+        })
+        .collect();
+    ResponseKind::DescribeGroups(DescribeGroupsResponse::default().with_groups(groups))
+}

@@ -1,0 +1,26 @@
+//! Heartbeat (key 12): keeps a member's session alive; `REBALANCE_IN_PROGRESS` tells
+//! it to rejoin.
+
+use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse, ResponseKind};
+
+use super::ApiDecl;
+use crate::errors::group_result_code;
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::Heartbeat,
+    min: 0,
+    max: 4,
+};
+
+pub(crate) fn handle(request: &HeartbeatRequest, shared: &Shared) -> ResponseKind {
+    let outcome = shared.groups.heartbeat(
+        request.group_id.0.as_str(),
+        request.member_id.as_str(),
+        request.group_instance_id.as_ref().map(|id| id.as_str()),
+        request.generation_id,
+    );
+    ResponseKind::Heartbeat(
+        HeartbeatResponse::default().with_error_code(group_result_code(outcome)),
+    )
+}

@@ -1,0 +1,51 @@
+//! LeaveGroup (key 13): members leave at once (the group rebalances without waiting
+//! for their sessions to end). v3+ names several members, by id or instance id.
+
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
+
+use super::ApiDecl;
+use crate::errors::{group_error_code, group_result_code};
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::LeaveGroup,
+    min: 0,
+    max: 5,
+};
+
+pub(crate) fn handle(request: LeaveGroupRequest, version: i16, shared: &Shared) -> ResponseKind {
+    let leaving: Vec<(String, Option<String>)> = if version >= 3 {
+        request
+            .members
+            .iter()
+            .map(|m| {
+                (
+                    m.member_id.to_string(),
+                    m.group_instance_id.as_ref().map(ToString::to_string),
+                )
+            })
+            .collect()
+    } else {
+        vec![(request.member_id.to_string(), None)]
+    };
+    let response = match shared.groups.leave(request.group_id.0.as_str(), &leaving) {
+        Err(error) => LeaveGroupResponse::default().with_error_code(group_error_code(error)),
+        Ok(results) if version >= 3 => LeaveGroupResponse::default().with_members(
+            request
+                .members
+                .into_iter()
+                .zip(results)
+                .map(|(member, result)| {
+                    MemberResponse::default()
+                        .with_member_id(member.member_id)
+                        .with_group_instance_id(member.group_instance_id)
+                        .with_error_code(group_result_code(result))
+                })
+                .collect(),
+        ),
+        Ok(results) => LeaveGroupResponse::default()
+            .with_error_code(results.into_iter().next().map_or(0, group_result_code)),
+    };
+    ResponseKind::LeaveGroup(response)
+}

@@ -1,0 +1,51 @@
+//! ListGroups (key 16): every group with its state and protocol type; v4+ filters by
+//! state, v5+ by group type (all of Spool's groups are "classic").
+
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{
+    ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::ListGroups,
+    min: 0,
+    max: 5,
+};
+
+pub(crate) fn handle(request: &ListGroupsRequest, version: i16, shared: &Shared) -> ResponseKind {
+    let state_wanted = |state: &str| {
+        request.states_filter.is_empty()
+            || request
+                .states_filter
+                .iter()
+                .any(|s| s.as_str().eq_ignore_ascii_case(state))
+    };
+    let type_wanted = request.types_filter.is_empty()
+        || request
+            .types_filter
+            .iter()
+            .any(|t| t.as_str().eq_ignore_ascii_case("classic"));
+    let groups = shared
+        .groups
+        .list()
+        .into_iter()
+        .filter(|g| type_wanted && state_wanted(g.state.name()))
+        .map(|g| {
+            let mut listed = ListedGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(g.group_id)))
+                .with_protocol_type(StrBytes::from_string(g.protocol_type));
+            if version >= 4 {
+                listed = listed.with_group_state(StrBytes::from_static_str(g.state.name()));
+            }
+            if version >= 5 {
+                listed = listed.with_group_type(StrBytes::from_static_str("classic"));
+            }
+            listed
+        })
+        .collect();
+    ResponseKind::ListGroups(ListGroupsResponse::default().with_groups(groups))
+}

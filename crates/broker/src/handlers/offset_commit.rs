@@ -1,0 +1,87 @@
+//! OffsetCommit (key 8): a group's consumed positions, stored in the metadata store
+//! before the answer. Partitions that do not exist get `UNKNOWN_TOPIC_OR_PARTITION`;
+//! a refusal of the member (generation, membership) applies to every partition.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
+use spool_coordinator::{CommitOffset, CommitRequest};
+
+use super::ApiDecl;
+use crate::errors::{code, group_error_code, group_result_code};
+use crate::server::Shared;
+
+/// v9 is the new (KIP-848) consumer protocol's; not implemented.
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::OffsetCommit,
+    min: 2,
+    max: 8,
+};
+
+pub(crate) async fn handle(request: OffsetCommitRequest, shared: Arc<Shared>) -> ResponseKind {
+    // Which partitions exist, in request order.
+    let mut known = Vec::new();
+    let mut offsets = Vec::new();
+    for topic in &request.topics {
+        let exists = shared.topics.get(topic.name.0.as_str());
+        for partition in &topic.partitions {
+            let found = exists
+                .as_ref()
+                .is_some_and(|t| t.partition(partition.partition_index).is_some());
+            known.push(found);
+            if found {
+                offsets.push(CommitOffset {
+                    topic: topic.name.0.to_string(),
+                    partition: partition.partition_index,
+                    offset: partition.committed_offset,
+                    leader_epoch: partition.committed_leader_epoch,
+                    metadata: partition
+                        .committed_metadata
+                        .as_ref()
+                        .map(ToString::to_string),
+                });
+            }
+        }
+    }
+    let commit = CommitRequest {
+        group_id: request.group_id.0.to_string(),
+        generation: request.generation_id_or_member_epoch,
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(ToString::to_string),
+        offsets,
+    };
+    let outcome = shared.groups.commit(commit).await;
+    let mut results = match &outcome {
+        Ok(results) => results.iter().map(|r| group_result_code(*r)).collect(),
+        Err(_) => Vec::new(),
+    }
+    .into_iter();
+    let mut known = known.into_iter();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|partition| {
+                    let error = match (&outcome, known.next()) {
+                        (_, Some(false) | None) => code::UNKNOWN_TOPIC_OR_PARTITION,
+                        (Err(error), Some(true)) => group_error_code(*error),
+                        (Ok(_), Some(true)) => results.next().unwrap_or(code::NONE),
+                    };
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(partition.partition_index)
+                        .with_error_code(error)
+                })
+                .collect();
+            OffsetCommitResponseTopic::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    ResponseKind::OffsetCommit(OffsetCommitResponse::default().with_topics(topics))
+}

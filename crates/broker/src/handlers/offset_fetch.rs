@@ -1,0 +1,146 @@
+//! OffsetFetch (key 9): a group's committed offsets (-1 where none), for the listed
+//! partitions or all of them; v8+ asks for several groups at once.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    ApiKey, OffsetFetchRequest, OffsetFetchResponse, ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use spool_metadata::CommittedOffset;
+
+use super::ApiDecl;
+use crate::server::Shared;
+
+/// v9 is the new (KIP-848) consumer protocol's; not implemented.
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::OffsetFetch,
+    min: 1,
+    max: 8,
+};
+
+/// One partition's answer: (offset, leader epoch, metadata).
+type Found = (i64, i32, String);
+
+pub(crate) fn handle(request: OffsetFetchRequest, version: i16, shared: &Shared) -> ResponseKind {
+    if version >= 8 {
+        let groups = request
+            .groups
+            .into_iter()
+            .map(|group| {
+                let wanted = group.topics.map(|topics| {
+                    topics
+                        .into_iter()
+                        .map(|t| (t.name, t.partition_indexes))
+                        .collect()
+                });
+                let topics = lookup(shared, group.group_id.0.as_str(), wanted)
+                    .into_iter()
+                    .map(|(name, partitions)| {
+                        OffsetFetchResponseTopics::default()
+                            .with_name(name)
+                            .with_partitions(
+                                partitions
+                                    .into_iter()
+                                    .map(|(index, (offset, epoch, metadata))| {
+                                        OffsetFetchResponsePartitions::default()
+                                            .with_partition_index(index)
+                                            .with_committed_offset(offset)
+                                            .with_committed_leader_epoch(epoch)
+                                            .with_metadata(Some(StrBytes::from_string(metadata)))
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect();
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(group.group_id)
+                    .with_topics(topics)
+            })
+            .collect();
+        return ResponseKind::OffsetFetch(OffsetFetchResponse::default().with_groups(groups));
+    }
+    let wanted = request.topics.map(|topics| {
+        topics
+            .into_iter()
+            .map(|t| (t.name, t.partition_indexes))
+            .collect()
+    });
+    let topics = lookup(shared, request.group_id.0.as_str(), wanted)
+        .into_iter()
+        .map(|(name, partitions)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(name)
+                .with_partitions(
+                    partitions
+                        .into_iter()
+                        .map(|(index, (offset, epoch, metadata))| {
+                            let partition = OffsetFetchResponsePartition::default()
+                                .with_partition_index(index)
+                                .with_committed_offset(offset)
+                                .with_metadata(Some(StrBytes::from_string(metadata)));
+                            if version >= 5 {
+                                partition.with_committed_leader_epoch(epoch)
+                            } else {
+                                partition
+                            }
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    ResponseKind::OffsetFetch(OffsetFetchResponse::default().with_topics(topics))
+}
+
+/// The committed offsets of `wanted` partitions (by topic), or of all partitions
+/// the group has committed when `None`.
+fn lookup(
+    shared: &Shared,
+    group: &str,
+    wanted: Option<Vec<(TopicName, Vec<i32>)>>,
+) -> Vec<(TopicName, Vec<(i32, Found)>)> {
+    let found = |o: &CommittedOffset| -> Found {
+        (
+            o.offset,
+            o.leader_epoch,
+            o.metadata.clone().unwrap_or_default(),
+        )
+    };
+    match wanted {
+        None => {
+            let mut by_topic: BTreeMap<String, Vec<(i32, Found)>> = BTreeMap::new();
+            for offset in shared.groups.committed(group, None) {
+                by_topic
+                    .entry(offset.topic.clone())
+                    .or_default()
+                    .push((offset.partition, found(&offset)));
+            }
+            by_topic
+                .into_iter()
+                .map(|(topic, partitions)| (TopicName(StrBytes::from_string(topic)), partitions))
+                .collect()
+        }
+        Some(topics) => topics
+            .into_iter()
+            .map(|(name, partitions)| {
+                let keys: Vec<(String, i32)> = partitions
+                    .iter()
+                    .map(|p| (name.0.to_string(), *p))
+                    .collect();
+                let committed = shared.groups.committed(group, Some(&keys));
+                let answers = partitions
+                    .into_iter()
+                    .map(|index| {
+                        let hit = committed.iter().find(|o| o.partition == index);
+                        (index, hit.map_or((-1, -1, String::new()), found))
+                    })
+                    .collect();
+                (name, answers)
+            })
+            .collect(),
+    }
+}
