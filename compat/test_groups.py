@@ -183,3 +183,117 @@ def test_offsets_survive_a_broker_restart(make_broker):
         assert sorted(member.values()) == sorted(f"e{i}" for i in range(4))
     finally:
         member.stop()
+
+
+def test_a_static_member_restart_causes_no_rebalance(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "static")
+    leader = Member(broker, "static", "statics", instance="s1")
+    wait_until(lambda: leader.assignment() == PARTITIONS, what="the first member")
+    other = Member(broker, "static", "statics", instance="s2")
+    try:
+        wait_until(lambda: balanced([leader, other]), what="two static members")
+        kept = other.assignment()
+        seen = len(leader.snapshot())
+        other.kill()
+        other = Member(broker, "static", "statics", instance="s2")
+        wait_until(lambda: other.assignment() == kept, what="the restarted instance's partitions")
+        time.sleep(2)
+        rebalances = [e for e in leader.snapshot()[seen:] if e["event"] != "record"]
+        assert rebalances == [], "the other member saw no rebalance"
+        produce(broker, "static", [f"s{i}" for i in range(60)])
+        wait_until(lambda: len(consumed([leader, other])) >= 60, what="consumption")
+    finally:
+        leader.stop()
+        other.stop()
+
+
+def test_a_cooperative_group_grows_without_revoking_partitions_that_stay(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "coop")
+    first = Member(broker, "coop", "coop", assignor="cooperative-sticky")
+    members = [first]
+    try:
+        wait_until(lambda: first.assignment() == PARTITIONS, what="the first member")
+        members += [Member(broker, "coop", "coop", assignor="cooperative-sticky") for _ in range(2)]
+        wait_until(lambda: balanced(members), what="three cooperative members")
+        time.sleep(1)
+        assert balanced(members)
+        revoked = [set(e["partitions"]) for e in first.snapshot() if e["event"] == "revoked"]
+        assert revoked, "some partitions moved away from the first member"
+        assert all(len(r) < 6 for r in revoked), "never everything at once (no eager revoke)"
+        assert not set().union(*revoked) & first.assignment(), "kept partitions never revoked"
+        produce(broker, "coop", [f"c{i}" for i in range(60)])
+        wait_until(lambda: len(consumed(members)) >= 60, what="consumption")
+        time.sleep(0.5)
+        assert sorted(consumed(members)) == sorted(f"c{i}" for i in range(60))
+    finally:
+        for member in members:
+            member.stop()
+
+
+def test_two_groups_on_one_topic_progress_independently(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "both", 2)
+    produce(broker, "both", [f"v{i}" for i in range(40)], partitions=2)
+    one = Member(broker, "both", "one")
+    two = Member(broker, "both", "two", client="kafka-python")
+    try:
+        wait_until(lambda: len(one.values()) >= 40 and len(two.values()) >= 40, what="both groups")
+        one.stop()
+        produce(broker, "both", [f"w{i}" for i in range(10)], partitions=2)
+        wait_until(lambda: len(two.values()) >= 50, what="the second group alone")
+    finally:
+        one.stop()
+        two.stop()
+    from kafka.admin import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=broker.address)
+    committed = {g: sum(o.offset for o in admin.list_consumer_group_offsets(g).values())
+                 for g in ("one", "two")}
+    admin.close()
+    assert committed == {"one": 40, "two": 50}
+
+
+def test_groups_are_listed_described_and_deleted(make_broker):
+    from confluent_kafka import ConsumerGroupState, KafkaException
+    from kafka.admin import KafkaAdminClient
+
+    broker = make_broker(*SETTINGS)
+    create(broker, "admin", 2)
+    produce(broker, "admin", [f"m{i}" for i in range(10)], partitions=2)
+    member = Member(broker, "admin", "watched")
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    try:
+        wait_until(lambda: len(member.values()) >= 10, what="consumption")
+        listed = admin.list_consumer_groups().result(timeout=10)
+        states = {g.group_id: g.state for g in listed.valid}
+        assert states == {"watched": ConsumerGroupState.STABLE}
+        described = admin.describe_consumer_groups(["watched"])["watched"].result(timeout=10)
+        assert described.state == ConsumerGroupState.STABLE
+        assert described.partition_assignor == "range"
+        assert len(described.members) == 1
+        owned = {tp.partition for tp in described.members[0].assignment.topic_partitions}
+        assert owned == {0, 1}
+
+        kp = KafkaAdminClient(bootstrap_servers=broker.address)
+        assert ("watched", "consumer") in kp.list_consumer_groups()
+        kp_described = kp.describe_consumer_groups(["watched"])[0]
+        assert kp_described.state == "Stable" and len(kp_described.members) == 1
+
+        # A group with members cannot be deleted.
+        failed = admin.delete_consumer_groups(["watched"])["watched"]
+        try:
+            failed.result(timeout=10)
+            raise AssertionError("deleting a group with members succeeded")
+        except KafkaException as error:
+            assert error.args[0].name() == "NON_EMPTY_GROUP"
+    finally:
+        member.stop()
+    wait_until(lambda: admin.describe_consumer_groups(["watched"])["watched"].result(timeout=10).state
+               == ConsumerGroupState.EMPTY, what="the group to be empty")
+    from kafka.errors import NoError
+    assert kp.delete_consumer_groups(["watched"]) == [("watched", NoError)]
+    listed = admin.list_consumer_groups().result(timeout=10)
+    assert [g.group_id for g in listed.valid] == []
+    assert kp.list_consumer_group_offsets("watched") == {}
+    kp.close()

@@ -1,7 +1,8 @@
 // KafkaJS against a spool broker started by this test: admin (create, list,
 // metadata, offsets), produce (no compression and gzip, keys, headers, null values),
-// offsets by timestamp. KafkaJS consumes only through consumer groups (issue 4), so
-// what it produced is read back with kcat (librdkafka) and compared.
+// offsets by timestamp (read back with kcat, librdkafka), and consumer groups: two
+// KafkaJS consumers share a topic, commit, and a restarted group resumes; the group
+// admin API lists, describes and deletes the group.
 const { test, before, after } = require('node:test');
 const assert = require('node:assert');
 const { spawn, spawnSync } = require('node:child_process');
@@ -45,7 +46,10 @@ before(async () => {
   const port = await freePort();
   address = `127.0.0.1:${port}`;
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-kafkajs-'));
-  broker = spawn(SPOOL_BIN, ['--listen', address, '--data-dir', path.join(dataDir, 'data')], { stdio: 'ignore' });
+  const settings = ['group.initial.rebalance.delay.ms=200', 'group.min.session.timeout.ms=1000']
+    .flatMap((s) => ['--set', s]);
+  broker = spawn(SPOOL_BIN, ['--listen', address, '--data-dir', path.join(dataDir, 'data'), ...settings],
+    { stdio: 'ignore' });
   await waitForPort(port);
 });
 
@@ -119,5 +123,73 @@ test('offsets by timestamp', async () => {
   await producer.disconnect();
   const [found] = await admin.fetchTopicOffsetsByTimestamp(topic, base + 4500);
   assert.strictEqual(found.offset, '5');
+  await admin.disconnect();
+});
+
+async function waitFor(predicate, what, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (predicate()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('a consumer group of two shares the partitions, commits, and resumes', async () => {
+  const admin = kafka().admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: 'js-group', numPartitions: 4 }] });
+  const producer = kafka().producer();
+  await producer.connect();
+  const send = (prefix, n) => producer.send({
+    topic: 'js-group',
+    messages: Array.from({ length: n }, (_, i) => ({ value: `${prefix}${i}`, partition: i % 4 })),
+  });
+  await send('a', 80);
+
+  const seen = [];
+  const consumers = [];
+  const assigned = new Map();
+  for (let i = 0; i < 2; i++) {
+    const consumer = kafka().consumer({ groupId: 'js', sessionTimeout: 6000, heartbeatInterval: 500 });
+    await consumer.connect();
+    await consumer.subscribe({ topic: 'js-group', fromBeginning: true });
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      assigned.set(i, e.payload.memberAssignment['js-group'] || []);
+    });
+    await consumer.run({ eachMessage: async ({ message }) => { seen.push(message.value.toString()); } });
+    consumers.push(consumer);
+  }
+  await waitFor(() => seen.length >= 80, 'every record');
+  await waitFor(() => assigned.size === 2 && [...assigned.values()].every((p) => p.length === 2),
+    'two members with two partitions each');
+  const all = [...assigned.values()].flat().sort();
+  assert.deepStrictEqual(all, [0, 1, 2, 3]);
+  assert.deepStrictEqual([...new Set(seen)].length, 80);
+
+  const description = await admin.describeGroups(['js']);
+  assert.strictEqual(description.groups[0].state, 'Stable');
+  assert.strictEqual(description.groups[0].members.length, 2);
+  for (const consumer of consumers) await consumer.disconnect();
+
+  // The group restarts: only what was produced since is read.
+  await send('b', 8);
+  const again = [];
+  const consumer = kafka().consumer({ groupId: 'js', sessionTimeout: 6000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: 'js-group', fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => { again.push(message.value.toString()); } });
+  await waitFor(() => again.length >= 8, 'records after the restart');
+  await new Promise((r) => setTimeout(r, 500));
+  assert.deepStrictEqual(again.sort(), Array.from({ length: 8 }, (_, i) => `b${i}`).sort());
+  await consumer.disconnect();
+
+  const offsets = await admin.fetchOffsets({ groupId: 'js', topics: ['js-group'] });
+  const total = offsets[0].partitions.reduce((sum, p) => sum + Number(p.offset), 0);
+  assert.strictEqual(total, 88);
+  assert.ok((await admin.listGroups()).groups.some((g) => g.groupId === 'js'));
+  await admin.deleteGroups(['js']);
+  assert.ok(!(await admin.listGroups()).groups.some((g) => g.groupId === 'js'));
+  await producer.disconnect();
   await admin.disconnect();
 });
