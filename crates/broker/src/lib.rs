@@ -13,9 +13,11 @@ mod connection;
 mod dynamic_config;
 mod errors;
 mod handlers;
+mod lag;
 mod response;
 mod server;
 mod topics;
 
 pub use config::{BrokerConfig, TOPIC_DEFAULTS, setting_names};
+pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};

@@ -132,6 +132,12 @@ impl Broker {
         })
     }
 
+    /// How far a consumer group is behind, per partition it has committed.
+    #[must_use]
+    pub fn group_lag(&self, group: &str) -> Vec<crate::PartitionLag> {
+        crate::lag::group_lag(&self.shared, group)
+    }
+
     /// The address the listener is bound to (useful with port 0).
     #[must_use]
     pub fn local_addr(&self) -> SocketAddr {

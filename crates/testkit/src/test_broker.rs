@@ -27,13 +27,28 @@ impl TestBroker {
         TestBroker::start_in(data).await
     }
 
+    /// Starts a broker with some settings by their Kafka names.
+    pub async fn start_with(settings: &[(&str, &str)]) -> TestBroker {
+        let data = tempfile::tempdir().expect("temp dir");
+        TestBroker::start_configured(data, settings).await
+    }
+
     /// Starts a broker on an existing data directory (to test restarts).
     pub async fn start_in(data: tempfile::TempDir) -> TestBroker {
-        let config = BrokerConfig {
+        TestBroker::start_configured(data, &[]).await
+    }
+
+    async fn start_configured(data: tempfile::TempDir, settings: &[(&str, &str)]) -> TestBroker {
+        let mut config = BrokerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data.path().to_path_buf(),
             ..BrokerConfig::default()
         };
+        for (name, value) in settings {
+            config
+                .set(name, value)
+                .unwrap_or_else(|e| panic!("setting {name}: {e}"));
+        }
         let broker = Broker::start(config).await.expect("broker starts");
         TestBroker {
             broker: Some(broker),
@@ -59,6 +74,12 @@ impl TestBroker {
             broker.shutdown().await.expect("clean shutdown");
         }
         self.data
+    }
+
+    /// The broker itself, for its in-process API.
+    #[must_use]
+    pub fn broker(&self) -> Option<&Broker> {
+        self.broker.as_ref()
     }
 
     pub async fn client(&self) -> RawClient {
@@ -173,6 +194,17 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
         RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
         RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+        RequestKind::FindCoordinator(_) => ApiKey::FindCoordinator,
+        RequestKind::JoinGroup(_) => ApiKey::JoinGroup,
+        RequestKind::SyncGroup(_) => ApiKey::SyncGroup,
+        RequestKind::Heartbeat(_) => ApiKey::Heartbeat,
+        RequestKind::LeaveGroup(_) => ApiKey::LeaveGroup,
+        RequestKind::OffsetCommit(_) => ApiKey::OffsetCommit,
+        RequestKind::OffsetFetch(_) => ApiKey::OffsetFetch,
+        RequestKind::ListGroups(_) => ApiKey::ListGroups,
+        RequestKind::DescribeGroups(_) => ApiKey::DescribeGroups,
+        RequestKind::DeleteGroups(_) => ApiKey::DeleteGroups,
+        RequestKind::OffsetDelete(_) => ApiKey::OffsetDelete,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }
