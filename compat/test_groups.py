@@ -181,6 +181,12 @@ def test_offsets_survive_a_broker_restart(make_broker):
         wait_until(lambda: len(member.values()) >= 4, what="consumption after the restart")
         time.sleep(0.5)
         assert sorted(member.values()) == sorted(f"e{i}" for i in range(4))
+        # The broker restarts under a running member: it rejoins and carries on.
+        broker.stop()
+        broker.start()
+        produce(broker, "durable", [f"f{i}" for i in range(4)], partitions=2)
+        wait_until(lambda: len(member.values()) >= 8, what="consumption after a restart under the member")
+        assert sorted(member.values()[4:]) == sorted(f"f{i}" for i in range(4))
     finally:
         member.stop()
 

@@ -1,0 +1,108 @@
+//! Committed offsets through the coordinator, on a real metadata store: stored before
+//! the answer, read back after a reopen, and expired only for groups without members.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use spool_coordinator::{
+    CommitOffset, CommitRequest, CoordinatorConfig, GroupCoordinator, JoinRequest,
+};
+use spool_metadata::{MetadataStore, SqliteStore};
+
+fn offset(partition: i32, at: i64) -> CommitOffset {
+    CommitOffset {
+        topic: "t".to_owned(),
+        partition,
+        offset: at,
+        leader_epoch: -1,
+        metadata: None,
+    }
+}
+
+fn simple_commit(group: &str, offsets: Vec<CommitOffset>) -> CommitRequest {
+    CommitRequest {
+        group_id: group.to_owned(),
+        generation: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        offsets,
+    }
+}
+
+fn config(retention: Duration) -> CoordinatorConfig {
+    CoordinatorConfig {
+        initial_rebalance_delay: Duration::ZERO,
+        min_session_timeout: Duration::from_millis(10),
+        offsets_retention: retention,
+        ..CoordinatorConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("metadata.db");
+    {
+        let store: Arc<dyn MetadataStore> = Arc::new(SqliteStore::open(&path).await.unwrap());
+        let coordinator = GroupCoordinator::open(store, config(Duration::from_secs(3600)))
+            .await
+            .unwrap();
+        let results = coordinator
+            .commit(simple_commit("idle", vec![offset(0, 5), offset(1, 9)]))
+            .await
+            .unwrap();
+        assert_eq!(results, vec![Ok(()), Ok(())]);
+        coordinator
+            .commit(simple_commit("busy", vec![offset(0, 2)]))
+            .await
+            .unwrap();
+    }
+    let store: Arc<dyn MetadataStore> = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    let committed: Vec<i64> = coordinator
+        .committed("idle", None)
+        .iter()
+        .map(|o| o.offset)
+        .collect();
+    assert_eq!(committed, vec![5, 9], "read back after the reopen");
+
+    // "busy" gets a member; "idle" has none.
+    let join = JoinRequest {
+        group_id: "busy".to_owned(),
+        member_id: String::new(),
+        group_instance_id: None,
+        client_id: "c".to_owned(),
+        client_host: "/127.0.0.1".to_owned(),
+        session_timeout: Duration::from_secs(30),
+        rebalance_timeout: Duration::from_secs(30),
+        protocol_type: "consumer".to_owned(),
+        protocols: vec![("range".to_owned(), Bytes::new())],
+        require_known_member_id: false,
+    };
+    let joined = coordinator.join(join).await;
+    assert_eq!(joined.error, None);
+
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    coordinator.expire_offsets().await;
+    assert!(coordinator.committed("idle", None).is_empty(), "expired");
+    assert_eq!(
+        coordinator.committed("busy", None).len(),
+        1,
+        "kept: it has a member"
+    );
+    let stored: Vec<String> = store
+        .committed_offsets()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.group)
+        .collect();
+    assert_eq!(stored, vec!["busy".to_owned()], "expired in the store too");
+    let listed: Vec<String> = coordinator.list().into_iter().map(|g| g.group_id).collect();
+    assert_eq!(listed, vec!["busy".to_owned()]);
+}
