@@ -138,7 +138,7 @@ const SETTINGS: [Setting; 11] = [
         dynamic: false,
         get: |c| c.idle_timeout.as_millis().to_string(),
         set: |c, v| {
-            c.idle_timeout = Duration::from_millis(at_least(v, 1)?);
+            c.idle_timeout = millis(v, 1)?;
             Ok(())
         },
     },
@@ -147,7 +147,7 @@ const SETTINGS: [Setting; 11] = [
         dynamic: false,
         get: |c| c.groups.min_session_timeout.as_millis().to_string(),
         set: |c, v| {
-            c.groups.min_session_timeout = Duration::from_millis(at_least(v, 1)?);
+            c.groups.min_session_timeout = millis(v, 1)?;
             Ok(())
         },
     },
@@ -156,7 +156,7 @@ const SETTINGS: [Setting; 11] = [
         dynamic: false,
         get: |c| c.groups.max_session_timeout.as_millis().to_string(),
         set: |c, v| {
-            c.groups.max_session_timeout = Duration::from_millis(at_least(v, 1)?);
+            c.groups.max_session_timeout = millis(v, 1)?;
             Ok(())
         },
     },
@@ -165,7 +165,7 @@ const SETTINGS: [Setting; 11] = [
         dynamic: false,
         get: |c| c.groups.initial_rebalance_delay.as_millis().to_string(),
         set: |c, v| {
-            c.groups.initial_rebalance_delay = Duration::from_millis(at_least(v, 0)?);
+            c.groups.initial_rebalance_delay = millis(v, 0)?;
             Ok(())
         },
     },
@@ -183,7 +183,7 @@ const SETTINGS: [Setting; 11] = [
         dynamic: false,
         get: |c| c.groups.offsets_retention_check.as_millis().to_string(),
         set: |c, v| {
-            c.groups.offsets_retention_check = Duration::from_millis(at_least(v, 1)?);
+            c.groups.offsets_retention_check = millis(v, 1)?;
             Ok(())
         },
     },
@@ -201,6 +201,15 @@ const SETTINGS: [Setting; 11] = [
 
 fn expected(value: &str, what: &str) -> String {
     format!("{value:?}: expected {what}")
+}
+
+/// A duration setting in ms: at least `minimum`, at most `i32::MAX` (Kafka's int).
+fn millis(value: &str, minimum: u64) -> Result<Duration, String> {
+    let ms = at_least(value, minimum)?;
+    if ms > i32::MAX as u64 {
+        return Err(expected(value, &format!("at most {} ms", i32::MAX)));
+    }
+    Ok(Duration::from_millis(ms))
 }
 
 fn at_least(value: &str, minimum: u64) -> Result<u64, String> {

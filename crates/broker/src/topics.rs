@@ -381,6 +381,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic
     if let Err(error) = deleting {
         tracing::warn!(topic = name, %error, "deleting topic data failed");
     }
+    shared.groups.forget_topic(name).await;
     tracing::info!(topic = name, "deleted topic");
     Ok(topic)
 }

@@ -210,6 +210,8 @@ pub(crate) struct Group {
     /// Member ids handed out with `MEMBER_ID_REQUIRED`, valid until then.
     pending: HashMap<String, Instant>,
     rebalance_deadline: Option<Instant>,
+    /// When members that have not sent SyncGroup in CompletingRebalance are removed.
+    sync_deadline: Option<Instant>,
     /// The initial rebalance delay of a group that was empty.
     join_not_before: Option<Instant>,
     joins: u64,
@@ -229,14 +231,21 @@ impl Group {
             instances: HashMap::new(),
             pending: HashMap::new(),
             rebalance_deadline: None,
+            sync_deadline: None,
             join_not_before: None,
             joins: 0,
             empty_since_ms: None,
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.pending.is_empty()
+    /// Whether the group has members (pending ones, not yet joined, do not count).
+    pub(crate) fn has_members(&self) -> bool {
+        !self.members.is_empty()
+    }
+
+    /// Nothing left to remember: no members, none about to join.
+    pub(crate) fn is_unused(&self) -> bool {
+        self.state == GroupState::Empty && self.members.is_empty() && self.pending.is_empty()
     }
 
     /// Every topic-subscription metadata of the members for the chosen protocol
@@ -416,7 +425,6 @@ impl Group {
             return self.join_new(id, request, now, config);
         };
         member.fail_waiters(GroupError::FencedInstanceId, &old_id);
-        let unchanged = member.protocols == request.protocols;
         member.protocols = request.protocols;
         member.client_id = request.client_id;
         member.client_host = request.client_host;
@@ -429,8 +437,11 @@ impl Group {
         if was_leader {
             self.leader = Some(id.clone());
         }
+        // Its subscription bytes may differ (a new incarnation's owned partitions,
+        // generation, user data): what matters is that the group's protocol stays.
+        let protocol_stays = self.select_protocol() == self.protocol;
         match self.state {
-            GroupState::Stable if unchanged && !was_leader => {
+            GroupState::Stable if protocol_stays && !was_leader => {
                 JoinStep::Done(self.join_response(&id, false))
             }
             GroupState::PreparingRebalance => self.await_join(&id, now),
@@ -475,6 +486,7 @@ impl Group {
             member.assignment = Bytes::new();
         }
         self.state = GroupState::PreparingRebalance;
+        self.sync_deadline = None;
         let longest = self
             .members
             .values()
@@ -503,16 +515,21 @@ impl Group {
         if self.state != GroupState::PreparingRebalance {
             return;
         }
-        let all_joined = self.members.values().all(|m| m.awaiting_join.is_some());
+        // Members handed an id with MEMBER_ID_REQUIRED are about to join: wait for
+        // them too (until their id expires), as Kafka does.
+        let all_joined =
+            self.members.values().all(|m| m.awaiting_join.is_some()) && self.pending.is_empty();
         let delay_over = self.join_not_before.is_none_or(|t| now >= t);
         let timed_out = self.rebalance_deadline.is_some_and(|d| now >= d);
         if !(all_joined && delay_over || timed_out) {
             return;
         }
+        // Dynamic members that did not rejoin are gone; static ones keep their place
+        // until their session ends (they may be restarting).
         let late: Vec<String> = self
             .members
             .iter()
-            .filter(|(_, m)| m.awaiting_join.is_none())
+            .filter(|(_, m)| m.awaiting_join.is_none() && m.instance_id.is_none())
             .map(|(id, _)| id.clone())
             .collect();
         for id in late {
@@ -541,6 +558,13 @@ impl Group {
                 .map(|(id, _)| id.clone());
         }
         self.state = GroupState::CompletingRebalance;
+        let longest = self
+            .members
+            .values()
+            .map(|m| m.rebalance_timeout)
+            .max()
+            .unwrap_or_default();
+        self.sync_deadline = Some(now + longest);
         let leader = self.leader.clone().unwrap_or_default();
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
@@ -690,6 +714,7 @@ impl Group {
             member.assignment = assignments.remove(id).unwrap_or_default();
         }
         self.state = GroupState::Stable;
+        self.sync_deadline = None;
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
             let response = self.sync_response(&id);
@@ -734,8 +759,9 @@ impl Group {
         }
     }
 
-    /// Checks an OffsetCommit from a member (`generation` -1 with an empty member id is
-    /// a commit from outside any group, allowed only while the group has no members).
+    /// Checks an OffsetCommit, as Kafka does: with generation -1 while the group is
+    /// Empty it is a commit from outside group management (a consumer using
+    /// `assign`); otherwise it must come from a current member of this generation.
     pub(crate) fn check_commit(
         &mut self,
         member_id: &str,
@@ -743,15 +769,15 @@ impl Group {
         generation: i32,
         now: Instant,
     ) -> Result<(), GroupError> {
-        if generation < 0 && member_id.is_empty() && self.members.is_empty() {
+        if generation < 0 && self.state == GroupState::Empty {
             return Ok(());
+        }
+        if self.state == GroupState::CompletingRebalance {
+            return Err(GroupError::RebalanceInProgress);
         }
         self.check_member(member_id, instance_id, now)?;
         if generation != self.generation {
             return Err(GroupError::IllegalGeneration);
-        }
-        if self.state == GroupState::CompletingRebalance {
-            return Err(GroupError::RebalanceInProgress);
         }
         Ok(())
     }
@@ -809,6 +835,23 @@ impl Group {
         if !expired.is_empty() {
             for id in &expired {
                 tracing::info!(member = %id, "group member's session expired");
+                self.remove_member(id, GroupError::UnknownMemberId);
+            }
+            self.members_changed(now, config);
+        }
+        if self.state == GroupState::CompletingRebalance
+            && self.sync_deadline.is_some_and(|d| now >= d)
+        {
+            // Members (the leader among them) that never sent SyncGroup: remove them
+            // and rebalance, so that the others are not left waiting.
+            let unsynced: Vec<String> = self
+                .members
+                .iter()
+                .filter(|(_, m)| m.awaiting_sync.is_none())
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &unsynced {
+                tracing::info!(member = %id, "group member did not sync in time");
                 self.remove_member(id, GroupError::UnknownMemberId);
             }
             self.members_changed(now, config);

@@ -106,3 +106,77 @@ async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
     let listed: Vec<String> = coordinator.list().into_iter().map(|g| g.group_id).collect();
     assert_eq!(listed, vec!["busy".to_owned()]);
 }
+
+#[tokio::test]
+async fn a_restart_does_not_expire_offsets_of_groups_it_has_not_seen_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn MetadataStore> = Arc::new(
+        SqliteStore::open(&dir.path().join("metadata.db"))
+            .await
+            .unwrap(),
+    );
+    // Committed long ago by a consumer that is still running, on an idle topic.
+    let old = spool_metadata::CommittedOffset {
+        group: "quiet".to_owned(),
+        topic: "t".to_owned(),
+        partition: 0,
+        offset: 4,
+        leader_epoch: -1,
+        metadata: None,
+        commit_ms: 0,
+    };
+    store.commit_offsets(&[old]).await.unwrap();
+    let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    coordinator.expire_offsets().await;
+    assert_eq!(
+        coordinator.committed("quiet", None).len(),
+        1,
+        "the group may still have members: they get a retention period to rejoin"
+    );
+}
+
+#[tokio::test]
+async fn refused_commits_leave_no_group_and_deleted_topics_take_their_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn MetadataStore> = Arc::new(
+        SqliteStore::open(&dir.path().join("metadata.db"))
+            .await
+            .unwrap(),
+    );
+    let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    let mut too_large = offset(0, 1);
+    too_large.metadata = Some("x".repeat(10_000));
+    let results = coordinator
+        .commit(simple_commit("ghost", vec![too_large]))
+        .await
+        .unwrap();
+    assert_eq!(
+        results,
+        vec![Err(spool_coordinator::GroupError::OffsetMetadataTooLarge)]
+    );
+    coordinator.tick();
+    assert!(coordinator.list().is_empty(), "nothing stored, no group");
+
+    let mut other = offset(0, 8);
+    other.topic = "u".to_owned();
+    coordinator
+        .commit(simple_commit("g", vec![offset(0, 3), offset(1, 4), other]))
+        .await
+        .unwrap();
+    coordinator.forget_topic("t").await;
+    let left: Vec<String> = coordinator
+        .committed("g", None)
+        .into_iter()
+        .map(|o| o.topic)
+        .collect();
+    assert_eq!(left, vec!["u".to_owned()]);
+    assert_eq!(
+        store.committed_offsets().await.unwrap().len(),
+        1,
+        "gone from the store too"
+    );
+}

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{ApiKey, JoinGroupRequest, JoinGroupResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
@@ -44,7 +45,9 @@ pub(crate) async fn handle(
         protocols: request
             .protocols
             .into_iter()
-            .map(|p| (p.name.to_string(), p.metadata))
+            // Copied: a slice would keep the whole request buffer alive while the
+            // member is in the group.
+            .map(|p| (p.name.to_string(), Bytes::copy_from_slice(&p.metadata)))
             .collect(),
         require_known_member_id: version >= 4,
     };

@@ -5,7 +5,7 @@ use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
 
 use super::ApiDecl;
-use crate::errors::{group_error_code, group_result_code};
+use crate::errors::group_result_code;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -29,9 +29,9 @@ pub(crate) fn handle(request: LeaveGroupRequest, version: i16, shared: &Shared) 
     } else {
         vec![(request.member_id.to_string(), None)]
     };
-    let response = match shared.groups.leave(request.group_id.0.as_str(), &leaving) {
-        Err(error) => LeaveGroupResponse::default().with_error_code(group_error_code(error)),
-        Ok(results) if version >= 3 => LeaveGroupResponse::default().with_members(
+    let results = shared.groups.leave(request.group_id.0.as_str(), &leaving);
+    let response = if version >= 3 {
+        LeaveGroupResponse::default().with_members(
             request
                 .members
                 .into_iter()
@@ -43,9 +43,10 @@ pub(crate) fn handle(request: LeaveGroupRequest, version: i16, shared: &Shared) 
                         .with_error_code(group_result_code(result))
                 })
                 .collect(),
-        ),
-        Ok(results) => LeaveGroupResponse::default()
-            .with_error_code(results.into_iter().next().map_or(0, group_result_code)),
+        )
+    } else {
+        LeaveGroupResponse::default()
+            .with_error_code(results.into_iter().next().map_or(0, group_result_code))
     };
     ResponseKind::LeaveGroup(response)
 }

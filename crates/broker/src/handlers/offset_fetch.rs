@@ -110,10 +110,11 @@ fn lookup(
             o.metadata.clone().unwrap_or_default(),
         )
     };
+    let all = shared.groups.committed(group, None);
     match wanted {
         None => {
             let mut by_topic: BTreeMap<String, Vec<(i32, Found)>> = BTreeMap::new();
-            for offset in shared.groups.committed(group, None) {
+            for offset in all {
                 by_topic
                     .entry(offset.topic.clone())
                     .or_default()
@@ -127,16 +128,16 @@ fn lookup(
         Some(topics) => topics
             .into_iter()
             .map(|(name, partitions)| {
-                let keys: Vec<(String, i32)> = partitions
+                let committed: BTreeMap<i32, Found> = all
                     .iter()
-                    .map(|p| (name.0.to_string(), *p))
+                    .filter(|o| o.topic == name.0.as_str())
+                    .map(|o| (o.partition, found(o)))
                     .collect();
-                let committed = shared.groups.committed(group, Some(&keys));
                 let answers = partitions
                     .into_iter()
                     .map(|index| {
-                        let hit = committed.iter().find(|o| o.partition == index);
-                        (index, hit.map_or((-1, -1, String::new()), found))
+                        let hit = committed.get(&index).cloned();
+                        (index, hit.unwrap_or((-1, -1, String::new())))
                     })
                     .collect();
                 (name, answers)

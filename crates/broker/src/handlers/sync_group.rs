@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, ResponseKind, SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 use spool_coordinator::SyncRequest;
@@ -31,7 +32,13 @@ pub(crate) async fn handle(
         assignments: request
             .assignments
             .into_iter()
-            .map(|a| (a.member_id.to_string(), a.assignment))
+            // Copied: a slice would keep the whole request buffer alive.
+            .map(|a| {
+                (
+                    a.member_id.to_string(),
+                    Bytes::copy_from_slice(&a.assignment),
+                )
+            })
             .collect(),
     };
     let response = match shared.groups.sync(sync).await {

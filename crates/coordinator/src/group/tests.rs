@@ -253,7 +253,7 @@ fn leaving_rebalances_at_once_and_the_last_leaves_an_empty_group() {
     let results = group.leave(&[(ids[0].clone(), None)], now, &config());
     assert_eq!(results, vec![Ok(())]);
     assert_eq!(group.state, GroupState::Empty);
-    assert!(group.is_empty());
+    assert!(group.is_unused());
 }
 
 #[test]
@@ -363,4 +363,128 @@ fn commits_are_checked_against_membership_and_generation() {
         answer(&mut refused).unwrap().error,
         Some(GroupError::InvalidSessionTimeout)
     );
+}
+
+/// Two static members, Stable; returns (leader's response, follower's response,
+/// follower's instance id).
+fn stable_static_pair(
+    group: &mut Group,
+    start: Instant,
+) -> (JoinResponse, JoinResponse, &'static str) {
+    let mut a = group.join(request("", Some("a"), &["range"]), start, &config());
+    let mut b = group.join(request("", Some("b"), &["range"]), start, &config());
+    group.tick(start + Duration::from_secs(1), &config());
+    let (a, b) = (answer(&mut a).unwrap(), answer(&mut b).unwrap());
+    let now = start + Duration::from_secs(1);
+    let (leader, follower, instance) = if a.leader == a.member_id {
+        (a, b, "b")
+    } else {
+        (b, a, "a")
+    };
+    let mut follower_sync = sync(group, &follower.member_id, 1, &[], now);
+    let assignments = [
+        (leader.member_id.as_str(), "L"),
+        (follower.member_id.as_str(), "F"),
+    ];
+    let _ = sync(group, &leader.member_id, 1, &assignments, now);
+    assert!(sync_answer(&mut follower_sync).unwrap().is_ok());
+    (leader, follower, instance)
+}
+
+#[test]
+fn a_static_restart_with_new_subscription_bytes_keeps_the_generation() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    let (_, _, instance) = stable_static_pair(&mut group, start);
+    let mut restarted = request("", Some(instance), &["range"]);
+    restarted.protocols[0].1 = Bytes::from_static(b"owned partitions differ now");
+    let now = start + Duration::from_secs(2);
+    let mut rejoin = group.join(restarted, now, &config());
+    let rejoined = answer(&mut rejoin).expect("answered at once");
+    assert_eq!((rejoined.error, rejoined.generation), (None, 1));
+    assert_eq!(group.state, GroupState::Stable);
+}
+
+#[test]
+fn static_members_keep_their_place_past_the_rebalance_timeout() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    let (leader, follower, follower_instance) = stable_static_pair(&mut group, start);
+    let leader_instance = if follower_instance == "a" { "b" } else { "a" };
+    // The leader rejoins with new metadata; the follower (restarting, say) does not,
+    // though its heartbeats keep its session alive past the 20 s rebalance timeout.
+    let now = start + Duration::from_secs(2);
+    let rejoined = request(
+        &leader.member_id,
+        Some(leader_instance),
+        &["range", "sticky"],
+    );
+    let mut rejoin = group.join(rejoined, now, &config());
+    let mut later = now;
+    for _ in 0..21 {
+        later += Duration::from_secs(1);
+        group.tick(later, &config());
+        let _ = group.heartbeat(&follower.member_id, Some(follower_instance), 1, later);
+    }
+    let answer = answer(&mut rejoin).unwrap();
+    assert_eq!(answer.generation, 2);
+    assert_eq!(
+        answer.members.len(),
+        2,
+        "the static follower is still a member"
+    );
+}
+
+#[test]
+fn followers_are_not_left_waiting_for_a_leader_that_never_syncs() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    let (a, mut a_join) = join_dynamic(&mut group, start);
+    let (b, mut b_join) = join_dynamic(&mut group, start);
+    group.tick(start + Duration::from_secs(1), &config());
+    let leader = answer(&mut a_join).unwrap().leader;
+    let _ = answer(&mut b_join).unwrap();
+    let follower = if leader == a { b } else { a };
+    let mut now = start + Duration::from_secs(1);
+    let mut waiting = sync(&mut group, &follower, 1, &[], now);
+    // The leader heartbeats but never sends SyncGroup.
+    let answer = loop {
+        if let Some(answer) = sync_answer(&mut waiting) {
+            break answer;
+        }
+        now += Duration::from_secs(1);
+        let _ = group.heartbeat(&leader, None, 1, now);
+        group.tick(now, &config());
+        assert!(
+            now < start + Duration::from_secs(30),
+            "the follower waits forever"
+        );
+    };
+    assert_eq!(
+        answer,
+        Err(GroupError::RebalanceInProgress),
+        "told to rejoin"
+    );
+    assert!(
+        now >= start + Duration::from_secs(20),
+        "after the rebalance timeout"
+    );
+}
+
+#[test]
+fn a_rebalance_waits_for_members_handed_an_id() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    let ids = stable_group(&mut group, 1, start);
+    let now = start + Duration::from_secs(2);
+    let mut first = group.join(request("", None, &["range"]), now, &config());
+    let new_id = answer(&mut first).unwrap().member_id;
+    let mut old = group.join(request(&ids[0], None, &["range", "x"]), now, &config());
+    assert!(
+        answer(&mut old).is_none(),
+        "waits for the member that was handed an id"
+    );
+    let mut new = group.join(request(&new_id, None, &["range"]), now, &config());
+    assert_eq!(answer(&mut old).unwrap().generation, 2);
+    assert_eq!(answer(&mut new).unwrap().members.len(), 0);
 }
