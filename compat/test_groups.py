@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -100,10 +101,11 @@ def consumed(members):
     return [v for m in members for v in m.values()]
 
 
-def test_members_share_partitions_survive_a_crash_and_a_clean_leave(make_broker):
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_members_share_partitions_survive_a_crash_and_a_clean_leave(make_broker, client):
     broker = make_broker(*SETTINGS)
     create(broker, "shared")
-    members = [Member(broker, "shared", "workers") for _ in range(3)]
+    members = [Member(broker, "shared", "workers", client=client) for _ in range(3)]
     try:
         wait_until(lambda: balanced(members), what="three members to share six partitions")
         first = [f"a{i}" for i in range(300)]
