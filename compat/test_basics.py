@@ -214,3 +214,29 @@ def test_acked_writes_survive_kill_9(make_broker):
     out = kcat("-b", broker.address, "-C", "-t", "durable", "-o", "beginning", "-e", "-f", "%s\n")
     present = {int(line) for line in out.split()}
     assert set(acked) <= present
+
+
+def test_idempotent_producers_of_two_clients(broker):
+    """librdkafka and kafka-python with idempotence on: InitProducerId, sequenced
+    batches, every record once and in order. (Retries under dropped responses come
+    with the proxy test of issue 5.)"""
+    create(broker, "idempotent", 2)
+    producer = Producer({"bootstrap.servers": broker.address, "enable.idempotence": True,
+                         "linger.ms": 2})
+    for i in range(500):
+        producer.produce("idempotent", value=f"c{i}".encode(), partition=i % 2)
+    assert producer.flush(15) == 0
+    kp = KafkaProducer(bootstrap_servers=broker.address, enable_idempotence=True, acks="all")
+    for i in range(200):
+        kp.send("idempotent", value=f"k{i}".encode(), partition=i % 2)
+    kp.flush(15)
+    kp.close()
+    out = kcat("-b", broker.address, "-C", "-t", "idempotent", "-o", "beginning", "-e",
+               "-f", "%p %s\n").decode().split("\n")
+    rows = [line.split(" ") for line in out if line]
+    for partition in ("0", "1"):
+        values = [v for p, v in rows if p == partition]
+        confluent = [v for v in values if v.startswith("c")]
+        python = [v for v in values if v.startswith("k")]
+        assert confluent == [f"c{i}" for i in range(500) if str(i % 2) == partition]
+        assert python == [f"k{i}" for i in range(200) if str(i % 2) == partition]

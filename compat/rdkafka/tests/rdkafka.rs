@@ -298,3 +298,36 @@ async fn an_offset_out_of_range_resets_and_other_partitions_keep_flowing() {
     let expected: Vec<_> = (0..2).flat_map(|p| (0..5).map(move |o| (p, o))).collect();
     assert_eq!(positions, expected);
 }
+
+/// `enable.idempotence=true`: librdkafka needs InitProducerId to start, then sends
+/// sequenced batches; every record arrives once, in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idempotent_producer_writes_every_record_once_in_order() {
+    let broker = TestBroker::start().await;
+    create_topic(&broker, "idempotent", 1, &[]).await;
+    let producer: FutureProducer = config(&broker)
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "1")
+        .create()
+        .unwrap();
+    // Queued all at once, so that many batches are in flight with their sequences.
+    let values: Vec<String> = (0..1000).map(|i| format!("v{i}")).collect();
+    let deliveries: Vec<_> = values
+        .iter()
+        .map(|value| {
+            producer
+                .send_result(FutureRecord::<(), _>::to("idempotent").payload(value))
+                .map_err(|(error, _)| error)
+                .unwrap()
+        })
+        .collect();
+    for delivery in deliveries {
+        delivery.await.unwrap().unwrap();
+    }
+    let consumer = reader(&broker, "idempotent", 1);
+    let got: Vec<String> = read(&consumer, 1000)
+        .into_iter()
+        .map(|r| String::from_utf8(r.3.unwrap()).unwrap())
+        .collect();
+    assert_eq!(got, values);
+}

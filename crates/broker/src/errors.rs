@@ -1,7 +1,7 @@
 //! The one place where internal errors become Kafka error codes.
 
 use spool_coordinator::GroupError;
-use spool_log::LogError;
+use spool_log::{LogError, ProducerError};
 use spool_protocol::batch::BatchError;
 
 /// Kafka error codes Spool returns (from the Kafka protocol's error table).
@@ -37,6 +37,9 @@ pub(crate) mod code {
     pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
     pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
     pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+    pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+    pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
+    pub(crate) const UNKNOWN_PRODUCER_ID: i16 = 59;
 }
 
 /// The Kafka error code for a group coordinator error.
@@ -74,6 +77,17 @@ pub(crate) fn log_error_code(error: &LogError) -> i16 {
         LogError::UnknownPartition(_) => code::UNKNOWN_TOPIC_OR_PARTITION,
         LogError::Io { .. } | LogError::Failed { .. } => code::KAFKA_STORAGE_ERROR,
         LogError::PartitionExists(_) | LogError::Config(_) => code::UNKNOWN_SERVER_ERROR,
+        LogError::Producer(error) => producer_error_code(error),
+    }
+}
+
+/// The Kafka error code for an idempotent batch refused by its producer's state.
+fn producer_error_code(error: &ProducerError) -> i16 {
+    match error {
+        ProducerError::InvalidEpoch { .. } => code::INVALID_PRODUCER_EPOCH,
+        ProducerError::OutOfOrderSequence { .. } => code::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        ProducerError::UnknownProducer { .. } => code::UNKNOWN_PRODUCER_ID,
+        ProducerError::NotAlone { .. } => code::INVALID_RECORD,
     }
 }
 

@@ -14,6 +14,7 @@ mod dynamic_config;
 mod errors;
 mod handlers;
 mod lag;
+mod producer_ids;
 mod response;
 mod server;
 mod topics;

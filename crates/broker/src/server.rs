@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use crate::config::BrokerConfig;
 use crate::connection;
 use crate::dynamic_config::DynamicConfig;
+use crate::producer_ids::ProducerIds;
 use crate::topics::{self, TopicTable};
 use spool_coordinator::GroupCoordinator;
 use spool_metadata::{MetadataStore, SqliteStore};
@@ -56,6 +57,7 @@ pub(crate) struct Shared {
     pub(crate) metadata: Arc<dyn MetadataStore>,
     pub(crate) topics: TopicTable,
     pub(crate) groups: Arc<GroupCoordinator>,
+    pub(crate) producer_ids: ProducerIds,
     pub(crate) cluster_id: String,
 }
 
@@ -116,9 +118,10 @@ impl Broker {
             admin: tokio::sync::Mutex::new(()),
             advertised,
             logs,
-            metadata,
+            metadata: metadata.clone(),
             topics,
             groups: groups.clone(),
+            producer_ids: ProducerIds::new(metadata.clone()),
             cluster_id: "spool-cluster".to_owned(),
         });
         let (stop, stopped) = watch::channel(false);

@@ -83,3 +83,91 @@ async fn pipelined_produce_requests_to_one_partition_append_in_request_order() {
         );
     }
 }
+
+async fn init_producer_id(
+    client: &mut spool_testkit::RawClient,
+    version: i16,
+    current: Option<(i64, i16)>,
+    transactional: Option<&str>,
+) -> (i16, i64, i16) {
+    use kafka_protocol::messages::{
+        InitProducerIdRequest, ProducerId, RequestKind, ResponseKind, TransactionalId,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let mut request = InitProducerIdRequest::default()
+        .with_transaction_timeout_ms(60_000)
+        .with_transactional_id(
+            transactional.map(|t| TransactionalId(StrBytes::from_string(t.to_owned()))),
+        );
+    if let Some((id, epoch)) = current {
+        request = request
+            .with_producer_id(ProducerId(id))
+            .with_producer_epoch(epoch);
+    }
+    let ResponseKind::InitProducerId(response) = client
+        .call(RequestKind::InitProducerId(request), version)
+        .await
+    else {
+        panic!("not an InitProducerId response")
+    };
+    (
+        response.error_code,
+        response.producer_id.0,
+        response.producer_epoch,
+    )
+}
+
+#[tokio::test]
+async fn idempotent_producers_get_ids_and_their_retries_are_not_written_twice() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("idem", 1).await, 0);
+    let (error, id, epoch) = init_producer_id(&mut client, 4, None, None).await;
+    assert_eq!((error, epoch), (0, 0));
+    let (_, other, _) = init_producer_id(&mut client, 1, None, None).await;
+    assert_ne!(other, id, "every producer its own id");
+    assert_eq!(
+        init_producer_id(&mut client, 4, Some((id, 0)), None).await,
+        (0, id, 1),
+        "a known producer asking again gets the next epoch"
+    );
+    assert_eq!(
+        init_producer_id(&mut client, 4, None, Some("tx")).await.0,
+        15,
+        "transactions: COORDINATOR_NOT_AVAILABLE"
+    );
+
+    let batch = |sequence: i32, epoch: i16| {
+        BatchBuilder::new()
+            .producer(id, epoch, sequence)
+            .values(2, 10)
+            .build()
+    };
+    assert_eq!(client.produce("idem", 0, batch(0, 1)).await, (0, 0));
+    assert_eq!(client.produce("idem", 0, batch(2, 1)).await, (0, 2));
+    assert_eq!(
+        client.produce("idem", 0, batch(0, 1)).await,
+        (0, 0),
+        "retry: original offset"
+    );
+    assert_eq!(
+        client.produce("idem", 0, batch(7, 1)).await.0,
+        45,
+        "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    );
+    assert_eq!(
+        client.produce("idem", 0, batch(4, 0)).await.0,
+        47,
+        "INVALID_PRODUCER_EPOCH"
+    );
+    let stranger = BatchBuilder::new()
+        .producer(other, 0, 30)
+        .values(1, 10)
+        .build();
+    assert_eq!(
+        client.produce("idem", 0, stranger).await.0,
+        59,
+        "UNKNOWN_PRODUCER_ID"
+    );
+    assert_eq!(client.produce("idem", 0, batch(4, 1)).await, (0, 4));
+}

@@ -42,6 +42,8 @@ pub enum LogError {
     PartitionExists(String),
     #[error(transparent)]
     Config(#[from] crate::ConfigError),
+    #[error(transparent)]
+    Producer(#[from] crate::ProducerError),
 }
 
 impl LogError {

@@ -38,6 +38,9 @@ pub struct ManagerConfig {
     pub checkpoint_interval: Duration,
     /// A partition unused for this long drops its indexes and tail cache.
     pub idle_release_after: Duration,
+    /// `producer.id.expiration.ms`: an idempotent producer silent this long in a
+    /// partition is forgotten there (checked with retention).
+    pub producer_id_expiration: Duration,
 }
 
 impl Default for ManagerConfig {
@@ -49,6 +52,7 @@ impl Default for ManagerConfig {
             retention_check_interval: Duration::from_secs(300),
             checkpoint_interval: Duration::from_secs(60),
             idle_release_after: Duration::from_secs(300),
+            producer_id_expiration: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -353,10 +357,14 @@ impl Shared {
             }
             if last_retention.elapsed() >= self.config.retention_check_interval {
                 last_retention = Instant::now();
+                let expiration = i64::try_from(self.config.producer_id_expiration.as_millis())
+                    .unwrap_or(i64::MAX);
+                let producers_before = Timestamp(Timestamp::now().0.saturating_sub(expiration));
                 for log in &logs {
                     if let Err(error) = log.enforce_retention(Timestamp::now()) {
                         tracing::error!(dir = %log.dir().display(), %error, "retention failed");
                     }
+                    log.expire_producers(producers_before);
                 }
             }
             if last_checkpoint.elapsed() >= self.config.checkpoint_interval {

@@ -20,6 +20,7 @@ use crate::checkpoint::{Checkpoint, LogPosition};
 use crate::config::{FlushPolicy, LogConfig, MAX_SEGMENT_BYTES};
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
+use crate::producers::{self, ProducerError, ProducerStates, SequenceCheck};
 use crate::segment::{NewIndexEntries, Segment};
 use crate::tail_cache::TailCache;
 
@@ -32,6 +33,9 @@ pub struct AppendInfo {
     pub last_offset: Offset,
     /// The broker time written into the batches for LogAppendTime topics.
     pub log_append_time: Option<Timestamp>,
+    /// The batch was a retry of an idempotent batch already in the log: nothing was
+    /// written, and the offsets are the original ones.
+    pub duplicate: bool,
 }
 
 impl AppendInfo {
@@ -102,6 +106,8 @@ pub(crate) struct LogState {
     pub(crate) failed: bool,
     pub(crate) last_checkpoint: Option<Checkpoint>,
     pub(crate) last_used: Instant,
+    /// Idempotent producers' recent batches, to recognise retries.
+    pub(crate) producers: ProducerStates,
 }
 
 impl LogState {
@@ -256,6 +262,14 @@ impl PartitionLog {
         }
     }
 
+    /// Forgets idempotent producers whose newest batch here is older than
+    /// `older_than`; returns how many are left.
+    pub fn expire_producers(&self, older_than: Timestamp) -> usize {
+        let mut state = self.lock();
+        state.producers.expire(older_than.0);
+        state.producers.len()
+    }
+
     /// Appends whole batches with one write (plus one per index file), assigning
     /// offsets by patching each batch's `baseOffset` (and, for LogAppendTime, its max
     /// timestamp) in place. Each slice must be exactly one batch whose CRC the caller
@@ -285,6 +299,9 @@ impl PartitionLog {
                 path: self.dir.clone(),
             });
         }
+        if let Some(duplicate) = check_producers(&state.producers, batches)? {
+            return Ok(duplicate);
+        }
         state
             .active_mut()
             .index(&self.files, config.index_interval_bytes)?;
@@ -310,6 +327,9 @@ impl PartitionLog {
                 unreachable!("validated above");
             };
             records += u64::try_from(header.record_count).unwrap_or(0);
+            if producers::is_idempotent(&header) {
+                state.producers.record(&header);
+            }
             let interval = config.index_interval_bytes;
             state
                 .active_mut()
@@ -337,6 +357,7 @@ impl PartitionLog {
             base_offset,
             last_offset,
             log_append_time,
+            duplicate: false,
         })
     }
 
@@ -625,4 +646,33 @@ impl PartitionLog {
 struct PendingWrite {
     data: BytesMut,
     entries: NewIndexEntries,
+}
+
+/// Checks the idempotent batches of an append against their producers' state: `Some`
+/// with the original offsets for a retried batch (nothing to write), `None` to append.
+/// An idempotent batch must come alone (as Kafka requires of produce requests from v3).
+fn check_producers(producers: &ProducerStates, batches: &[&[u8]]) -> Result<Option<AppendInfo>> {
+    for bytes in batches {
+        let Some(header) = RecordBatchHeader::parse(bytes) else {
+            continue;
+        };
+        if !producers::is_idempotent(&header) {
+            continue;
+        }
+        if batches.len() > 1 {
+            return Err(LogError::Producer(ProducerError::NotAlone {
+                producer: header.producer_id.0,
+            }));
+        }
+        return match producers.check(&header).map_err(LogError::Producer)? {
+            SequenceCheck::Append => Ok(None),
+            SequenceCheck::Duplicate { base, last } => Ok(Some(AppendInfo {
+                base_offset: base,
+                last_offset: last,
+                log_append_time: None,
+                duplicate: true,
+            })),
+        };
+    }
+    Ok(None)
 }

@@ -19,6 +19,7 @@ use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
 use crate::index::SegmentIndex;
 use crate::partition::{LogState, PartitionLog};
+use crate::producers::{self, ProducerStates};
 use crate::scan::{self, HeaderCursor};
 use crate::segment::{self, NewIndexEntries, Segment};
 use crate::tail_cache::TailCache;
@@ -80,7 +81,35 @@ impl PartitionLog {
         };
         let log = PartitionLog::from_parts(dir, files, config, state);
         log.write_checkpoint()?;
+        log.rebuild_producers()?;
         Ok(log)
+    }
+}
+
+impl PartitionLog {
+    /// Rebuilds the idempotent producers' state from the batch headers of the active
+    /// segment. A producer whose newest batch is in an older segment is forgotten: its
+    /// next batch gets `UNKNOWN_PRODUCER_ID` and the client starts its sequences over.
+    fn rebuild_producers(&self) -> Result<()> {
+        let (file, end) = {
+            let state = self.lock();
+            let active = state.active();
+            (active.log_file(&self.files)?, active.size)
+        };
+        let mut rebuilt = ProducerStates::default();
+        let mut headers = HeaderCursor::new(file.as_ref());
+        let mut position = 0;
+        while let Some(header) = headers
+            .header_at(position, end)
+            .map_err(LogError::io("read", &self.dir))?
+        {
+            if producers::is_idempotent(&header) {
+                rebuilt.record(&header);
+            }
+            position += header.total_len() as u64;
+        }
+        self.lock().producers = rebuilt;
+        Ok(())
     }
 }
 
@@ -120,6 +149,7 @@ fn state_with(segments: Vec<Segment>, log_start: Offset, end: LogPosition) -> Lo
         failed: false,
         last_checkpoint: None,
         last_used: Instant::now(),
+        producers: ProducerStates::default(),
     }
 }
 

@@ -84,6 +84,8 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     /// Stores committed offsets (replacing earlier ones of the same partitions), all
     /// or none.
     async fn commit_offsets(&self, offsets: &[CommittedOffset]) -> Result<()>;
+    /// Takes `count` producer ids that were never handed out; returns the first.
+    async fn allocate_producer_ids(&self, count: i64) -> Result<i64>;
     /// Deletes a group's committed offsets: the given (topic, partition) pairs, or
     /// all of them when `partitions` is `None`.
     async fn delete_offsets(&self, group: &str, partitions: Option<&[(String, i32)]>)

@@ -234,6 +234,20 @@ impl MetadataStore for SqliteStore {
         Ok(())
     }
 
+    async fn allocate_producer_ids(&self, count: i64) -> Result<i64> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query("SELECT next FROM producer_ids WHERE id = 1")
+            .fetch_one(&mut *tx)
+            .await?;
+        let first: i64 = row.try_get("next")?;
+        sqlx::query("UPDATE producer_ids SET next = ? WHERE id = 1")
+            .bind(first + count)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(first)
+    }
+
     async fn delete_offsets(
         &self,
         group: &str,
@@ -376,6 +390,24 @@ mod tests {
         assert_eq!(
             store.committed_offsets().await.unwrap(),
             vec![offset("a", 0, 9)]
+        );
+    }
+
+    #[tokio::test]
+    async fn producer_ids_are_never_handed_out_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metadata.db");
+        let first = {
+            let store = SqliteStore::open(&path).await.unwrap();
+            assert_eq!(store.allocate_producer_ids(1000).await.unwrap(), 0);
+            store.allocate_producer_ids(1000).await.unwrap()
+        };
+        assert_eq!(first, 1000);
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(
+            store.allocate_producer_ids(10).await.unwrap(),
+            2000,
+            "after a reopen too"
         );
     }
 }

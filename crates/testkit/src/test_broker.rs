@@ -205,6 +205,7 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::DescribeGroups(_) => ApiKey::DescribeGroups,
         RequestKind::DeleteGroups(_) => ApiKey::DeleteGroups,
         RequestKind::OffsetDelete(_) => ApiKey::OffsetDelete,
+        RequestKind::InitProducerId(_) => ApiKey::InitProducerId,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }

@@ -15,6 +15,7 @@ mod describe_groups;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
+mod init_producer_id;
 mod join_group;
 mod leave_group;
 mod list_groups;
@@ -71,6 +72,7 @@ pub(crate) const APIS: &[ApiDecl] = &[
     describe_groups::API,
     delete_groups::API,
     offset_delete::API,
+    init_producer_id::API,
 ];
 
 /// Who sent a request: what JoinGroup records of a member.
@@ -160,6 +162,9 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         RequestKind::DescribeGroups(request) => describe_groups::handle(request, version, &shared),
         RequestKind::DeleteGroups(request) => delete_groups::handle(request, shared).await,
         RequestKind::OffsetDelete(request) => offset_delete::handle(request, shared).await,
+        RequestKind::InitProducerId(request) => {
+            init_producer_id::handle(request, version, shared).await
+        }
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

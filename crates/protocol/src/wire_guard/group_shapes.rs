@@ -1,4 +1,4 @@
-//! The structure of the consumer-group requests (see [`super::shapes`]).
+//! The structure of the consumer-group and producer-id requests (see [`super::shapes`]).
 
 use super::Kind::{Bytes, Fixed, Scalars, String, Strings, Structs};
 use super::{Field, Shape, between, from};
@@ -146,5 +146,16 @@ pub const OFFSET_DELETE: Shape = Shape {
     fields: &[
         from(0, String),                       // group_id
         from(0, Structs(OFFSET_DELETE_TOPIC)), // topics
+    ],
+};
+
+/// InitProducerId (key 22).
+pub const INIT_PRODUCER_ID: Shape = Shape {
+    flexible_since: 2,
+    fields: &[
+        from(0, String),   // transactional_id
+        from(0, INT32),    // transaction_timeout_ms
+        from(3, INT64),    // producer_id
+        from(3, Fixed(2)), // producer_epoch
     ],
 };

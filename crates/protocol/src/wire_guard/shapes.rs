@@ -241,6 +241,7 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         16 => Some(&group_shapes::LIST_GROUPS),
         42 => Some(&group_shapes::DELETE_GROUPS),
         47 => Some(&group_shapes::OFFSET_DELETE),
+        22 => Some(&group_shapes::INIT_PRODUCER_ID),
         _ => None,
     }
 }

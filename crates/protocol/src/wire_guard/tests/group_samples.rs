@@ -4,8 +4,9 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{
     ApiKey, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
-    HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
+    HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProducerId,
+    SyncGroupRequest, TransactionalId,
     join_group_request::JoinGroupRequestProtocol,
     leave_group_request::MemberIdentity,
     offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic},
@@ -219,5 +220,20 @@ pub(super) fn samples() -> Vec<(i16, i16, Vec<u8>)> {
             ]);
         encoded(&request, v)
     });
+    add(
+        ApiKey::InitProducerId,
+        InitProducerIdRequest::VERSIONS,
+        &|v| {
+            let mut request = InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(text("tx"))))
+                .with_transaction_timeout_ms(60_000);
+            if v >= 3 {
+                request = request
+                    .with_producer_id(ProducerId(42))
+                    .with_producer_epoch(3);
+            }
+            encoded(&request, v)
+        },
+    );
     out
 }
