@@ -27,7 +27,7 @@ def stop(*_):
 
 
 def run_confluent(args):
-    from confluent_kafka import Consumer
+    from confluent_kafka import Consumer, KafkaException
 
     config = {
         "bootstrap.servers": args.bootstrap,
@@ -37,6 +37,9 @@ def run_confluent(args):
         "session.timeout.ms": args.session_ms,
         "heartbeat.interval.ms": max(100, args.session_ms // 10),
         "partition.assignment.strategy": args.assignor,
+        # Tests restart the broker under running members: reconnect within a second
+        # rather than after librdkafka's backoff of up to 10 s.
+        "reconnect.backoff.max.ms": 1000,
     }
     if args.instance:
         config["group.instance.id"] = args.instance
@@ -55,12 +58,18 @@ def run_confluent(args):
             continue
         emit(event="record", partition=message.partition(), offset=message.offset(),
              value=message.value().decode())
-        consumer.commit(message=message, asynchronous=False)
+        try:
+            consumer.commit(message=message, asynchronous=False)
+        except KafkaException as error:
+            # A rebalance (or a coordinator restart) took the partition's generation
+            # away: the record may come again after the rejoin (at least once).
+            emit(event="commit_failed", error=str(error))
     consumer.close()
 
 
 def run_kafka_python(args):
     from kafka import KafkaConsumer, ConsumerRebalanceListener, OffsetAndMetadata, TopicPartition
+    from kafka.errors import KafkaError
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_assigned(self, assigned):
@@ -84,7 +93,10 @@ def run_kafka_python(args):
             for record in records:
                 emit(event="record", partition=record.partition, offset=record.offset,
                      value=record.value.decode())
-                consumer.commit({TopicPartition(tp.topic, tp.partition): OffsetAndMetadata(record.offset + 1, "", -1)})
+                try:
+                    consumer.commit({TopicPartition(tp.topic, tp.partition): OffsetAndMetadata(record.offset + 1, "", -1)})
+                except KafkaError as error:
+                    emit(event="commit_failed", error=str(error))
     consumer.close()
 
 

@@ -21,13 +21,14 @@ SETTINGS = ("group.initial.rebalance.delay.ms=200", "group.min.session.timeout.m
 PARTITIONS = set(range(6))
 
 
-def wait_until(predicate, timeout=30, what="condition"):
+def wait_until(predicate, timeout=30, what="condition", members=()):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if predicate():
             return
         time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    logs = "".join(member.log_tail() for member in members)
+    raise AssertionError(f"timed out waiting for {what}{logs}")
 
 
 class Member:
@@ -51,6 +52,12 @@ class Member:
         for line in self.process.stdout:
             with self.lock:
                 self.events.append(json.loads(line))
+
+    def log_tail(self):
+        self.log.flush()
+        with open(self.log.name) as log:
+            tail = log.read()[-3000:]
+        return f"\n--- member log ({self.process.args[-1]}):\n{tail}\n--- events: {self.snapshot()[-10:]}"
 
     def snapshot(self):
         with self.lock:
@@ -187,8 +194,11 @@ def test_offsets_survive_a_broker_restart(make_broker):
         broker.stop()
         broker.start()
         produce(broker, "durable", [f"f{i}" for i in range(4)], partitions=2)
-        wait_until(lambda: len(member.values()) >= 8, what="consumption after a restart under the member")
-        assert sorted(member.values()[4:]) == sorted(f"f{i}" for i in range(4))
+        wait_until(lambda: {f"f{i}" for i in range(4)} <= set(member.values()), timeout=60,
+                   what="consumption after a restart under the member", members=[member])
+        # Group state is not kept across a restart: a commit made before the member
+        # rejoined may fail, so a record can come twice (at least once), none lost.
+        assert set(member.values()[4:]) == {f"f{i}" for i in range(4)}
     finally:
         member.stop()
 
