@@ -100,7 +100,7 @@ impl GroupCoordinator {
     /// for members whose join changes nothing).
     pub async fn join(&self, request: JoinRequest) -> JoinResponse {
         if request.group_id.is_empty() {
-            return failed_join(GroupError::InvalidGroupId, &request.member_id);
+            return JoinResponse::failed(GroupError::InvalidGroupId, &request.member_id);
         }
         let member_id = request.member_id.clone();
         let group_id = request.group_id.clone();
@@ -111,7 +111,7 @@ impl GroupCoordinator {
             JoinStep::Done(response) => response,
             JoinStep::Wait(receiver) => receiver
                 .await
-                .unwrap_or_else(|_| failed_join(GroupError::UnknownMemberId, &member_id)),
+                .unwrap_or_else(|_| JoinResponse::failed(GroupError::UnknownMemberId, &member_id)),
         }
     }
 
@@ -244,18 +244,6 @@ fn listing(group_id: &str, state: GroupState, protocol_type: &str) -> GroupListi
         group_id: group_id.to_owned(),
         state,
         protocol_type: protocol_type.to_owned(),
-    }
-}
-
-fn failed_join(error: GroupError, member_id: &str) -> JoinResponse {
-    JoinResponse {
-        error: Some(error),
-        generation: -1,
-        protocol_type: None,
-        protocol_name: None,
-        leader: String::new(),
-        member_id: member_id.to_owned(),
-        members: Vec::new(),
     }
 }
 

@@ -88,7 +88,7 @@ pub struct JoinResponse {
 }
 
 impl JoinResponse {
-    fn failed(error: GroupError, member_id: &str) -> JoinResponse {
+    pub(crate) fn failed(error: GroupError, member_id: &str) -> JoinResponse {
         JoinResponse {
             error: Some(error),
             generation: -1,
@@ -487,16 +487,20 @@ impl Group {
         }
         self.state = GroupState::PreparingRebalance;
         self.sync_deadline = None;
-        let longest = self
-            .members
-            .values()
-            .map(|m| m.rebalance_timeout)
-            .max()
-            .unwrap_or_default();
-        let deadline = now + longest;
+        let deadline = now + self.longest_rebalance_timeout();
         self.rebalance_deadline = Some(deadline);
         self.join_not_before =
             was_empty.then(|| (now + config.initial_rebalance_delay).min(deadline));
+    }
+
+    /// The longest rebalance timeout among the members: how long a rebalance (and the
+    /// sync after it) may take.
+    fn longest_rebalance_timeout(&self) -> Duration {
+        self.members
+            .values()
+            .map(|m| m.rebalance_timeout)
+            .max()
+            .unwrap_or_default()
     }
 
     /// Parks a member's JoinGroup until the rebalance completes.
@@ -558,13 +562,7 @@ impl Group {
                 .map(|(id, _)| id.clone());
         }
         self.state = GroupState::CompletingRebalance;
-        let longest = self
-            .members
-            .values()
-            .map(|m| m.rebalance_timeout)
-            .max()
-            .unwrap_or_default();
-        self.sync_deadline = Some(now + longest);
+        self.sync_deadline = Some(now + self.longest_rebalance_timeout());
         let leader = self.leader.clone().unwrap_or_default();
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
