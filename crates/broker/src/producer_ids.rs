@@ -2,13 +2,17 @@
 //! store in blocks, so that an id is never handed out twice, also across restarts,
 //! without a store write per producer.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use spool_metadata::{MetadataError, MetadataStore};
 
 /// Ids taken from the store at a time.
 const BLOCK: i64 = 1000;
+
+/// Ids whose epoch is remembered for a bump. Beyond it the oldest ids are forgotten:
+/// such a producer asking again gets a new id, which KIP-360 allows.
+const REMEMBERED_EPOCHS: usize = 100_000;
 
 /// The producer-id allocator.
 #[derive(Debug)]
@@ -21,8 +25,9 @@ pub(crate) struct ProducerIds {
 struct Allocation {
     next: i64,
     end: i64,
-    /// The current epoch of each id handed out since the start.
-    epochs: HashMap<i64, i16>,
+    /// The current epoch of the ids handed out most recently since the start; ids
+    /// increase, so the first entry is the oldest.
+    epochs: BTreeMap<i64, i16>,
 }
 
 impl ProducerIds {
@@ -56,6 +61,41 @@ impl ProducerIds {
         let id = allocation.next;
         allocation.next += 1;
         allocation.epochs.insert(id, 0);
+        if allocation.epochs.len() > REMEMBERED_EPOCHS {
+            allocation.epochs.pop_first();
+        }
         Ok((id, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use spool_metadata::SqliteStore;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn ids_are_new_epochs_bump_and_old_epochs_are_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("meta.db"))
+            .await
+            .unwrap();
+        let ids = ProducerIds::new(Arc::new(store));
+        let (first, epoch) = ids.init(None).await.unwrap();
+        assert_eq!(epoch, 0);
+        assert_eq!(ids.init(Some((first, 0))).await.unwrap(), (first, 1));
+        let (stale, _) = ids.init(Some((first, 0))).await.unwrap();
+        assert_ne!(stale, first, "a stale epoch gets a new id");
+        let mut last = stale;
+        for _ in 0..REMEMBERED_EPOCHS {
+            last = ids.init(None).await.unwrap().0;
+        }
+        assert_eq!(ids.init(Some((last, 0))).await.unwrap(), (last, 1));
+        let (forgotten, epoch) = ids.init(Some((first, 1))).await.unwrap();
+        assert!(
+            forgotten > last && epoch == 0,
+            "the oldest id was forgotten"
+        );
+        assert!(ids.state.lock().await.epochs.len() <= REMEMBERED_EPOCHS);
     }
 }

@@ -1,9 +1,13 @@
-//! The partition checkpoint: the log start offset and the recovery point (everything
-//! before it was fsynced), written atomically: temp file, fsync, rename, directory fsync.
+//! The partition checkpoint: the log start offset, the recovery point (everything
+//! before it was fsynced) and a snapshot of the idempotent producers' state, written
+//! atomically: temp file, fsync, rename, directory fsync.
 //!
-//! Layout, big-endian, 41 bytes:
-//! `"SPCP" | version u8 = 1 | logStart i64 | recoveryOffset i64 |
-//!  recoverySegmentBase i64 | recoveryPosition u64 | crc32c u32` (CRC over all before it).
+//! Layout, big-endian (`docs/storage.md`):
+//! `"SPCP" | version u8 = 2 | logStart i64 | recoveryOffset i64 |
+//!  recoverySegmentBase i64 | recoveryPosition u64 | snapshotOffset i64 |
+//!  snapshotSegmentBase i64 | snapshotPosition u64 | producer state | crc32c u32`
+//! (CRC over all before it). Version 1 files, without the last four fields before the
+//! CRC, are still read; they carry no producer snapshot.
 #![deny(clippy::indexing_slicing)]
 
 use std::path::Path;
@@ -12,12 +16,17 @@ use spool_model::Offset;
 
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
+use crate::producers::ProducerStates;
 
 pub(crate) const CHECKPOINT_FILE: &str = "checkpoint";
 const CHECKPOINT_TMP: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 4] = b"SPCP";
-const VERSION: u8 = 1;
-const LEN: usize = 41;
+const VERSION_1: u8 = 1;
+const VERSION: u8 = 2;
+const V1_LEN: usize = 41;
+/// Magic, version and the two positions of a version 2 file.
+const V2_FIXED_LEN: usize = 4 + 1 + 8 + 3 * 8 + 3 * 8;
+const CRC_LEN: usize = 4;
 
 /// A byte position in the log: an offset, the segment it falls in, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,44 +43,75 @@ pub(crate) struct Checkpoint {
     pub(crate) recovery_point: LogPosition,
 }
 
+/// The idempotent producers' state after every batch before `at`.
+#[derive(Debug, Clone)]
+pub(crate) struct ProducerSnapshot {
+    pub(crate) at: LogPosition,
+    pub(crate) states: ProducerStates,
+}
+
+/// What a checkpoint file holds.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckpointFile {
+    pub(crate) checkpoint: Checkpoint,
+    /// Absent in version 1 files.
+    pub(crate) producers: Option<ProducerSnapshot>,
+}
+
 impl Checkpoint {
-    fn encode(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(LEN);
+    fn encode(&self, producers: &ProducerSnapshot) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(V2_FIXED_LEN + CRC_LEN + 4);
         bytes.extend_from_slice(MAGIC);
         bytes.push(VERSION);
         bytes.extend_from_slice(&self.log_start.0.to_be_bytes());
-        bytes.extend_from_slice(&self.recovery_point.offset.0.to_be_bytes());
-        bytes.extend_from_slice(&self.recovery_point.segment_base.0.to_be_bytes());
-        bytes.extend_from_slice(&self.recovery_point.position.to_be_bytes());
+        for point in [self.recovery_point, producers.at] {
+            bytes.extend_from_slice(&point.offset.0.to_be_bytes());
+            bytes.extend_from_slice(&point.segment_base.0.to_be_bytes());
+            bytes.extend_from_slice(&point.position.to_be_bytes());
+        }
+        producers.states.encode_into(&mut bytes);
         let crc = crc32c::crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_be_bytes());
         bytes
     }
 
-    fn decode(bytes: &[u8]) -> Option<Checkpoint> {
-        if bytes.len() != LEN || bytes.get(..4)? != MAGIC || *bytes.get(4)? != VERSION {
+    fn decode(bytes: &[u8]) -> Option<CheckpointFile> {
+        let (body, crc) = bytes.split_last_chunk::<CRC_LEN>()?;
+        if body.get(..4)? != MAGIC || crc32c::crc32c(body) != u32::from_be_bytes(*crc) {
             return None;
         }
-        let stored = u32::from_be_bytes(bytes.get(LEN - 4..)?.try_into().ok()?);
-        if crc32c::crc32c(bytes.get(..LEN - 4)?) != stored {
-            return None;
-        }
+        let version = *body.get(4)?;
         let i64_at = |at: usize| -> Option<i64> {
-            Some(i64::from_be_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+            Some(i64::from_be_bytes(body.get(at..at + 8)?.try_into().ok()?))
         };
-        Some(Checkpoint {
+        let position_at = |at: usize| -> Option<LogPosition> {
+            Some(LogPosition {
+                offset: Offset(i64_at(at)?),
+                segment_base: Offset(i64_at(at + 8)?),
+                position: u64::try_from(i64_at(at + 16)?).ok()?,
+            })
+        };
+        let checkpoint = Checkpoint {
             log_start: Offset(i64_at(5)?),
-            recovery_point: LogPosition {
-                offset: Offset(i64_at(13)?),
-                segment_base: Offset(i64_at(21)?),
-                position: u64::try_from(i64_at(29)?).ok()?,
-            },
+            recovery_point: position_at(13)?,
+        };
+        let producers = match version {
+            VERSION_1 if bytes.len() == V1_LEN => None,
+            VERSION => Some(ProducerSnapshot {
+                at: position_at(37)?,
+                states: ProducerStates::decode(body.get(V2_FIXED_LEN..)?)?,
+            }),
+            _ => return None,
+        };
+        Some(CheckpointFile {
+            checkpoint,
+            producers,
         })
     }
 
     /// Reads the checkpoint of the partition in `dir`. A missing, torn or corrupt one
     /// reads as `None`: recovery then scans the whole log.
-    pub(crate) fn read(files: &FileCache, dir: &Path) -> Result<Option<Checkpoint>> {
+    pub(crate) fn read(files: &FileCache, dir: &Path) -> Result<Option<CheckpointFile>> {
         let path = dir.join(CHECKPOINT_FILE);
         if !files.store().exists(&path) {
             return Ok(None);
@@ -80,7 +120,9 @@ impl Checkpoint {
             .store()
             .open(&path, spool_store::OpenMode::Read)
             .map_err(LogError::io("open", &path))?;
-        let mut bytes = [0u8; LEN + 1];
+        // The length is the file's own: the buffer never exceeds the bytes present.
+        let len = file.len().map_err(LogError::io("stat", &path))?;
+        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
         let read = file
             .read_up_to(&mut bytes, 0)
             .map_err(LogError::io("read", &path))?;
@@ -92,7 +134,12 @@ impl Checkpoint {
     }
 
     /// Replaces the checkpoint atomically.
-    pub(crate) fn write(&self, files: &FileCache, dir: &Path) -> Result<()> {
+    pub(crate) fn write(
+        &self,
+        producers: &ProducerSnapshot,
+        files: &FileCache,
+        dir: &Path,
+    ) -> Result<()> {
         let store = files.store();
         let tmp = dir.join(CHECKPOINT_TMP);
         let path = dir.join(CHECKPOINT_FILE);
@@ -100,7 +147,7 @@ impl Checkpoint {
             .open(&tmp, spool_store::OpenMode::Create)
             .map_err(LogError::io("create", &tmp))?;
         file.set_len(0).map_err(LogError::io("truncate", &tmp))?;
-        file.write_at(&self.encode(), 0)
+        file.write_at(&self.encode(producers), 0)
             .map_err(LogError::io("write", &tmp))?;
         file.sync().map_err(LogError::io("fsync", &tmp))?;
         store
@@ -119,10 +166,11 @@ pub(crate) fn is_leftover(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::producers::tests::header;
+
     use super::*;
 
-    #[test]
-    fn encodes_and_rejects_damage() {
+    fn sample() -> (Checkpoint, ProducerSnapshot) {
         let checkpoint = Checkpoint {
             log_start: Offset(5),
             recovery_point: LogPosition {
@@ -131,14 +179,53 @@ mod tests {
                 position: 4242,
             },
         };
-        let bytes = checkpoint.encode();
-        assert_eq!(bytes.len(), LEN);
-        assert_eq!(Checkpoint::decode(&bytes), Some(checkpoint));
-        for i in 0..LEN {
+        let mut states = ProducerStates::default();
+        states.record(&header(3, 1, 0, 4, 890));
+        let producers = ProducerSnapshot {
+            at: LogPosition {
+                offset: Offset(910),
+                segment_base: Offset(800),
+                position: 5000,
+            },
+            states,
+        };
+        (checkpoint, producers)
+    }
+
+    #[test]
+    fn encodes_and_rejects_damage() {
+        let (checkpoint, producers) = sample();
+        let bytes = checkpoint.encode(&producers);
+        let decoded = Checkpoint::decode(&bytes).expect("decodes");
+        assert_eq!(decoded.checkpoint, checkpoint);
+        let snapshot = decoded.producers.expect("has producers");
+        assert_eq!(snapshot.at, producers.at);
+        assert_eq!(snapshot.states.len(), 1);
+        for i in 0..bytes.len() {
             let mut damaged = bytes.clone();
             damaged[i] ^= 0x10;
-            assert_eq!(Checkpoint::decode(&damaged), None, "flip at byte {i}");
+            assert!(Checkpoint::decode(&damaged).is_none(), "flip at byte {i}");
         }
-        assert_eq!(Checkpoint::decode(&bytes[..LEN - 1]), None);
+        for cut in 0..bytes.len() {
+            assert!(Checkpoint::decode(&bytes[..cut]).is_none(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn version_1_files_are_read_without_producers() {
+        let (checkpoint, _) = sample();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(MAGIC);
+        bytes.push(VERSION_1);
+        bytes.extend_from_slice(&5i64.to_be_bytes());
+        for value in [900i64, 800, 4242] {
+            bytes.extend_from_slice(&value.to_be_bytes());
+        }
+        let crc = crc32c::crc32c(&bytes);
+        bytes.extend_from_slice(&crc.to_be_bytes());
+        assert_eq!(bytes.len(), V1_LEN);
+        let decoded = Checkpoint::decode(&bytes).expect("decodes");
+        assert_eq!(decoded.checkpoint, checkpoint);
+        assert!(decoded.producers.is_none());
     }
 }

@@ -16,7 +16,7 @@ use spool_protocol::batch::{self, BatchError};
 use spool_store::StoreFile;
 use tokio::sync::watch;
 
-use crate::checkpoint::{Checkpoint, LogPosition};
+use crate::checkpoint::{Checkpoint, LogPosition, ProducerSnapshot};
 use crate::config::{FlushPolicy, LogConfig, MAX_SEGMENT_BYTES};
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
@@ -544,17 +544,23 @@ impl PartitionLog {
     /// from taking the snapshot to recording it, so an older snapshot can never
     /// replace a newer one. The index files of the segment holding the recovery point
     /// are fsynced first: recovery keeps that segment's index entries below the point.
+    /// The checkpoint carries the idempotent producers' state as of the log end, so
+    /// that opening reads only the batches written after it.
     pub fn write_checkpoint(&self) -> Result<()> {
         let _writer = self
             .checkpoint_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (checkpoint, index_files) = {
+        let (checkpoint, producers, index_files) = {
             let state = self.lock();
             let checkpoint = state.checkpoint();
             if state.last_checkpoint == Some(checkpoint) {
                 return Ok(());
             }
+            let producers = ProducerSnapshot {
+                at: state.end_position(),
+                states: state.producers.clone(),
+            };
             let segment = state
                 .segments
                 .iter()
@@ -562,13 +568,13 @@ impl PartitionLog {
             let paths: Vec<PathBuf> = segment
                 .map(|s| vec![s.paths.index.clone(), s.paths.time_index.clone()])
                 .unwrap_or_default();
-            (checkpoint, paths)
+            (checkpoint, producers, paths)
         };
         for path in &index_files {
             let file = self.files.get(path).map_err(LogError::io("open", path))?;
             file.sync().map_err(LogError::io("fsync", path))?;
         }
-        checkpoint.write(&self.files, &self.dir)?;
+        checkpoint.write(&producers, &self.files, &self.dir)?;
         self.lock().last_checkpoint = Some(checkpoint);
         Ok(())
     }

@@ -9,6 +9,8 @@ use std::collections::{HashMap, VecDeque};
 
 use spool_model::{Offset, ProducerEpoch, ProducerId, RecordBatchHeader, Sequence};
 
+mod snapshot;
+
 /// Batches remembered per producer.
 const REMEMBERED: usize = 5;
 
@@ -190,12 +192,18 @@ impl ProducerStates {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use spool_model::Timestamp;
 
     use super::*;
 
-    fn header(producer: i64, epoch: i16, first: i32, records: i32, base: i64) -> RecordBatchHeader {
+    pub(crate) fn header(
+        producer: i64,
+        epoch: i16,
+        first: i32,
+        records: i32,
+        base: i64,
+    ) -> RecordBatchHeader {
         RecordBatchHeader {
             base_offset: Offset(base),
             batch_length: 100,

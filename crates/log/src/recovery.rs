@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use spool_model::{Offset, Timestamp};
 
-use crate::checkpoint::{self, Checkpoint, LogPosition};
+use crate::checkpoint::{self, Checkpoint, LogPosition, ProducerSnapshot};
 use crate::config::LogConfig;
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
@@ -71,46 +71,93 @@ impl PartitionLog {
             }
         }
         bases.sort();
-        let checkpoint = Checkpoint::read(&files, &dir)?;
+        let stored = Checkpoint::read(&files, &dir)?;
+        let checkpoint = stored.as_ref().map(|file| file.checkpoint);
+        let snapshot = stored.and_then(|file| file.producers);
         let state = if bases.is_empty() {
             let base =
                 checkpoint.map_or(Offset::ZERO, |c| c.recovery_point.offset.max(c.log_start));
             new_log(&files, &dir, base)?
         } else {
-            recover(&files, &dir, &config, &bases, checkpoint)?
+            let mut state = recover(&files, &dir, &config, &bases, checkpoint)?;
+            // An unchanged checkpoint (after a clean shutdown) need not be written
+            // again, unless it lacks the producer snapshot.
+            if snapshot.is_some() {
+                state.last_checkpoint = checkpoint;
+            }
+            state
         };
         let log = PartitionLog::from_parts(dir, files, config, state);
+        log.rebuild_producers(snapshot)?;
         log.write_checkpoint()?;
-        log.rebuild_producers()?;
         Ok(log)
     }
 }
 
 impl PartitionLog {
-    /// Rebuilds the idempotent producers' state from the batch headers of the active
-    /// segment. A producer whose newest batch is in an older segment is forgotten: its
-    /// next batch gets `UNKNOWN_PRODUCER_ID` and the client starts its sequences over.
-    fn rebuild_producers(&self) -> Result<()> {
-        let (file, end) = {
+    /// Rebuilds the idempotent producers' state: from the checkpoint's snapshot and
+    /// the batch headers after it, or, without a usable snapshot, from the headers of
+    /// the whole log. A snapshot is unusable when recovery cut the log below it (a
+    /// crash lost unsynced writes it had seen).
+    fn rebuild_producers(&self, snapshot: Option<ProducerSnapshot>) -> Result<()> {
+        let (mut rebuilt, to_read) = {
             let state = self.lock();
-            let active = state.active();
-            (active.log_file(&self.files)?, active.size)
-        };
-        let mut rebuilt = ProducerStates::default();
-        let mut headers = HeaderCursor::new(file.as_ref());
-        let mut position = 0;
-        while let Some(header) = headers
-            .header_at(position, end)
-            .map_err(LogError::io("read", &self.dir))?
-        {
-            if producers::is_idempotent(&header) {
-                rebuilt.record(&header);
+            let usable = snapshot.and_then(|s| {
+                let at = usable_snapshot_start(&self.files, &state.segments, s.at)?;
+                Some((s.states, at))
+            });
+            let (states, (first, position)) = usable.unwrap_or_else(|| {
+                if state.segments.iter().any(|s| s.size > 0) {
+                    tracing::info!(dir = %self.dir.display(), "no usable producer snapshot; reading every batch header");
+                }
+                (ProducerStates::default(), (0, 0))
+            });
+            let mut to_read = Vec::new();
+            for (at, segment) in state.segments.iter().enumerate().skip(first) {
+                let from = if at == first { position } else { 0 };
+                to_read.push((segment.log_file(&self.files)?, from, segment.size));
             }
-            position += header.total_len() as u64;
+            (states, to_read)
+        };
+        for (file, from, end) in to_read {
+            let mut headers = HeaderCursor::new(file.as_ref());
+            let mut position = from;
+            while let Some(header) = headers
+                .header_at(position, end)
+                .map_err(LogError::io("read", &self.dir))?
+            {
+                if producers::is_idempotent(&header) {
+                    rebuilt.record(&header);
+                }
+                position += header.total_len() as u64;
+            }
         }
         self.lock().producers = rebuilt;
         Ok(())
     }
+}
+
+/// Where to start reading headers after a snapshot taken at `at`: its segment and
+/// position, if the log still has a batch boundary there at the same offset.
+fn usable_snapshot_start(
+    files: &FileCache,
+    segments: &[Segment],
+    at: LogPosition,
+) -> Option<(usize, u64)> {
+    let index = segments.iter().position(|s| s.base == at.segment_base)?;
+    let segment = segments.get(index)?;
+    let offset_there = if at.position == segment.size {
+        match segments.get(index + 1) {
+            Some(next) => next.base,
+            None => segment.next_offset,
+        }
+    } else {
+        let file = segment.log_file(files).ok()?;
+        scan::read_header(file.as_ref(), at.position, segment.size)
+            .ok()??
+            .base_offset
+    };
+    (at.position <= segment.size && offset_there == at.offset).then_some((index, at.position))
 }
 
 fn new_log(files: &FileCache, dir: &Path, base: Offset) -> Result<LogState> {
@@ -245,10 +292,7 @@ fn recover(
     let log_start = checkpoint
         .map_or(first_base, |c| c.log_start.max(first_base))
         .min(end.offset);
-    let mut state = state_with(segments, log_start, end);
-    // An unchanged checkpoint (after a clean shutdown) need not be written again.
-    state.last_checkpoint = checkpoint;
-    Ok(state)
+    Ok(state_with(segments, log_start, end))
 }
 
 /// Trusts the checkpoint if it names an existing segment and a position inside it.

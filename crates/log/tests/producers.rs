@@ -101,3 +101,128 @@ fn producer_state_is_rebuilt_when_the_log_is_reopened() {
         LogError::Producer(ProducerError::OutOfOrderSequence { expected: 6, .. })
     ));
 }
+
+/// Idempotent batches of producer 9, then enough plain ones to roll a few segments,
+/// so that the producer's newest batch lies in an old segment.
+fn producer_then_other_traffic(log: &spool_log::PartitionLog) -> Vec<u8> {
+    let first = idempotent(9, 2, 0, 4);
+    log.append(&[&first]).unwrap();
+    log.append(&[&idempotent(9, 2, 4, 1)]).unwrap();
+    for _ in 0..40 {
+        log.append(&[&BatchBuilder::new().values(4, 100).build()])
+            .unwrap();
+    }
+    first
+}
+
+fn small_segments() -> LogConfig {
+    LogConfig {
+        segment_bytes: 2048,
+        ..small_config()
+    }
+}
+
+fn segment_zero() -> std::path::PathBuf {
+    std::path::Path::new(common::DIR).join("00000000000000000000.log")
+}
+
+#[test]
+fn producers_in_older_segments_come_back_from_the_checkpoint_snapshot() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let first;
+    {
+        let log = open(store.clone(), small_segments());
+        first = producer_then_other_traffic(&log);
+        log.close().unwrap();
+    }
+    // Change the producer id in the first segment's header: the reopened log must
+    // take the producer from the snapshot, not from reading that segment again.
+    let file = store
+        .open(&segment_zero(), spool_store::OpenMode::ReadWrite)
+        .unwrap();
+    file.write_at(&77i64.to_be_bytes(), 43).unwrap();
+
+    let log = open(store, small_segments());
+    assert!(log.offsets().log_end > Offset(40), "segments rolled");
+    let retried = log.append(&[&first]).unwrap();
+    assert!(retried.duplicate, "recognised after the reopen");
+    assert_eq!(retried.base_offset, Offset(0));
+    let next = log.append(&[&idempotent(9, 2, 5, 1)]).unwrap();
+    assert!(!next.duplicate);
+    assert!(matches!(
+        log.append(&[&idempotent(77, 0, 9, 1)]).unwrap_err(),
+        LogError::Producer(ProducerError::UnknownProducer { .. })
+    ));
+}
+
+#[test]
+fn without_a_checkpoint_every_segment_is_read() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let first;
+    {
+        let log = open(store.clone(), small_segments());
+        first = producer_then_other_traffic(&log);
+        log.close().unwrap();
+    }
+    store
+        .remove_file(&std::path::Path::new(common::DIR).join("checkpoint"))
+        .unwrap();
+    let log = open(store, small_segments());
+    assert!(log.append(&[&first]).unwrap().duplicate);
+    assert!(!log.append(&[&idempotent(9, 2, 5, 1)]).unwrap().duplicate);
+}
+
+#[test]
+fn batches_after_the_snapshot_are_read_after_a_crash() {
+    let store = MemoryStore::new();
+    let shared: Arc<dyn Store> = Arc::new(store.clone());
+    let late = idempotent(4, 0, 1, 2);
+    {
+        let log = open(shared.clone(), config());
+        log.append(&[&idempotent(4, 0, 0, 1)]).unwrap();
+        log.sync().unwrap();
+        log.write_checkpoint().unwrap();
+        log.append(&[&late]).unwrap();
+        log.sync().unwrap();
+        // A crash: no close, no new checkpoint.
+    }
+    store.crash(
+        spool_store::CrashMode::DropUnsynced,
+        &mut fastrand::Rng::with_seed(1),
+    );
+    let log = open(shared, config());
+    let retried = log.append(&[&late]).unwrap();
+    assert!(retried.duplicate, "read from the log after the snapshot");
+    assert_eq!(retried.base_offset, Offset(1));
+}
+
+#[test]
+fn a_snapshot_beyond_what_survived_a_crash_is_not_trusted() {
+    let store = MemoryStore::new();
+    let shared: Arc<dyn Store> = Arc::new(store.clone());
+    let lost = idempotent(4, 0, 1, 2);
+    {
+        let log = open(shared.clone(), config());
+        log.append(&[&idempotent(4, 0, 0, 1)]).unwrap();
+        log.sync().unwrap();
+        log.append(&[&lost]).unwrap();
+        // The snapshot (at the log end) has seen a batch that was never synced.
+        log.write_checkpoint().unwrap();
+    }
+    store.crash(
+        spool_store::CrashMode::DropUnsynced,
+        &mut fastrand::Rng::with_seed(1),
+    );
+    let log = open(shared, config());
+    assert_eq!(
+        log.offsets().log_end,
+        Offset(1),
+        "the unsynced batch is gone"
+    );
+    let resent = log.append(&[&lost]).unwrap();
+    assert!(
+        !resent.duplicate,
+        "the lost batch is written again, not answered from a stale snapshot"
+    );
+    assert_eq!(resent.base_offset, Offset(1));
+}
