@@ -218,8 +218,8 @@ def test_acked_writes_survive_kill_9(make_broker):
 
 def test_idempotent_producers_of_two_clients(broker):
     """librdkafka and kafka-python with idempotence on: InitProducerId, sequenced
-    batches, every record once and in order. (Retries under dropped responses come
-    with the proxy test of issue 5.)"""
+    batches, every record once and in order. (Retries under dropped responses and a
+    killed broker: test_idempotence.py.)"""
     create(broker, "idempotent", 2)
     producer = Producer({"bootstrap.servers": broker.address, "enable.idempotence": True,
                          "linger.ms": 2})

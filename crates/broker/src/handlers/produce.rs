@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind};
-use spool_log::{AppendInfo, PartitionLog};
+use spool_log::{AppendInfo, LogError, PartitionLog};
 use spool_model::TopicPartition;
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
 
@@ -137,9 +137,16 @@ async fn append(
             .filter_map(|&(start, len)| records.get(start..start + len))
             .collect();
         let info = log.append(&slices).map_err(|e| {
-            tracing::error!(%partition, %e, "append failed");
+            if let LogError::Producer(refused) = &e {
+                tracing::info!(%partition, %refused, "refusing an idempotent batch");
+            } else {
+                tracing::error!(%partition, %e, "append failed");
+            }
             errors::log_error_code(&e)
         })?;
+        if info.duplicate {
+            tracing::debug!(%partition, base = %info.base_offset, "a retried batch was already written");
+        }
         Ok((log, info))
     })
     .await
