@@ -1,10 +1,22 @@
-//! `spool`: run a broker (`spool serve`, also what a bare `spool` does).
+//! `spool`: run a broker (`spool serve`, also what a bare `spool` does), or talk to
+//! any Kafka-compatible cluster (`spool topic`, `produce`, `consume`, `group`,
+//! `cluster`).
 
+mod client;
+mod commands;
+mod error;
+mod output;
 mod settings;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use client::ClientArgs;
+use commands::cluster::ClusterCommand;
+use commands::consume::ConsumeArgs;
+use commands::group::GroupCommand;
+use commands::produce::ProduceArgs;
+use commands::topic::TopicCommand;
 use settings::ServeArgs;
 use spool_broker::Broker;
 
@@ -21,21 +33,58 @@ struct Cli {
 enum Command {
     /// Run a broker (the default).
     Serve(ServeArgs),
+    /// Create, list, describe, delete and alter topics.
+    Topic {
+        #[command(subcommand)]
+        command: TopicCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Produce records, one per input line.
+    Produce {
+        #[command(flatten)]
+        args: ProduceArgs,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// List, describe, delete consumer groups and move their offsets.
+    Group {
+        #[command(subcommand)]
+        command: GroupCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Show the cluster: id, controller, brokers, API versions.
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Consume records and print them.
+    Consume {
+        #[command(flatten)]
+        args: ConsumeArgs,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A broker logs at info; a client command only says what went wrong, which its
+    // errors do (librdkafka's own log lines are there with RUST_LOG=rdkafka=info).
+    let default_filter = match cli.command {
+        None | Some(Command::Serve(_)) => "info",
+        Some(_) => "error,rdkafka=off",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    let args = match cli.command {
-        Some(Command::Serve(args)) => args,
-        None => cli.serve,
-    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -43,11 +92,35 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let args = match cli.command {
+        Some(Command::Serve(args)) => args,
+        None => cli.serve,
+        Some(client_command) => return runtime.block_on(run_client(client_command)),
+    };
     match runtime.block_on(serve(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("spool: {error}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a client command; its error is printed and becomes the exit code.
+async fn run_client(command: Command) -> ExitCode {
+    let result = match command {
+        Command::Serve(_) => Ok(()),
+        Command::Topic { command, client } => commands::topic::run(command, &client).await,
+        Command::Produce { args, client } => commands::produce::run(args, &client).await,
+        Command::Consume { args, client } => commands::consume::run(args, &client).await,
+        Command::Group { command, client } => commands::group::run(command, &client).await,
+        Command::Cluster { command, client } => commands::cluster::run(command, &client).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("spool: {error}");
+            error.exit_code()
         }
     }
 }

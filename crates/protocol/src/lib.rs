@@ -7,6 +7,7 @@
 //!   read off the wire from sizing allocations (see its module docs for why).
 
 pub mod batch;
+pub mod consumer_protocol;
 pub mod frame;
 pub mod records;
 pub mod request;

@@ -7,6 +7,7 @@ use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, ResponseKind};
+use spool_protocol::consumer_protocol::subscribed_topics;
 
 use super::ApiDecl;
 use crate::errors::{group_error_code, group_result_code};
@@ -75,49 +76,4 @@ pub(crate) async fn handle(request: OffsetDeleteRequest, shared: Arc<Shared>) ->
             .with_error_code(error)
             .with_topics(topics),
     )
-}
-
-/// The topics of a consumer's subscription metadata (`ConsumerProtocolSubscription`:
-/// int16 version, then an array of topic names), read with bounds checks because a
-/// client wrote it; `None` if it is not that format.
-fn subscribed_topics(metadata: &[u8]) -> Option<Vec<String>> {
-    let mut rest = metadata.get(2..)?;
-    let mut take = |n: usize| -> Option<&[u8]> {
-        let (head, tail) = (rest.get(..n)?, rest.get(n..)?);
-        rest = tail;
-        Some(head)
-    };
-    let count = i32::from_be_bytes(take(4)?.try_into().ok()?);
-    let mut topics = Vec::new();
-    for _ in 0..count.max(0) {
-        let len = i16::from_be_bytes(take(2)?.try_into().ok()?);
-        let name = take(usize::try_from(len).ok()?)?;
-        topics.push(String::from_utf8(name.to_vec()).ok()?);
-    }
-    Some(topics)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subscriptions_are_read_within_their_bytes() {
-        let mut metadata = vec![0, 1, 0, 0, 0, 2];
-        for topic in ["orders", "payments"] {
-            metadata.extend_from_slice(&i16::try_from(topic.len()).unwrap().to_be_bytes());
-            metadata.extend_from_slice(topic.as_bytes());
-        }
-        metadata.extend_from_slice(&[0, 0, 0, 0]); // user data, ignored
-        assert_eq!(
-            subscribed_topics(&metadata),
-            Some(vec!["orders".to_owned(), "payments".to_owned()])
-        );
-        assert_eq!(
-            subscribed_topics(&[0, 1, 0x7f, 0xff, 0xff, 0xff]),
-            None,
-            "count past the end"
-        );
-        assert_eq!(subscribed_topics(&metadata[..9]), None);
-    }
 }

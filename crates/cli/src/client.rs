@@ -1,0 +1,74 @@
+//! What every client command shares: where the cluster is, how to print, and how to
+//! make librdkafka clients for it. The commands use librdkafka (the `rdkafka` crate),
+//! so that each of them also exercises the broker with a real client, and they work
+//! against any Kafka-compatible cluster.
+
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::StreamConsumer;
+
+use crate::error::CliError;
+use crate::output::Format;
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ClientArgs {
+    /// Bootstrap brokers, comma-separated host:port.
+    #[arg(
+        long,
+        global = true,
+        env = "SPOOL_BROKERS",
+        default_value = "127.0.0.1:9092"
+    )]
+    pub(crate) brokers: String,
+    /// Output: `human` tables or `json` for scripts.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
+    pub(crate) format: Format,
+    /// How long to wait for the cluster, in seconds.
+    #[arg(long, global = true, default_value_t = 10)]
+    pub(crate) timeout: u64,
+}
+
+impl ClientArgs {
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout.max(1))
+    }
+
+    /// The librdkafka configuration every client starts from.
+    pub(crate) fn config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &self.brokers)
+            .set("client.id", "spool-cli")
+            .set("log_level", "3")
+            .set(
+                "socket.connection.setup.timeout.ms",
+                self.timeout().as_millis().to_string(),
+            );
+        config
+    }
+
+    pub(crate) fn admin(&self) -> Result<AdminClient<DefaultClientContext>, CliError> {
+        self.config()
+            .create()
+            .map_err(|e| CliError::kafka("create an admin client", e))
+    }
+
+    pub(crate) fn admin_options(&self) -> AdminOptions {
+        AdminOptions::new().request_timeout(Some(self.timeout()))
+    }
+
+    /// A consumer; with `group`, it acts for that group (offsets) without joining.
+    pub(crate) fn consumer(&self, group: Option<&str>) -> Result<StreamConsumer, CliError> {
+        let mut config = self.config();
+        config
+            .set("group.id", group.unwrap_or("spool-cli"))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false");
+        config
+            .create()
+            .map_err(|e| CliError::kafka("create a consumer", e))
+    }
+}

@@ -1,0 +1,255 @@
+//! `spool cluster info`: the cluster id, controller, brokers and the API versions the
+//! broker supports. librdkafka does not expose the controller, the cluster id or the
+//! API versions it negotiated, so this command speaks the protocol itself, through
+//! `kafka-protocol`: ApiVersions, then Metadata at the highest version both sides know.
+
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
+    RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::client::ClientArgs;
+use crate::error::CliError;
+use crate::output::{self, Format};
+
+/// A response larger than this is not a Metadata or ApiVersions answer.
+const MAX_RESPONSE: usize = 64 << 20;
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ClusterCommand {
+    /// Show the cluster id, controller, brokers and supported API versions.
+    Info,
+}
+
+#[derive(Debug, Serialize)]
+struct BrokerView {
+    node_id: i32,
+    host: String,
+    port: i32,
+    rack: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ApiView {
+    key: i16,
+    name: String,
+    min_version: i16,
+    max_version: i16,
+}
+
+#[derive(Debug, Serialize)]
+struct ClusterView {
+    cluster_id: Option<String>,
+    controller_id: i32,
+    brokers: Vec<BrokerView>,
+    /// The broker answered from this address.
+    bootstrap: String,
+    apis: Vec<ApiView>,
+    cli_version: &'static str,
+}
+
+pub(crate) async fn run(command: ClusterCommand, client: &ClientArgs) -> Result<(), CliError> {
+    match command {
+        ClusterCommand::Info => info(client).await,
+    }
+}
+
+async fn info(client: &ClientArgs) -> Result<(), CliError> {
+    let (mut connection, bootstrap) = connect(client).await?;
+    let versions: ApiVersionsResponse = connection
+        .call(
+            ApiVersionsRequest::default()
+                .with_client_software_name(StrBytes::from_static_str("spool-cli"))
+                .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION"))),
+            3,
+        )
+        .await?;
+    if versions.error_code != 0 {
+        return Err(CliError::Failed(format!(
+            "the broker refused ApiVersions with error code {}",
+            versions.error_code
+        )));
+    }
+    let metadata_max = versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::Metadata as i16)
+        .map_or(1, |k| k.max_version);
+    let version = metadata_max.clamp(1, 12);
+    let metadata: MetadataResponse = connection
+        .call(
+            MetadataRequest::default().with_topics(Some(Vec::new())),
+            version,
+        )
+        .await?;
+    let mut apis: Vec<ApiView> = versions
+        .api_keys
+        .iter()
+        .map(|k| ApiView {
+            key: k.api_key,
+            name: ApiKey::try_from(k.api_key).map_or_else(
+                |()| format!("unknown ({})", k.api_key),
+                |key| format!("{key:?}"),
+            ),
+            min_version: k.min_version,
+            max_version: k.max_version,
+        })
+        .collect();
+    apis.sort_by_key(|a| a.key);
+    let mut brokers: Vec<BrokerView> = metadata
+        .brokers
+        .iter()
+        .map(|b| BrokerView {
+            node_id: b.node_id.0,
+            host: b.host.to_string(),
+            port: b.port,
+            rack: b.rack.as_ref().map(ToString::to_string),
+        })
+        .collect();
+    brokers.sort_by_key(|b| b.node_id);
+    let view = ClusterView {
+        cluster_id: metadata.cluster_id.as_ref().map(ToString::to_string),
+        controller_id: metadata.controller_id.0,
+        brokers,
+        bootstrap,
+        apis,
+        cli_version: env!("CARGO_PKG_VERSION"),
+    };
+    match client.format {
+        Format::Json => output::print_json(&view),
+        Format::Human => print_view(&view),
+    }
+    Ok(())
+}
+
+fn print_view(view: &ClusterView) {
+    println!("CLUSTER     {}", view.cluster_id.as_deref().unwrap_or("-"));
+    println!("CONTROLLER  {}", view.controller_id);
+    println!("ANSWERED    {}", view.bootstrap);
+    println!("CLI         spool {}", view.cli_version);
+    output::heading("BROKERS");
+    let mut brokers = output::table(["ID", "HOST", "PORT", "RACK"]);
+    for b in &view.brokers {
+        brokers.add_row([
+            b.node_id.to_string(),
+            b.host.clone(),
+            b.port.to_string(),
+            b.rack.clone().unwrap_or_default(),
+        ]);
+    }
+    output::print_table(&brokers, "none");
+    output::heading("API VERSIONS");
+    let mut apis = output::table(["KEY", "API", "VERSIONS"]);
+    for api in &view.apis {
+        apis.add_row([
+            api.key.to_string(),
+            api.name.clone(),
+            format!("{}-{}", api.min_version, api.max_version),
+        ]);
+    }
+    output::print_table(&apis, "none");
+}
+
+/// A connection to the first bootstrap broker that answers.
+async fn connect(client: &ClientArgs) -> Result<(Connection, String), CliError> {
+    let mut last_error = String::from("no brokers given");
+    for address in client
+        .brokers
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        match tokio::time::timeout(client.timeout(), TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => {
+                let connection = Connection {
+                    stream,
+                    correlation: 0,
+                    timeout: client.timeout(),
+                };
+                return Ok((connection, address.to_string()));
+            }
+            Ok(Err(error)) => last_error = format!("{address}: {error}"),
+            Err(_) => last_error = format!("{address}: timed out"),
+        }
+    }
+    Err(CliError::Unreachable {
+        brokers: client.brokers.clone(),
+        what: "ask for the cluster's metadata".to_string(),
+        detail: last_error,
+    })
+}
+
+/// One Kafka connection, one request at a time.
+#[derive(Debug)]
+struct Connection {
+    stream: TcpStream,
+    correlation: i32,
+    timeout: Duration,
+}
+
+impl Connection {
+    async fn call<R>(&mut self, request: R, version: i16) -> Result<R::Response, CliError>
+    where
+        R: Request + Encodable + HeaderVersion,
+        R::Response: Decodable + HeaderVersion,
+    {
+        let failed = |what: &str, detail: String| {
+            CliError::Failed(format!(
+                "{what} ({:?} v{version}): {detail}",
+                ApiKey::try_from(R::KEY)
+            ))
+        };
+        self.correlation += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("spool-cli")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .and_then(|()| request.encode(&mut body, version))
+            .map_err(|e| failed("cannot encode the request", e.to_string()))?;
+        let mut frame = BytesMut::with_capacity(body.len() + 4);
+        frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
+        frame.put_slice(&body);
+        let exchange = async {
+            self.stream.write_all(&frame).await?;
+            let size = self.stream.read_u32().await?;
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            if size > MAX_RESPONSE {
+                return Err(std::io::Error::other(format!(
+                    "a {size}-byte response is too large"
+                )));
+            }
+            let mut response = vec![0; size];
+            self.stream.read_exact(&mut response).await?;
+            Ok(Bytes::from(response))
+        };
+        let mut response = tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| failed("no answer", "timed out".to_string()))?
+            .map_err(|e| failed("the connection failed", e.to_string()))?;
+        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
+            .map_err(|e| failed("cannot decode the response header", e.to_string()))?;
+        if header.correlation_id != self.correlation {
+            return Err(failed(
+                "the answer does not match the request",
+                format!("correlation id {}", header.correlation_id),
+            ));
+        }
+        let decoded = R::Response::decode(&mut response, version)
+            .map_err(|e| failed("cannot decode the response", e.to_string()))?;
+        if response.has_remaining() {
+            tracing::debug!(left = response.remaining(), "bytes after the response");
+        }
+        Ok(decoded)
+    }
+}

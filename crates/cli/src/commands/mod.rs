@@ -1,0 +1,8 @@
+//! The client commands, one module each.
+
+pub(crate) mod cluster;
+pub(crate) mod consume;
+pub(crate) mod group;
+pub(crate) mod produce;
+pub(crate) mod template;
+pub(crate) mod topic;

@@ -1,0 +1,280 @@
+//! `spool produce TOPIC`: one record per input line, from stdin or a file.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use serde::Serialize;
+
+use crate::client::ClientArgs;
+use crate::commands::topic::parse_key_value;
+use crate::error::CliError;
+use crate::output::Format;
+
+/// Deliveries awaited at most at once; beyond it, the oldest is awaited first.
+const IN_FLIGHT: usize = 50_000;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ProduceArgs {
+    topic: String,
+    /// Read records from this file instead of stdin.
+    #[arg(short, long)]
+    file: Option<PathBuf>,
+    /// Split each line at the first SEP into key and value (e.g. `-K :`).
+    #[arg(short = 'K', long, value_name = "SEP")]
+    key_separator: Option<String>,
+    /// A header added to every record (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    headers: Vec<(String, String)>,
+    /// Send every record to this partition [default: by key, murmur2 as the Java client].
+    #[arg(short, long)]
+    partition: Option<i32>,
+    /// Compression codec.
+    #[arg(short = 'z', long, value_enum, default_value_t = Compression::None)]
+    compression: Compression,
+    /// Acknowledgements to wait for: all, 1 (the leader) or 0 (none).
+    #[arg(long, value_parser = ["all", "1", "0"], default_value = "all")]
+    acks: String,
+    /// Print the partition and offset of every record.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Compression {
+    None,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+impl Compression {
+    fn codec(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Delivered {
+    partition: i32,
+    offset: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary<'a> {
+    topic: &'a str,
+    records: u64,
+    failed: u64,
+}
+
+/// Counts deliveries and prints them as they come, in input order.
+struct Deliveries<'a> {
+    args: &'a ProduceArgs,
+    format: Format,
+    pending: VecDeque<DeliveryFuture>,
+    delivered: u64,
+    failed: u64,
+    first_error: Option<KafkaError>,
+}
+
+impl std::fmt::Debug for Deliveries<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deliveries")
+            .field("pending", &self.pending.len())
+            .field("delivered", &self.delivered)
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
+impl Deliveries<'_> {
+    async fn await_oldest(&mut self) {
+        let Some(future) = self.pending.pop_front() else {
+            return;
+        };
+        match future.await {
+            Ok(Ok(delivery)) => {
+                self.delivered += 1;
+                if self.args.verbose {
+                    match self.format {
+                        Format::Json => println!(
+                            "{}",
+                            serde_json::json!(Delivered {
+                                partition: delivery.partition,
+                                offset: delivery.offset
+                            })
+                        ),
+                        Format::Human => println!(
+                            "{}[{}]@{}",
+                            self.args.topic, delivery.partition, delivery.offset
+                        ),
+                    }
+                }
+            }
+            Ok(Err((error, _))) => self.fail(error),
+            Err(_canceled) => self.fail(KafkaError::Canceled),
+        }
+    }
+
+    fn fail(&mut self, error: KafkaError) {
+        self.failed += 1;
+        self.first_error.get_or_insert(error);
+    }
+}
+
+pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), CliError> {
+    let mut config = client.config();
+    config
+        .set("compression.codec", args.compression.codec())
+        .set("acks", &args.acks)
+        .set("partitioner", "murmur2_random")
+        .set("linger.ms", "5")
+        .set(
+            "message.timeout.ms",
+            (client.timeout() * 3).as_millis().to_string(),
+        );
+    let producer: FutureProducer = config
+        .create()
+        .map_err(|e| CliError::kafka("create a producer", e))?;
+    let (input, progress): (Box<dyn Read>, ProgressBar) = match &args.file {
+        Some(path) => {
+            let file = std::fs::File::open(path)
+                .map_err(CliError::io(format!("open {}", path.display())))?;
+            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let bar = ProgressBar::new(size).with_style(
+                ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            (Box::new(bar.wrap_read(file)), bar)
+        }
+        None => (Box::new(std::io::stdin().lock()), ProgressBar::hidden()),
+    };
+    let headers = args
+        .headers
+        .iter()
+        .fold(OwnedHeaders::new(), |headers, (k, v)| {
+            headers.insert(Header {
+                key: k,
+                value: Some(v),
+            })
+        });
+    let mut deliveries = Deliveries {
+        args: &args,
+        format: client.format,
+        pending: VecDeque::new(),
+        delivered: 0,
+        failed: 0,
+        first_error: None,
+    };
+    for line in BufReader::new(input).split(b'\n') {
+        let line = line.map_err(CliError::io("read the input"))?;
+        let (key, value) = split_key(&line, args.key_separator.as_deref());
+        let mut record = FutureRecord::<[u8], [u8]>::to(&args.topic)
+            .payload(value)
+            .headers(headers.clone());
+        if let Some(key) = key {
+            record = record.key(key);
+        }
+        if let Some(partition) = args.partition {
+            record = record.partition(partition);
+        }
+        loop {
+            match producer.send_result(record) {
+                Ok(future) => {
+                    deliveries.pending.push_back(future);
+                    break;
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    if deliveries.pending.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    } else {
+                        deliveries.await_oldest().await;
+                    }
+                }
+                Err((error, _)) => {
+                    return Err(CliError::kafka("produce", error).with_brokers(&client.brokers));
+                }
+            }
+        }
+        if deliveries.pending.len() >= IN_FLIGHT {
+            deliveries.await_oldest().await;
+        }
+    }
+    while !deliveries.pending.is_empty() {
+        deliveries.await_oldest().await;
+    }
+    progress.finish_and_clear();
+    let summary = Summary {
+        topic: &args.topic,
+        records: deliveries.delivered,
+        failed: deliveries.failed,
+    };
+    match client.format {
+        Format::Json if !args.verbose => crate::output::print_json(&summary),
+        _ => eprintln!(
+            "produced {} records to {}{}",
+            summary.records,
+            summary.topic,
+            if summary.failed > 0 {
+                format!(", {} failed", summary.failed)
+            } else {
+                String::new()
+            }
+        ),
+    }
+    match deliveries.first_error {
+        None => Ok(()),
+        Some(error) => Err(CliError::kafka(
+            format!("produce {} of the records", deliveries.failed),
+            error,
+        )
+        .with_brokers(&client.brokers)),
+    }
+}
+
+/// Splits a line into key and value at the first separator; no separator in the line
+/// means no key.
+fn split_key<'a>(line: &'a [u8], separator: Option<&str>) -> (Option<&'a [u8]>, &'a [u8]) {
+    let Some(separator) = separator.map(str::as_bytes).filter(|s| !s.is_empty()) else {
+        return (None, line);
+    };
+    match line
+        .windows(separator.len())
+        .position(|window| window == separator)
+    {
+        Some(at) => (
+            line.get(..at),
+            line.get(at + separator.len()..).unwrap_or_default(),
+        ),
+        None => (None, line),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_key;
+
+    #[test]
+    fn keys_split_at_the_first_separator() {
+        assert_eq!(
+            split_key(b"k::v::w", Some("::")),
+            (Some(&b"k"[..]), &b"v::w"[..])
+        );
+        assert_eq!(split_key(b"value", Some(":")), (None, &b"value"[..]));
+        assert_eq!(split_key(b"a:b", None), (None, &b"a:b"[..]));
+        assert_eq!(split_key(b":v", Some(":")), (Some(&b""[..]), &b"v"[..]));
+    }
+}

@@ -1,0 +1,497 @@
+//! `spool topic`: create, list, describe, delete, alter configs, add partitions.
+
+use std::collections::BTreeMap;
+
+use rdkafka::admin::{
+    AlterConfig, ConfigSource, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
+};
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::metadata::Metadata;
+use serde::Serialize;
+
+use crate::client::ClientArgs;
+use crate::error::CliError;
+use crate::output::{self, Format};
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum TopicCommand {
+    /// Create topics.
+    Create {
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// Partitions of each topic.
+        #[arg(short, long, default_value_t = 1)]
+        partitions: i32,
+        /// Replicas of each partition.
+        #[arg(short, long, default_value_t = 1)]
+        replicas: i32,
+        /// A topic config, e.g. `-c retention.ms=3600000` (repeatable).
+        #[arg(short, long = "config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        configs: Vec<(String, String)>,
+    },
+    /// List topics.
+    List,
+    /// Show a topic's partitions, offsets and configs.
+    Describe {
+        name: String,
+        /// Show every config, not just those set on the topic.
+        #[arg(short, long)]
+        all_configs: bool,
+    },
+    /// Delete topics.
+    Delete {
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+    /// Set or remove topic configs; the others stay as they are.
+    AlterConfig {
+        name: String,
+        /// A config to set (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        set: Vec<(String, String)>,
+        /// A config to remove, back to the broker's default (repeatable).
+        #[arg(long = "delete", value_name = "KEY")]
+        delete: Vec<String>,
+    },
+    /// Add partitions to a topic.
+    AddPartitions {
+        name: String,
+        /// How many partitions to add.
+        #[arg(short, long)]
+        num: usize,
+    },
+}
+
+pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
+}
+
+pub(crate) async fn run(command: TopicCommand, client: &ClientArgs) -> Result<(), CliError> {
+    match command {
+        TopicCommand::Create {
+            names,
+            partitions,
+            replicas,
+            configs,
+        } => create(client, &names, partitions, replicas, &configs).await,
+        TopicCommand::List => list(client),
+        TopicCommand::Describe { name, all_configs } => describe(client, &name, all_configs).await,
+        TopicCommand::Delete { names } => delete(client, &names).await,
+        TopicCommand::AlterConfig { name, set, delete } => {
+            alter_config(client, &name, &set, &delete).await
+        }
+        TopicCommand::AddPartitions { name, num } => add_partitions(client, &name, num).await,
+    }
+}
+
+/// One topic's outcome of a create or delete.
+#[derive(Debug, Serialize)]
+struct Outcome {
+    topic: String,
+    error: Option<String>,
+}
+
+/// Prints per-topic outcomes and fails if any topic failed: with `NotFound` when every
+/// failure is an unknown topic.
+fn report(client: &ClientArgs, outcomes: &[Outcome], done: &str) -> Result<(), CliError> {
+    match client.format {
+        Format::Json => output::print_json(&outcomes),
+        Format::Human => {
+            let mut table = output::table(["TOPIC", "STATUS"]);
+            for outcome in outcomes {
+                let status = outcome.error.clone().unwrap_or_else(|| done.to_string());
+                table.add_row([outcome.topic.as_str(), &status]);
+            }
+            output::print_table(&table, "");
+        }
+    }
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else if failed
+        .iter()
+        .all(|o| o.error.as_deref() == Some(unknown_topic_name()))
+    {
+        Err(CliError::NotFound(format!(
+            "{} of {} topics do not exist",
+            failed.len(),
+            outcomes.len()
+        )))
+    } else {
+        Err(CliError::Failed(format!(
+            "{} of {} topics failed",
+            failed.len(),
+            outcomes.len()
+        )))
+    }
+}
+
+fn unknown_topic_name() -> &'static str {
+    "UnknownTopicOrPartition"
+}
+
+fn error_name(code: RDKafkaErrorCode) -> String {
+    format!("{code:?}")
+}
+
+async fn create(
+    client: &ClientArgs,
+    names: &[String],
+    partitions: i32,
+    replicas: i32,
+    configs: &[(String, String)],
+) -> Result<(), CliError> {
+    let admin = client.admin()?;
+    let topics: Vec<NewTopic<'_>> = names
+        .iter()
+        .map(|name| {
+            configs.iter().fold(
+                NewTopic::new(name, partitions, TopicReplication::Fixed(replicas)),
+                |topic, (key, value)| topic.set(key, value),
+            )
+        })
+        .collect();
+    let results = admin
+        .create_topics(&topics, &client.admin_options())
+        .await
+        .map_err(|e| CliError::kafka("create topics", e).with_brokers(&client.brokers))?;
+    let outcomes: Vec<Outcome> = results
+        .into_iter()
+        .map(|result| match result {
+            Ok(topic) => Outcome { topic, error: None },
+            Err((topic, code)) => Outcome {
+                topic,
+                error: Some(error_name(code)),
+            },
+        })
+        .collect();
+    report(client, &outcomes, "created")
+}
+
+async fn delete(client: &ClientArgs, names: &[String]) -> Result<(), CliError> {
+    let admin = client.admin()?;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let results = admin
+        .delete_topics(&names, &client.admin_options())
+        .await
+        .map_err(|e| CliError::kafka("delete topics", e).with_brokers(&client.brokers))?;
+    let outcomes: Vec<Outcome> = results
+        .into_iter()
+        .map(|result| match result {
+            Ok(topic) => Outcome { topic, error: None },
+            Err((topic, code)) => Outcome {
+                topic,
+                error: Some(error_name(code)),
+            },
+        })
+        .collect();
+    report(client, &outcomes, "deleted")
+}
+
+/// The cluster's metadata for every topic (asking for all topics never auto-creates one).
+pub(crate) fn metadata(client: &ClientArgs) -> Result<Metadata, CliError> {
+    let admin = client.admin()?;
+    admin
+        .inner()
+        .fetch_metadata(None, client.timeout())
+        .map_err(|e| CliError::kafka("fetch metadata", e).with_brokers(&client.brokers))
+}
+
+#[derive(Debug, Serialize)]
+struct TopicSummary {
+    name: String,
+    partitions: usize,
+    replicas: usize,
+}
+
+fn list(client: &ClientArgs) -> Result<(), CliError> {
+    let metadata = metadata(client)?;
+    let mut topics: Vec<TopicSummary> = metadata
+        .topics()
+        .iter()
+        .map(|topic| TopicSummary {
+            name: topic.name().to_string(),
+            partitions: topic.partitions().len(),
+            replicas: topic.partitions().first().map_or(0, |p| p.replicas().len()),
+        })
+        .collect();
+    topics.sort_by(|a, b| a.name.cmp(&b.name));
+    match client.format {
+        Format::Json => output::print_json(&topics),
+        Format::Human => {
+            let mut table = output::table(["NAME", "PARTITIONS", "REPLICAS"]);
+            for topic in &topics {
+                table.add_row([
+                    topic.name.clone(),
+                    topic.partitions.to_string(),
+                    topic.replicas.to_string(),
+                ]);
+            }
+            output::print_table(&table, "no topics");
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Serialize)]
+struct PartitionDetail {
+    partition: i32,
+    leader: i32,
+    replicas: Vec<i32>,
+    log_start_offset: i64,
+    high_watermark: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct ConfigDetail {
+    name: String,
+    value: Option<String>,
+    source: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct TopicDetail {
+    name: String,
+    partitions: Vec<PartitionDetail>,
+    configs: Vec<ConfigDetail>,
+}
+
+fn source_name(source: &ConfigSource) -> &'static str {
+    match source {
+        ConfigSource::Unknown => "UNKNOWN",
+        ConfigSource::DynamicTopic => "DYNAMIC_TOPIC_CONFIG",
+        ConfigSource::DynamicBroker => "DYNAMIC_BROKER_CONFIG",
+        ConfigSource::DynamicDefaultBroker => "DYNAMIC_DEFAULT_BROKER_CONFIG",
+        ConfigSource::StaticBroker => "STATIC_BROKER_CONFIG",
+        ConfigSource::Default => "DEFAULT_CONFIG",
+    }
+}
+
+/// The topic's configs as the cluster reports them.
+async fn topic_configs(client: &ClientArgs, name: &str) -> Result<Vec<ConfigDetail>, CliError> {
+    let admin = client.admin()?;
+    let results = admin
+        .describe_configs([&ResourceSpecifier::Topic(name)], &client.admin_options())
+        .await
+        .map_err(|e| CliError::kafka("describe configs", e).with_brokers(&client.brokers))?;
+    let mut configs = Vec::new();
+    for result in results {
+        let resource = result.map_err(|code| {
+            CliError::Failed(format!("cannot describe the configs of {name}: {code:?}"))
+        })?;
+        for entry in resource.entries {
+            configs.push(ConfigDetail {
+                source: source_name(&entry.source),
+                name: entry.name,
+                value: if entry.is_sensitive {
+                    None
+                } else {
+                    entry.value
+                },
+            });
+        }
+    }
+    configs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(configs)
+}
+
+/// The partition ids of `name`, or `NotFound`.
+pub(crate) fn partition_ids(metadata: &Metadata, name: &str) -> Result<Vec<i32>, CliError> {
+    Ok(partitions_of(metadata, name)?
+        .into_iter()
+        .map(|(id, _, _)| id)
+        .collect())
+}
+
+/// The partitions of `name` from the metadata, or `NotFound`.
+fn partitions_of(metadata: &Metadata, name: &str) -> Result<Vec<(i32, i32, Vec<i32>)>, CliError> {
+    let topic = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == name)
+        .ok_or_else(|| CliError::NotFound(format!("topic {name} does not exist")))?;
+    Ok(topic
+        .partitions()
+        .iter()
+        .map(|p| (p.id(), p.leader(), p.replicas().to_vec()))
+        .collect())
+}
+
+async fn describe(client: &ClientArgs, name: &str, all_configs: bool) -> Result<(), CliError> {
+    let metadata = metadata(client)?;
+    let admin = client.admin()?;
+    let mut partitions = Vec::new();
+    for (partition, leader, replicas) in partitions_of(&metadata, name)? {
+        let (low, high) = admin
+            .inner()
+            .fetch_watermarks(name, partition, client.timeout())
+            .map_err(|e| CliError::kafka("fetch offsets", e).with_brokers(&client.brokers))?;
+        partitions.push(PartitionDetail {
+            partition,
+            leader,
+            replicas,
+            log_start_offset: low,
+            high_watermark: high,
+        });
+    }
+    partitions.sort_by_key(|p| p.partition);
+    let mut configs = topic_configs(client, name).await?;
+    if !all_configs {
+        configs.retain(|c| c.source == source_name(&ConfigSource::DynamicTopic));
+    }
+    let detail = TopicDetail {
+        name: name.to_string(),
+        partitions,
+        configs,
+    };
+    match client.format {
+        Format::Json => output::print_json(&detail),
+        Format::Human => print_detail(&detail, all_configs),
+    }
+    Ok(())
+}
+
+fn print_detail(detail: &TopicDetail, all_configs: bool) {
+    println!("NAME        {}", detail.name);
+    println!("PARTITIONS  {}", detail.partitions.len());
+    output::heading(if all_configs {
+        "CONFIGS"
+    } else {
+        "CONFIGS (set on the topic; --all-configs for the rest)"
+    });
+    let mut configs = output::table(["KEY", "VALUE", "SOURCE"]);
+    for config in &detail.configs {
+        configs.add_row([
+            config.name.as_str(),
+            config.value.as_deref().unwrap_or("(hidden)"),
+            config.source,
+        ]);
+    }
+    output::print_table(&configs, "none");
+    output::heading("PARTITIONS");
+    let mut partitions = output::table([
+        "PARTITION",
+        "LEADER",
+        "REPLICAS",
+        "LOG-START-OFFSET",
+        "HIGH-WATERMARK",
+    ]);
+    for p in &detail.partitions {
+        let replicas: Vec<String> = p.replicas.iter().map(ToString::to_string).collect();
+        partitions.add_row([
+            p.partition.to_string(),
+            p.leader.to_string(),
+            format!("[{}]", replicas.join(",")),
+            p.log_start_offset.to_string(),
+            p.high_watermark.to_string(),
+        ]);
+    }
+    output::print_table(&partitions, "none");
+}
+
+#[derive(Debug, Serialize)]
+struct ConfigChange {
+    topic: String,
+    set: BTreeMap<String, String>,
+    deleted: Vec<String>,
+}
+
+/// AlterConfigs replaces a topic's whole config set (librdkafka's incremental variant
+/// is not in the `rdkafka` crate), so the topic's own configs are read first and sent
+/// back with the changes.
+async fn alter_config(
+    client: &ClientArgs,
+    name: &str,
+    set: &[(String, String)],
+    delete: &[String],
+) -> Result<(), CliError> {
+    if set.is_empty() && delete.is_empty() {
+        return Err(CliError::Usage(
+            "nothing to change: give --set KEY=VALUE or --delete KEY".to_string(),
+        ));
+    }
+    partitions_of(&metadata(client)?, name)?;
+    let mut configs: BTreeMap<String, String> = topic_configs(client, name)
+        .await?
+        .into_iter()
+        .filter(|c| c.source == source_name(&ConfigSource::DynamicTopic))
+        .filter_map(|c| Some((c.name, c.value?)))
+        .collect();
+    for key in delete {
+        configs.remove(key);
+    }
+    for (key, value) in set {
+        configs.insert(key.clone(), value.clone());
+    }
+    let alter = configs.iter().fold(
+        AlterConfig::new(ResourceSpecifier::Topic(name)),
+        |alter, (k, v)| alter.set(k, v),
+    );
+    let admin = client.admin()?;
+    let results = admin
+        .alter_configs([&alter], &client.admin_options())
+        .await
+        .map_err(|e| CliError::kafka("alter configs", e).with_brokers(&client.brokers))?;
+    for result in results {
+        result.map_err(|(_, code)| {
+            CliError::Failed(format!(
+                "the cluster refused the configs of {name}: {code:?}"
+            ))
+        })?;
+    }
+    let change = ConfigChange {
+        topic: name.to_string(),
+        set: set.iter().cloned().collect(),
+        deleted: delete.to_vec(),
+    };
+    match client.format {
+        Format::Json => output::print_json(&change),
+        Format::Human => {
+            let mut table = output::table(["KEY", "CHANGE"]);
+            for (key, value) in &change.set {
+                table.add_row([key.as_str(), &format!("set to {value}")]);
+            }
+            for key in &change.deleted {
+                table.add_row([key.as_str(), "removed"]);
+            }
+            output::print_table(&table, "");
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Serialize)]
+struct PartitionsAdded {
+    topic: String,
+    partitions: usize,
+}
+
+async fn add_partitions(client: &ClientArgs, name: &str, num: usize) -> Result<(), CliError> {
+    if num == 0 {
+        return Err(CliError::Usage("--num must be at least 1".to_string()));
+    }
+    let current = partitions_of(&metadata(client)?, name)?.len();
+    let total = current + num;
+    let admin = client.admin()?;
+    let results = admin
+        .create_partitions([&NewPartitions::new(name, total)], &client.admin_options())
+        .await
+        .map_err(|e| CliError::kafka("add partitions", e).with_brokers(&client.brokers))?;
+    for result in results {
+        result.map_err(|(_, code)| {
+            CliError::Failed(format!("cannot add partitions to {name}: {code:?}"))
+        })?;
+    }
+    let added = PartitionsAdded {
+        topic: name.to_string(),
+        partitions: total,
+    };
+    match client.format {
+        Format::Json => output::print_json(&added),
+        Format::Human => println!("{name} now has {total} partitions ({num} added)"),
+    }
+    Ok(())
+}

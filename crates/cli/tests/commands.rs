@@ -1,0 +1,561 @@
+//! Every client command of the `spool` binary against a running broker: output
+//! parsed (JSON, and the human tables where they matter), exit codes checked.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use spool_testkit::TestBroker;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+
+/// What a command printed and how it ended.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+    }
+
+    /// One JSON value per line (consume's output).
+    fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "failed: {self:?}");
+        self
+    }
+}
+
+fn spool(broker: &TestBroker, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_spool"));
+    command
+        .args(args)
+        .args(["--brokers", &broker.addr().to_string(), "--timeout", "5"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+async fn run_with_input(broker: &TestBroker, args: &[&str], input: &str) -> Run {
+    let mut child = spool(broker, args).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the command finishes")
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+async fn run(broker: &TestBroker, args: &[&str]) -> Run {
+    run_with_input(broker, args, "").await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topic_commands_create_list_describe_alter_grow_and_delete() {
+    let broker = TestBroker::start().await;
+    let created = run(
+        &broker,
+        &[
+            "topic",
+            "create",
+            "orders",
+            "audit",
+            "-p",
+            "3",
+            "-c",
+            "retention.ms=60000",
+            "--format",
+            "json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(created.as_array().unwrap().len(), 2);
+    assert!(created[0]["error"].is_null());
+
+    let again = run(&broker, &["topic", "create", "orders"]).await;
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(again.stdout.contains("TopicAlreadyExists"), "{again:?}");
+
+    let human = run(&broker, &["topic", "list"]).await.ok();
+    assert!(
+        human.stdout.lines().next().unwrap().starts_with("NAME"),
+        "{human:?}"
+    );
+    let listed = run(&broker, &["topic", "list", "--format", "json"])
+        .await
+        .ok()
+        .json();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["audit", "orders"]);
+    assert_eq!(listed[1]["partitions"], 3);
+
+    run(
+        &broker,
+        &[
+            "topic",
+            "alter-config",
+            "orders",
+            "--set",
+            "cleanup.policy=delete",
+            "--delete",
+            "retention.ms",
+        ],
+    )
+    .await
+    .ok();
+    let described = run(
+        &broker,
+        &["topic", "describe", "orders", "--format", "json"],
+    )
+    .await
+    .ok()
+    .json();
+    let configs: Vec<(&str, &str)> = described["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["value"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        configs,
+        [("cleanup.policy", "delete")],
+        "retention.ms removed, the rest kept"
+    );
+    assert_eq!(described["partitions"].as_array().unwrap().len(), 3);
+    assert_eq!(described["partitions"][0]["high_watermark"], 0);
+
+    run(&broker, &["topic", "add-partitions", "orders", "-n", "2"])
+        .await
+        .ok();
+    let grown = run(
+        &broker,
+        &["topic", "describe", "orders", "--format", "json"],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(grown["partitions"].as_array().unwrap().len(), 5);
+    let all = run(
+        &broker,
+        &[
+            "topic",
+            "describe",
+            "orders",
+            "--all-configs",
+            "--format",
+            "json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert!(
+        all["configs"].as_array().unwrap().len() > 5,
+        "defaults shown too"
+    );
+
+    let deleted = run(&broker, &["topic", "delete", "audit", "nope"]).await;
+    assert_eq!(
+        deleted.code, 3,
+        "an unknown topic is not found: {deleted:?}"
+    );
+    assert!(
+        deleted.stdout.contains("audit") && deleted.stdout.contains("deleted"),
+        "{deleted:?}"
+    );
+    let missing = run(&broker, &["topic", "describe", "audit"]).await;
+    assert_eq!(missing.code, 3, "{missing:?}");
+    assert!(missing.stderr.contains("does not exist"), "{missing:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn produce_and_consume_with_keys_headers_offsets_templates_and_times() {
+    let broker = TestBroker::start().await;
+    run(&broker, &["topic", "create", "events", "-p", "2"])
+        .await
+        .ok();
+    let before = spool_time_millis();
+    let produced = run_with_input(
+        &broker,
+        &[
+            "produce",
+            "events",
+            "-K",
+            ":",
+            "-H",
+            "source=cli",
+            "-p",
+            "1",
+            "-z",
+            "zstd",
+            "-v",
+            "--format",
+            "json",
+        ],
+        "a:1\nb:2\nno key\n",
+    )
+    .await
+    .ok()
+    .json_lines();
+    let offsets: Vec<(i64, i64)> = produced
+        .iter()
+        .map(|d| {
+            (
+                d["partition"].as_i64().unwrap(),
+                d["offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(offsets, [(1, 0), (1, 1), (1, 2)]);
+    let many: String = (0..1000).map(|i| format!("{i}\n")).collect();
+    let summary = run_with_input(
+        &broker,
+        &["produce", "events", "-p", "0", "--format", "json"],
+        &many,
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(
+        (summary["records"].as_u64(), summary["failed"].as_u64()),
+        (Some(1000), Some(0))
+    );
+
+    let records = run(
+        &broker,
+        &["consume", "events", "-p", "1", "-e", "--format", "json"],
+    )
+    .await
+    .ok()
+    .json_lines();
+    assert_eq!(records.len(), 3);
+    assert_eq!(
+        (records[0]["key"].as_str(), records[0]["value"].as_str()),
+        (Some("a"), Some("1"))
+    );
+    assert_eq!(records[2]["key"], Value::Null);
+    assert_eq!(records[2]["value"], "no key");
+    assert_eq!(records[1]["headers"][0]["key"], "source");
+    assert_eq!(records[1]["headers"][0]["value"], "cli");
+    assert!(records[0]["timestamp"].as_i64().unwrap() >= before);
+
+    let templated = run(
+        &broker,
+        &[
+            "consume",
+            "events",
+            "-p",
+            "1",
+            "-e",
+            "-f",
+            r"%p/%o %k=%v [%h]\n",
+        ],
+    )
+    .await
+    .ok();
+    assert_eq!(
+        templated.stdout,
+        "1/0 a=1 [source=cli]\n1/1 b=2 [source=cli]\n1/2 =no key [source=cli]\n"
+    );
+
+    let all = run(&broker, &["consume", "events", "-e"]).await.ok();
+    assert_eq!(
+        all.stdout.lines().count(),
+        1003,
+        "both partitions to their ends"
+    );
+    let from_offset = run(
+        &broker,
+        &["consume", "events", "-p", "0", "-o", "990", "-e"],
+    )
+    .await
+    .ok();
+    assert_eq!(
+        from_offset.stdout,
+        (990..1000).map(|i| format!("{i}\n")).collect::<String>()
+    );
+    let limited = run(&broker, &["consume", "events", "-p", "0", "-n", "5"])
+        .await
+        .ok();
+    assert_eq!(limited.stdout, "0\n1\n2\n3\n4\n");
+    let future = format!("@{}", spool_time_millis() + 3_600_000);
+    let after_all = run(&broker, &["consume", "events", "-o", &future, "-e"])
+        .await
+        .ok();
+    assert_eq!(
+        after_all.stdout, "",
+        "nothing at or after a time in the future"
+    );
+    let since = format!("@{before}");
+    let by_time = run(
+        &broker,
+        &["consume", "events", "-p", "1", "-o", &since, "-e"],
+    )
+    .await
+    .ok();
+    assert_eq!(by_time.stdout.lines().count(), 3);
+
+    let bad_template = run(&broker, &["consume", "events", "-f", "%x"]).await;
+    assert_eq!(bad_template.code, 2, "{bad_template:?}");
+    let no_topic = run(&broker, &["consume", "nope", "-e"]).await;
+    assert_eq!(no_topic.code, 3, "{no_topic:?}");
+    let no_partition = run(&broker, &["consume", "events", "-p", "7", "-e"]).await;
+    assert_eq!(no_partition.code, 3, "{no_partition:?}");
+}
+
+fn spool_time_millis() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// Starts `spool consume -g group` in the background, as a live member.
+fn member(broker: &TestBroker, topic: &str, group: &str) -> Child {
+    spool(broker, &["consume", topic, "-g", group])
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn group_commands_show_members_and_lag_seek_and_delete() {
+    let broker = TestBroker::start_with(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    run(&broker, &["topic", "create", "jobs", "-p", "2"])
+        .await
+        .ok();
+    let lines: String = (0..10).map(|i| format!("{i}\n")).collect();
+    run_with_input(&broker, &["produce", "jobs", "-p", "0"], &lines)
+        .await
+        .ok();
+    run_with_input(&broker, &["produce", "jobs", "-p", "1"], &lines)
+        .await
+        .ok();
+
+    // Consume 4 records as group "workers": its offsets are committed on exit.
+    let first = run(&broker, &["consume", "jobs", "-g", "workers", "-n", "4"])
+        .await
+        .ok();
+    assert_eq!(first.stdout.lines().count(), 4);
+    let listed = run(&broker, &["group", "list", "--format", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(listed[0]["group"], "workers");
+    assert_eq!(listed[0]["members"], 0);
+    let described = run(
+        &broker,
+        &["group", "describe", "workers", "--format", "json"],
+    )
+    .await
+    .ok()
+    .json();
+    let offsets = described["offsets"].as_array().unwrap();
+    let committed: i64 = offsets
+        .iter()
+        .map(|o| o["committed"].as_i64().unwrap())
+        .sum();
+    assert_eq!(committed, 4, "{described}");
+    for offset in offsets {
+        assert_eq!(offset["high_watermark"], 10);
+        assert_eq!(
+            offset["lag"].as_i64().unwrap(),
+            10 - offset["committed"].as_i64().unwrap()
+        );
+    }
+    let lag = described["total_lag"].clone();
+
+    // Seek: a dry run changes nothing; a real one moves both partitions of the topic.
+    let dry = run(
+        &broker,
+        &[
+            "group",
+            "seek",
+            "workers",
+            "--to",
+            "end",
+            "--topic",
+            "jobs",
+            "--dry-run",
+            "--format",
+            "json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(dry["moves"].as_array().unwrap().len(), 2);
+    assert_eq!(dry["moves"][0]["to"], 10);
+    let unchanged = run(
+        &broker,
+        &["group", "describe", "workers", "--format", "json"],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(unchanged["total_lag"], lag);
+    run(
+        &broker,
+        &["group", "seek", "workers", "--to", "8", "--topic", "jobs"],
+    )
+    .await
+    .ok();
+    let moved = run(
+        &broker,
+        &["group", "describe", "workers", "--format", "json"],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(moved["total_lag"], 4);
+    let resumed = run(&broker, &["consume", "jobs", "-g", "workers", "-e"])
+        .await
+        .ok();
+    assert_eq!(
+        resumed.stdout.lines().count(),
+        4,
+        "the group resumes at the sought offsets"
+    );
+
+    // A live member: described with its assignment; seek and delete refuse.
+    let mut live = member(&broker, "jobs", "workers");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let detail = loop {
+        let detail = run(
+            &broker,
+            &["group", "describe", "workers", "--format", "json"],
+        )
+        .await
+        .ok()
+        .json();
+        let assigned = detail["members"][0]["assignment"]["jobs"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if assigned == 2 {
+            break detail;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the member never got both partitions: {detail}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(detail["state"], "Stable");
+    assert_eq!(
+        detail["offsets"][0]["member"],
+        detail["members"][0]["member_id"]
+    );
+    let human = run(&broker, &["group", "describe", "workers"]).await.ok();
+    assert!(human.stdout.contains("jobs[0,1]"), "{human:?}");
+    let refused = run(&broker, &["group", "seek", "workers", "--to", "beginning"]).await;
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("stop them first"), "{refused:?}");
+    live.kill().await.unwrap();
+
+    let unknown = run(&broker, &["group", "describe", "nobody"]).await;
+    assert_eq!(unknown.code, 3, "{unknown:?}");
+    let topic_seek = run(
+        &broker,
+        &[
+            "group",
+            "seek",
+            "fresh",
+            "--to",
+            "beginning",
+            "--topic",
+            "jobs",
+            "--format",
+            "json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(
+        topic_seek["moves"].as_array().unwrap().len(),
+        2,
+        "a new group gets offsets for the topic"
+    );
+    let gone = run(&broker, &["group", "delete", "fresh", "nobody"]).await;
+    assert_eq!(gone.code, 3, "{gone:?}");
+    assert!(gone.stdout.contains("deleted"), "{gone:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cluster_info_usage_errors_and_an_unreachable_cluster() {
+    let broker = TestBroker::start().await;
+    let info = run(&broker, &["cluster", "info", "--format", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(info["brokers"][0]["port"], i64::from(broker.addr().port()));
+    assert_eq!(info["controller_id"], 1);
+    let produce = info["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "Produce")
+        .unwrap();
+    assert_eq!(
+        (
+            produce["min_version"].as_i64(),
+            produce["max_version"].as_i64()
+        ),
+        (Some(3), Some(9))
+    );
+    let human = run(&broker, &["cluster", "info"]).await.ok();
+    assert!(human.stdout.contains("API VERSIONS"), "{human:?}");
+
+    let nothing = run(&broker, &["topic", "alter-config", "t"]).await;
+    assert_eq!(nothing.code, 2, "{nothing:?}");
+    let mixed = run(&broker, &["consume", "t", "-g", "g", "-o", "5"]).await;
+    assert_eq!(mixed.code, 2, "{mixed:?}");
+    let clap = run(&broker, &["topic", "create"]).await;
+    assert_eq!(clap.code, 2, "{clap:?}");
+
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    };
+    for args in [["topic", "list"], ["cluster", "info"]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_spool"))
+            .args(args)
+            .args(["--brokers", &closed, "--timeout", "2"])
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(output.status.code(), Some(4), "{args:?}: {output:?}");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("SPOOL_BROKERS"));
+    }
+}
