@@ -12,14 +12,14 @@
 //!    sequential read of the same files;
 //! 5. index lookup time for 10^3 … 10^6 index entries, to show O(log n).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Parser;
 use serde_json::json;
+use spool_loadgen::limits::{self, RawWrite, mb_per_s};
 use spool_log::{FileCache, LogConfig, PartitionLog};
 use spool_model::Offset;
 use spool_store::{LocalStore, MemoryStore, Store};
@@ -175,18 +175,9 @@ fn main() -> Fallible<()> {
     Ok(())
 }
 
-struct RawWrite {
-    mb_per_s: f64,
-    fsync_micros: f64,
-}
-
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
-    bytes as f64 / 1e6 / elapsed.as_secs_f64()
 }
 
 /// Sequential writes of `group_bytes`, each followed by `fdatasync` when `fsync`.
@@ -194,33 +185,8 @@ fn raw_write(args: &Args, fsync: bool, bytes: u64) -> Fallible<RawWrite> {
     let path = args
         .dir
         .join(if fsync { "raw-fsync" } else { "raw-buffered" });
-    let mut file = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(&path)?;
-    let chunk = vec![0xA5u8; usize::try_from(args.group_bytes)?];
-    let mut fsync_time = Duration::ZERO;
-    let mut fsyncs = 0u32;
-    let started = Instant::now();
-    let mut written = 0;
-    while written < bytes {
-        file.write_all(&chunk)?;
-        written += args.group_bytes;
-        if fsync {
-            let before = Instant::now();
-            file.sync_data()?;
-            fsync_time += before.elapsed();
-            fsyncs += 1;
-        }
-    }
-    let elapsed = started.elapsed();
-    drop(file);
-    fs::remove_file(&path)?;
-    Ok(RawWrite {
-        mb_per_s: mb_per_s(written, elapsed),
-        fsync_micros: fsync_time.as_secs_f64() * 1e6 / f64::from(fsyncs.max(1)),
-    })
+    let chunk = usize::try_from(args.group_bytes)?;
+    Ok(limits::raw_write(&path, chunk, bytes, fsync)?)
 }
 
 fn bench_log(store: Arc<dyn Store>, dir: &str, config: LogConfig) -> Fallible<PartitionLog> {

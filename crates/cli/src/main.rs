@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use client::ClientArgs;
+use commands::bench::BenchCommand;
 use commands::cluster::ClusterCommand;
 use commands::consume::ConsumeArgs;
 use commands::group::GroupCommand;
@@ -51,6 +52,13 @@ enum Command {
     Group {
         #[command(subcommand)]
         command: GroupCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Benchmark a cluster (produce, consume, e2e) or measure the machine (limits).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -115,6 +123,7 @@ async fn run_client(command: Command) -> ExitCode {
         Command::Consume { args, client } => commands::consume::run(args, &client).await,
         Command::Group { command, client } => commands::group::run(command, &client).await,
         Command::Cluster { command, client } => commands::cluster::run(command, &client).await,
+        Command::Bench { command, client } => commands::bench::run(command, &client).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

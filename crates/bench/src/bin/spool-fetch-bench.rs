@@ -11,10 +11,9 @@
 //! 4. fetch the partition from offset 0 to the end, `--fetch-mib` MiB per request,
 //!    `--rounds` times; only batch headers are looked at on the client side.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Buf;
 use clap::Parser;
@@ -23,6 +22,7 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, RequestKin
 use kafka_protocol::protocol::Decodable;
 use serde_json::json;
 use spool_broker::{Broker, BrokerConfig};
+use spool_loadgen::limits::{self, mb_per_s};
 use spool_testkit::{BatchBuilder, RawClient, TestRecord, topic_name};
 
 #[derive(Debug, Parser)]
@@ -62,7 +62,7 @@ fn main() -> Fallible<()> {
     let broker = runtime.block_on(Broker::start(config))?;
     let addr = broker.local_addr();
     let (stored, produce_mb_s) = runtime.block_on(produce(addr, &args))?;
-    let loopback = loopback_mb_s(stored)?;
+    let loopback = limits::loopback_mb_s(stored)?;
     let page_cache = read_files_mb_s(&args.dir.join("topics").join(TOPIC).join("0"))?;
     let mut rounds = Vec::new();
     for _ in 0..args.rounds {
@@ -97,11 +97,6 @@ fn main() -> Fallible<()> {
     Ok(())
 }
 
-fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
-    bytes as f64 / 1e6 / elapsed.as_secs_f64().max(1e-9)
-}
-
-/// Produces `--mib` MiB in incompressible batches; returns the bytes stored.
 async fn produce(addr: std::net::SocketAddr, args: &Args) -> Fallible<(u64, f64)> {
     let mut client = RawClient::connect(addr).await;
     assert_eq!(client.create_topic(TOPIC, 1).await, 0, "create topic");
@@ -173,35 +168,6 @@ fn next_offset(records: &[u8]) -> Option<i64> {
         rest = rest.get(12 + usize::try_from(len).ok()?..)?;
     }
     next
-}
-
-/// One thread writes `bytes` over loopback TCP in 1 MiB writes, another reads them.
-fn loopback_mb_s(bytes: u64) -> Fallible<f64> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    let writer = std::thread::spawn(move || -> std::io::Result<()> {
-        let mut stream = TcpStream::connect(addr)?;
-        let buffer = vec![7u8; 1 << 20];
-        let mut sent = 0;
-        while sent < bytes {
-            stream.write_all(&buffer)?;
-            sent += buffer.len() as u64;
-        }
-        Ok(())
-    });
-    let (mut stream, _) = listener.accept()?;
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut received = 0u64;
-    let started = Instant::now();
-    loop {
-        match stream.read(&mut buffer)? {
-            0 => break,
-            n => received += n as u64,
-        }
-    }
-    let elapsed = started.elapsed();
-    writer.join().map_err(|_| "writer panicked")??;
-    Ok(mb_per_s(received, elapsed))
 }
 
 /// Reads every segment file of the partition directory sequentially, 1 MiB at a time.

@@ -1,5 +1,6 @@
 //! The client commands, one module each.
 
+pub(crate) mod bench;
 pub(crate) mod cluster;
 pub(crate) mod consume;
 pub(crate) mod group;

@@ -10,6 +10,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use serde::Serialize;
+use spool_loadgen::Compression;
 
 use crate::client::ClientArgs;
 use crate::commands::topic::parse_key_value;
@@ -43,27 +44,6 @@ pub(crate) struct ProduceArgs {
     /// Print the partition and offset of every record.
     #[arg(short, long)]
     verbose: bool,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum Compression {
-    None,
-    Gzip,
-    Snappy,
-    Lz4,
-    Zstd,
-}
-
-impl Compression {
-    fn codec(self) -> &'static str {
-        match self {
-            Compression::None => "none",
-            Compression::Gzip => "gzip",
-            Compression::Snappy => "snappy",
-            Compression::Lz4 => "lz4",
-            Compression::Zstd => "zstd",
-        }
-    }
 }
 
 #[derive(Debug, Serialize)]

@@ -1,0 +1,68 @@
+//! `spool bench`: the load generator (`crates/loadgen`) against any Kafka-compatible
+//! cluster, and the machine's limits. See docs/performance.md.
+
+use std::path::PathBuf;
+
+use spool_loadgen::{BenchError, Workload, limits};
+
+use crate::client::ClientArgs;
+use crate::error::CliError;
+use crate::output::{self, Format};
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum BenchCommand {
+    /// Producers only: publish throughput and latency (from the intended send time).
+    Produce(Workload),
+    /// Write a backlog, then read it back: consume throughput.
+    Consume(Workload),
+    /// Producers and consumers together: end-to-end latency at a rate.
+    E2e(Workload),
+    /// The machine's limits: disk writes with and without fsync, fsync latency,
+    /// loopback TCP.
+    Limits {
+        /// A directory on the disk to measure.
+        #[arg(long, default_value = "target/bench-data")]
+        dir: PathBuf,
+        /// Bytes written per measurement.
+        #[arg(long, default_value_t = 1 << 30)]
+        bytes: u64,
+        /// Bytes per write (and per fsync in the fsync measurement).
+        #[arg(long, default_value_t = 256 << 10)]
+        chunk: usize,
+    },
+}
+
+pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<(), CliError> {
+    let brokers = client.brokers.clone();
+    let format = client.format;
+    let outcome =
+        tokio::task::spawn_blocking(move || -> Result<(String, serde_json::Value), BenchError> {
+            match command {
+                BenchCommand::Produce(workload) => {
+                    report(spool_loadgen::produce(&brokers, &workload)?)
+                }
+                BenchCommand::Consume(workload) => {
+                    report(spool_loadgen::consume(&brokers, &workload)?)
+                }
+                BenchCommand::E2e(workload) => {
+                    report(spool_loadgen::end_to_end(&brokers, &workload)?)
+                }
+                BenchCommand::Limits { dir, bytes, chunk } => {
+                    let limits = limits::measure(&dir, bytes, chunk)?;
+                    Ok((limits.to_text(), serde_json::json!(limits)))
+                }
+            }
+        })
+        .await
+        .map_err(|e| CliError::Failed(format!("the benchmark stopped: {e}")))?;
+    let (text, json) = outcome.map_err(|e| CliError::Failed(format!("benchmark: {e}")))?;
+    match format {
+        Format::Json => output::print_json(&json),
+        Format::Human => println!("{text}"),
+    }
+    Ok(())
+}
+
+fn report(report: spool_loadgen::Report) -> Result<(String, serde_json::Value), BenchError> {
+    Ok((report.to_text(), serde_json::json!(report)))
+}

@@ -1,0 +1,136 @@
+//! A seconds-long smoke run of every `spool bench` mode against a running broker,
+//! checking that the JSON report holds every measure and that the counts add up. The
+//! real runs are in docs/performance.md; speed is never asserted here.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use serde_json::Value;
+use spool_testkit::TestBroker;
+use tokio::process::Command;
+
+async fn bench(broker: &TestBroker, args: &[&str]) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .arg("bench")
+        .args(args)
+        .args(["--brokers", &broker.addr().to_string(), "--format", "json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn assert_throughput(report: &Value, key: &str) {
+    let t = &report[key];
+    assert!(t["messages"].as_u64().unwrap() > 0, "{key}: {report}");
+    assert!(t["msg_per_s"].as_f64().unwrap() > 0.0, "{key}: {report}");
+    assert!(t["mb_per_s"].as_f64().unwrap() > 0.0, "{key}: {report}");
+    assert_eq!(t["errors"], 0, "{key}: {report}");
+}
+
+fn assert_latency(report: &Value, key: &str) {
+    let l = &report[key];
+    let (p50, p99, p999, max) = (
+        l["p50"].as_f64().unwrap(),
+        l["p99"].as_f64().unwrap(),
+        l["p999"].as_f64().unwrap(),
+        l["max"].as_f64().unwrap(),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max,
+        "{key}: {report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_bench_mode_reports_its_measures() {
+    let broker = TestBroker::start().await;
+    let common = ["--partitions-per-topic", "4", "--message-size", "512"];
+
+    let produce = bench(
+        &broker,
+        &[
+            &["produce", "--duration", "1", "--warmup", "0.2"][..],
+            &common,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(produce["mode"], "produce");
+    assert_throughput(&produce, "produced");
+    assert_latency(&produce, "publish_latency_ms");
+
+    let consume = bench(
+        &broker,
+        &[
+            &[
+                "consume",
+                "--backlog-bytes",
+                "2000000",
+                "--consumers-per-topic",
+                "2",
+            ][..],
+            &common,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_throughput(&consume, "consumed");
+    assert_eq!(
+        consume["consumed"]["messages"], consume["produced"]["messages"],
+        "the whole backlog is read: {consume}"
+    );
+    assert_eq!(consume["produced"]["messages"], 2_000_000 / 512);
+
+    let e2e = bench(
+        &broker,
+        &[
+            &[
+                "e2e",
+                "--producer-rate",
+                "2000",
+                "--duration",
+                "1",
+                "--warmup",
+                "0.2",
+                "--key-distribution",
+                "round-robin",
+            ][..],
+            &common,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_throughput(&e2e, "produced");
+    assert_throughput(&e2e, "consumed");
+    assert_latency(&e2e, "end_to_end_latency_ms");
+    let sent = e2e["produced"]["messages"].as_u64().unwrap();
+    assert!((1800..=2200).contains(&sent), "the rate is kept: {e2e}");
+    assert_eq!(e2e["consumed"]["messages"], e2e["produced"]["messages"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let limits = bench(
+        &broker,
+        &[
+            "limits",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--bytes",
+            "8388608",
+        ],
+    )
+    .await;
+    for key in [
+        "write_no_fsync_mb_s",
+        "write_fsync_mb_s",
+        "fsync_p50_us",
+        "fsync_p99_us",
+        "loopback_mb_s",
+    ] {
+        assert!(limits[key].as_f64().unwrap() > 0.0, "{key}: {limits}");
+    }
+}

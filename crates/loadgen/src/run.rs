@@ -1,0 +1,323 @@
+//! The three runs: `produce` (publish throughput and latency), `consume` (reading a
+//! backlog written first) and `end_to_end` (producers and consumers together, latency
+//! from intended send to receipt).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use serde::Serialize;
+
+use crate::BenchError;
+use crate::consumer::ConsumerTask;
+use crate::producer::{Clock, ProducerTask};
+use crate::progress::Progress;
+use crate::recorder::{LatencySummary, Recorder, Throughput};
+use crate::topics::Topics;
+use crate::workload::Workload;
+
+/// How long consumers may take to catch up with what was produced.
+const CATCH_UP: Duration = Duration::from_secs(60);
+
+/// A run's results; what a run does not measure is absent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub mode: &'static str,
+    pub workload: Workload,
+    pub produced: Option<Throughput>,
+    /// From the intended send time to the producer's acknowledgement.
+    pub publish_latency_ms: Option<LatencySummary>,
+    pub consumed: Option<Throughput>,
+    /// From the intended send time to the consumer's receipt.
+    pub end_to_end_latency_ms: Option<LatencySummary>,
+}
+
+impl Report {
+    /// The report as text for people.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let w = &self.workload;
+        let mut lines = vec![format!(
+            "{}: {} topic(s) x {} partitions, {} B messages, rate {}, {} producer(s), {} consumer(s), acks={}, {:?}, {:?} keys",
+            self.mode,
+            w.topics,
+            w.partitions_per_topic,
+            w.message_size,
+            if w.producer_rate == 0 {
+                "max".to_string()
+            } else {
+                format!("{} msg/s", w.producer_rate)
+            },
+            w.producers(),
+            w.consumers(),
+            w.acks,
+            w.compression,
+            w.key_distribution,
+        )];
+        for (name, throughput) in [("produced", &self.produced), ("consumed", &self.consumed)] {
+            if let Some(t) = throughput {
+                lines.push(format!(
+                    "{name:<9} {:>12.0} msg/s  {:>9.1} MB/s  ({} messages in {:.1} s, {} errors)",
+                    t.msg_per_s, t.mb_per_s, t.messages, t.seconds, t.errors
+                ));
+            }
+        }
+        for (name, latency) in [
+            ("publish latency", &self.publish_latency_ms),
+            ("end-to-end latency", &self.end_to_end_latency_ms),
+        ] {
+            if let Some(l) = latency {
+                lines.push(format!(
+                    "{name} ms: p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  mean {:.3}",
+                    l.p50, l.p99, l.p999, l.max, l.mean
+                ));
+            }
+        }
+        lines.join("\n")
+    }
+}
+
+fn base_config(brokers: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", brokers)
+        .set("client.id", "spool-bench")
+        .set("log_level", "3");
+    config
+}
+
+/// Starts the producers: `producers_per_topic` per topic, sharing the rate.
+fn start_producers(
+    config: &ClientConfig,
+    workload: &Workload,
+    topics: &Topics,
+    clock: &Clock,
+    recorder: &Arc<Recorder>,
+    stop: &Arc<AtomicBool>,
+    limit: Option<u64>,
+) -> Vec<JoinHandle<Result<(), BenchError>>> {
+    let producers = workload.producers();
+    let rate = workload.producer_rate as f64 / producers as f64;
+    let mut handles = Vec::with_capacity(producers);
+    for topic in &topics.names {
+        for _ in 0..workload.producers_per_topic.max(1) {
+            let task = ProducerTask {
+                config: config.clone(),
+                topic: topic.clone(),
+                partitions: workload.partitions_per_topic,
+                workload: workload.clone(),
+                rate,
+                clock: clock.clone(),
+                recorder: recorder.clone(),
+                stop: stop.clone(),
+                limit: limit.map(|l| l.div_ceil(producers as u64)),
+            };
+            handles.push(std::thread::spawn(move || task.run()));
+        }
+    }
+    handles
+}
+
+/// Starts the consumers: `consumers_per_topic` per topic, partitions dealt round robin.
+fn start_consumers(
+    config: &ClientConfig,
+    workload: &Workload,
+    topics: &Topics,
+    clock: &Clock,
+    recorder: &Arc<Recorder>,
+    stop: &Arc<AtomicBool>,
+    end_to_end: bool,
+) -> Vec<JoinHandle<Result<(), BenchError>>> {
+    let per_topic = workload.consumers_per_topic.max(1);
+    let mut handles = Vec::new();
+    for topic in &topics.names {
+        for consumer in 0..per_topic {
+            let partitions: Vec<i32> = (0..workload.partitions_per_topic)
+                .filter(|p| usize::try_from(*p).unwrap_or(0) % per_topic == consumer)
+                .collect();
+            if partitions.is_empty() {
+                continue;
+            }
+            let task = ConsumerTask {
+                config: config.clone(),
+                topic: topic.clone(),
+                partitions,
+                clock: clock.clone(),
+                recorder: recorder.clone(),
+                end_to_end,
+                stop: stop.clone(),
+            };
+            handles.push(std::thread::spawn(move || task.run()));
+        }
+    }
+    handles
+}
+
+fn join_all(handles: Vec<JoinHandle<Result<(), BenchError>>>) -> Result<(), BenchError> {
+    let mut first_error = None;
+    for handle in handles {
+        let result = handle
+            .join()
+            .unwrap_or_else(|_| Err(BenchError::Stalled("a benchmark thread panicked".into())));
+        if let Err(error) = result {
+            first_error.get_or_insert(error);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Waits until `recorder` has seen `target` messages; false on timeout.
+fn wait_for(recorder: &Recorder, target: u64, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while recorder.seen.load(Ordering::Relaxed) < target {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+/// Producers only: publish throughput and latency.
+pub fn produce(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
+    let config = base_config(brokers);
+    let topics = Topics::create(&config, workload)?;
+    let clock = Clock::new(workload.warmup(), workload.duration());
+    let recorder = Arc::new(Recorder::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let progress = Progress::start(
+        "produce",
+        workload.message_size,
+        vec![("acked", recorder.clone())],
+    );
+    let producers = start_producers(&config, workload, &topics, &clock, &recorder, &stop, None);
+    join_all(producers)?;
+    drop(progress);
+    Ok(Report {
+        mode: "produce",
+        workload: workload.clone(),
+        produced: Some(recorder.throughput(workload.duration())),
+        publish_latency_ms: recorder.latency(),
+        consumed: None,
+        end_to_end_latency_ms: None,
+    })
+}
+
+/// Writes `backlog_bytes`, then reads it all back from the beginning.
+pub fn consume(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
+    let config = base_config(brokers);
+    let topics = Topics::create(&config, workload)?;
+    let messages = (workload.backlog_bytes / workload.message_size.max(1) as u64).max(1);
+    // Writing the backlog: no warm-up, no time limit, every message counted.
+    let fill_clock = Clock::new(Duration::ZERO, Duration::from_secs(24 * 3600));
+    let written = Arc::new(Recorder::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let fill_started = Instant::now();
+    {
+        let _progress = Progress::start(
+            "writing the backlog",
+            workload.message_size,
+            vec![("acked", written.clone())],
+        );
+        let producers = start_producers(
+            &config,
+            workload,
+            &topics,
+            &fill_clock,
+            &written,
+            &stop,
+            Some(messages),
+        );
+        join_all(producers)?;
+    }
+    let produced = written.throughput(fill_started.elapsed());
+    let target = written.seen.load(Ordering::Relaxed);
+
+    let read = Arc::new(Recorder::new());
+    let read_clock = Clock::new(Duration::ZERO, Duration::from_secs(24 * 3600));
+    let started = Instant::now();
+    let progress = Progress::start(
+        "consume",
+        workload.message_size,
+        vec![("read", read.clone())],
+    );
+    let consumers = start_consumers(&config, workload, &topics, &read_clock, &read, &stop, false);
+    let caught_up = wait_for(&read, target, CATCH_UP.max(workload.duration() * 10));
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    join_all(consumers)?;
+    drop(progress);
+    if !caught_up {
+        return Err(BenchError::Stalled(format!(
+            "consumers read {} of {target} messages before giving up",
+            read.seen.load(Ordering::Relaxed)
+        )));
+    }
+    Ok(Report {
+        mode: "consume",
+        workload: workload.clone(),
+        produced: Some(produced),
+        publish_latency_ms: None,
+        consumed: Some(read.throughput(elapsed)),
+        end_to_end_latency_ms: None,
+    })
+}
+
+/// Producers and consumers together: throughput, publish and end-to-end latency.
+pub fn end_to_end(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
+    let config = base_config(brokers);
+    let topics = Topics::create(&config, workload)?;
+    let clock = Clock::new(workload.warmup(), workload.duration());
+    let acked = Arc::new(Recorder::new());
+    let received = Arc::new(Recorder::new());
+    let stop_producers = Arc::new(AtomicBool::new(false));
+    let stop_consumers = Arc::new(AtomicBool::new(false));
+    let progress = Progress::start(
+        "e2e",
+        workload.message_size,
+        vec![("acked", acked.clone()), ("received", received.clone())],
+    );
+    let consumers = start_consumers(
+        &config,
+        workload,
+        &topics,
+        &clock,
+        &received,
+        &stop_consumers,
+        true,
+    );
+    let producers = start_producers(
+        &config,
+        workload,
+        &topics,
+        &clock,
+        &acked,
+        &stop_producers,
+        None,
+    );
+    let produced = join_all(producers);
+    let target = acked.seen.load(Ordering::Relaxed);
+    let caught_up = wait_for(&received, target, CATCH_UP);
+    stop_consumers.store(true, Ordering::Relaxed);
+    let consumed = join_all(consumers);
+    drop(progress);
+    produced?;
+    consumed?;
+    if !caught_up {
+        return Err(BenchError::Stalled(format!(
+            "consumers received {} of {target} acknowledged messages within {} s",
+            received.seen.load(Ordering::Relaxed),
+            CATCH_UP.as_secs()
+        )));
+    }
+    Ok(Report {
+        mode: "e2e",
+        workload: workload.clone(),
+        produced: Some(acked.throughput(workload.duration())),
+        publish_latency_ms: acked.latency(),
+        consumed: Some(received.throughput(workload.duration())),
+        end_to_end_latency_ms: received.latency(),
+    })
+}

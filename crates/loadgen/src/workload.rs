@@ -1,0 +1,101 @@
+//! A workload, with the OpenMessaging Benchmark's fields as flags.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, clap::Args, Serialize)]
+pub struct Workload {
+    /// Topics created for the run (and deleted after it).
+    #[arg(long, default_value_t = 1)]
+    pub topics: usize,
+    /// Partitions of each topic.
+    #[arg(long, default_value_t = 16)]
+    pub partitions_per_topic: i32,
+    /// Bytes per message value.
+    #[arg(long, default_value_t = 1024)]
+    pub message_size: usize,
+    /// Messages per second over all producers; 0 sends as fast as the cluster takes them.
+    #[arg(long, default_value_t = 0)]
+    pub producer_rate: u64,
+    /// Producers per topic, each on its own connection.
+    #[arg(long, default_value_t = 1)]
+    pub producers_per_topic: usize,
+    /// Consumers per topic, sharing its partitions.
+    #[arg(long, default_value_t = 1)]
+    pub consumers_per_topic: usize,
+    /// Seconds measured, after the warm-up.
+    #[arg(long, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Seconds run before measuring.
+    #[arg(long, default_value_t = 5.0)]
+    pub warmup: f64,
+    /// Acknowledgements producers wait for: all, 1 or 0.
+    #[arg(long, value_parser = ["all", "1", "0"], default_value = "all")]
+    pub acks: String,
+    #[arg(long, value_enum, default_value_t = Compression::None)]
+    pub compression: Compression,
+    #[arg(long, value_enum, default_value_t = KeyDistribution::NoKey)]
+    pub key_distribution: KeyDistribution,
+    /// Bytes written before `consume` reads them back.
+    #[arg(long, default_value_t = 1 << 30)]
+    pub backlog_bytes: u64,
+    /// Keep the topics after the run.
+    #[arg(long)]
+    pub keep_topics: bool,
+}
+
+impl Workload {
+    pub(crate) fn warmup(&self) -> Duration {
+        Duration::from_secs_f64(self.warmup.max(0.0))
+    }
+
+    pub(crate) fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.duration.max(0.1))
+    }
+
+    pub(crate) fn producers(&self) -> usize {
+        self.topics * self.producers_per_topic.max(1)
+    }
+
+    pub(crate) fn consumers(&self) -> usize {
+        self.topics * self.consumers_per_topic.max(1)
+    }
+}
+
+/// A producer's compression codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+impl Compression {
+    /// librdkafka's name for it (`compression.codec`).
+    #[must_use]
+    pub fn codec(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// How messages are keyed (the OpenMessaging Benchmark's key distributors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyDistribution {
+    /// No key: librdkafka spreads messages over partitions.
+    NoKey,
+    /// Keys cycle through as many values as there are partitions.
+    RoundRobin,
+    /// A random key per message.
+    Random,
+}
