@@ -38,6 +38,10 @@ pub struct BrokerConfig {
     pub topic_defaults: BTreeMap<String, String>,
     /// How consumer groups are run (`group.*`, `offsets.*` settings).
     pub groups: CoordinatorConfig,
+    /// `num.io.threads`: threads running the fsyncs of durable partitions. Each
+    /// partition is its own file, so fsyncs of different partitions run side by side
+    /// (and the file system commits them together) rather than one after another.
+    pub io_threads: usize,
 }
 
 impl Default for BrokerConfig {
@@ -55,6 +59,7 @@ impl Default for BrokerConfig {
             default_partitions: 1,
             topic_defaults: BTreeMap::new(),
             groups: CoordinatorConfig::default(),
+            io_threads: 8,
         }
     }
 }
@@ -93,7 +98,7 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 11] = [
+const SETTINGS: [Setting; 12] = [
     Setting {
         name: "auto.create.topics.enable",
         dynamic: true,
@@ -120,6 +125,18 @@ const SETTINGS: [Setting; 11] = [
         set: |c, v| {
             c.max_request_bytes =
                 usize::try_from(at_least(v, 1024)?).map_err(|_| expected(v, "a smaller number"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "num.io.threads",
+        dynamic: false,
+        get: |c| c.io_threads.to_string(),
+        set: |c, v| {
+            c.io_threads = usize::try_from(at_least(v, 1)?)
+                .ok()
+                .filter(|n| *n <= 256)
+                .ok_or_else(|| expected(v, "a number from 1 to 256"))?;
             Ok(())
         },
     },
@@ -281,6 +298,10 @@ mod tests {
         config.set("num.partitions", "4").unwrap();
         config.set("log.retention.ms", "60000").unwrap();
         config.set("message.max.bytes", "2000000").unwrap();
+        config.set("num.io.threads", "4").unwrap();
+        assert_eq!(config.io_threads, 4);
+        assert!(config.set("num.io.threads", "0").is_err());
+        assert!(config.set("num.io.threads", "257").is_err());
         config.set("log.flush.interval.ms", "1000").unwrap();
         assert_eq!(config.default_partitions, 4);
         assert_eq!(config.topic_defaults["retention.ms"], "60000");

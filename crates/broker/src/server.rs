@@ -89,10 +89,13 @@ impl Broker {
             path: config.data_dir.clone(),
             source,
         })?;
-        let logs = tokio::task::spawn_blocking(move || {
-            LogManager::open(Arc::new(store), ManagerConfig::default())
-        })
-        .await??;
+        let manager_config = ManagerConfig {
+            flush_threads: config.io_threads,
+            ..ManagerConfig::default()
+        };
+        let logs =
+            tokio::task::spawn_blocking(move || LogManager::open(Arc::new(store), manager_config))
+                .await??;
         let metadata: Arc<dyn MetadataStore> =
             Arc::new(SqliteStore::open(&config.data_dir.join("metadata.db")).await?);
         let dynamic = DynamicConfig::new(config.clone(), metadata.broker_configs().await?);

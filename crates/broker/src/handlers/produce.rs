@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind, TopicName};
 use spool_log::{AppendInfo, LogError, PartitionLog};
 use spool_model::TopicPartition;
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
@@ -30,33 +30,86 @@ struct PartitionOutcome {
     result: Result<(Arc<PartitionLog>, AppendInfo), i16>,
 }
 
+/// A partition's batches to append: everything the blocking append needs.
+struct Appending {
+    partition: TopicPartition,
+    records: bytes::Bytes,
+    max_message_bytes: usize,
+}
+
+/// Per topic, each partition's index and its append or the error found up front.
+type Plan = Vec<(TopicName, Vec<(i32, Result<Appending, i16>)>)>;
+
 /// `None` for `acks=0`: no response at all.
 pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Option<ResponseKind> {
     let acks = request.acks;
-    let mut topics = Vec::with_capacity(request.topic_data.len());
+    // What each partition gets: an error found up front, or an append.
+    let mut planned: Plan = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
-        let mut outcomes = Vec::with_capacity(topic_data.partition_data.len());
         let topic = shared.topics.get(topic_data.name.0.as_str());
-        for partition in topic_data.partition_data {
-            let index = partition.index;
-            let result = if !matches!(acks, -1..=1) {
-                Err(code::INVALID_REQUIRED_ACKS)
-            } else {
-                match topic
-                    .as_ref()
-                    .and_then(|t| Some((t.partition(index)?, t.max_message_bytes)))
-                {
-                    Some((tp, max_message_bytes)) => {
-                        let records = partition.records.unwrap_or_default();
-                        append(&shared, tp, records, max_message_bytes).await
-                    }
-                    None => Err(code::UNKNOWN_TOPIC_OR_PARTITION),
-                }
-            };
-            outcomes.push(PartitionOutcome { index, result });
-        }
-        topics.push((topic_data.name, outcomes));
+        let partitions = topic_data
+            .partition_data
+            .into_iter()
+            .map(|partition| {
+                let index = partition.index;
+                let plan = if !matches!(acks, -1..=1) {
+                    Err(code::INVALID_REQUIRED_ACKS)
+                } else {
+                    topic
+                        .as_ref()
+                        .and_then(|t| Some((t.partition(index)?, t.max_message_bytes)))
+                        .map(|(partition_id, max_message_bytes)| Appending {
+                            partition: partition_id,
+                            records: partition.records.unwrap_or_default(),
+                            max_message_bytes,
+                        })
+                        .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)
+                };
+                (index, plan)
+            })
+            .collect();
+        planned.push((topic_data.name, partitions));
     }
+    // If the blocking task fails, every partition is answered with an error.
+    let skeleton: Vec<(TopicName, Vec<i32>)> = planned
+        .iter()
+        .map(|(name, partitions)| (name.clone(), partitions.iter().map(|(i, _)| *i).collect()))
+        .collect();
+    // Every partition of the request is validated and appended in one blocking task:
+    // one hand-off to the blocking pool per request, not one per partition.
+    let appending = shared.clone();
+    let topics = tokio::task::spawn_blocking(move || {
+        planned
+            .into_iter()
+            .map(|(name, partitions)| {
+                let outcomes = partitions
+                    .into_iter()
+                    .map(|(index, plan)| PartitionOutcome {
+                        index,
+                        result: plan.and_then(|work| append(&appending, work)),
+                    })
+                    .collect::<Vec<_>>();
+                (name, outcomes)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let topics = topics.unwrap_or_else(|error| {
+        tracing::error!(%error, "the produce task failed");
+        skeleton
+            .into_iter()
+            .map(|(name, indexes)| {
+                let outcomes = indexes
+                    .into_iter()
+                    .map(|index| PartitionOutcome {
+                        index,
+                        result: Err(code::UNKNOWN_SERVER_ERROR),
+                    })
+                    .collect();
+                (name, outcomes)
+            })
+            .collect()
+    });
     if acks == 0 {
         return None;
     }
@@ -101,15 +154,15 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
 }
 
 /// Validates the batches (CRC once per batch, never per record) and appends them.
-async fn append(
-    shared: &Arc<Shared>,
-    partition: TopicPartition,
-    records: bytes::Bytes,
-    max_message_bytes: usize,
-) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
+/// Blocking: runs on the blocking pool.
+fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
+    let Appending {
+        partition,
+        records,
+        max_message_bytes,
+    } = work;
     // Batch frames lie back to back from the start of `records`.
-    let mut ranges = Vec::new();
-    let mut position = 0;
+    let mut slices: Vec<&[u8]> = Vec::new();
     for frame in BatchFrames::new(&records) {
         let (_, bytes) = frame.map_err(|e| errors::batch_error_code(&e))?;
         if bytes.len() > max_message_bytes {
@@ -119,36 +172,26 @@ async fn append(
             tracing::debug!(%partition, %error, "refusing a produced batch");
             errors::batch_error_code(&error)
         })?;
-        ranges.push((position, bytes.len()));
-        position += bytes.len();
+        slices.push(bytes);
     }
-    if ranges.is_empty() {
+    if slices.is_empty() {
         return Err(code::CORRUPT_MESSAGE);
     }
-    let shared = shared.clone();
-    tokio::task::spawn_blocking(move || {
-        let log = shared
-            .logs
-            .partition(&partition)
-            .map_err(|e| errors::log_error_code(&e))?
-            .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
-        let slices: Vec<&[u8]> = ranges
-            .iter()
-            .filter_map(|&(start, len)| records.get(start..start + len))
-            .collect();
-        let info = log.append(&slices).map_err(|e| {
-            if let LogError::Producer(refused) = &e {
-                tracing::info!(%partition, %refused, "refusing an idempotent batch");
-            } else {
-                tracing::error!(%partition, %e, "append failed");
-            }
-            errors::log_error_code(&e)
-        })?;
-        if info.duplicate {
-            tracing::debug!(%partition, base = %info.base_offset, "a retried batch was already written");
+    let log = shared
+        .logs
+        .partition(&partition)
+        .map_err(|e| errors::log_error_code(&e))?
+        .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
+    let info = log.append(&slices).map_err(|e| {
+        if let LogError::Producer(refused) = &e {
+            tracing::info!(%partition, %refused, "refusing an idempotent batch");
+        } else {
+            tracing::error!(%partition, %e, "append failed");
         }
-        Ok((log, info))
-    })
-    .await
-    .unwrap_or(Err(code::UNKNOWN_SERVER_ERROR))
+        errors::log_error_code(&e)
+    })?;
+    if info.duplicate {
+        tracing::debug!(%partition, base = %info.base_offset, "a retried batch was already written");
+    }
+    Ok((log, info))
 }
