@@ -98,7 +98,10 @@ class ChaosProxy:
                 if frame is None:
                     break
                 api_key = struct.unpack_from(">h", frame, 4)[0]
-                action = self._action() if api_key == PRODUCE else None
+                # acks=0 requests get no response: no action applies to them, and
+                # they are not counted.
+                answered = api_key != PRODUCE or not acks_zero(frame)
+                action = self._action() if api_key == PRODUCE and answered else None
                 if action == "cut":
                     broker_writer.write(frame[: len(frame) // 2])
                     await broker_writer.drain()
@@ -107,8 +110,7 @@ class ChaosProxy:
                     break
                 broker_writer.write(frame)
                 await broker_writer.drain()
-                # acks=0 requests get no response; their actions are not queued.
-                if api_key != PRODUCE or not acks_zero(frame):
+                if answered:
                     await pending.put(action)
             cut()
 

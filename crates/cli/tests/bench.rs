@@ -134,3 +134,22 @@ async fn every_bench_mode_reports_its_measures() {
         assert!(limits[key].as_f64().unwrap() > 0.0, "{key}: {limits}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_impossible_workload_is_a_usage_error() {
+    let broker = TestBroker::start().await;
+    for args in [
+        ["--message-size", "4"],
+        ["--topics", "0"],
+        ["--duration", "inf"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_spool"))
+            .args(["bench", "e2e"])
+            .args(args)
+            .args(["--brokers", &broker.addr().to_string()])
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+    }
+}

@@ -328,6 +328,12 @@ async fn produce_and_consume_with_keys_headers_offsets_templates_and_times() {
     assert_eq!(bad_template.code, 2, "{bad_template:?}");
     let no_topic = run(&broker, &["consume", "nope", "-e"]).await;
     assert_eq!(no_topic.code, 3, "{no_topic:?}");
+    let refused = run_with_input(&broker, &["produce", "events", "-p", "9"], "x\ny\n").await;
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("2 of 2 records were not produced"),
+        "every record is tried and reported: {refused:?}"
+    );
     let no_partition = run(&broker, &["consume", "events", "-p", "7", "-e"]).await;
     assert_eq!(no_partition.code, 3, "{no_partition:?}");
 }

@@ -49,7 +49,21 @@ impl ConsumerTask {
             let Some(message) = consumer.poll(Duration::from_millis(50)) else {
                 continue;
             };
-            let message = message.map_err(BenchError::kafka("consume"))?;
+            let message = match message {
+                Ok(message) => message,
+                Err(error @ rdkafka::error::KafkaError::MessageConsumptionFatal(_)) => {
+                    return Err(BenchError::Kafka {
+                        what: "consume",
+                        error,
+                    });
+                }
+                // Transient (a broker connection lost and being re-established):
+                // librdkafka retries by itself.
+                Err(_) => {
+                    self.recorder.failed();
+                    continue;
+                }
+            };
             self.recorder.saw();
             let value = message.payload().unwrap_or_default();
             if !self.end_to_end {

@@ -33,6 +33,8 @@ pub enum BenchError {
     TopicRefused { topic: String, code: String },
     #[error("{0}")]
     Stalled(String),
+    #[error("{0}")]
+    Invalid(String),
     #[error("cannot {what}: {error}")]
     Io {
         what: &'static str,

@@ -15,6 +15,10 @@ use crate::BenchError;
 use crate::recorder::Recorder;
 use crate::workload::{KeyDistribution, Workload};
 
+/// How long a producer behind its schedule keeps sending the messages that were due
+/// before the end of the run.
+const LATE_GRACE: Duration = Duration::from_secs(30);
+
 /// Where a run stands, shared by its threads: one clock for every intended time.
 #[derive(Debug, Clone)]
 pub(crate) struct Clock {
@@ -113,7 +117,7 @@ impl ProducerTask {
         let mut sent = 0u64;
         loop {
             let now = self.clock.start.elapsed();
-            if now >= self.clock.stop_at
+            if (interval.is_none() && now >= self.clock.stop_at)
                 || self.stop.load(Ordering::Relaxed)
                 || self.limit.is_some_and(|limit| sent >= limit)
             {
@@ -122,6 +126,12 @@ impl ProducerTask {
             let intended = match interval {
                 Some(interval) => {
                     let due = interval.mul_f64(sent as f64);
+                    // A producer running behind still sends every message due before
+                    // the end: those are the slowest, and leaving them out would
+                    // flatter the percentiles. Past a grace period it gives up.
+                    if due >= self.clock.stop_at || now >= self.clock.stop_at + LATE_GRACE {
+                        break;
+                    }
                     if due > now {
                         std::thread::sleep(due - now);
                     }

@@ -171,11 +171,17 @@ fn join_all(handles: Vec<JoinHandle<Result<(), BenchError>>>) -> Result<(), Benc
     first_error.map_or(Ok(()), Err)
 }
 
-/// Waits until `recorder` has seen `target` messages; false on timeout.
-fn wait_for(recorder: &Recorder, target: u64, timeout: Duration) -> bool {
+/// Waits until `recorder` has seen `target` messages; false on timeout or when every
+/// consumer thread has ended.
+fn wait_for(
+    recorder: &Recorder,
+    target: u64,
+    timeout: Duration,
+    consumers: &[JoinHandle<Result<(), BenchError>>],
+) -> bool {
     let deadline = Instant::now() + timeout;
     while recorder.seen.load(Ordering::Relaxed) < target {
-        if Instant::now() > deadline {
+        if Instant::now() > deadline || consumers.iter().all(JoinHandle::is_finished) {
             return false;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -185,6 +191,7 @@ fn wait_for(recorder: &Recorder, target: u64, timeout: Duration) -> bool {
 
 /// Producers only: publish throughput and latency.
 pub fn produce(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
+    workload.validate().map_err(BenchError::Invalid)?;
     let config = base_config(brokers);
     let topics = Topics::create(&config, workload)?;
     let clock = Clock::new(workload.warmup(), workload.duration());
@@ -210,6 +217,7 @@ pub fn produce(brokers: &str, workload: &Workload) -> Result<Report, BenchError>
 
 /// Writes `backlog_bytes`, then reads it all back from the beginning.
 pub fn consume(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
+    workload.validate().map_err(BenchError::Invalid)?;
     let config = base_config(brokers);
     let topics = Topics::create(&config, workload)?;
     let messages = (workload.backlog_bytes / workload.message_size.max(1) as u64).max(1);
@@ -247,7 +255,9 @@ pub fn consume(brokers: &str, workload: &Workload) -> Result<Report, BenchError>
         vec![("read", read.clone())],
     );
     let consumers = start_consumers(&config, workload, &topics, &read_clock, &read, &stop, false);
-    let caught_up = wait_for(&read, target, CATCH_UP.max(workload.duration() * 10));
+    // Allow the backlog to be read at 5 MB/s at least before calling it stalled.
+    let patience = CATCH_UP.max(Duration::from_secs(workload.backlog_bytes / 5_000_000));
+    let caught_up = wait_for(&read, target, patience, &consumers);
     let elapsed = started.elapsed();
     stop.store(true, Ordering::Relaxed);
     join_all(consumers)?;
@@ -270,6 +280,7 @@ pub fn consume(brokers: &str, workload: &Workload) -> Result<Report, BenchError>
 
 /// Producers and consumers together: throughput, publish and end-to-end latency.
 pub fn end_to_end(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
+    workload.validate().map_err(BenchError::Invalid)?;
     let config = base_config(brokers);
     let topics = Topics::create(&config, workload)?;
     let clock = Clock::new(workload.warmup(), workload.duration());
@@ -302,7 +313,7 @@ pub fn end_to_end(brokers: &str, workload: &Workload) -> Result<Report, BenchErr
     );
     let produced = join_all(producers);
     let target = acked.seen.load(Ordering::Relaxed);
-    let caught_up = wait_for(&received, target, CATCH_UP);
+    let caught_up = wait_for(&received, target, CATCH_UP, &consumers);
     stop_consumers.store(true, Ordering::Relaxed);
     let consumed = join_all(consumers);
     drop(progress);

@@ -46,6 +46,28 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// Checks the workload before anything is created.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.topics == 0 || self.partitions_per_topic < 1 {
+            return Err("--topics and --partitions-per-topic must be at least 1".into());
+        }
+        if self.producers_per_topic == 0 || self.consumers_per_topic == 0 {
+            return Err(
+                "--producers-per-topic and --consumers-per-topic must be at least 1".into(),
+            );
+        }
+        if self.message_size < 8 {
+            return Err(
+                "--message-size must be at least 8: each message carries its send time".into(),
+            );
+        }
+        let seconds = |s: f64| s.is_finite() && (0.0..=86_400.0).contains(&s);
+        if !seconds(self.warmup) || !seconds(self.duration) || self.duration <= 0.0 {
+            return Err("--duration (> 0) and --warmup are seconds, at most a day".into());
+        }
+        Ok(())
+    }
+
     pub(crate) fn warmup(&self) -> Duration {
         Duration::from_secs_f64(self.warmup.max(0.0))
     }

@@ -27,6 +27,9 @@ const V1_LEN: usize = 41;
 /// Magic, version and the two positions of a version 2 file.
 const V2_FIXED_LEN: usize = 4 + 1 + 8 + 3 * 8 + 3 * 8;
 const CRC_LEN: usize = 4;
+/// A checkpoint larger than this is refused unread: at most 139 bytes per producer,
+/// it would hold about 480,000 producers in one partition.
+const MAX_FILE_LEN: u64 = 64 << 20;
 
 /// A byte position in the log: an offset, the segment it falls in, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,8 +123,13 @@ impl Checkpoint {
             .store()
             .open(&path, spool_store::OpenMode::Read)
             .map_err(LogError::io("open", &path))?;
-        // The length is the file's own: the buffer never exceeds the bytes present.
+        // The length is the file's own: the buffer never exceeds the bytes present,
+        // and a file too large to be a checkpoint is not read at all.
         let len = file.len().map_err(LogError::io("stat", &path))?;
+        if len > MAX_FILE_LEN {
+            tracing::warn!(path = %path.display(), len, "checkpoint too large; recovering from the whole log");
+            return Ok(None);
+        }
         let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
         let read = file
             .read_up_to(&mut bytes, 0)

@@ -81,14 +81,20 @@ impl PartitionLog {
         } else {
             let mut state = recover(&files, &dir, &config, &bases, checkpoint)?;
             // An unchanged checkpoint (after a clean shutdown) need not be written
-            // again, unless it lacks the producer snapshot.
-            if snapshot.is_some() {
-                state.last_checkpoint = checkpoint;
-            }
+            // again, if its producer snapshot is of this very log end (below).
+            state.last_checkpoint = checkpoint;
             state
         };
         let log = PartitionLog::from_parts(dir, files, config, state);
-        log.rebuild_producers(snapshot)?;
+        let snapshot_at = log.rebuild_producers(snapshot)?;
+        {
+            // A snapshot taken elsewhere (or refused) must not stay on disk: a later
+            // open could find a batch boundary at its position again and trust it.
+            let mut state = log.lock();
+            if snapshot_at != Some(state.end_position()) {
+                state.last_checkpoint = None;
+            }
+        }
         log.write_checkpoint()?;
         Ok(log)
     }
@@ -99,13 +105,16 @@ impl PartitionLog {
     /// the batch headers after it, or, without a usable snapshot, from the headers of
     /// the whole log. A snapshot is unusable when recovery cut the log below it (a
     /// crash lost unsynced writes it had seen).
-    fn rebuild_producers(&self, snapshot: Option<ProducerSnapshot>) -> Result<()> {
-        let (mut rebuilt, to_read) = {
+    /// Returns where the snapshot that was used was taken.
+    fn rebuild_producers(&self, snapshot: Option<ProducerSnapshot>) -> Result<Option<LogPosition>> {
+        let (mut rebuilt, to_read, used_at) = {
             let state = self.lock();
             let usable = snapshot.and_then(|s| {
                 let at = usable_snapshot_start(&self.files, &state.segments, s.at)?;
-                Some((s.states, at))
+                Some((s.states, at, s.at))
             });
+            let used_at = usable.as_ref().map(|(_, _, at)| *at);
+            let usable = usable.map(|(states, start, _)| (states, start));
             let (states, (first, position)) = usable.unwrap_or_else(|| {
                 if state.segments.iter().any(|s| s.size > 0) {
                     tracing::info!(dir = %self.dir.display(), "no usable producer snapshot; reading every batch header");
@@ -117,7 +126,7 @@ impl PartitionLog {
                 let from = if at == first { position } else { 0 };
                 to_read.push((segment.log_file(&self.files)?, from, segment.size));
             }
-            (states, to_read)
+            (states, to_read, used_at)
         };
         for (file, from, end) in to_read {
             let mut headers = HeaderCursor::new(file.as_ref());
@@ -133,7 +142,7 @@ impl PartitionLog {
             }
         }
         self.lock().producers = rebuilt;
-        Ok(())
+        Ok(used_at)
     }
 }
 

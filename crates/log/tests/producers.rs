@@ -226,3 +226,39 @@ fn a_snapshot_beyond_what_survived_a_crash_is_not_trusted() {
     );
     assert_eq!(resent.base_offset, Offset(1));
 }
+
+#[test]
+fn a_refused_snapshot_is_replaced_before_the_log_grows_past_it_again() {
+    let store = MemoryStore::new();
+    let shared: Arc<dyn Store> = Arc::new(store.clone());
+    let lost = idempotent(4, 0, 1, 2);
+    {
+        let log = open(shared.clone(), config());
+        log.append(&[&idempotent(4, 0, 0, 1)]).unwrap();
+        log.sync().unwrap();
+        log.append(&[&lost]).unwrap();
+        log.write_checkpoint().unwrap();
+    }
+    store.crash(
+        spool_store::CrashMode::DropUnsynced,
+        &mut fastrand::Rng::with_seed(1),
+    );
+    // Another producer's batch of the same size puts a batch boundary exactly where
+    // the refused snapshot was taken; then the broker dies before any new checkpoint.
+    let other = idempotent(5, 0, 0, 2);
+    {
+        let log = open(shared.clone(), config());
+        assert_eq!(log.offsets().log_end, Offset(1));
+        log.append(&[&other]).unwrap();
+        log.sync().unwrap();
+    }
+    let log = open(shared, config());
+    assert!(
+        log.append(&[&other]).unwrap().duplicate,
+        "the other producer's batch is remembered"
+    );
+    assert!(
+        !log.append(&[&lost]).unwrap().duplicate,
+        "the lost batch is not taken for written"
+    );
+}

@@ -55,7 +55,10 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
         })
         .await
         .map_err(|e| CliError::Failed(format!("the benchmark stopped: {e}")))?;
-    let (text, json) = outcome.map_err(|e| CliError::Failed(format!("benchmark: {e}")))?;
+    let (text, json) = outcome.map_err(|e| match e {
+        BenchError::Invalid(message) => CliError::Usage(message),
+        other => CliError::Failed(format!("benchmark: {other}")),
+    })?;
     match format {
         Format::Json => output::print_json(&json),
         Format::Human => println!("{text}"),

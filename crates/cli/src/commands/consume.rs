@@ -172,16 +172,20 @@ fn assign(client: &ClientArgs, args: &ConsumeArgs) -> Result<StreamConsumer, Cli
             .map_err(|e| CliError::kafka("choose the start", e))?;
     }
     if let Start::Time(millis) = args.offset {
+        list.set_all_offsets(Offset::Offset(millis))
+            .map_err(|e| CliError::kafka("look up offsets by time", e))?;
         list = consumer
-            .offsets_for_timestamp(millis, client.timeout())
-            .or_else(|_| {
-                let mut by_time = list.clone();
-                by_time.set_all_offsets(Offset::Offset(millis))?;
-                consumer.offsets_for_times(by_time, client.timeout())
-            })
+            .offsets_for_times(list, client.timeout())
             .map_err(|e| {
                 CliError::kafka("look up offsets by time", e).with_brokers(&client.brokers)
             })?;
+        if let Some(failed) = list.elements().iter().find(|e| e.error().is_err()) {
+            return Err(CliError::Failed(format!(
+                "cannot look up partition {} by time: {:?}",
+                failed.partition(),
+                failed.error()
+            )));
+        }
     }
     consumer
         .assign(&list)

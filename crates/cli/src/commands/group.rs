@@ -406,13 +406,20 @@ fn seek(
                 list.add_partition_offset(topic, *partition, Offset::Offset(millis))
                     .map_err(|e| CliError::kafka("look up offsets by time", e))?;
             }
-            Some(
-                consumer
-                    .offsets_for_times(list, client.timeout())
-                    .map_err(|e| {
-                        CliError::kafka("look up offsets by time", e).with_brokers(&client.brokers)
-                    })?,
-            )
+            let found = consumer
+                .offsets_for_times(list, client.timeout())
+                .map_err(|e| {
+                    CliError::kafka("look up offsets by time", e).with_brokers(&client.brokers)
+                })?;
+            if let Some(failed) = found.elements().iter().find(|e| e.error().is_err()) {
+                return Err(CliError::Failed(format!(
+                    "cannot look up {}[{}] by time: {:?}",
+                    failed.topic(),
+                    failed.partition(),
+                    failed.error()
+                )));
+            }
+            Some(found)
         }
         _ => None,
     };

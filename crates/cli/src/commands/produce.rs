@@ -184,8 +184,11 @@ pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), Cl
                         deliveries.await_oldest().await;
                     }
                 }
+                // Refused before sending (too large, no such partition): counted as
+                // failed, and the next record is tried.
                 Err((error, _)) => {
-                    return Err(CliError::kafka("produce", error).with_brokers(&client.brokers));
+                    deliveries.fail(error);
+                    break;
                 }
             }
         }
@@ -217,11 +220,11 @@ pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), Cl
     }
     match deliveries.first_error {
         None => Ok(()),
-        Some(error) => Err(CliError::kafka(
-            format!("produce {} of the records", deliveries.failed),
-            error,
-        )
-        .with_brokers(&client.brokers)),
+        Some(error) => Err(CliError::Failed(format!(
+            "{} of {} records were not produced; the first error: {error}",
+            deliveries.failed,
+            deliveries.failed + deliveries.delivered
+        ))),
     }
 }
 

@@ -414,10 +414,19 @@ async fn alter_config(
         ));
     }
     partitions_of(&metadata(client)?, name)?;
-    let mut configs: BTreeMap<String, String> = topic_configs(client, name)
+    let own: Vec<ConfigDetail> = topic_configs(client, name)
         .await?
         .into_iter()
         .filter(|c| c.source == source_name(&ConfigSource::DynamicTopic))
+        .collect();
+    if let Some(hidden) = own.iter().find(|c| c.value.is_none()) {
+        return Err(CliError::Failed(format!(
+            "{name} sets {}, whose value the cluster does not show; sending the configs back without it would remove it",
+            hidden.name
+        )));
+    }
+    let mut configs: BTreeMap<String, String> = own
+        .into_iter()
         .filter_map(|c| Some((c.name, c.value?)))
         .collect();
     for key in delete {
