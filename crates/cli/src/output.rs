@@ -4,6 +4,8 @@
 use comfy_table::{Table, presets};
 use serde::Serialize;
 
+use crate::error::CliError;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
     Human,
@@ -46,4 +48,86 @@ fn trim_lines(text: &str) -> String {
         .map(|line| line.strip_prefix(' ').unwrap_or(line).trim_end())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// One named thing's outcome of a create or delete.
+#[derive(Debug, Serialize)]
+pub(crate) struct Outcome {
+    pub(crate) name: String,
+    /// The error's name, as the cluster gave it.
+    pub(crate) error: Option<String>,
+}
+
+/// Outcomes from an admin call's per-name results.
+pub(crate) fn outcomes<E: std::fmt::Debug>(
+    results: Vec<Result<String, (String, E)>>,
+) -> Vec<Outcome> {
+    results
+        .into_iter()
+        .map(|result| match result {
+            Ok(name) => Outcome { name, error: None },
+            Err((name, code)) => Outcome {
+                name,
+                error: Some(format!("{code:?}")),
+            },
+        })
+        .collect()
+}
+
+/// What a batch of outcomes is about, for the table and the messages.
+#[derive(Debug)]
+pub(crate) struct OutcomeKind<'a> {
+    /// The table's first column, e.g. `TOPIC`.
+    pub(crate) column: &'a str,
+    /// The plural, e.g. `topics`.
+    pub(crate) plural: &'a str,
+    /// The status of a success, e.g. `created`.
+    pub(crate) done: &'a str,
+    /// The error name that means "does not exist".
+    pub(crate) not_found: &'a str,
+    /// Said after the count of failures, e.g. why they may have failed.
+    pub(crate) failed_hint: &'a str,
+}
+
+/// Prints the outcomes and fails if any failed: `NotFound` when every failure is the
+/// kind's "does not exist", else `Failed`.
+pub(crate) fn report_outcomes(
+    format: Format,
+    kind: &OutcomeKind<'_>,
+    outcomes: &[Outcome],
+) -> Result<(), CliError> {
+    match format {
+        Format::Json => print_json(&outcomes),
+        Format::Human => {
+            let mut table = table([kind.column, "STATUS"]);
+            for outcome in outcomes {
+                table.add_row([
+                    outcome.name.as_str(),
+                    outcome.error.as_deref().unwrap_or(kind.done),
+                ]);
+            }
+            print_table(&table, "");
+        }
+    }
+    let failed = outcomes.iter().filter(|o| o.error.is_some()).count();
+    let not_found = outcomes
+        .iter()
+        .filter(|o| o.error.as_deref() == Some(kind.not_found))
+        .count();
+    if failed == 0 {
+        Ok(())
+    } else if failed == not_found {
+        Err(CliError::NotFound(format!(
+            "{failed} of {} {} do not exist",
+            outcomes.len(),
+            kind.plural
+        )))
+    } else {
+        Err(CliError::Failed(format!(
+            "{failed} of {} {} failed{}",
+            outcomes.len(),
+            kind.plural,
+            kind.failed_hint
+        )))
+    }
 }

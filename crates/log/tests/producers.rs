@@ -172,25 +172,43 @@ fn without_a_checkpoint_every_segment_is_read() {
     assert!(!log.append(&[&idempotent(9, 2, 5, 1)]).unwrap().duplicate);
 }
 
-#[test]
-fn batches_after_the_snapshot_are_read_after_a_crash() {
+/// Writes with `write` to a new log and crashes the machine (unsynced bytes are lost,
+/// nothing is closed); returns the store to reopen.
+fn crash_after(write: impl FnOnce(&spool_log::PartitionLog)) -> Arc<dyn Store> {
     let store = MemoryStore::new();
     let shared: Arc<dyn Store> = Arc::new(store.clone());
-    let late = idempotent(4, 0, 1, 2);
-    {
-        let log = open(shared.clone(), config());
-        log.append(&[&idempotent(4, 0, 0, 1)]).unwrap();
-        log.sync().unwrap();
-        log.write_checkpoint().unwrap();
-        log.append(&[&late]).unwrap();
-        log.sync().unwrap();
-        // A crash: no close, no new checkpoint.
-    }
+    write(&open(shared.clone(), config()));
     store.crash(
         spool_store::CrashMode::DropUnsynced,
         &mut fastrand::Rng::with_seed(1),
     );
-    let log = open(shared, config());
+    shared
+}
+
+/// Producer 4's batch at offset 0 synced, then `second` (producer 4, sequences 1–2)
+/// appended, synced or not, and a checkpoint written before or after it.
+fn producer_four_then(second: &[u8], sync_second: bool, checkpoint_first: bool) -> Arc<dyn Store> {
+    crash_after(|log| {
+        log.append(&[&idempotent(4, 0, 0, 1)]).unwrap();
+        log.sync().unwrap();
+        if checkpoint_first {
+            log.write_checkpoint().unwrap();
+        }
+        log.append(&[second]).unwrap();
+        if sync_second {
+            log.sync().unwrap();
+        }
+        if !checkpoint_first {
+            log.write_checkpoint().unwrap();
+        }
+    })
+}
+
+#[test]
+fn batches_after_the_snapshot_are_read_after_a_crash() {
+    let late = idempotent(4, 0, 1, 2);
+    let store = producer_four_then(&late, true, true);
+    let log = open(store, config());
     let retried = log.append(&[&late]).unwrap();
     assert!(retried.duplicate, "read from the log after the snapshot");
     assert_eq!(retried.base_offset, Offset(1));
@@ -198,22 +216,10 @@ fn batches_after_the_snapshot_are_read_after_a_crash() {
 
 #[test]
 fn a_snapshot_beyond_what_survived_a_crash_is_not_trusted() {
-    let store = MemoryStore::new();
-    let shared: Arc<dyn Store> = Arc::new(store.clone());
     let lost = idempotent(4, 0, 1, 2);
-    {
-        let log = open(shared.clone(), config());
-        log.append(&[&idempotent(4, 0, 0, 1)]).unwrap();
-        log.sync().unwrap();
-        log.append(&[&lost]).unwrap();
-        // The snapshot (at the log end) has seen a batch that was never synced.
-        log.write_checkpoint().unwrap();
-    }
-    store.crash(
-        spool_store::CrashMode::DropUnsynced,
-        &mut fastrand::Rng::with_seed(1),
-    );
-    let log = open(shared, config());
+    // The snapshot (at the log end) has seen a batch that was never synced.
+    let store = producer_four_then(&lost, false, false);
+    let log = open(store, config());
     assert_eq!(
         log.offsets().log_end,
         Offset(1),
@@ -229,20 +235,8 @@ fn a_snapshot_beyond_what_survived_a_crash_is_not_trusted() {
 
 #[test]
 fn a_refused_snapshot_is_replaced_before_the_log_grows_past_it_again() {
-    let store = MemoryStore::new();
-    let shared: Arc<dyn Store> = Arc::new(store.clone());
     let lost = idempotent(4, 0, 1, 2);
-    {
-        let log = open(shared.clone(), config());
-        log.append(&[&idempotent(4, 0, 0, 1)]).unwrap();
-        log.sync().unwrap();
-        log.append(&[&lost]).unwrap();
-        log.write_checkpoint().unwrap();
-    }
-    store.crash(
-        spool_store::CrashMode::DropUnsynced,
-        &mut fastrand::Rng::with_seed(1),
-    );
+    let shared = producer_four_then(&lost, false, false);
     // Another producer's batch of the same size puts a batch boundary exactly where
     // the refused snapshot was taken; then the broker dies before any new checkpoint.
     let other = idempotent(5, 0, 0, 2);

@@ -12,7 +12,7 @@ use crate::client::ClientArgs;
 use crate::commands::consume::{Start, parse_start};
 use crate::commands::topic;
 use crate::error::CliError;
-use crate::output::{self, Format};
+use crate::output::{self, Format, OutcomeKind};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum GroupCommand {
@@ -300,12 +300,6 @@ fn print_detail(detail: &GroupDetail) {
     output::print_table(&offsets, "none");
 }
 
-#[derive(Debug, Serialize)]
-struct Outcome {
-    group: String,
-    error: Option<String>,
-}
-
 async fn delete(client: &ClientArgs, names: &[String]) -> Result<(), CliError> {
     let admin = client.admin()?;
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -313,45 +307,14 @@ async fn delete(client: &ClientArgs, names: &[String]) -> Result<(), CliError> {
         .delete_groups(&names, &client.admin_options())
         .await
         .map_err(|e| CliError::kafka("delete groups", e).with_brokers(&client.brokers))?;
-    let outcomes: Vec<Outcome> = results
-        .into_iter()
-        .map(|result| match result {
-            Ok(group) => Outcome { group, error: None },
-            Err((group, code)) => Outcome {
-                group,
-                error: Some(format!("{code:?}")),
-            },
-        })
-        .collect();
-    match client.format {
-        Format::Json => output::print_json(&outcomes),
-        Format::Human => {
-            let mut table = output::table(["GROUP", "STATUS"]);
-            for o in &outcomes {
-                table.add_row([o.group.as_str(), o.error.as_deref().unwrap_or("deleted")]);
-            }
-            output::print_table(&table, "");
-        }
-    }
-    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    if failed.is_empty() {
-        Ok(())
-    } else if failed
-        .iter()
-        .all(|o| o.error.as_deref() == Some("GroupIdNotFound"))
-    {
-        Err(CliError::NotFound(format!(
-            "{} of {} groups do not exist",
-            failed.len(),
-            outcomes.len()
-        )))
-    } else {
-        Err(CliError::Failed(format!(
-            "{} of {} groups could not be deleted (a group with members cannot be)",
-            failed.len(),
-            outcomes.len()
-        )))
-    }
+    let kind = OutcomeKind {
+        column: "GROUP",
+        plural: "groups",
+        done: "deleted",
+        not_found: "GroupIdNotFound",
+        failed_hint: " (a group with members cannot be deleted)",
+    };
+    output::report_outcomes(client.format, &kind, &output::outcomes(results))
 }
 
 #[derive(Debug, Serialize)]

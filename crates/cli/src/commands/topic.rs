@@ -5,13 +5,12 @@ use std::collections::BTreeMap;
 use rdkafka::admin::{
     AlterConfig, ConfigSource, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
 };
-use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::metadata::Metadata;
 use serde::Serialize;
 
 use crate::client::ClientArgs;
 use crate::error::CliError;
-use crate::output::{self, Format};
+use crate::output::{self, Format, OutcomeKind};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum TopicCommand {
@@ -87,54 +86,14 @@ pub(crate) async fn run(command: TopicCommand, client: &ClientArgs) -> Result<()
     }
 }
 
-/// One topic's outcome of a create or delete.
-#[derive(Debug, Serialize)]
-struct Outcome {
-    topic: String,
-    error: Option<String>,
-}
-
-/// Prints per-topic outcomes and fails if any topic failed: with `NotFound` when every
-/// failure is an unknown topic.
-fn report(client: &ClientArgs, outcomes: &[Outcome], done: &str) -> Result<(), CliError> {
-    match client.format {
-        Format::Json => output::print_json(&outcomes),
-        Format::Human => {
-            let mut table = output::table(["TOPIC", "STATUS"]);
-            for outcome in outcomes {
-                let status = outcome.error.clone().unwrap_or_else(|| done.to_string());
-                table.add_row([outcome.topic.as_str(), &status]);
-            }
-            output::print_table(&table, "");
-        }
+fn topic_outcomes(done: &'static str) -> OutcomeKind<'static> {
+    OutcomeKind {
+        column: "TOPIC",
+        plural: "topics",
+        done,
+        not_found: "UnknownTopicOrPartition",
+        failed_hint: "",
     }
-    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    if failed.is_empty() {
-        Ok(())
-    } else if failed
-        .iter()
-        .all(|o| o.error.as_deref() == Some(unknown_topic_name()))
-    {
-        Err(CliError::NotFound(format!(
-            "{} of {} topics do not exist",
-            failed.len(),
-            outcomes.len()
-        )))
-    } else {
-        Err(CliError::Failed(format!(
-            "{} of {} topics failed",
-            failed.len(),
-            outcomes.len()
-        )))
-    }
-}
-
-fn unknown_topic_name() -> &'static str {
-    "UnknownTopicOrPartition"
-}
-
-fn error_name(code: RDKafkaErrorCode) -> String {
-    format!("{code:?}")
 }
 
 async fn create(
@@ -158,17 +117,11 @@ async fn create(
         .create_topics(&topics, &client.admin_options())
         .await
         .map_err(|e| CliError::kafka("create topics", e).with_brokers(&client.brokers))?;
-    let outcomes: Vec<Outcome> = results
-        .into_iter()
-        .map(|result| match result {
-            Ok(topic) => Outcome { topic, error: None },
-            Err((topic, code)) => Outcome {
-                topic,
-                error: Some(error_name(code)),
-            },
-        })
-        .collect();
-    report(client, &outcomes, "created")
+    output::report_outcomes(
+        client.format,
+        &topic_outcomes("created"),
+        &output::outcomes(results),
+    )
 }
 
 async fn delete(client: &ClientArgs, names: &[String]) -> Result<(), CliError> {
@@ -178,17 +131,11 @@ async fn delete(client: &ClientArgs, names: &[String]) -> Result<(), CliError> {
         .delete_topics(&names, &client.admin_options())
         .await
         .map_err(|e| CliError::kafka("delete topics", e).with_brokers(&client.brokers))?;
-    let outcomes: Vec<Outcome> = results
-        .into_iter()
-        .map(|result| match result {
-            Ok(topic) => Outcome { topic, error: None },
-            Err((topic, code)) => Outcome {
-                topic,
-                error: Some(error_name(code)),
-            },
-        })
-        .collect();
-    report(client, &outcomes, "deleted")
+    output::report_outcomes(
+        client.format,
+        &topic_outcomes("deleted"),
+        &output::outcomes(results),
+    )
 }
 
 /// The cluster's metadata for every topic (asking for all topics never auto-creates one).
