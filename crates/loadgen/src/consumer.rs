@@ -24,6 +24,8 @@ pub(crate) struct ConsumerTask {
     pub(crate) end_to_end: bool,
     /// Set when the consumers should stop.
     pub(crate) stop: Arc<AtomicBool>,
+    /// The workload's `--consumer-config` properties.
+    pub(crate) extra_config: Vec<(String, String)>,
 }
 
 impl ConsumerTask {
@@ -33,6 +35,9 @@ impl ConsumerTask {
             .set("group.id", "spool-bench")
             .set("enable.auto.commit", "false")
             .set("fetch.wait.max.ms", "1");
+        for (key, value) in &self.extra_config {
+            config.set(key, value);
+        }
         let consumer: BaseConsumer = config
             .create()
             .map_err(BenchError::kafka("create a consumer"))?;

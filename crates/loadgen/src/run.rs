@@ -91,71 +91,102 @@ fn base_config(brokers: &str) -> ClientConfig {
     config
 }
 
-/// Starts the producers: `producers_per_topic` per topic, sharing the rate.
-fn start_producers(
-    config: &ClientConfig,
-    workload: &Workload,
-    topics: &Topics,
-    clock: &Clock,
-    recorder: &Arc<Recorder>,
-    stop: &Arc<AtomicBool>,
-    limit: Option<u64>,
-) -> Vec<JoinHandle<Result<(), BenchError>>> {
-    let producers = workload.producers();
-    let rate = workload.producer_rate as f64 / producers as f64;
-    let mut handles = Vec::with_capacity(producers);
-    for topic in &topics.names {
-        for _ in 0..workload.producers_per_topic.max(1) {
-            let task = ProducerTask {
-                config: config.clone(),
-                topic: topic.clone(),
-                partitions: workload.partitions_per_topic,
-                workload: workload.clone(),
-                rate,
-                clock: clock.clone(),
-                recorder: recorder.clone(),
-                stop: stop.clone(),
-                limit: limit.map(|l| l.div_ceil(producers as u64)),
-            };
-            handles.push(std::thread::spawn(move || task.run()));
-        }
-    }
-    handles
+/// A run's clients: the configuration, the workload and the topics they work on.
+#[derive(Debug)]
+struct Fleet<'a> {
+    config: ClientConfig,
+    workload: &'a Workload,
+    topics: Topics,
 }
 
-/// Starts the consumers: `consumers_per_topic` per topic, partitions dealt round robin.
-fn start_consumers(
-    config: &ClientConfig,
-    workload: &Workload,
-    topics: &Topics,
-    clock: &Clock,
-    recorder: &Arc<Recorder>,
-    stop: &Arc<AtomicBool>,
-    end_to_end: bool,
-) -> Vec<JoinHandle<Result<(), BenchError>>> {
-    let per_topic = workload.consumers_per_topic.max(1);
-    let mut handles = Vec::new();
-    for topic in &topics.names {
-        for consumer in 0..per_topic {
-            let partitions: Vec<i32> = (0..workload.partitions_per_topic)
-                .filter(|p| usize::try_from(*p).unwrap_or(0) % per_topic == consumer)
-                .collect();
-            if partitions.is_empty() {
-                continue;
-            }
-            let task = ConsumerTask {
-                config: config.clone(),
-                topic: topic.clone(),
-                partitions,
-                clock: clock.clone(),
-                recorder: recorder.clone(),
-                end_to_end,
-                stop: stop.clone(),
-            };
-            handles.push(std::thread::spawn(move || task.run()));
+/// What a group of threads shares: the clock, where they record, and the stop flag.
+#[derive(Debug, Clone)]
+struct Shared {
+    clock: Clock,
+    recorder: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Shared {
+    fn new(clock: Clock) -> Shared {
+        Shared {
+            clock,
+            recorder: Arc::new(Recorder::new()),
+            stop: Arc::new(AtomicBool::new(false)),
         }
     }
-    handles
+}
+
+type Threads = Vec<JoinHandle<Result<(), BenchError>>>;
+
+impl<'a> Fleet<'a> {
+    fn new(brokers: &str, workload: &'a Workload) -> Result<Fleet<'a>, BenchError> {
+        workload.validate().map_err(BenchError::Invalid)?;
+        let config = base_config(brokers);
+        let topics = Topics::create(&config, workload)?;
+        Ok(Fleet {
+            config,
+            workload,
+            topics,
+        })
+    }
+
+    /// Starts the producers: `producers_per_topic` per topic, sharing the rate; with
+    /// a `limit`, they stop after that many messages together.
+    fn start_producers(&self, shared: &Shared, limit: Option<u64>, low_latency: bool) -> Threads {
+        let workload = self.workload;
+        let producers = workload.producers();
+        let rate = workload.producer_rate as f64 / producers as f64;
+        let mut handles = Vec::with_capacity(producers);
+        for topic in &self.topics.names {
+            for _ in 0..workload.producers_per_topic.max(1) {
+                let task = ProducerTask {
+                    config: self.config.clone(),
+                    topic: topic.clone(),
+                    partitions: workload.partitions_per_topic,
+                    workload: workload.clone(),
+                    rate,
+                    clock: shared.clock.clone(),
+                    recorder: shared.recorder.clone(),
+                    stop: shared.stop.clone(),
+                    limit: limit.map(|l| l.div_ceil(producers as u64)),
+                    low_latency,
+                };
+                handles.push(std::thread::spawn(move || task.run()));
+            }
+        }
+        handles
+    }
+
+    /// Starts the consumers: `consumers_per_topic` per topic, partitions dealt round
+    /// robin.
+    fn start_consumers(&self, shared: &Shared, end_to_end: bool) -> Threads {
+        let workload = self.workload;
+        let per_topic = workload.consumers_per_topic.max(1);
+        let mut handles = Vec::new();
+        for topic in &self.topics.names {
+            for consumer in 0..per_topic {
+                let partitions: Vec<i32> = (0..workload.partitions_per_topic)
+                    .filter(|p| usize::try_from(*p).unwrap_or(0) % per_topic == consumer)
+                    .collect();
+                if partitions.is_empty() {
+                    continue;
+                }
+                let task = ConsumerTask {
+                    config: self.config.clone(),
+                    topic: topic.clone(),
+                    partitions,
+                    clock: shared.clock.clone(),
+                    recorder: shared.recorder.clone(),
+                    end_to_end,
+                    stop: shared.stop.clone(),
+                    extra_config: workload.consumer_config.clone(),
+                };
+                handles.push(std::thread::spawn(move || task.run()));
+            }
+        }
+        handles
+    }
 }
 
 fn join_all(handles: Vec<JoinHandle<Result<(), BenchError>>>) -> Result<(), BenchError> {
@@ -191,25 +222,20 @@ fn wait_for(
 
 /// Producers only: publish throughput and latency.
 pub fn produce(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
-    workload.validate().map_err(BenchError::Invalid)?;
-    let config = base_config(brokers);
-    let topics = Topics::create(&config, workload)?;
-    let clock = Clock::new(workload.warmup(), workload.duration());
-    let recorder = Arc::new(Recorder::new());
-    let stop = Arc::new(AtomicBool::new(false));
+    let fleet = Fleet::new(brokers, workload)?;
+    let acked = Shared::new(Clock::new(workload.warmup(), workload.duration()));
     let progress = Progress::start(
         "produce",
         workload.message_size,
-        vec![("acked", recorder.clone())],
+        vec![("acked", acked.recorder.clone())],
     );
-    let producers = start_producers(&config, workload, &topics, &clock, &recorder, &stop, None);
-    join_all(producers)?;
+    join_all(fleet.start_producers(&acked, None, false))?;
     drop(progress);
     Ok(Report {
         mode: "produce",
         workload: workload.clone(),
-        produced: Some(recorder.throughput(workload.duration())),
-        publish_latency_ms: recorder.latency(),
+        produced: Some(acked.recorder.throughput(workload.duration())),
+        publish_latency_ms: acked.recorder.latency(),
         consumed: None,
         end_to_end_latency_ms: None,
     })
@@ -217,55 +243,42 @@ pub fn produce(brokers: &str, workload: &Workload) -> Result<Report, BenchError>
 
 /// Writes `backlog_bytes`, then reads it all back from the beginning.
 pub fn consume(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
-    workload.validate().map_err(BenchError::Invalid)?;
-    let config = base_config(brokers);
-    let topics = Topics::create(&config, workload)?;
+    let fleet = Fleet::new(brokers, workload)?;
     let messages = (workload.backlog_bytes / workload.message_size.max(1) as u64).max(1);
     // Writing the backlog: no warm-up, no time limit, every message counted.
-    let fill_clock = Clock::new(Duration::ZERO, Duration::from_secs(24 * 3600));
-    let written = Arc::new(Recorder::new());
-    let stop = Arc::new(AtomicBool::new(false));
+    let unlimited = || Clock::new(Duration::ZERO, Duration::from_secs(24 * 3600));
+    let written = Shared::new(unlimited());
     let fill_started = Instant::now();
     {
         let _progress = Progress::start(
             "writing the backlog",
             workload.message_size,
-            vec![("acked", written.clone())],
+            vec![("acked", written.recorder.clone())],
         );
-        let producers = start_producers(
-            &config,
-            workload,
-            &topics,
-            &fill_clock,
-            &written,
-            &stop,
-            Some(messages),
-        );
-        join_all(producers)?;
+        join_all(fleet.start_producers(&written, Some(messages), false))?;
     }
-    let produced = written.throughput(fill_started.elapsed());
-    let target = written.seen.load(Ordering::Relaxed);
+    let produced = written.recorder.throughput(fill_started.elapsed());
+    let target = written.recorder.seen.load(Ordering::Relaxed);
 
-    let read = Arc::new(Recorder::new());
-    let read_clock = Clock::new(Duration::ZERO, Duration::from_secs(24 * 3600));
+    let read = Shared::new(unlimited());
     let started = Instant::now();
     let progress = Progress::start(
         "consume",
         workload.message_size,
-        vec![("read", read.clone())],
+        vec![("read", read.recorder.clone())],
     );
-    let consumers = start_consumers(&config, workload, &topics, &read_clock, &read, &stop, false);
+    let consumers = fleet.start_consumers(&read, false);
     // Allow the backlog to be read at 5 MB/s at least before calling it stalled.
     let patience = CATCH_UP.max(Duration::from_secs(workload.backlog_bytes / 5_000_000));
-    let caught_up = wait_for(&read, target, patience, &consumers);
+    let caught_up = wait_for(&read.recorder, target, patience, &consumers);
     let elapsed = started.elapsed();
-    stop.store(true, Ordering::Relaxed);
+    read.stop.store(true, Ordering::Relaxed);
     join_all(consumers)?;
     drop(progress);
     if !caught_up {
         return Err(BenchError::Stalled(format!(
             "consumers read {} of {target} messages before giving up",
-            read.seen.load(Ordering::Relaxed)
+            read.recorder.seen.load(Ordering::Relaxed)
         )));
     }
     Ok(Report {
@@ -273,48 +286,30 @@ pub fn consume(brokers: &str, workload: &Workload) -> Result<Report, BenchError>
         workload: workload.clone(),
         produced: Some(produced),
         publish_latency_ms: None,
-        consumed: Some(read.throughput(elapsed)),
+        consumed: Some(read.recorder.throughput(elapsed)),
         end_to_end_latency_ms: None,
     })
 }
 
 /// Producers and consumers together: throughput, publish and end-to-end latency.
 pub fn end_to_end(brokers: &str, workload: &Workload) -> Result<Report, BenchError> {
-    workload.validate().map_err(BenchError::Invalid)?;
-    let config = base_config(brokers);
-    let topics = Topics::create(&config, workload)?;
+    let fleet = Fleet::new(brokers, workload)?;
     let clock = Clock::new(workload.warmup(), workload.duration());
-    let acked = Arc::new(Recorder::new());
-    let received = Arc::new(Recorder::new());
-    let stop_producers = Arc::new(AtomicBool::new(false));
-    let stop_consumers = Arc::new(AtomicBool::new(false));
+    let acked = Shared::new(clock.clone());
+    let received = Shared::new(clock);
     let progress = Progress::start(
         "e2e",
         workload.message_size,
-        vec![("acked", acked.clone()), ("received", received.clone())],
+        vec![
+            ("acked", acked.recorder.clone()),
+            ("received", received.recorder.clone()),
+        ],
     );
-    let consumers = start_consumers(
-        &config,
-        workload,
-        &topics,
-        &clock,
-        &received,
-        &stop_consumers,
-        true,
-    );
-    let producers = start_producers(
-        &config,
-        workload,
-        &topics,
-        &clock,
-        &acked,
-        &stop_producers,
-        None,
-    );
-    let produced = join_all(producers);
-    let target = acked.seen.load(Ordering::Relaxed);
-    let caught_up = wait_for(&received, target, CATCH_UP, &consumers);
-    stop_consumers.store(true, Ordering::Relaxed);
+    let consumers = fleet.start_consumers(&received, true);
+    let produced = join_all(fleet.start_producers(&acked, None, true));
+    let target = acked.recorder.seen.load(Ordering::Relaxed);
+    let caught_up = wait_for(&received.recorder, target, CATCH_UP, &consumers);
+    received.stop.store(true, Ordering::Relaxed);
     let consumed = join_all(consumers);
     drop(progress);
     produced?;
@@ -322,16 +317,16 @@ pub fn end_to_end(brokers: &str, workload: &Workload) -> Result<Report, BenchErr
     if !caught_up {
         return Err(BenchError::Stalled(format!(
             "consumers received {} of {target} acknowledged messages within {} s",
-            received.seen.load(Ordering::Relaxed),
+            received.recorder.seen.load(Ordering::Relaxed),
             CATCH_UP.as_secs()
         )));
     }
     Ok(Report {
         mode: "e2e",
         workload: workload.clone(),
-        produced: Some(acked.throughput(workload.duration())),
-        publish_latency_ms: acked.latency(),
-        consumed: Some(received.throughput(workload.duration())),
-        end_to_end_latency_ms: received.latency(),
+        produced: Some(acked.recorder.throughput(workload.duration())),
+        publish_latency_ms: acked.recorder.latency(),
+        consumed: Some(received.recorder.throughput(workload.duration())),
+        end_to_end_latency_ms: received.recorder.latency(),
     })
 }

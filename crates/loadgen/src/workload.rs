@@ -43,6 +43,20 @@ pub struct Workload {
     /// Keep the topics after the run.
     #[arg(long)]
     pub keep_topics: bool,
+    /// A librdkafka property for the producers, e.g. `linger.ms=5` (repeatable).
+    #[arg(long = "producer-config", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub producer_config: Vec<(String, String)>,
+    /// A librdkafka property for the consumers, e.g. `fetch.max.bytes=104857600`
+    /// (repeatable).
+    #[arg(long = "consumer-config", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub consumer_config: Vec<(String, String)>,
+}
+
+fn parse_property(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
 }
 
 impl Workload {
