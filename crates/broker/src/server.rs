@@ -219,6 +219,10 @@ async fn accept_loop(
     loop {
         tokio::select! {
             _ = stopped.changed() => break,
+            // Finished connections are reaped as they end: a JoinSet keeps every
+            // finished task until it is joined, which would grow with every
+            // connection the broker ever served.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
                     Ok(pair) => pair,

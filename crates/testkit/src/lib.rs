@@ -10,6 +10,6 @@ mod test_broker;
 
 pub use batch_builder::{BatchBuilder, TestRecord, random_batch};
 #[cfg(feature = "broker")]
-pub use requests::{FetchAt, produce_request, topic_name};
+pub use requests::{FetchAt, fetch_request, produce_request, topic_name};
 #[cfg(feature = "broker")]
 pub use test_broker::{RawClient, TestBroker, correlation_of};

@@ -31,6 +31,39 @@ pub struct FetchAt {
     pub max_bytes: i32,
 }
 
+/// A Fetch request for some partitions of one topic.
+#[must_use]
+pub fn fetch_request(
+    topic: &str,
+    partitions: &[FetchAt],
+    min_bytes: i32,
+    max_wait_ms: i32,
+    max_bytes: i32,
+) -> RequestKind {
+    RequestKind::Fetch(
+        FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(max_wait_ms)
+            .with_min_bytes(min_bytes)
+            .with_max_bytes(max_bytes)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(topic_name(topic))
+                    .with_partitions(
+                        partitions
+                            .iter()
+                            .map(|at| {
+                                FetchPartition::default()
+                                    .with_partition(at.partition)
+                                    .with_fetch_offset(at.offset)
+                                    .with_partition_max_bytes(at.max_bytes)
+                            })
+                            .collect(),
+                    ),
+            ]),
+    )
+}
+
 /// A Produce request (acks=all) of `records` to one partition.
 #[must_use]
 pub fn produce_request(topic: &str, partition: i32, records: Vec<u8>) -> RequestKind {
@@ -91,28 +124,8 @@ impl RawClient {
         max_wait_ms: i32,
         max_bytes: i32,
     ) -> Vec<PartitionData> {
-        let request = FetchRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_max_wait_ms(max_wait_ms)
-            .with_min_bytes(min_bytes)
-            .with_max_bytes(max_bytes)
-            .with_topics(vec![
-                FetchTopic::default()
-                    .with_topic(topic_name(topic))
-                    .with_partitions(
-                        partitions
-                            .iter()
-                            .map(|at| {
-                                FetchPartition::default()
-                                    .with_partition(at.partition)
-                                    .with_fetch_offset(at.offset)
-                                    .with_partition_max_bytes(at.max_bytes)
-                            })
-                            .collect(),
-                    ),
-            ]);
-        let ResponseKind::Fetch(response) = self.call(RequestKind::Fetch(request), version).await
-        else {
+        let request = fetch_request(topic, partitions, min_bytes, max_wait_ms, max_bytes);
+        let ResponseKind::Fetch(response) = self.call(request, version).await else {
             panic!("not a Fetch response")
         };
         assert_eq!(response.error_code, 0);
