@@ -14,19 +14,17 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestBroker, fetch_request};
 
+/// Partition 0 from the start, up to 1 MiB.
+const WHOLE_PARTITION: [FetchAt; 1] = [FetchAt {
+    partition: 0,
+    offset: 0,
+    max_bytes: 1 << 20,
+}];
+
 /// One Fetch v11 request for 1 MiB of partition 0 of `flood`, framed.
 fn encoded_fetch() -> Vec<u8> {
-    let RequestKind::Fetch(request) = fetch_request(
-        "flood",
-        &[FetchAt {
-            partition: 0,
-            offset: 0,
-            max_bytes: 1 << 20,
-        }],
-        1,
-        0,
-        1 << 20,
-    ) else {
+    let RequestKind::Fetch(request) = fetch_request("flood", &WHOLE_PARTITION, 1, 0, 1 << 20)
+    else {
         unreachable!()
     };
     let mut body = BytesMut::new();
@@ -122,18 +120,7 @@ async fn a_client_that_never_reads_is_held_back_and_others_are_served() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(served(&broker).await, "and after the flooder is gone");
     let data = setup
-        .fetch(
-            11,
-            "flood",
-            &[FetchAt {
-                partition: 0,
-                offset: 0,
-                max_bytes: 1 << 20,
-            }],
-            1,
-            0,
-            1 << 20,
-        )
+        .fetch(11, "flood", &WHOLE_PARTITION, 1, 0, 1 << 20)
         .await;
     assert_eq!(data[0].high_watermark, 16 * 64, "the log is as it was");
 }

@@ -12,6 +12,16 @@ use serde::Serialize;
 
 use crate::BenchError;
 
+/// Creates (or empties) the file a measurement writes.
+fn create_empty(path: &Path) -> Result<fs::File, BenchError> {
+    OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(BenchError::io("create the test file"))
+}
+
 /// One sequential-write measurement.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct RawWrite {
@@ -28,12 +38,7 @@ pub fn raw_write(
     bytes: u64,
     fsync: bool,
 ) -> Result<RawWrite, BenchError> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map_err(BenchError::io("create the test file"))?;
+    let mut file = create_empty(path)?;
     let buffer = vec![0xA5u8; chunk.max(1)];
     let mut fsync_time = Duration::ZERO;
     let mut fsyncs = 0u32;
@@ -98,12 +103,7 @@ pub fn loopback_mb_s(bytes: u64) -> Result<f64, BenchError> {
 
 /// `fdatasync` latency of small appends: p50 and p99 in microseconds over `count`.
 pub fn fsync_latency(path: &Path, count: usize) -> Result<(f64, f64), BenchError> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map_err(BenchError::io("create the test file"))?;
+    let mut file = create_empty(path)?;
     let block = [0x5Au8; 4096];
     let mut times = Vec::with_capacity(count);
     for _ in 0..count.max(1) {
