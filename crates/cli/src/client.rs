@@ -62,11 +62,21 @@ impl ClientArgs {
 
     /// A consumer; with `group`, it acts for that group (offsets) without joining.
     pub(crate) fn consumer(&self, group: Option<&str>) -> Result<StreamConsumer, CliError> {
+        self.consumer_reporting_ends(group, false)
+    }
+
+    /// A consumer that, with `ends`, reports reaching the end of each partition.
+    pub(crate) fn consumer_reporting_ends(
+        &self,
+        group: Option<&str>,
+        ends: bool,
+    ) -> Result<StreamConsumer, CliError> {
         let mut config = self.config();
         config
             .set("group.id", group.unwrap_or("spool-cli"))
             .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false");
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", ends.to_string());
         config
             .create()
             .map_err(|e| CliError::kafka("create a consumer", e))

@@ -52,7 +52,8 @@ pub struct Workload {
     pub consumer_config: Vec<(String, String)>,
 }
 
-fn parse_property(text: &str) -> Result<(String, String), String> {
+/// Parses `KEY=VALUE` (a non-empty key; the value may be empty or hold `=`).
+pub fn parse_property(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
         _ => Err(format!("expected KEY=VALUE, got `{text}`")),

@@ -160,7 +160,7 @@ fn assign(client: &ClientArgs, args: &ConsumeArgs) -> Result<StreamConsumer, Cli
             args.partitions.clone()
         }
     };
-    let consumer = consumer(client, None, args.exit_at_end)?;
+    let consumer = client.consumer_reporting_ends(None, args.exit_at_end)?;
     let mut list = TopicPartitionList::new();
     for partition in &partitions {
         let offset = match args.offset {
@@ -225,21 +225,6 @@ fn join(client: &ClientArgs, args: &ConsumeArgs, group: &str) -> Result<StreamCo
         .subscribe(&[&args.topic])
         .map_err(|e| CliError::kafka("subscribe", e))?;
     Ok(consumer)
-}
-
-fn consumer(
-    client: &ClientArgs,
-    group: Option<&str>,
-    eof: bool,
-) -> Result<StreamConsumer, CliError> {
-    let mut config = client.config();
-    config
-        .set("group.id", group.unwrap_or("spool-cli"))
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", eof.to_string());
-    config
-        .create()
-        .map_err(|e| CliError::kafka("create a consumer", e))
 }
 
 /// Bytes as a JSON string when they are UTF-8, else as `{"hex": "..."}`.

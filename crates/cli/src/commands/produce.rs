@@ -11,9 +11,9 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use serde::Serialize;
 use spool_loadgen::Compression;
+use spool_loadgen::workload::parse_property;
 
 use crate::client::ClientArgs;
-use crate::commands::topic::parse_key_value;
 use crate::error::CliError;
 use crate::output::Format;
 
@@ -30,7 +30,7 @@ pub(crate) struct ProduceArgs {
     #[arg(short = 'K', long, value_name = "SEP")]
     key_separator: Option<String>,
     /// A header added to every record (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    #[arg(short = 'H', long = "header", value_name = "KEY=VALUE", value_parser = parse_property)]
     headers: Vec<(String, String)>,
     /// Send every record to this partition [default: by key, murmur2 as the Java client].
     #[arg(short, long)]

@@ -7,6 +7,7 @@ use rdkafka::admin::{
 };
 use rdkafka::metadata::Metadata;
 use serde::Serialize;
+use spool_loadgen::workload::parse_property;
 
 use crate::client::ClientArgs;
 use crate::error::CliError;
@@ -25,7 +26,7 @@ pub(crate) enum TopicCommand {
         #[arg(short, long, default_value_t = 1)]
         replicas: i32,
         /// A topic config, e.g. `-c retention.ms=3600000` (repeatable).
-        #[arg(short, long = "config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        #[arg(short, long = "config", value_name = "KEY=VALUE", value_parser = parse_property)]
         configs: Vec<(String, String)>,
     },
     /// List topics.
@@ -46,7 +47,7 @@ pub(crate) enum TopicCommand {
     AlterConfig {
         name: String,
         /// A config to set (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_property)]
         set: Vec<(String, String)>,
         /// A config to remove, back to the broker's default (repeatable).
         #[arg(long = "delete", value_name = "KEY")]
@@ -59,13 +60,6 @@ pub(crate) enum TopicCommand {
         #[arg(short, long)]
         num: usize,
     },
-}
-
-pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
-        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
-    }
 }
 
 pub(crate) async fn run(command: TopicCommand, client: &ClientArgs) -> Result<(), CliError> {
