@@ -89,13 +89,26 @@ impl Broker {
             path: config.data_dir.clone(),
             source,
         })?;
+        Broker::start_on(config, Arc::new(store)).await
+    }
+
+    /// Like [`Broker::start`], with the partition logs in `store` instead of the data
+    /// directory (which still holds the metadata database). The fault checker runs a
+    /// broker on a [`spool_store::FaultyStore`] to crash the machine under it.
+    pub async fn start_on(
+        config: BrokerConfig,
+        store: Arc<dyn spool_store::Store>,
+    ) -> Result<Broker, BrokerError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| BrokerError::DataDir {
+            path: config.data_dir.clone(),
+            source,
+        })?;
         let manager_config = ManagerConfig {
             flush_threads: config.io_threads,
             ..ManagerConfig::default()
         };
         let logs =
-            tokio::task::spawn_blocking(move || LogManager::open(Arc::new(store), manager_config))
-                .await??;
+            tokio::task::spawn_blocking(move || LogManager::open(store, manager_config)).await??;
         let metadata: Arc<dyn MetadataStore> =
             Arc::new(SqliteStore::open(&config.data_dir.join("metadata.db")).await?);
         let dynamic = DynamicConfig::new(config.clone(), metadata.broker_configs().await?);

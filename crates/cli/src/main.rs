@@ -76,6 +76,15 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Kill a broker of this binary over and over under load (or crash its machine),
+    /// then check that nothing it acknowledged was lost, duplicated or reordered.
+    Faultcheck {
+        #[command(flatten)]
+        check: spool_faultcheck::FaultCheck,
+        /// How to print the report.
+        #[arg(long, value_enum, default_value_t = output::Format::Human)]
+        format: output::Format,
+    },
 }
 
 fn main() -> ExitCode {
@@ -84,6 +93,9 @@ fn main() -> ExitCode {
     // errors do (librdkafka's own log lines are there with RUST_LOG=rdkafka=info).
     let default_filter = match cli.command {
         None | Some(Command::Serve(_)) => "info",
+        // The broker of machine mode runs in this process, and its crashes log errors
+        // by design; RUST_LOG=warn shows them.
+        Some(Command::Faultcheck { .. }) => "off",
         Some(_) => "error,rdkafka=off",
     };
     tracing_subscriber::fmt()
@@ -93,6 +105,16 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    if let Some(Command::Faultcheck { check, format }) = &cli.command {
+        // Synchronous: it runs its own brokers, each in a runtime of its own.
+        return match commands::faultcheck::run(check, *format) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("spool: {error}");
+                error.exit_code()
+            }
+        };
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -117,7 +139,7 @@ fn main() -> ExitCode {
 /// Runs a client command; its error is printed and becomes the exit code.
 async fn run_client(command: Command) -> ExitCode {
     let result = match command {
-        Command::Serve(_) => Ok(()),
+        Command::Serve(_) | Command::Faultcheck { .. } => Ok(()),
         Command::Topic { command, client } => commands::topic::run(command, &client).await,
         Command::Produce { args, client } => commands::produce::run(args, &client).await,
         Command::Consume { args, client } => commands::consume::run(args, &client).await,

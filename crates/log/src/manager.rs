@@ -7,7 +7,7 @@
 //! the time it takes to list them.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::thread::JoinHandle;
@@ -97,6 +97,12 @@ impl LogManager {
         store
             .create_dir_all(&root)
             .map_err(LogError::io("create directory", &root))?;
+        // The directory's name lives in the store's root: without this, a machine crash
+        // soon after the first start could lose every partition, synced data and all.
+        let store_root = Path::new("");
+        store
+            .sync_dir(store_root)
+            .map_err(LogError::io("fsync directory", store_root))?;
         for topic in store.list_dir(&root).map_err(LogError::io("list", &root))? {
             let Ok(name) = TopicName::new(topic.name.clone()) else {
                 continue;

@@ -218,3 +218,26 @@ fn a_deleted_partition_is_fenced_and_not_reopened() {
     assert!(manager.partition(&tp).unwrap().is_none());
     assert!(!store.exists(std::path::Path::new("topics/doomed")));
 }
+
+/// Found by `spool faultcheck --mode machine`: the `topics` directory was created at
+/// the store's root without syncing the root, so a machine crash could take every
+/// partition with it, synced data and all.
+#[test]
+fn synced_data_of_a_new_store_survives_a_machine_crash() {
+    let store = spool_store::FaultyStore::new(3);
+    let shared: Arc<dyn Store> = Arc::new(store.clone());
+    let manager = LogManager::open(shared.clone(), ManagerConfig::default()).unwrap();
+    let log = manager.create_partition(&partition("events", 0)).unwrap();
+    log.append(&[&batch(3, 20, 1)]).unwrap();
+    log.sync().unwrap();
+    store.crash(spool_store::CrashMode::DropUnsynced);
+    drop(log);
+    drop(manager);
+
+    let manager = LogManager::open(shared, ManagerConfig::default()).unwrap();
+    let log = manager
+        .partition(&partition("events", 0))
+        .unwrap()
+        .expect("the partition survives");
+    assert_eq!(log.offsets().log_end, Offset(3));
+}

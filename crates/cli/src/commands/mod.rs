@@ -3,6 +3,7 @@
 pub(crate) mod bench;
 pub(crate) mod cluster;
 pub(crate) mod consume;
+pub(crate) mod faultcheck;
 pub(crate) mod group;
 pub(crate) mod produce;
 pub(crate) mod template;

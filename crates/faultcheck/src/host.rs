@@ -1,0 +1,251 @@
+//! The broker under test, and the two ways it dies:
+//!
+//! - [`Mode::Kill`]: a `spool serve` child process, killed with SIGKILL. The page
+//!   cache survives, as it does when only the process dies.
+//! - [`Mode::Machine`]: a broker in this process on a [`FaultyStore`]. Its machine
+//!   "crashes": every file operation of that broker fails from that instant, its tasks
+//!   are dropped, and the store keeps only what was synced. The metadata database
+//!   (topics, committed offsets) stays on the real disk under SQLite's own fsyncs.
+//!
+//! Either way the broker forms groups without `group.initial.rebalance.delay.ms`:
+//! every life is short, and the group must re-form in each.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use spool_broker::{Broker, BrokerConfig};
+use spool_store::{CrashMode, FaultyStore};
+
+use crate::CheckError;
+use crate::Mode;
+use crate::fence::{Fence, FencedStore};
+
+/// How long a broker has to come up before the run fails.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+pub(crate) struct Host {
+    address: SocketAddr,
+    data_dir: PathBuf,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Process {
+        binary: PathBuf,
+        child: Option<Child>,
+    },
+    Machine {
+        store: FaultyStore,
+        life: Option<Life>,
+    },
+}
+
+/// One life of the in-process broker: its runtime lives on its own thread until told
+/// to die.
+#[derive(Debug)]
+struct Life {
+    fence: Fence,
+    die: mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl Host {
+    /// A host for `mode` on a free loopback port; nothing runs until [`Host::start`].
+    pub(crate) fn new(
+        mode: Mode,
+        data_dir: &Path,
+        binary: PathBuf,
+        seed: u64,
+    ) -> Result<Host, CheckError> {
+        std::fs::create_dir_all(data_dir).map_err(CheckError::io("create", data_dir))?;
+        let address = free_port()?;
+        let kind = match mode {
+            Mode::Kill => Kind::Process {
+                binary,
+                child: None,
+            },
+            Mode::Machine => Kind::Machine {
+                store: FaultyStore::new(seed),
+                life: None,
+            },
+        };
+        Ok(Host {
+            address,
+            data_dir: data_dir.to_path_buf(),
+            kind,
+        })
+    }
+
+    pub(crate) fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Starts the broker and waits until it accepts connections.
+    pub(crate) fn start(&mut self) -> Result<(), CheckError> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        match &mut self.kind {
+            Kind::Process { binary, child } => {
+                let log = self.data_dir.join("broker.log");
+                let open_log = || {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&log)
+                        .map_err(CheckError::io("open", &log))
+                };
+                let spawned = Command::new(&*binary)
+                    .arg("serve")
+                    .arg("--listen")
+                    .arg(self.address.to_string())
+                    .arg("--data-dir")
+                    .arg(self.data_dir.join("broker"))
+                    .arg("--set")
+                    .arg("group.initial.rebalance.delay.ms=0")
+                    .stdin(Stdio::null())
+                    .stdout(open_log()?)
+                    .stderr(open_log()?)
+                    .spawn()
+                    .map_err(CheckError::io("start", binary))?;
+                *child = Some(spawned);
+                wait_until_listening(self.address, deadline, || {
+                    child
+                        .as_mut()
+                        .and_then(|c| c.try_wait().ok().flatten())
+                        .map(|status| {
+                            format!("the broker exited with {status}; see {}", log.display())
+                        })
+                })
+            }
+            Kind::Machine { store, life } => {
+                let mut config = BrokerConfig {
+                    listen: self.address,
+                    data_dir: self.data_dir.join("broker"),
+                    ..BrokerConfig::default()
+                };
+                config.groups.initial_rebalance_delay = Duration::ZERO;
+                let started = loop {
+                    // The listener of the previous life closes as its runtime winds down,
+                    // which may take a moment.
+                    match start_in_process(config.clone(), store) {
+                        Ok(started) => break started,
+                        Err(_) if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        Err(error) => return Err(error),
+                    }
+                };
+                *life = Some(started);
+                Ok(())
+            }
+        }
+    }
+
+    /// Kills the broker: SIGKILL, or a crash of its machine.
+    pub(crate) fn crash(&mut self) -> Result<(), CheckError> {
+        match &mut self.kind {
+            Kind::Process { child, .. } => {
+                if let Some(mut child) = child.take() {
+                    let _ = child.kill();
+                    child
+                        .wait()
+                        .map_err(CheckError::io("wait for", Path::new("the broker")))?;
+                }
+            }
+            Kind::Machine { store, life } => {
+                if let Some(life) = life.take() {
+                    life.fence.cut();
+                    let _ = life.die.send(());
+                    let _ = life.thread.join();
+                    store.crash(CrashMode::DropUnsynced);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.crash();
+    }
+}
+
+/// Starts a broker on `store` in a runtime of its own thread; returns once it listens.
+fn start_in_process(config: BrokerConfig, store: &FaultyStore) -> Result<Life, CheckError> {
+    let fence = Fence::default();
+    let fenced = Arc::new(FencedStore::new(Arc::new(store.clone()), fence.clone()));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (die, dead) = mpsc::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("faultcheck-broker".to_owned())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    let _ = ready_tx.send(Err(error.to_string()));
+                    return;
+                }
+            };
+            match runtime.block_on(Broker::start_on(config, fenced)) {
+                // The broker is never shut down: its machine crashes.
+                Ok(broker) => {
+                    let _ = ready_tx.send(Ok(()));
+                    let _ = dead.recv();
+                    drop(broker);
+                }
+                Err(error) => {
+                    let _ = ready_tx.send(Err(error.to_string()));
+                }
+            }
+            runtime.shutdown_background();
+        })
+        .map_err(CheckError::io("spawn", Path::new("the broker thread")))?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(Life { fence, die, thread }),
+        Ok(Err(message)) => {
+            let _ = thread.join();
+            Err(CheckError::Broker(message))
+        }
+        Err(_) => Err(CheckError::Broker("the broker thread died".to_owned())),
+    }
+}
+
+fn free_port() -> Result<SocketAddr, CheckError> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(CheckError::io("bind", Path::new("127.0.0.1:0")))?;
+    listener
+        .local_addr()
+        .map_err(CheckError::io("bind", Path::new("127.0.0.1:0")))
+}
+
+fn wait_until_listening(
+    address: SocketAddr,
+    deadline: Instant,
+    mut exited: impl FnMut() -> Option<String>,
+) -> Result<(), CheckError> {
+    loop {
+        if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if let Some(message) = exited() {
+            return Err(CheckError::Broker(message));
+        }
+        if Instant::now() > deadline {
+            return Err(CheckError::Broker(format!(
+                "the broker did not listen on {address} within {START_TIMEOUT:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

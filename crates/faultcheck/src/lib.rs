@@ -1,0 +1,260 @@
+//! `spool faultcheck`: is what the broker acknowledged still there, once, in order,
+//! after it was killed over and over?
+//!
+//! Producers (librdkafka, `acks=all`, idempotence on) send unique values to a
+//! multi-partition topic while a consumer group of short-lived members reads and
+//! commits. Meanwhile the broker dies at random moments and comes back, N times: by
+//! SIGKILL ([`Mode::Kill`]) or by a crash of its machine that loses everything not
+//! fsynced ([`Mode::Machine`]). At the end the topic is read back whole and the history
+//! is checked against it (see [`checker`]). See docs/reliability.md.
+
+pub mod checker;
+mod drain;
+mod fence;
+pub mod history;
+mod host;
+mod members;
+mod producer;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::KafkaError;
+
+pub use report::Report;
+
+use crate::history::History;
+use crate::host::Host;
+
+/// How the broker dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// SIGKILL of the broker process: what was written survives in the page cache.
+    Kill,
+    /// A crash of the machine under an in-process broker: what was not fsynced is lost.
+    Machine,
+}
+
+/// The run's settings (`spool faultcheck --help`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct FaultCheck {
+    /// How the broker dies.
+    #[arg(long, value_enum, default_value_t = Mode::Kill)]
+    pub mode: Mode,
+    /// How many times the broker dies.
+    #[arg(long, default_value_t = 10)]
+    pub cycles: u32,
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+    #[arg(long, default_value_t = 2)]
+    pub producers: u32,
+    /// Group members at a time (each leaves after a few seconds and is replaced).
+    #[arg(long, default_value_t = 2)]
+    pub consumers: u32,
+    /// Messages per second per producer.
+    #[arg(long, default_value_t = 1000)]
+    pub rate: u32,
+    /// Shortest time the broker lives between deaths, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub up_min_ms: u64,
+    /// Longest time the broker lives between deaths, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub up_max_ms: u64,
+    /// Seed of the random death times (and of the faulty store); random by default.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the broker keeps its data; a fresh temporary directory by default, removed
+    /// after a run without violations.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// The `spool` binary to run as the broker in kill mode; this one by default.
+    #[arg(long)]
+    pub spool_bin: Option<PathBuf>,
+    /// A config of the topic under test, as KEY=VALUE (repeatable): `flush.ms=60000`
+    /// acknowledges writes before they are fsynced, which machine mode must catch.
+    #[arg(long = "topic-config", value_name = "KEY=VALUE")]
+    pub topic_config: Vec<String>,
+}
+
+/// Why a run could not be carried out (violations are not errors: see [`Report`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot {action}: {error}")]
+    Kafka {
+        action: &'static str,
+        #[source]
+        error: KafkaError,
+    },
+    #[error("{0}")]
+    Broker(String),
+}
+
+impl CheckError {
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> CheckError {
+        let path = path.to_path_buf();
+        move |source| CheckError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+
+    fn kafka(action: &'static str) -> impl FnOnce(KafkaError) -> CheckError {
+        move |error| CheckError::Kafka { action, error }
+    }
+}
+
+impl FaultCheck {
+    fn validate(&self) -> Result<(), CheckError> {
+        let invalid = |message: &str| Err(CheckError::Invalid(message.to_owned()));
+        if self.partitions < 1 {
+            return invalid("--partitions must be at least 1");
+        }
+        if self.producers < 1 || self.rate < 1 {
+            return invalid("--producers and --rate must be at least 1");
+        }
+        if self.up_min_ms > self.up_max_ms {
+            return invalid("--up-min-ms must not exceed --up-max-ms");
+        }
+        if let Some(bad) = self.topic_config.iter().find(|c| !c.contains('=')) {
+            return Err(CheckError::Invalid(format!(
+                "--topic-config {bad}: expected KEY=VALUE"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Runs the check; the report says whether anything was violated.
+pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
+    check.validate()?;
+    let seed = check.seed.unwrap_or_else(|| fastrand::u64(..));
+    let data_dir = check.data_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!(
+            "spool-faultcheck-{}",
+            uuid::Uuid::new_v4().simple()
+        ))
+    });
+    let binary = match &check.spool_bin {
+        Some(binary) => binary.clone(),
+        None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool")))?,
+    };
+    let started = Instant::now();
+    let mut host = Host::new(check.mode, &data_dir, binary, seed)?;
+    host.start()?;
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", host.address().to_string())
+        .set("reconnect.backoff.ms", "20")
+        .set("reconnect.backoff.max.ms", "200")
+        .set("log_level", "0");
+    let topic = "faultcheck";
+    create_topic(&config, topic, check)?;
+
+    let history = Arc::new(History::new(usize::try_from(check.producers).unwrap_or(1)));
+    let stop = AtomicBool::new(false);
+    let group = format!("spool-faultcheck-{seed}");
+    let outcome = std::thread::scope(|scope| -> Result<(), CheckError> {
+        let mut threads = Vec::new();
+        for id in 0..check.producers {
+            let plan = producer::Plan {
+                id,
+                topic: topic.to_owned(),
+                partitions: check.partitions,
+                rate: check.rate,
+            };
+            let (config, history, stop) = (&config, &history, &stop);
+            threads.push(scope.spawn(move || producer::run(config, &plan, history, stop)));
+        }
+        for slot in 0..check.consumers {
+            let (config, history, stop, group) = (&config, &history, &stop, &group);
+            let slot = usize::try_from(slot).unwrap_or(0);
+            threads
+                .push(scope.spawn(move || members::run(config, slot, topic, group, history, stop)));
+        }
+        let cycles = kill_cycles(&mut host, check, seed);
+        // Let the clients catch up with the last life before they stop.
+        std::thread::sleep(Duration::from_secs(1));
+        stop.store(true, Ordering::SeqCst);
+        let mut first_error = cycles.err();
+        for thread in threads {
+            match thread.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    first_error.get_or_insert(error);
+                }
+                Err(_) => {
+                    first_error
+                        .get_or_insert(CheckError::Broker("a client thread panicked".to_owned()));
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    });
+    outcome?;
+    let drained = drain::drain(&config, topic, check.partitions)?;
+    drop(host);
+    let events = history.events();
+    let report = Report::new(check, seed, &events, &drained, started.elapsed(), &data_dir);
+    if report.findings.is_clean() && check.data_dir.is_none() {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    Ok(report)
+}
+
+/// Lets the broker live a random while, kills it and starts it again, `cycles` times.
+fn kill_cycles(host: &mut Host, check: &FaultCheck, seed: u64) -> Result<(), CheckError> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let show_progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    for cycle in 1..=check.cycles {
+        let up = rng.u64(check.up_min_ms..=check.up_max_ms);
+        std::thread::sleep(Duration::from_millis(up));
+        host.crash()?;
+        host.start()?;
+        if show_progress {
+            eprint!("\rcycle {cycle}/{}", check.cycles);
+        }
+    }
+    if show_progress {
+        eprintln!();
+    }
+    Ok(())
+}
+
+fn create_topic(config: &ClientConfig, topic: &str, check: &FaultCheck) -> Result<(), CheckError> {
+    let admin: AdminClient<DefaultClientContext> = config
+        .create()
+        .map_err(CheckError::kafka("create an admin client"))?;
+    let mut new = NewTopic::new(topic, check.partitions, TopicReplication::Fixed(1));
+    for entry in &check.topic_config {
+        if let Some((key, value)) = entry.split_once('=') {
+            new = new.set(key, value);
+        }
+    }
+    let results = futures_executor::block_on(admin.create_topics(&[new], &AdminOptions::new()))
+        .map_err(CheckError::kafka("create the topic"))?;
+    for result in results {
+        if let Err((topic, code)) = result {
+            return Err(CheckError::Broker(format!(
+                "the broker refused to create topic {topic}: {code:?}"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! What a run did and what it found, as text for people and JSON for scripts.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::checker::{self, Drained, Findings};
+use crate::history::Events;
+use crate::{FaultCheck, Mode};
+
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    pub mode: Mode,
+    pub seed: u64,
+    pub cycles: u32,
+    pub partitions: i32,
+    pub seconds: f64,
+    /// Values sent by the producers.
+    pub sent: u64,
+    /// Values the broker acknowledged.
+    pub acknowledged: u64,
+    /// Values whose delivery failed (each may or may not be in the log).
+    pub failed: u64,
+    /// Records in the log at the end.
+    pub log_records: u64,
+    /// Assignments received by group members.
+    pub assignments: u64,
+    pub polls: u64,
+    pub commits: u64,
+    pub commits_failed: u64,
+    pub findings: Findings,
+    /// Kept for inspection when something was violated.
+    pub data_dir: Option<String>,
+}
+
+impl Report {
+    pub(crate) fn new(
+        check: &FaultCheck,
+        seed: u64,
+        events: &Events,
+        drained: &Drained,
+        elapsed: Duration,
+        data_dir: &Path,
+    ) -> Report {
+        let mut findings = checker::check(events, drained);
+        if events.acked.is_empty() {
+            findings.note("no-progress", || "no write was acknowledged".to_owned());
+        }
+        if check.consumers > 0 && events.polls.is_empty() {
+            findings.note("no-progress", || "no group member read anything".to_owned());
+        }
+        let count = |n: usize| n as u64;
+        Report {
+            mode: check.mode,
+            seed,
+            cycles: check.cycles,
+            partitions: check.partitions,
+            seconds: elapsed.as_secs_f64(),
+            sent: events.sent.iter().sum(),
+            acknowledged: count(events.acked.len()),
+            failed: count(events.failed.len()),
+            log_records: drained.values().map(|records| count(records.len())).sum(),
+            assignments: count(events.sessions.len()),
+            polls: count(events.polls.len()),
+            commits: count(events.commits.len()),
+            commits_failed: count(
+                events
+                    .commits
+                    .iter()
+                    .filter(|c| c.acknowledged.is_none())
+                    .count(),
+            ),
+            data_dir: (!findings.is_clean()).then(|| data_dir.display().to_string()),
+            findings,
+        }
+    }
+
+    #[must_use]
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_clean()
+    }
+
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        let mode = match self.mode {
+            Mode::Kill => "kill -9 of the broker process",
+            Mode::Machine => "machine crash (unsynced data lost)",
+        };
+        let _ = writeln!(
+            text,
+            "{} cycles of {mode}, seed {}, {} partitions, {:.1} s",
+            self.cycles, self.seed, self.partitions, self.seconds
+        );
+        let _ = writeln!(
+            text,
+            "produced: {} sent, {} acknowledged, {} failed; log holds {} records",
+            self.sent, self.acknowledged, self.failed, self.log_records
+        );
+        let _ = writeln!(
+            text,
+            "group: {} assignments, {} polls, {} offset commits ({} failed)",
+            self.assignments, self.polls, self.commits, self.commits_failed
+        );
+        if self.is_clean() {
+            let _ = writeln!(text, "no violations");
+            return text;
+        }
+        for (kind, violation) in &self.findings.violations {
+            let _ = writeln!(text, "VIOLATION {kind}: {}", violation.count);
+            for example in &violation.examples {
+                let _ = writeln!(text, "  {example}");
+            }
+        }
+        if let Some(dir) = &self.data_dir {
+            let _ = writeln!(text, "data kept in {dir}");
+        }
+        text
+    }
+}
