@@ -256,7 +256,13 @@ impl LogManager {
     /// Stops the background threads, then syncs and checkpoints every open partition
     /// so the next start needs no recovery scan.
     pub fn shutdown(&self) -> Result<()> {
-        self.shared.stopping.store(true, Ordering::SeqCst);
+        {
+            // Set under the locks the threads check the flag under: a thread between
+            // its check and its wait would otherwise sleep through the wake-up.
+            let _queue = lock(&self.shared.flush_queue);
+            let _signal = lock(&self.shared.stop_signal.0);
+            self.shared.stopping.store(true, Ordering::SeqCst);
+        }
         self.shared.flush_ready.notify_all();
         self.shared.stop_signal.1.notify_all();
         for thread in lock(&self.threads).drain(..) {

@@ -241,3 +241,23 @@ fn synced_data_of_a_new_store_survives_a_machine_crash() {
         .expect("the partition survives");
     assert_eq!(log.offsets().log_end, Offset(3));
 }
+
+/// Found by the `log_recovery` fuzz target: `shutdown` set the stop flag and woke the
+/// flush threads without holding their queue's lock, so a thread between its check of
+/// the flag and its wait slept through the wake-up, and `shutdown` waited for it
+/// forever.
+#[test]
+fn shutdown_never_waits_forever_for_a_flush_thread() {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for _ in 0..3000 {
+            let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+            let manager = LogManager::open(store, ManagerConfig::default()).unwrap();
+            manager.shutdown().unwrap();
+        }
+        let _ = done_tx.send(());
+    });
+    done_rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("3000 opens and shutdowns finish");
+}
