@@ -1,10 +1,12 @@
 //! Hostile clients that do nothing wrong on the wire but would exhaust a careless
-//! broker: more connections than allowed, connections that stay idle, and a client
-//! that sends requests without ever reading the answers. In each case the broker
-//! stays up, bounds what it holds, and serves everyone else.
+//! broker: more connections than allowed, thousands of connections that stay idle, a
+//! client that sends requests without ever reading the answers, and a compressed batch
+//! that inflates enormously. In each case the broker stays up, bounds what it holds,
+//! and serves everyone else.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::Write;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -48,6 +50,9 @@ fn resident_bytes() -> u64 {
     pages * 4096
 }
 
+/// The tests that measure this process's memory run one at a time.
+static MEMORY_MEASURED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn served(broker: &TestBroker) -> bool {
     let mut client = broker.client().await;
     let answer = tokio::time::timeout(
@@ -84,6 +89,7 @@ async fn connections_beyond_the_limit_are_refused_and_idle_ones_closed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_that_never_reads_is_held_back_and_others_are_served() {
+    let _alone = MEMORY_MEASURED.lock().await;
     let broker = TestBroker::start().await;
     let mut setup = broker.client().await;
     assert_eq!(setup.create_topic("flood", 1).await, 0);
@@ -123,4 +129,136 @@ async fn a_client_that_never_reads_is_held_back_and_others_are_served() {
         .fetch(11, "flood", &WHOLE_PARTITION, 1, 0, 1 << 20)
         .await;
     assert_eq!(data[0].high_watermark, 16 * 64, "the log is as it was");
+}
+
+/// Raises this process's open-file limit to its hard limit; returns the limit now.
+fn raise_open_file_limit() -> usize {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    limit.current = limit.maximum;
+    let _ = setrlimit(Resource::Nofile, limit);
+    getrlimit(Resource::Nofile)
+        .current
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thousands_of_idle_connections_cost_little_and_others_are_served() {
+    let _alone = MEMORY_MEASURED.lock().await;
+    // Each connection is two descriptors here, the client's and the broker's.
+    let limit = raise_open_file_limit();
+    let count = 5_000.min(limit.saturating_sub(512) / 2);
+    assert!(
+        count >= 2_000,
+        "the open-file limit ({limit}) leaves room for only {count} connections"
+    );
+    let broker = TestBroker::start().await;
+    let mut setup = broker.client().await;
+    assert_eq!(setup.create_topic("calm", 1).await, 0);
+    let batch = BatchBuilder::new().values(10, 100).build();
+    assert_eq!(setup.produce("calm", 0, batch).await.0, 0);
+
+    let rss_before = resident_bytes();
+    let mut idle = Vec::with_capacity(count);
+    for _ in 0..count {
+        idle.push(tokio::net::TcpStream::connect(broker.addr()).await.unwrap());
+    }
+    // Every connection has been accepted once a new one is served behind them.
+    assert!(
+        served(&broker).await,
+        "a new client is served among {count} idle ones"
+    );
+    let grown = resident_bytes().saturating_sub(rss_before);
+    assert!(
+        grown < (count as u64) * (32 << 10),
+        "{count} idle connections cost {} KiB each",
+        (grown / count as u64) >> 10
+    );
+    let mut probe = [0u8; 1];
+    let first_still_open =
+        tokio::time::timeout(Duration::from_millis(100), idle[0].peek(&mut probe)).await;
+    assert!(
+        first_still_open.is_err(),
+        "idle connections are kept until the idle timeout"
+    );
+
+    drop(idle);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(served(&broker).await, "and after they have all gone");
+    let data = setup
+        .fetch(11, "calm", &WHOLE_PARTITION, 1, 0, 1 << 20)
+        .await;
+    assert_eq!(data[0].high_watermark, 10, "the log is as it was");
+}
+
+/// A gzip records section that inflates to one record holding `inflated` zero bytes,
+/// compressed as it streams so that the test never holds the inflated bytes either.
+fn gzip_bomb(inflated: usize) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, value: i64) {
+        let mut zigzag = ((value << 1) ^ (value >> 63)).cast_unsigned();
+        while zigzag >= 0x80 {
+            out.push(u8::try_from(zigzag & 0x7f).unwrap() | 0x80);
+            zigzag >>= 7;
+        }
+        out.push(u8::try_from(zigzag).unwrap());
+    }
+    let value_len = i64::try_from(inflated).unwrap();
+    let mut record_head = vec![0]; // attributes
+    varint(&mut record_head, 0); // timestamp delta
+    varint(&mut record_head, 0); // offset delta
+    varint(&mut record_head, -1); // no key
+    varint(&mut record_head, value_len);
+    let record_len = i64::try_from(record_head.len()).unwrap() + value_len + 1; // + no headers
+    let mut head = Vec::new();
+    varint(&mut head, record_len);
+    head.extend_from_slice(&record_head);
+
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(&head).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..inflated / zeros.len() {
+        encoder.write_all(&zeros).unwrap();
+    }
+    encoder.write_all(&[0]).unwrap(); // header count 0
+    encoder.finish().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compression_bomb_is_stored_as_sent_without_being_inflated() {
+    let _alone = MEMORY_MEASURED.lock().await;
+    let inflated = 256 << 20;
+    let body = gzip_bomb(inflated);
+    assert!(
+        body.len() < 2 << 20,
+        "the bomb is small: {} bytes",
+        body.len()
+    );
+    let bomb = BatchBuilder::new()
+        .attributes(1) // gzip
+        .raw_records(1, body)
+        .build();
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("bomb", 1).await, 0);
+
+    let rss_before = resident_bytes();
+    assert_eq!(client.produce("bomb", 0, bomb.clone()).await, (0, 0));
+    let grown = resident_bytes().saturating_sub(rss_before);
+    assert!(
+        grown < 64 << 20,
+        "the broker did not inflate the batch: {} MiB more",
+        grown >> 20
+    );
+    let at_start = [FetchAt {
+        partition: 0,
+        offset: 0,
+        max_bytes: 4 << 20,
+    }];
+    let data = client.fetch(11, "bomb", &at_start, 1, 0, 4 << 20).await;
+    assert_eq!(
+        data[0].records.as_deref(),
+        Some(&bomb[..]),
+        "the batch is stored and served as the producer compressed it"
+    );
+    assert!(served(&broker).await, "other clients are served");
 }

@@ -33,6 +33,9 @@ pub struct BatchBuilder {
     producer_epoch: ProducerEpoch,
     base_sequence: Sequence,
     attributes: i16,
+    /// Record bytes taken as they are (compressed ones, say) and their record count,
+    /// instead of `records`.
+    raw_records: Option<(i32, Vec<u8>)>,
 }
 
 impl Default for BatchBuilder {
@@ -45,6 +48,7 @@ impl Default for BatchBuilder {
             producer_epoch: ProducerEpoch::NONE,
             base_sequence: Sequence::NONE,
             attributes: 0,
+            raw_records: None,
         }
     }
 }
@@ -99,13 +103,26 @@ impl BatchBuilder {
         self
     }
 
+    /// Puts `body` in the batch as its records section, claiming `count` records:
+    /// with a compression attribute, `body` is what a producer's codec wrote.
+    #[must_use]
+    pub fn raw_records(mut self, count: i32, body: Vec<u8>) -> Self {
+        self.raw_records = Some((count, body));
+        self
+    }
+
     #[must_use]
     pub fn build(&self) -> Vec<u8> {
-        let mut body = Vec::new();
-        for (delta, record) in self.records.iter().enumerate() {
-            encode_record(&mut body, record, i64::try_from(delta).unwrap_or(0));
-        }
-        let count = i32::try_from(self.records.len()).unwrap_or(i32::MAX);
+        let (count, body) = match &self.raw_records {
+            Some((count, body)) => (*count, body.clone()),
+            None => {
+                let mut body = Vec::new();
+                for (delta, record) in self.records.iter().enumerate() {
+                    encode_record(&mut body, record, i64::try_from(delta).unwrap_or(0));
+                }
+                (i32::try_from(self.records.len()).unwrap_or(i32::MAX), body)
+            }
+        };
         let max_delta = self
             .records
             .iter()
