@@ -19,9 +19,9 @@ fn faultcheck(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn clean_run(mode: &str) {
+fn clean_run(mode: &str, crash: &str) {
     let (code, stdout, stderr) = faultcheck(&[
-        "--mode", mode, "--cycles", "4", "--seed", "7", "--format", "json",
+        "--mode", mode, "--crash", crash, "--cycles", "4", "--seed", "7", "--format", "json",
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -42,12 +42,17 @@ fn clean_run(mode: &str) {
 
 #[test]
 fn kill_cycles_lose_nothing_acknowledged() {
-    clean_run("kill");
+    clean_run("kill", "drop");
 }
 
 #[test]
 fn machine_crashes_lose_nothing_acknowledged() {
-    clean_run("machine");
+    clean_run("machine", "drop");
+}
+
+#[test]
+fn machine_crashes_that_garble_unsynced_writes_lose_nothing_acknowledged() {
+    clean_run("machine", "garble");
 }
 
 #[test]

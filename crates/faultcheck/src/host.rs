@@ -4,7 +4,8 @@
 //!   cache survives, as it does when only the process dies.
 //! - [`Mode::Machine`]: a broker in this process on a [`FaultyStore`]. Its machine
 //!   "crashes": every file operation of that broker fails from that instant, its tasks
-//!   are dropped, and the store keeps only what was synced. The metadata database
+//!   are dropped, and the store keeps what was synced, plus nothing, a torn prefix or
+//!   garbage in place of the rest (`--crash drop|tear|garble`). The metadata database
 //!   (topics, committed offsets) stays on the real disk under SQLite's own fsyncs.
 //!
 //! Either way the broker forms groups without `group.initial.rebalance.delay.ms`:
@@ -21,9 +22,8 @@ use std::time::{Duration, Instant};
 use spool_broker::{Broker, BrokerConfig};
 use spool_store::{CrashMode, FaultyStore};
 
-use crate::CheckError;
-use crate::Mode;
 use crate::fence::{Fence, FencedStore};
+use crate::{CheckError, Crash, Mode};
 
 /// How long a broker has to come up before the run fails.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,6 +43,7 @@ enum Kind {
     },
     Machine {
         store: FaultyStore,
+        crash: CrashMode,
         life: Option<Life>,
     },
 }
@@ -60,6 +61,7 @@ impl Host {
     /// A host for `mode` on a free loopback port; nothing runs until [`Host::start`].
     pub(crate) fn new(
         mode: Mode,
+        crash: Crash,
         data_dir: &Path,
         binary: PathBuf,
         seed: u64,
@@ -73,6 +75,11 @@ impl Host {
             },
             Mode::Machine => Kind::Machine {
                 store: FaultyStore::new(seed),
+                crash: match crash {
+                    Crash::Drop => CrashMode::DropUnsynced,
+                    Crash::Tear => CrashMode::TearUnsynced,
+                    Crash::Garble => CrashMode::GarbleUnsynced,
+                },
                 life: None,
             },
         };
@@ -123,7 +130,7 @@ impl Host {
                         })
                 })
             }
-            Kind::Machine { store, life } => {
+            Kind::Machine { store, life, .. } => {
                 let mut config = BrokerConfig {
                     listen: self.address,
                     data_dir: self.data_dir.join("broker"),
@@ -158,12 +165,12 @@ impl Host {
                         .map_err(CheckError::io("wait for", Path::new("the broker")))?;
                 }
             }
-            Kind::Machine { store, life } => {
+            Kind::Machine { store, crash, life } => {
                 if let Some(life) = life.take() {
                     life.fence.cut();
                     let _ = life.die.send(());
                     let _ = life.thread.join();
-                    store.crash(CrashMode::DropUnsynced);
+                    store.crash(*crash);
                 }
             }
         }

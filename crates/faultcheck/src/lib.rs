@@ -42,12 +42,27 @@ pub enum Mode {
     Machine,
 }
 
+/// What a machine crash keeps of the bytes written since a file's last fsync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Crash {
+    /// Nothing.
+    Drop,
+    /// A random prefix of them: a write torn part-way.
+    Tear,
+    /// Random bytes of a random length in their place: sectors holding garbage.
+    Garble,
+}
+
 /// The run's settings (`spool faultcheck --help`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct FaultCheck {
     /// How the broker dies.
     #[arg(long, value_enum, default_value_t = Mode::Kill)]
     pub mode: Mode,
+    /// In machine mode, what a crash keeps of the unsynced bytes.
+    #[arg(long, value_enum, default_value_t = Crash::Drop)]
+    pub crash: Crash,
     /// How many times the broker dies.
     #[arg(long, default_value_t = 10)]
     pub cycles: u32,
@@ -156,7 +171,7 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool")))?,
     };
     let started = Instant::now();
-    let mut host = Host::new(check.mode, &data_dir, binary, seed)?;
+    let mut host = Host::new(check.mode, check.crash, &data_dir, binary, seed)?;
     host.start()?;
     let mut config = ClientConfig::new();
     config
@@ -229,6 +244,8 @@ fn kill_cycles(host: &mut Host, check: &FaultCheck, seed: u64) -> Result<(), Che
         host.start()?;
         if show_progress {
             eprint!("\rcycle {cycle}/{}", check.cycles);
+        } else if cycle % 100 == 0 {
+            eprintln!("cycle {cycle}/{}", check.cycles);
         }
     }
     if show_progress {

@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use crate::checker::{self, Drained, Findings};
 use crate::history::Events;
-use crate::{FaultCheck, Mode};
+use crate::{Crash, FaultCheck, Mode};
 
 #[derive(Debug, serde::Serialize)]
 pub struct Report {
     pub mode: Mode,
+    /// What machine crashes kept of unsynced bytes (machine mode only).
+    pub crash: Option<Crash>,
     pub seed: u64,
     pub cycles: u32,
     pub partitions: i32,
@@ -52,6 +54,7 @@ impl Report {
         let count = |n: usize| n as u64;
         Report {
             mode: check.mode,
+            crash: (check.mode == Mode::Machine).then_some(check.crash),
             seed,
             cycles: check.cycles,
             partitions: check.partitions,
@@ -83,9 +86,11 @@ impl Report {
     #[must_use]
     pub fn to_text(&self) -> String {
         let mut text = String::new();
-        let mode = match self.mode {
-            Mode::Kill => "kill -9 of the broker process",
-            Mode::Machine => "machine crash (unsynced data lost)",
+        let mode = match (self.mode, self.crash) {
+            (Mode::Kill, _) => "kill -9 of the broker process",
+            (Mode::Machine, Some(Crash::Tear)) => "machine crash (unsynced writes torn)",
+            (Mode::Machine, Some(Crash::Garble)) => "machine crash (unsynced writes garbled)",
+            (Mode::Machine, _) => "machine crash (unsynced data lost)",
         };
         let _ = writeln!(
             text,
