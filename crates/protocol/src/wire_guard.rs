@@ -10,6 +10,13 @@
 //!
 //! The walk only needs each request's structure, not its meaning; it must agree with
 //! `kafka-protocol`'s decoding, which the real-client tests exercise.
+//!
+//! Tagged fields need care: `kafka-protocol` decodes a tagged field it knows (Fetch
+//! has four) straight from the buffer and ignores the size the field declares. A walk
+//! that skipped the declared size would then lose step with the decoder, which could
+//! read an array count the walk never checked (the `request_decoding` fuzz target
+//! found such a Fetch v18 request). So a known tagged field is walked as its kind, and
+//! must fill its declared size exactly.
 #![deny(clippy::indexing_slicing)]
 
 pub mod group_shapes;
@@ -30,6 +37,11 @@ pub enum Kind {
     Scalars(usize),
     /// An array of strings.
     Strings,
+    /// One struct (not an array) with these fields.
+    Struct(&'static [Field]),
+    /// A tagged field with this tag, holding a value of this kind. Walked only where
+    /// the tagged fields are, at the end of its struct.
+    Tagged(u32, &'static Kind),
 }
 
 /// A field present in versions `since..=until`.
@@ -74,6 +86,8 @@ pub enum GuardError {
     NegativeLength(i64),
     #[error("a varint is longer than 5 bytes")]
     VarintTooLong,
+    #[error("tagged field {tag} declares {declared} bytes but its value takes a different number")]
+    TaggedFieldSize { tag: u32, declared: usize },
 }
 
 /// Walks `body` as a request of `shape` at `version`; returns how many bytes were
@@ -97,12 +111,14 @@ struct Walker<'a> {
 impl Walker<'_> {
     fn structure(&mut self, fields: &[Field]) -> Result<(), GuardError> {
         for field in fields {
-            if (field.since..=field.until).contains(&self.version) {
+            if (field.since..=field.until).contains(&self.version)
+                && !matches!(field.kind, Kind::Tagged(..))
+            {
                 self.field(field.kind)?;
             }
         }
         if self.flexible {
-            self.tagged_fields()?;
+            self.tagged_fields(fields)?;
         }
         Ok(())
     }
@@ -142,6 +158,8 @@ impl Walker<'_> {
                 }
                 Ok(())
             }
+            Kind::Struct(fields) => self.structure(fields),
+            Kind::Tagged(_, kind) => self.field(*kind),
         }
     }
 
@@ -165,11 +183,36 @@ impl Walker<'_> {
         Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
-    fn tagged_fields(&mut self) -> Result<(), GuardError> {
+    /// The tagged fields ending a struct of `fields`: a known one (a `Tagged` field of
+    /// the struct, at this version) must be exactly its declared size; others are
+    /// skipped, as the decoder skips them.
+    fn tagged_fields(&mut self, fields: &[Field]) -> Result<(), GuardError> {
         let count = self.uvarint()?;
         for _ in 0..count {
-            self.uvarint()?; // tag
+            let tag = self.uvarint()?;
             let size = usize::try_from(self.uvarint()?).unwrap_or(usize::MAX);
+            let known = fields.iter().find_map(|field| match field.kind {
+                Kind::Tagged(known, kind)
+                    if known == tag && (field.since..=field.until).contains(&self.version) =>
+                {
+                    Some(*kind)
+                }
+                _ => None,
+            });
+            if let Some(kind) = known {
+                let value = self.rest.get(..size).ok_or(GuardError::Truncated)?;
+                let mut inner = Walker {
+                    rest: value,
+                    flexible: self.flexible,
+                    version: self.version,
+                };
+                if inner.field(kind).is_err() || !inner.rest.is_empty() {
+                    return Err(GuardError::TaggedFieldSize {
+                        tag,
+                        declared: size,
+                    });
+                }
+            }
             self.skip(size)?;
         }
         Ok(())

@@ -2,7 +2,7 @@
 //! Kafka protocol defines it (field order, the versions each field exists in, and the
 //! first flexible version). Only structure: names are in comments.
 
-use super::Kind::{Bytes, Fixed, Scalars, String, Strings, Structs};
+use super::Kind::{Bytes, Fixed, Scalars, String, Strings, Struct, Structs, Tagged};
 use super::{Field, Shape, between, from, group_shapes};
 
 const INT8: super::Kind = Fixed(1);
@@ -51,12 +51,14 @@ pub const PRODUCE: Shape = Shape {
 };
 
 const FETCH_PARTITION: &[Field] = &[
-    from(0, INT32),  // partition
-    from(9, INT32),  // current_leader_epoch
-    from(0, INT64),  // fetch_offset
-    from(12, INT32), // last_fetched_epoch
-    from(5, INT64),  // log_start_offset
-    from(0, INT32),  // partition_max_bytes
+    from(0, INT32),              // partition
+    from(9, INT32),              // current_leader_epoch
+    from(0, INT64),              // fetch_offset
+    from(12, INT32),             // last_fetched_epoch
+    from(5, INT64),              // log_start_offset
+    from(0, INT32),              // partition_max_bytes
+    from(17, Tagged(0, &UUID)),  // replica_directory_id
+    from(18, Tagged(1, &INT64)), // high_watermark
 ];
 const FETCH_TOPIC: &[Field] = &[
     between(0, 12, String),            // topic
@@ -69,8 +71,10 @@ const FORGOTTEN_TOPIC: &[Field] = &[
     from(7, Scalars(4)),    // partitions
 ];
 
-/// Fetch (key 1). Its known tagged fields (cluster_id, replica_state,
-/// replica_directory_id, high_watermark) hold no arrays, so skipping them is enough.
+/// replica_id, replica_epoch
+const REPLICA_STATE: &[Field] = &[from(0, INT32), from(0, INT64)];
+
+/// Fetch (key 1), with its known tagged fields (see the module docs of `wire_guard`).
 pub const FETCH: Shape = Shape {
     flexible_since: 12,
     fields: &[
@@ -84,6 +88,8 @@ pub const FETCH: Shape = Shape {
         from(0, Structs(FETCH_TOPIC)),     // topics
         from(7, Structs(FORGOTTEN_TOPIC)), // forgotten_topics_data
         from(11, String),                  // rack_id
+        from(12, Tagged(0, &String)),      // cluster_id
+        from(15, Tagged(1, &Struct(REPLICA_STATE))), // replica_state
     ],
 };
 

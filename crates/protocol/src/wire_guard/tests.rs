@@ -3,7 +3,7 @@
 
 use bytes::BytesMut;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, BrokerId, CreatePartitionsRequest, CreateTopicsRequest,
     DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest, FetchRequest,
     IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
     alter_configs_request::{AlterConfigsResource, AlterableConfig},
@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
     delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic},
     delete_topics_request::DeleteTopicState,
     describe_configs_request::DescribeConfigsResource,
-    fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
+    fetch_request::{FetchPartition, FetchTopic, ForgottenTopic, ReplicaState},
     list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
     metadata_request::MetadataRequestTopic,
     produce_request::{PartitionProduceData, TopicProduceData},
@@ -105,6 +105,28 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         }
         if v >= 11 {
             request = request.with_rack_id(StrBytes::from_static_str("rack-a"));
+        }
+        // The tagged fields kafka-protocol knows, which the walk must step through
+        // exactly as the decoder does.
+        if v >= 12 {
+            request = request.with_cluster_id(Some(StrBytes::from_static_str("cluster")));
+        }
+        if v >= 15 {
+            request = request.with_replica_state(
+                ReplicaState::default()
+                    .with_replica_id(BrokerId(2))
+                    .with_replica_epoch(9),
+            );
+        }
+        if v >= 17 {
+            for topic in &mut request.topics {
+                for partition in &mut topic.partitions {
+                    partition.replica_directory_id = uuid::Uuid::from_u128(11);
+                    if v >= 18 {
+                        partition.high_watermark = 77;
+                    }
+                }
+            }
         }
         request
     };
@@ -293,6 +315,51 @@ fn a_count_beyond_the_bytes_present_is_refused() {
         check(&shapes::PRODUCE, 3, &produce[..7]),
         Err(GuardError::Truncated)
     );
+}
+
+/// Found by the `request_decoding` fuzz target: a Fetch v18 request whose partition
+/// declared a tagged field (tag 1, high_watermark) of one size while the decoder reads
+/// eight bytes regardless. The decoder then lost step with the walk and read a
+/// forgotten-topics count of hundreds of millions, and the allocation aborted the
+/// process.
+#[test]
+fn a_known_tagged_field_of_the_wrong_size_is_refused() {
+    let frame = include_bytes!("fixtures/fetch_v18_tagged_field_desync.bin");
+    let envelope = crate::request::decode_header(bytes::Bytes::from_static(frame)).unwrap();
+    assert_eq!((envelope.api_key, envelope.version), (ApiKey::Fetch, 18));
+    assert!(matches!(
+        check(&shapes::FETCH, 18, &envelope.body),
+        Err(GuardError::TaggedFieldSize { .. })
+    ));
+    assert!(crate::request::decode_body(&envelope).is_err());
+
+    // By hand: Fetch v18, one topic with one partition whose high_watermark tag holds
+    // `value` and declares `size`.
+    let fetch = |size: u8, value: &[u8]| {
+        let mut body = vec![0; 4 * 3]; // max_wait_ms, min_bytes, max_bytes
+        body.extend_from_slice(&[0; 9]); // isolation_level, session_id, session_epoch
+        body.push(2); // one topic
+        body.extend_from_slice(&[7; 16]); // topic_id
+        body.push(2); // one partition
+        body.extend_from_slice(&[0; 4 + 4 + 8 + 4 + 8 + 4]);
+        body.extend_from_slice(&[1, 1, size]); // one tagged field: tag 1, its size
+        body.extend_from_slice(value);
+        body.push(0); // the topic's tagged fields
+        body.extend_from_slice(&[1, 1, 0]); // no forgotten topics, empty rack, no tags
+        body
+    };
+    assert_eq!(check(&shapes::FETCH, 18, &fetch(8, &[0; 8])), Ok(0));
+    assert_eq!(
+        check(&shapes::FETCH, 18, &fetch(2, &[0; 2])),
+        Err(GuardError::TaggedFieldSize {
+            tag: 1,
+            declared: 2
+        })
+    );
+    assert!(matches!(
+        check(&shapes::FETCH, 18, &fetch(10, &[0; 10])),
+        Err(GuardError::TaggedFieldSize { tag: 1, .. })
+    ));
 }
 
 proptest! {
