@@ -3,23 +3,35 @@
 //!
 //! Beyond "no panic", each states a property: a batch that validates is exactly the
 //! bytes given; a log recovered from arbitrary bytes holds only whole batches that pass
-//! validation, at consecutive offsets.
+//! validation, at increasing offsets, up to its high watermark.
+//!
+//! Memory is capped: an allocation that would take the process past
+//! [`MEMORY_LIMIT`] fails and aborts the run, which libFuzzer reports with the input.
+//! That is how a count read from the input sizing a buffer shows up (libFuzzer's own
+//! `-malloc_limit_mb` needs a sanitizer runtime, which these builds do without).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use spool_log::{LogManager, ManagerConfig};
-use spool_model::{Offset, TopicName, TopicPartition};
+use spool_model::{TopicName, TopicPartition};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
 use spool_protocol::{frame, records, request};
 use spool_store::{MemoryStore, OpenMode, Store};
 
+/// What the whole process may hold.
+pub const MEMORY_LIMIT: usize = 512 << 20;
+
+#[global_allocator]
+static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, MEMORY_LIMIT);
+
 /// The largest frame the fuzzed broker would accept.
 const FRAME_LIMIT: usize = 1 << 20;
 
-/// A request frame (what follows the 4-byte length) through header and body decoding,
-/// as the connection does it: every API key and version comes from the bytes.
+/// A request frame (what follows the 4-byte length) through header and body decoding:
+/// every API key and version comes from the bytes. The same bytes also go through the
+/// frame-length check, read as a length prefix.
 pub fn request_decoding(data: &[u8]) {
     let _ = frame::check_frame(data, FRAME_LIMIT);
     let _ = request::correlation_id(data);
@@ -100,15 +112,22 @@ pub fn log_recovery(data: &[u8]) {
     assert!(offsets.high_watermark <= offsets.log_end);
     let mut next = offsets.log_start;
     while next < offsets.high_watermark {
-        let Ok(read) = log.read(next, 1 << 20) else {
-            return;
+        let bytes = log
+            .read(next, 1 << 20)
+            .map_err(|e| e.to_string())
+            .and_then(|read| read.to_vec().map_err(|e| e.to_string()));
+        let bytes = match bytes {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            // Below the high watermark of a log recovered by a scan, data must be there.
+            other => {
+                assert!(
+                    !scanned_whole,
+                    "no data at {next:?} below {offsets:?}: {other:?}"
+                );
+                return;
+            }
         };
-        let Ok(bytes) = read.to_vec() else {
-            return;
-        };
-        if bytes.is_empty() {
-            break;
-        }
+        let mut first = true;
         for frame in BatchFrames::new(&bytes) {
             let (header, batch) = match frame {
                 Ok(frame) => frame,
@@ -118,15 +137,20 @@ pub fn log_recovery(data: &[u8]) {
             if scanned_whole && let Err(error) = batch::validate_batch(batch, BatchRules::Stored) {
                 panic!("recovered log holds an invalid batch: {error}");
             }
-            if header.last_offset() < next {
+            // The first batch of a read holds `next` or starts after it; later ones
+            // follow without overlapping.
+            let in_order = header.last_offset() >= next && (first || header.base_offset >= next);
+            if !in_order {
                 assert!(
                     !scanned_whole,
-                    "batch ending at {:?} read at {next:?}",
+                    "batch {:?}..={:?} read at {next:?}",
+                    header.base_offset,
                     header.last_offset()
                 );
                 return;
             }
-            next = Offset(header.last_offset().0 + 1);
+            first = false;
+            next = header.next_offset();
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::history::{Commit, Events, Poll, Tick, Value};
+use crate::history::{Commit, CommitOutcome, Events, Poll, Tick, Value};
 
 /// How many examples of each kind of violation a report lists.
 const EXAMPLES: usize = 20;
@@ -75,7 +75,8 @@ fn check_log(
 ) -> HashMap<Value, Vec<(i32, i64)>> {
     let mut places: HashMap<Value, Vec<(i32, i64)>> = HashMap::new();
     for (&partition, records) in drained {
-        let mut expected = records.first().map_or(0, |(offset, _)| *offset);
+        // No retention in these runs: every partition starts at 0.
+        let mut expected = 0;
         // The last sequence number seen in this partition, per producer.
         let mut last_seq: HashMap<u32, (u64, i64)> = HashMap::new();
         for (offset, value) in records {
@@ -249,26 +250,39 @@ fn check_members(events: &Events, findings: &mut Findings) {
 }
 
 /// Where a member given `partition` at `assigned` may start, its first poll being at
-/// `first_poll`: the offset of the last commit acknowledged before the assignment (the
-/// start of the log if none), or that of any commit that was still in flight then or
-/// failed (which the broker may or may not have stored) and had begun before the
-/// first poll.
+/// `first_poll`:
+/// - the offset of the last commit acknowledged before the assignment (the start of
+///   the log if none);
+/// - that of any other commit acknowledged before the assignment whose attempt
+///   overlapped it (the broker may have stored the two in either order);
+/// - that of any commit begun before the first poll that was not refused and not
+///   acknowledged before the assignment, and that ended after the last acknowledged
+///   one began (it may have been stored after it).
 fn resume_offsets(
     commits: &[Commit],
     partition: i32,
     assigned: Tick,
     first_poll: Tick,
 ) -> Vec<i64> {
-    let mine = commits.iter().filter(|c| c.partition == partition);
+    let mine: Vec<&Commit> = commits
+        .iter()
+        .filter(|c| c.partition == partition)
+        .collect();
     let settled = mine
-        .clone()
-        .filter(|c| c.acknowledged.is_some_and(|at| at < assigned))
-        .max_by_key(|c| c.acknowledged)
-        .map_or(0, |c| c.offset);
-    let mut allowed = vec![settled];
+        .iter()
+        .filter(|c| c.acknowledged().is_some_and(|at| at < assigned))
+        .max_by_key(|c| c.acknowledged());
+    let (base, since) = settled.map_or((0, 0), |c| (c.offset, c.attempted));
+    let mut allowed = vec![base];
     allowed.extend(
-        mine.filter(|c| c.attempted < first_poll)
-            .filter(|c| c.acknowledged.is_none_or(|at| at > assigned))
+        mine.iter()
+            .filter(|c| c.attempted < first_poll)
+            .filter(|c| match c.outcome {
+                CommitOutcome::Acknowledged(at) if at < assigned => at > since,
+                CommitOutcome::Acknowledged(_) => true,
+                CommitOutcome::Unknown(at) => at > since,
+                CommitOutcome::Refused(_) => false,
+            })
             .map(|c| c.offset),
     );
     allowed.sort_unstable();
@@ -428,7 +442,7 @@ mod tests {
             partition: 0,
             offset: 3,
             attempted: 1,
-            acknowledged: Some(2),
+            outcome: CommitOutcome::Acknowledged(2),
         });
         session(&mut events, 0, 3);
         poll(&mut events, 0, 3, 4);
@@ -441,19 +455,27 @@ mod tests {
 
     #[test]
     fn a_commit_in_flight_at_the_assignment_may_or_may_not_count() {
-        let commit = |offset, attempted, acknowledged| Commit {
+        use CommitOutcome::{Acknowledged, Refused, Unknown};
+        let commit = |offset, attempted, outcome| Commit {
             partition: 0,
             offset,
             attempted,
-            acknowledged,
+            outcome,
         };
         let commits = [
-            commit(2, 1, Some(2)),
-            commit(4, 3, Some(6)),
-            commit(5, 4, None),
+            commit(2, 1, Acknowledged(2)),
+            commit(4, 3, Acknowledged(6)),
+            commit(5, 4, Unknown(7)),
+            commit(6, 4, Refused(7)),
         ];
-        assert_eq!(resume_offsets(&commits, 0, 5, 7), vec![2, 4, 5]);
+        // Assigned at 5: 2 was settled, 4 was in flight, 5 may have landed; 6 was refused.
+        assert_eq!(resume_offsets(&commits, 0, 5, 8), vec![2, 4, 5]);
+        // Assigned at 1, before any commit ended; the first poll at 2 came before the
+        // others began.
         assert_eq!(resume_offsets(&commits, 0, 1, 2), vec![0, 2]);
         assert_eq!(resume_offsets(&commits, 1, 5, 7), vec![0]);
+        // A failed commit that ended before the settled one began is old news.
+        let old = [commit(9, 1, Unknown(2)), commit(3, 3, Acknowledged(4))];
+        assert_eq!(resume_offsets(&old, 0, 5, 6), vec![3]);
     }
 }

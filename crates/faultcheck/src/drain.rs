@@ -63,10 +63,17 @@ pub(crate) fn drain(
             let payload = message.payload().unwrap_or_default();
             let value = Value::parse(payload)
                 .ok_or_else(|| String::from_utf8_lossy(payload).chars().take(40).collect());
-            drained
-                .entry(message.partition())
-                .or_default()
-                .push((message.offset(), value));
+            let records = drained.entry(message.partition()).or_default();
+            if let Some((last, _)) = records.last()
+                && message.offset() <= *last
+            {
+                return Err(CheckError::Broker(format!(
+                    "the drain read partition {} offset {} after offset {last}",
+                    message.partition(),
+                    message.offset()
+                )));
+            }
+            records.push((message.offset(), value));
         }
     }
     Ok(drained)

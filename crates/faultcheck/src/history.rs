@@ -70,15 +70,37 @@ pub struct Session {
     pub at: Tick,
 }
 
-/// An offset commit of one partition, and whether the broker acknowledged it.
+/// An offset commit of one partition, and what became of it.
 #[derive(Debug, Clone, Copy)]
 pub struct Commit {
     pub partition: i32,
     pub offset: i64,
     pub attempted: Tick,
-    /// When the acknowledgement came; `None` if the commit failed (it may still have
-    /// been stored).
-    pub acknowledged: Option<Tick>,
+    pub outcome: CommitOutcome,
+}
+
+/// What the client learnt of a commit, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// The broker acknowledged it.
+    Acknowledged(Tick),
+    /// The broker refused it (an old generation, an unknown member, a rebalance) or it
+    /// was never sent: it cannot have been stored.
+    Refused(Tick),
+    /// It failed in a way that leaves it unknown (a connection cut, a timeout): it may
+    /// have been stored.
+    Unknown(Tick),
+}
+
+impl Commit {
+    /// When it was acknowledged, if it was.
+    #[must_use]
+    pub fn acknowledged(&self) -> Option<Tick> {
+        match self.outcome {
+            CommitOutcome::Acknowledged(at) => Some(at),
+            _ => None,
+        }
+    }
 }
 
 /// Everything recorded in a run.

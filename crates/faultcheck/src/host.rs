@@ -215,7 +215,9 @@ fn start_in_process(config: BrokerConfig, store: &FaultyStore) -> Result<Life, C
                     let _ = ready_tx.send(Err(error.to_string()));
                 }
             }
-            runtime.shutdown_background();
+            // Waits for the tasks to be dropped (the listener with them), so the next
+            // life can bind the port; blocking work of this life fails at the fence.
+            runtime.shutdown_timeout(Duration::from_secs(10));
         })
         .map_err(CheckError::io("spawn", Path::new("the broker thread")))?;
     match ready_rx.recv() {

@@ -223,6 +223,10 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         first_error.map_or(Ok(()), Err)
     });
     outcome?;
+    // One last death, so that what the last life acknowledged goes through a crash too
+    // before it is read back.
+    host.crash()?;
+    host.start()?;
     let drained = drain::drain(&config, topic, check.partitions)?;
     drop(host);
     let events = history.events();

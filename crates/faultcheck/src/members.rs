@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::CheckError;
-use crate::history::{Commit, History, Value};
+use crate::history::{Commit, CommitOutcome, History, Value};
 
 /// How often a member commits what it consumed.
 const COMMIT_EVERY: Duration = Duration::from_millis(300);
@@ -68,7 +69,14 @@ impl Member {
         }
         let attempted = self.history.tick();
         let result = consumer.commit(&offsets, CommitMode::Sync);
-        let acknowledged = result.is_ok().then(|| self.history.tick());
+        let at = self.history.tick();
+        let outcome = match &result {
+            Ok(()) => CommitOutcome::Acknowledged(at),
+            Err(KafkaError::ConsumerCommit(code)) if never_stored(*code) => {
+                CommitOutcome::Refused(at)
+            }
+            Err(_) => CommitOutcome::Unknown(at),
+        };
         if result.is_ok() {
             self.state().committed.extend(moved.iter().copied());
         }
@@ -79,34 +87,51 @@ impl Member {
                 partition,
                 offset,
                 attempted,
-                acknowledged,
+                outcome,
             }));
     }
+}
+
+/// Commit errors after which the offsets cannot have been stored: the broker refused
+/// them, or librdkafka never sent them.
+fn never_stored(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::IllegalGeneration
+            | RDKafkaErrorCode::UnknownMemberId
+            | RDKafkaErrorCode::RebalanceInProgress
+            | RDKafkaErrorCode::FencedInstanceId
+            | RDKafkaErrorCode::WaitingForCoordinator
+            | RDKafkaErrorCode::NoOffset
+            | RDKafkaErrorCode::State
+    )
 }
 
 impl ClientContext for Member {}
 
 impl ConsumerContext for Member {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Member>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(_) = rebalance {
-            self.commit(consumer);
-            let mut state = self.state();
-            state.session = None;
-            state.positions.clear();
-        }
-    }
-
-    fn post_rebalance(&self, _: &BaseConsumer<Member>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(assignment) = rebalance {
-            let partitions = assignment
-                .elements()
-                .iter()
-                .map(|e| e.partition())
-                .collect();
-            let session = self.history.assigned(&self.name, partitions);
-            let mut state = self.state();
-            state.session = Some(session);
-            state.positions.clear();
+        match rebalance {
+            Rebalance::Revoke(_) => {
+                self.commit(consumer);
+                let mut state = self.state();
+                state.session = None;
+                state.positions.clear();
+            }
+            // Recorded before librdkafka assigns (and so fetches the committed offsets),
+            // so that a commit acknowledged before this point was stored before the fetch.
+            Rebalance::Assign(assignment) => {
+                let partitions = assignment
+                    .elements()
+                    .iter()
+                    .map(|e| e.partition())
+                    .collect();
+                let session = self.history.assigned(&self.name, partitions);
+                let mut state = self.state();
+                state.session = Some(session);
+                state.positions.clear();
+            }
+            Rebalance::Error(_) => {}
         }
     }
 }

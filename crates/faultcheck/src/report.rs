@@ -23,6 +23,8 @@ pub struct Report {
     pub acknowledged: u64,
     /// Values whose delivery failed (each may or may not be in the log).
     pub failed: u64,
+    /// The first few failed deliveries, with librdkafka's error.
+    pub failed_examples: Vec<String>,
     /// Records in the log at the end.
     pub log_records: u64,
     /// Assignments received by group members.
@@ -62,6 +64,12 @@ impl Report {
             sent: events.sent.iter().sum(),
             acknowledged: count(events.acked.len()),
             failed: count(events.failed.len()),
+            failed_examples: events
+                .failed
+                .iter()
+                .take(10)
+                .map(|(value, error)| format!("{value}: {error}"))
+                .collect(),
             log_records: drained.values().map(|records| count(records.len())).sum(),
             assignments: count(events.sessions.len()),
             polls: count(events.polls.len()),
@@ -70,7 +78,7 @@ impl Report {
                 events
                     .commits
                     .iter()
-                    .filter(|c| c.acknowledged.is_none())
+                    .filter(|c| c.acknowledged().is_none())
                     .count(),
             ),
             data_dir: (!findings.is_clean()).then(|| data_dir.display().to_string()),
@@ -107,6 +115,9 @@ impl Report {
             "group: {} assignments, {} polls, {} offset commits ({} failed)",
             self.assignments, self.polls, self.commits, self.commits_failed
         );
+        for example in &self.failed_examples {
+            let _ = writeln!(text, "  failed: {example}");
+        }
         if self.is_clean() {
             let _ = writeln!(text, "no violations");
             return text;

@@ -78,17 +78,17 @@ const REPLICA_STATE: &[Field] = &[from(0, INT32), from(0, INT64)];
 pub const FETCH: Shape = Shape {
     flexible_since: 12,
     fields: &[
-        between(0, 14, INT32),             // replica_id
-        from(0, INT32),                    // max_wait_ms
-        from(0, INT32),                    // min_bytes
-        from(3, INT32),                    // max_bytes
-        from(4, INT8),                     // isolation_level
-        from(7, INT32),                    // session_id
-        from(7, INT32),                    // session_epoch
-        from(0, Structs(FETCH_TOPIC)),     // topics
-        from(7, Structs(FORGOTTEN_TOPIC)), // forgotten_topics_data
-        from(11, String),                  // rack_id
-        from(12, Tagged(0, &String)),      // cluster_id
+        between(0, 14, INT32),                       // replica_id
+        from(0, INT32),                              // max_wait_ms
+        from(0, INT32),                              // min_bytes
+        from(3, INT32),                              // max_bytes
+        from(4, INT8),                               // isolation_level
+        from(7, INT32),                              // session_id
+        from(7, INT32),                              // session_epoch
+        from(0, Structs(FETCH_TOPIC)),               // topics
+        from(7, Structs(FORGOTTEN_TOPIC)),           // forgotten_topics_data
+        from(11, String),                            // rack_id
+        from(12, Tagged(0, &String)),                // cluster_id
         from(15, Tagged(1, &Struct(REPLICA_STATE))), // replica_state
     ],
 };

@@ -3,9 +3,10 @@
 
 use bytes::BytesMut;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, BrokerId, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest, FetchRequest,
-    IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, BrokerId, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    FetchRequest, IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
+    ProduceRequest, TopicName,
     alter_configs_request::{AlterConfigsResource, AlterableConfig},
     create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
     create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig},
