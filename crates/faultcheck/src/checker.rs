@@ -219,10 +219,18 @@ fn check_members(events: &Events, findings: &mut Findings) {
             let allowed = resume_offsets(&events.commits, partition, assigned.at, first.at);
             if !allowed.contains(&first.offset) {
                 findings.note("bad-resume", || {
+                    let failed: Vec<String> = events
+                        .commits
+                        .iter()
+                        .filter(|c| c.partition == partition && c.offset == first.offset)
+                        .map(|c| format!("{:?} {:?}", c.outcome, c.error))
+                        .collect();
                     format!(
-                        "{member} was given partition {partition} and started at {}; the group's committed offset was {}",
+                        "{member} was given partition {partition} and started at {}; the group's committed offset was {} (commits of {}: {})",
                         first.offset,
-                        describe_offsets(&allowed)
+                        describe_offsets(&allowed),
+                        first.offset,
+                        if failed.is_empty() { "none".to_owned() } else { failed.join(", ") }
                     )
                 });
             }
@@ -443,6 +451,7 @@ mod tests {
             offset: 3,
             attempted: 1,
             outcome: CommitOutcome::Acknowledged(2),
+            error: None,
         });
         session(&mut events, 0, 3);
         poll(&mut events, 0, 3, 4);
@@ -461,6 +470,7 @@ mod tests {
             offset,
             attempted,
             outcome,
+            error: None,
         };
         let commits = [
             commit(2, 1, Acknowledged(2)),

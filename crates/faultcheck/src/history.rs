@@ -77,6 +77,8 @@ pub struct Commit {
     pub offset: i64,
     pub attempted: Tick,
     pub outcome: CommitOutcome,
+    /// librdkafka's error, when it failed.
+    pub error: Option<rdkafka::error::RDKafkaErrorCode>,
 }
 
 /// What the client learnt of a commit, and when.

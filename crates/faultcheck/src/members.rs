@@ -77,6 +77,10 @@ impl Member {
             }
             Err(_) => CommitOutcome::Unknown(at),
         };
+        let error = match &result {
+            Ok(()) => None,
+            Err(error) => error.rdkafka_error_code(),
+        };
         if result.is_ok() {
             self.state().committed.extend(moved.iter().copied());
         }
@@ -88,12 +92,14 @@ impl Member {
                 offset,
                 attempted,
                 outcome,
+                error,
             }));
     }
 }
 
-/// Commit errors after which the offsets cannot have been stored: the broker refused
-/// them, or librdkafka never sent them.
+/// Commit errors after which the offsets cannot have been stored: the broker's own
+/// refusals, which it answers before storing anything. librdkafka's local errors are
+/// not among them, since it may still send a commit it reported as failed.
 fn never_stored(code: RDKafkaErrorCode) -> bool {
     matches!(
         code,
@@ -101,9 +107,6 @@ fn never_stored(code: RDKafkaErrorCode) -> bool {
             | RDKafkaErrorCode::UnknownMemberId
             | RDKafkaErrorCode::RebalanceInProgress
             | RDKafkaErrorCode::FencedInstanceId
-            | RDKafkaErrorCode::WaitingForCoordinator
-            | RDKafkaErrorCode::NoOffset
-            | RDKafkaErrorCode::State
     )
 }
 

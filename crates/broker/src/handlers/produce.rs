@@ -103,7 +103,14 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                     .into_iter()
                     .map(|index| PartitionOutcome {
                         index,
-                        result: Err(code::UNKNOWN_SERVER_ERROR),
+                        // The batches may or may not have been written (the task was
+                        // cancelled as the broker went down, or panicked). A retriable
+                        // error lets an idempotent producer send the same sequences
+                        // again, which the log recognises if they were written. A fatal
+                        // one (UNKNOWN_SERVER_ERROR) fails the messages and makes
+                        // librdkafka bump its epoch and re-send its other batches in
+                        // flight as new ones: duplicates, found by `spool faultcheck`.
+                        result: Err(code::KAFKA_STORAGE_ERROR),
                     })
                     .collect();
                 (name, outcomes)
