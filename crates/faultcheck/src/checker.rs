@@ -206,7 +206,8 @@ fn check_members(events: &Events, findings: &mut Findings) {
             .or_default()
             .push(poll);
     }
-    for ((session, partition), polls) in runs {
+    for ((session, partition), polls) in &runs {
+        let (session, partition) = (*session, *partition);
         let member = events
             .sessions
             .iter()
@@ -216,7 +217,10 @@ fn check_members(events: &Events, findings: &mut Findings) {
             polls.first(),
             events.sessions.iter().find(|s| s.id == session),
         ) {
-            let allowed = resume_offsets(&events.commits, partition, assigned.at, first.at);
+            let mut allowed = resume_offsets(&events.commits, partition, assigned.at, first.at);
+            if let Some(kept) = own_position(events, &runs, assigned, partition) {
+                allowed.push(kept);
+            }
             if !allowed.contains(&first.offset) {
                 findings.note("bad-resume", || {
                     let failed: Vec<String> = events
@@ -255,6 +259,29 @@ fn check_members(events: &Events, findings: &mut Findings) {
             }
         }
     }
+}
+
+/// Where a member given back a partition that its previous assignment held may go on
+/// from: after the last record it polled of it. librdkafka resumes from its own offset
+/// store, not the committed offset, when a partition comes back to the same consumer
+/// (after a commit refused because the group re-formed, say): neither a skip nor a
+/// repeat. A partition that changes owners gets no such allowance.
+fn own_position(
+    events: &Events,
+    runs: &BTreeMap<(u64, i32), Vec<&Poll>>,
+    assigned: &crate::history::Session,
+    partition: i32,
+) -> Option<i64> {
+    let previous = events
+        .sessions
+        .iter()
+        .filter(|s| s.member == assigned.member && s.id < assigned.id)
+        .max_by_key(|s| s.id)?;
+    if !previous.partitions.contains(&partition) {
+        return None;
+    }
+    let last = runs.get(&(previous.id, partition))?.last()?;
+    Some(last.offset + 1)
 }
 
 /// Where a member given `partition` at `assigned` may start, its first poll being at
@@ -460,6 +487,33 @@ mod tests {
         let findings = check(&events, &log);
         assert_eq!(findings.count("bad-resume"), 1);
         assert!(findings.violations["bad-resume"].examples[0].contains("m1"));
+    }
+
+    #[test]
+    fn a_member_given_back_its_partition_may_go_on_from_where_it_was() {
+        let (mut events, log) = clean(6);
+        events.commits.push(Commit {
+            partition: 0,
+            offset: 1,
+            attempted: 1,
+            outcome: CommitOutcome::Acknowledged(2),
+            error: None,
+        });
+        session(&mut events, 0, 3); // m0
+        poll(&mut events, 0, 1, 4);
+        poll(&mut events, 0, 2, 5);
+        // m0 again (its commit of 3 was refused): it goes on at 3.
+        events.sessions.push(Session {
+            id: 1,
+            member: "m0".to_owned(),
+            partitions: vec![0],
+            at: 6,
+        });
+        poll(&mut events, 1, 3, 7);
+        assert!(check(&events, &log).is_clean());
+        // Another member starting there would have skipped what was not committed.
+        events.sessions[1].member = "m1".to_owned();
+        assert_eq!(check(&events, &log).count("bad-resume"), 1);
     }
 
     #[test]
