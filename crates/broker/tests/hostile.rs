@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, RequestHeader, RequestKind, ResponseKind,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestBroker, fetch_request};
+use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestBroker, fetch_request, put_varint};
 
 /// Partition 0 from the start, up to 1 MiB.
 const WHOLE_PARTITION: [FetchAt; 1] = [FetchAt {
@@ -194,23 +194,15 @@ async fn thousands_of_idle_connections_cost_little_and_others_are_served() {
 /// A gzip records section that inflates to one record holding `inflated` zero bytes,
 /// compressed as it streams so that the test never holds the inflated bytes either.
 fn gzip_bomb(inflated: usize) -> Vec<u8> {
-    fn varint(out: &mut Vec<u8>, value: i64) {
-        let mut zigzag = ((value << 1) ^ (value >> 63)).cast_unsigned();
-        while zigzag >= 0x80 {
-            out.push(u8::try_from(zigzag & 0x7f).unwrap() | 0x80);
-            zigzag >>= 7;
-        }
-        out.push(u8::try_from(zigzag).unwrap());
-    }
     let value_len = i64::try_from(inflated).unwrap();
     let mut record_head = vec![0]; // attributes
-    varint(&mut record_head, 0); // timestamp delta
-    varint(&mut record_head, 0); // offset delta
-    varint(&mut record_head, -1); // no key
-    varint(&mut record_head, value_len);
+    put_varint(&mut record_head, 0); // timestamp delta
+    put_varint(&mut record_head, 0); // offset delta
+    put_varint(&mut record_head, -1); // no key
+    put_varint(&mut record_head, value_len);
     let record_len = i64::try_from(record_head.len()).unwrap() + value_len + 1; // + no headers
     let mut head = Vec::new();
-    varint(&mut head, record_len);
+    put_varint(&mut head, record_len);
     head.extend_from_slice(&record_head);
 
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());

@@ -208,15 +208,9 @@ fn check_members(events: &Events, findings: &mut Findings) {
     }
     for ((session, partition), polls) in &runs {
         let (session, partition) = (*session, *partition);
-        let member = events
-            .sessions
-            .iter()
-            .find(|s| s.id == session)
-            .map_or("?", |s| s.member.as_str());
-        if let (Some(first), Some(assigned)) = (
-            polls.first(),
-            events.sessions.iter().find(|s| s.id == session),
-        ) {
+        let assigned = events.sessions.iter().find(|s| s.id == session);
+        let member = assigned.map_or("?", |s| s.member.as_str());
+        if let (Some(first), Some(assigned)) = (polls.first(), assigned) {
             let mut allowed = resume_offsets(&events.commits, partition, assigned.at, first.at);
             if let Some(kept) = own_position(events, &runs, assigned, partition) {
                 allowed.push(kept);

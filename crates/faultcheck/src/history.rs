@@ -149,13 +149,14 @@ impl History {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub fn sent(&self, value: Value) {
+    /// Producer `producer` handed sequence numbers `0..count` to librdkafka.
+    pub fn sent(&self, producer: u32, count: u64) {
         let mut events = self.events();
-        if let Some(sent) = usize::try_from(value.producer)
+        if let Some(sent) = usize::try_from(producer)
             .ok()
             .and_then(|p| events.sent.get_mut(p))
         {
-            *sent = (*sent).max(value.seq + 1);
+            *sent = count;
         }
     }
 

@@ -26,6 +26,7 @@ use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::KafkaError;
+use spool_loadgen::workload::parse_property;
 
 pub use report::Report;
 
@@ -94,8 +95,8 @@ pub struct FaultCheck {
     pub spool_bin: Option<PathBuf>,
     /// A config of the topic under test, as KEY=VALUE (repeatable): `flush.ms=60000`
     /// acknowledges writes before they are fsynced, which machine mode must catch.
-    #[arg(long = "topic-config", value_name = "KEY=VALUE")]
-    pub topic_config: Vec<String>,
+    #[arg(long = "topic-config", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub topic_config: Vec<(String, String)>,
 }
 
 /// Why a run could not be carried out (violations are not errors: see [`Report`]).
@@ -146,11 +147,6 @@ impl FaultCheck {
         }
         if self.up_min_ms > self.up_max_ms {
             return invalid("--up-min-ms must not exceed --up-max-ms");
-        }
-        if let Some(bad) = self.topic_config.iter().find(|c| !c.contains('=')) {
-            return Err(CheckError::Invalid(format!(
-                "--topic-config {bad}: expected KEY=VALUE"
-            )));
         }
         Ok(())
     }
@@ -263,10 +259,8 @@ fn create_topic(config: &ClientConfig, topic: &str, check: &FaultCheck) -> Resul
         .create()
         .map_err(CheckError::kafka("create an admin client"))?;
     let mut new = NewTopic::new(topic, check.partitions, TopicReplication::Fixed(1));
-    for entry in &check.topic_config {
-        if let Some((key, value)) = entry.split_once('=') {
-            new = new.set(key, value);
-        }
+    for (key, value) in &check.topic_config {
+        new = new.set(key, value);
     }
     let results = futures_executor::block_on(admin.create_topics(&[new], &AdminOptions::new()))
         .map_err(CheckError::kafka("create the topic"))?;

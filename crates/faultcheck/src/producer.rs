@@ -87,6 +87,7 @@ pub(crate) fn run(
                 .events()
                 .client_errors
                 .push(format!("producer p{}: fatal {code:?}: {reason}", plan.id));
+            history.sent(plan.id, seq);
             return Ok(());
         }
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -102,7 +103,6 @@ pub(crate) fn run(
         let payload = value.encode();
         let partition =
             i32::try_from(seq % u64::try_from(plan.partitions.max(1)).unwrap_or(1)).unwrap_or(0);
-        history.sent(value);
         let mut record = BaseRecord::<(), String>::to(&plan.topic)
             .partition(partition)
             .payload(&payload);
@@ -124,6 +124,7 @@ pub(crate) fn run(
         }
         seq += 1;
     }
+    history.sent(plan.id, seq);
     producer
         .flush(FLUSH_TIMEOUT)
         .map_err(CheckError::kafka("flush the producer"))

@@ -180,7 +180,7 @@ fn put_bytes(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
 }
 
 /// Zig-zag varint, as Kafka's record fields use.
-fn put_varint(out: &mut Vec<u8>, value: i64) {
+pub fn put_varint(out: &mut Vec<u8>, value: i64) {
     let mut zigzag = ((value << 1) ^ (value >> 63)).cast_unsigned();
     while zigzag >= 0x80 {
         out.push(u8::try_from(zigzag & 0x7f).unwrap_or(0) | 0x80);

@@ -8,7 +8,7 @@ mod requests;
 #[cfg(feature = "broker")]
 mod test_broker;
 
-pub use batch_builder::{BatchBuilder, TestRecord, random_batch};
+pub use batch_builder::{BatchBuilder, TestRecord, put_varint, random_batch};
 #[cfg(feature = "broker")]
 pub use requests::{FetchAt, fetch_request, produce_request, topic_name};
 #[cfg(feature = "broker")]
