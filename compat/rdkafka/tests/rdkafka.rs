@@ -331,3 +331,42 @@ async fn an_idempotent_producer_writes_every_record_once_in_order() {
         .collect();
     assert_eq!(got, values);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_consumer_sized_to_its_fetch_budget_reads_large_batches_of_many_partitions() {
+    let broker = TestBroker::start().await;
+    create_topic(&broker, "wide", 4, &[]).await;
+    let producer: FutureProducer = config(&broker).create().unwrap();
+    let value = vec![7u8; 900 << 10];
+    for i in 0..12 {
+        producer
+            .send(
+                FutureRecord::<(), _>::to("wide")
+                    .payload(&value)
+                    .partition(i % 4),
+                TIMEOUT,
+            )
+            .await
+            .unwrap();
+    }
+    // librdkafka refuses a response larger than receive.message.max.bytes and drops
+    // the connection; sized just above fetch.max.bytes, it reads only if the broker
+    // keeps every response within the budget but for one batch.
+    let consumer: BaseConsumer = config(&broker)
+        .set("group.id", "unused")
+        .set("enable.auto.commit", "false")
+        .set("fetch.max.bytes", "1048576")
+        .set("max.partition.fetch.bytes", "1048576")
+        .set("receive.message.max.bytes", "1049088")
+        .create()
+        .unwrap();
+    let mut assignment = TopicPartitionList::new();
+    for partition in 0..4 {
+        assignment
+            .add_partition_offset("wide", partition, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&assignment).unwrap();
+    let got = read(&consumer, 12);
+    assert!(got.iter().all(|r| r.3.as_deref() == Some(&value[..])));
+}

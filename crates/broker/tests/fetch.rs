@@ -104,6 +104,34 @@ async fn budgets_return_whole_batches_and_the_first_batch_always() {
 }
 
 #[tokio::test]
+async fn only_the_first_batch_of_a_response_may_exceed_its_budget() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("wide", 3).await, 0);
+    // Two 900 KiB batches in partitions 1 and 2; partition 0 stays empty.
+    for partition in 1..3 {
+        let batch = BatchBuilder::new().values(1, 900 << 10).build();
+        assert_eq!(client.produce("wide", partition, batch).await.0, 0);
+    }
+    let all = [at(0, 0, BIG), at(1, 0, BIG), at(2, 0, BIG)];
+    // About 1 MB for the whole response: the first partition with data (1) gets its
+    // batch, the next (2) nothing, though its own budget would allow it.
+    let answer = client.fetch(12, "wide", &all, 1, 0, 1_000_000).await;
+    assert_eq!(answer[0].records.as_deref(), Some(&[][..]));
+    assert_eq!(batches(answer[1].records.as_ref().unwrap()).len(), 1);
+    assert_eq!(answer[2].records.as_deref(), Some(&[][..]));
+    assert_eq!(answer[2].high_watermark, 1, "offsets still reported");
+    // A response budget smaller than one batch still returns the first one.
+    let answer = client.fetch(12, "wide", &all[1..], 1, 0, 1000).await;
+    assert_eq!(batches(answer[0].records.as_ref().unwrap()).len(), 1);
+    assert_eq!(answer[1].records.as_deref(), Some(&[][..]));
+    // Room for both: both come back.
+    let answer = client.fetch(12, "wide", &all, 1, 0, 2_000_000).await;
+    assert_eq!(batches(answer[1].records.as_ref().unwrap()).len(), 1);
+    assert_eq!(batches(answer[2].records.as_ref().unwrap()).len(), 1);
+}
+
+#[tokio::test]
 async fn offsets_outside_the_log_and_unknown_partitions_get_their_errors() {
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;

@@ -45,6 +45,14 @@ async fn bad_batches_get_their_error_code_and_the_broker_keeps_serving() {
         "UNKNOWN_TOPIC_OR_PARTITION"
     );
     assert_eq!(client.produce("nowhere", 0, good.clone()).await.0, 3);
+    for illegal in ["bad name", "..", &"x".repeat(250)] {
+        assert_eq!(
+            client.produce(illegal, 0, good.clone()).await.0,
+            17,
+            "INVALID_TOPIC_EXCEPTION for {illegal:?}"
+        );
+        assert_eq!(client.create_topic(illegal, 1).await, 17);
+    }
 
     let too_big = BatchBuilder::new().values(1, 1_100_000).build();
     assert_eq!(

@@ -56,6 +56,12 @@ impl CliError {
         }
     }
 
+    /// The reader of our output went away (`spool consume t | head -3`): not a
+    /// failure, the end of the output, as for any Unix tool.
+    pub(crate) fn is_broken_pipe(&self) -> bool {
+        matches!(self, CliError::Io { error, .. } if error.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     pub(crate) fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
             CliError::Failed(_) | CliError::Kafka { .. } | CliError::Io { .. } => 1,

@@ -88,6 +88,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    exit_quietly_on_broken_pipe();
     let cli = Cli::parse();
     // A broker logs at info; a client command only says what went wrong, which its
     // errors do (librdkafka's own log lines are there with RUST_LOG=rdkafka=info).
@@ -149,11 +150,32 @@ async fn run_client(command: Command) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.is_broken_pipe() => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("spool: {error}");
             error.exit_code()
         }
     }
+}
+
+/// Rust ignores SIGPIPE, so `println!` to a closed pipe (`spool topic describe big |
+/// head -3`) panics where a Unix tool would end quietly. The panic hook ends the
+/// process quietly in that one case (restoring SIGPIPE would need `unsafe`, which the
+/// workspace denies); every other panic is reported as usual.
+fn exit_quietly_on_broken_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        report(info);
+    }));
 }
 
 async fn serve(args: ServeArgs) -> Result<(), spool_broker::BrokerError> {

@@ -565,3 +565,41 @@ async fn cluster_info_usage_errors_and_an_unreachable_cluster() {
         assert!(String::from_utf8_lossy(&output.stderr).contains("SPOOL_BROKERS"));
     }
 }
+
+/// Runs a command whose output pipe is closed before it writes (`... | head -0`).
+async fn run_into_closed_pipe(broker: &TestBroker, args: &[&str]) -> Run {
+    let mut child = spool(broker, args).spawn().unwrap();
+    drop(child.stdout.take());
+    drop(child.stdin.take());
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the command finishes")
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_output_pipe_ends_commands_quietly() {
+    let broker = TestBroker::start().await;
+    run(&broker, &["topic", "create", "piped", "-p", "64"])
+        .await
+        .ok();
+    run_with_input(&broker, &["produce", "piped"], &"line\n".repeat(2000))
+        .await
+        .ok();
+    // Printed with println! (tables) and through a buffered writer (consume).
+    for args in [
+        &["topic", "describe", "piped"][..],
+        &["topic", "list"],
+        &["consume", "piped", "-e"],
+    ] {
+        let run = run_into_closed_pipe(&broker, args).await;
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+        assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.trim().is_empty(), "{args:?}: {}", run.stderr);
+    }
+}

@@ -85,6 +85,10 @@ pub struct JoinResponse {
     pub member_id: String,
     /// Every member, for the leader only (it computes the assignment).
     pub members: Vec<JoinedMember>,
+    /// A static leader that rejoined a stable group: it is told the members (so it
+    /// watches their topics as leaders do) but need not assign (KIP-814; JoinGroup
+    /// v9 says so, older clients send an assignment that the stable group ignores).
+    pub skip_assignment: bool,
 }
 
 impl JoinResponse {
@@ -97,6 +101,7 @@ impl JoinResponse {
             leader: String::new(),
             member_id: member_id.to_owned(),
             members: Vec::new(),
+            skip_assignment: false,
         }
     }
 }
@@ -343,7 +348,10 @@ impl Group {
         if let Some(instance) = &member.instance_id {
             self.instances.insert(instance.clone(), id.clone());
         }
-        if self.protocol_type.is_none() {
+        if self.members.is_empty() {
+            // The first member decides the group's type; an empty group keeps the
+            // type of its last members, so that ListGroups tells a consumer group
+            // from an offsets-only one.
             self.protocol_type = Some(request.protocol_type);
         }
         self.members.insert(id.clone(), member);
@@ -425,6 +433,10 @@ impl Group {
             return self.join_new(id, request, now, config);
         };
         member.fail_waiters(GroupError::FencedInstanceId, &old_id);
+        let protocol = self.protocol.as_deref();
+        let old_topics = subscription_of(&member.protocols, protocol);
+        let new_topics = subscription_of(&request.protocols, protocol);
+        let subscription_changed = old_topics.is_some() && old_topics != new_topics;
         member.protocols = request.protocols;
         member.client_id = request.client_id;
         member.client_host = request.client_host;
@@ -438,11 +450,15 @@ impl Group {
             self.leader = Some(id.clone());
         }
         // Its subscription bytes may differ (a new incarnation's owned partitions,
-        // generation, user data): what matters is that the group's protocol stays.
+        // generation, user data): what matters is that the group's protocol and the
+        // member's topics stay. The leader too gets its place back without a
+        // rebalance (KIP-814): it is told the members and that it need not assign.
         let protocol_stays = self.select_protocol() == self.protocol;
         match self.state {
-            GroupState::Stable if protocol_stays && !was_leader => {
-                JoinStep::Done(self.join_response(&id, false))
+            GroupState::Stable if protocol_stays && !subscription_changed => {
+                let mut response = self.join_response(&id, was_leader);
+                response.skip_assignment = was_leader;
+                JoinStep::Done(response)
             }
             GroupState::PreparingRebalance => self.await_join(&id, now),
             _ => {
@@ -525,7 +541,10 @@ impl Group {
             self.members.values().all(|m| m.awaiting_join.is_some()) && self.pending.is_empty();
         let delay_over = self.join_not_before.is_none_or(|t| now >= t);
         let timed_out = self.rebalance_deadline.is_some_and(|d| now >= d);
-        if !(all_joined && delay_over || timed_out) {
+        // The last members left: the group is Empty at once (a member handed an id
+        // that joins later starts a new rebalance), so that it can be deleted.
+        let all_left = self.members.is_empty();
+        if !(all_joined && delay_over || timed_out || all_left) {
             return;
         }
         // Dynamic members that did not rejoin are gone; static ones keep their place
@@ -545,7 +564,6 @@ impl Group {
         if self.members.is_empty() {
             self.state = GroupState::Empty;
             self.protocol = None;
-            self.protocol_type = None;
             self.leader = None;
             return;
         }
@@ -638,6 +656,7 @@ impl Group {
             leader: self.leader.clone().unwrap_or_default(),
             member_id: id.to_owned(),
             members,
+            skip_assignment: false,
         }
     }
 
@@ -770,12 +789,17 @@ impl Group {
         if generation < 0 && self.state == GroupState::Empty {
             return Ok(());
         }
-        if self.state == GroupState::CompletingRebalance {
-            return Err(GroupError::RebalanceInProgress);
-        }
+        // Membership and generation first, as Kafka checks them: a member of an
+        // older generation is told so even while the group rebalances.
         self.check_member(member_id, instance_id, now)?;
         if generation != self.generation {
             return Err(GroupError::IllegalGeneration);
+        }
+        // The member knows the new generation but not yet its assignment. (While
+        // the group prepares a rebalance, the current generation may still commit:
+        // consumers commit what they processed as they give partitions up.)
+        if self.state == GroupState::CompletingRebalance {
+            return Err(GroupError::RebalanceInProgress);
         }
         Ok(())
     }
@@ -890,6 +914,17 @@ impl Group {
             self.leader = None;
         }
     }
+}
+
+/// The topics a member subscribes to under `protocol`, when its metadata is the
+/// consumer protocol's (other group types: `None`, not compared).
+fn subscription_of(protocols: &[(String, Bytes)], protocol: Option<&str>) -> Option<Vec<String>> {
+    let (_, metadata) = protocols
+        .iter()
+        .find(|(name, _)| Some(name.as_str()) == protocol)?;
+    let mut topics = spool_protocol::consumer_protocol::subscribed_topics(metadata)?;
+    topics.sort();
+    Some(topics)
 }
 
 /// A member id: the client id and a random part, as Kafka makes them.

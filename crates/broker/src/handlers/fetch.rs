@@ -111,21 +111,24 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
                 continue;
             };
             // The first partition with data gets at least one whole batch, even past
-            // the response budget, so consumers always make progress (as in Kafka).
-            let floor = u64::from(pass.bytes == 0);
+            // the budgets, so consumers always make progress; every later one only
+            // what fits the rest of the response budget (Kafka's rule: one batch at
+            // most exceeds `max_bytes`, and clients size their buffers by it).
             let partition_budget = u64::try_from(wanted.partition_max_bytes.max(0))
                 .unwrap_or(0)
-                .min(budget.max(floor));
-            let read = log.read(Offset(wanted.fetch_offset), partition_budget);
+                .min(budget);
+            let offset = Offset(wanted.fetch_offset);
+            let read = if pass.bytes == 0 {
+                log.read(offset, partition_budget)
+            } else {
+                log.read_within(offset, partition_budget)
+            };
             let offsets = log.offsets();
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
             out.high_watermark = offsets.high_watermark.0;
             out.log_start = offsets.log_start.0;
             match read {
-                Ok(mut result) => {
-                    if partition_budget == 0 {
-                        result.chunks.clear();
-                    }
+                Ok(result) => {
                     response::prefetch(&result.chunks);
                     let len = result.len();
                     pass.bytes += len;

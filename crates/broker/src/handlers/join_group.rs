@@ -73,6 +73,9 @@ pub(crate) async fn handle(
         .with_leader(StrBytes::from_string(answer.leader))
         .with_member_id(StrBytes::from_string(answer.member_id))
         .with_members(members);
+    if version >= 9 {
+        response = response.with_skip_assignment(answer.skip_assignment);
+    }
     if version >= 7 {
         response = response
             .with_protocol_type(answer.protocol_type.map(StrBytes::from_string))

@@ -75,8 +75,18 @@ pub(crate) async fn handle(
                     }
                     (None, None) => None,
                 };
+                // A name Kafka would refuse is told so, so that a producer fails its
+                // messages at once instead of waiting for the topic to appear.
+                let illegal = by_id.is_none()
+                    && wanted
+                        .name
+                        .as_ref()
+                        .is_some_and(|name| spool_model::TopicName::new(name.0.as_str()).is_err());
                 let response = match found {
                     Some(topic) => describe(&topic, node, version, topic_operations),
+                    None if illegal => MetadataResponseTopic::default()
+                        .with_name(wanted.name)
+                        .with_error_code(code::INVALID_TOPIC_EXCEPTION),
                     None => MetadataResponseTopic::default()
                         .with_name(wanted.name)
                         .with_topic_id(if version >= 10 {

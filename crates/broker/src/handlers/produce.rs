@@ -40,6 +40,16 @@ struct Appending {
 /// Per topic, each partition's index and its append or the error found up front.
 type Plan = Vec<(TopicName, Vec<(i32, Result<Appending, i16>)>)>;
 
+/// Why a partition of no known topic is refused: the name is not one Kafka allows, or
+/// no such topic exists (yet).
+fn unknown_topic_code(name: &str) -> i16 {
+    if spool_model::TopicName::new(name).is_err() {
+        code::INVALID_TOPIC_EXCEPTION
+    } else {
+        code::UNKNOWN_TOPIC_OR_PARTITION
+    }
+}
+
 /// `None` for `acks=0`: no response at all.
 pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Option<ResponseKind> {
     let acks = request.acks;
@@ -63,7 +73,7 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                             records: partition.records.unwrap_or_default(),
                             max_message_bytes,
                         })
-                        .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)
+                        .ok_or_else(|| unknown_topic_code(topic_data.name.0.as_str()))
                 };
                 (index, plan)
             })

@@ -488,3 +488,153 @@ fn a_rebalance_waits_for_members_handed_an_id() {
     assert_eq!(answer(&mut old).unwrap().generation, 2);
     assert_eq!(answer(&mut new).unwrap().members.len(), 0);
 }
+
+#[test]
+fn a_stale_generation_is_told_so_even_during_a_rebalance() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    let ids = stable_group(&mut group, 2, start);
+    let now = start + Duration::from_secs(2);
+    // A new member: the group prepares a rebalance; generation 1 may still commit
+    // (members commit as they give partitions up).
+    let (_, _new) = join_dynamic(&mut group, now);
+    assert_eq!(group.state, GroupState::PreparingRebalance);
+    assert_eq!(group.check_commit(&ids[0], None, 1, now), Ok(()));
+    assert_eq!(
+        group.check_commit(&ids[0], None, 0, now),
+        Err(GroupError::IllegalGeneration)
+    );
+    let _ = group.join(request(&ids[0], None, &["range"]), now, &config());
+    let _ = group.join(request(&ids[1], None, &["range"]), now, &config());
+    assert_eq!(group.state, GroupState::CompletingRebalance);
+    assert_eq!(
+        group.check_commit(&ids[0], None, 1, now),
+        Err(GroupError::IllegalGeneration),
+        "generation 1 is over: checked before the rebalance"
+    );
+    assert_eq!(
+        group.check_commit(&ids[0], None, 2, now),
+        Err(GroupError::RebalanceInProgress),
+        "the new generation, assignment not yet known"
+    );
+    assert_eq!(
+        group.check_commit("stranger", None, 2, now),
+        Err(GroupError::UnknownMemberId)
+    );
+}
+
+#[test]
+fn the_last_members_leaving_empty_the_group_at_once_and_it_keeps_its_type() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    // Two members joined and still within the initial rebalance delay.
+    let (a, _) = join_dynamic(&mut group, start);
+    let (b, _) = join_dynamic(&mut group, start);
+    assert_eq!(group.state, GroupState::PreparingRebalance);
+    let results = group.leave(&[(a, None), (b, None)], start, &config());
+    assert_eq!(results, vec![Ok(()), Ok(())]);
+    assert_eq!(group.state, GroupState::Empty, "without waiting for a tick");
+    assert_eq!(group.protocol_type(), Some("consumer"));
+    assert_eq!(group.describe().protocol_type, "consumer");
+    // A member of another type may start the group afresh.
+    let mut other = request("", None, &["x"]);
+    other.protocol_type = "connect".to_owned();
+    other.require_known_member_id = false;
+    let _ = group.join(other, start, &config());
+    assert_eq!(group.protocol_type(), Some("connect"));
+}
+
+/// The consumer protocol's subscription (v0) for `topics`.
+fn subscription(topics: &[&str]) -> Bytes {
+    let mut out = vec![0, 0];
+    out.extend_from_slice(&u32::try_from(topics.len()).unwrap().to_be_bytes());
+    for topic in topics {
+        out.extend_from_slice(&u16::try_from(topic.len()).unwrap().to_be_bytes());
+        out.extend_from_slice(topic.as_bytes());
+    }
+    out.extend_from_slice(&(-1i32).to_be_bytes());
+    Bytes::from(out)
+}
+
+fn static_request(instance: &str, topics: &[&str]) -> JoinRequest {
+    let mut request = request("", Some(instance), &["range"]);
+    request.protocols[0].1 = subscription(topics);
+    request
+}
+
+#[test]
+fn a_static_leader_restarting_gets_its_place_back_without_a_rebalance() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    let mut a = group.join(static_request("a", &["t"]), start, &config());
+    let mut b = group.join(static_request("b", &["t"]), start, &config());
+    group.tick(start + Duration::from_secs(1), &config());
+    let (a, b) = (answer(&mut a).unwrap(), answer(&mut b).unwrap());
+    let now = start + Duration::from_secs(1);
+    let (leader, follower, leader_instance) = if a.leader == a.member_id {
+        (a, b, "a")
+    } else {
+        (b, a, "b")
+    };
+    let mut follower_sync = sync(&mut group, &follower.member_id, 1, &[], now);
+    let assignments = [
+        (leader.member_id.as_str(), "L"),
+        (follower.member_id.as_str(), "F"),
+    ];
+    let _ = sync(&mut group, &leader.member_id, 1, &assignments, now);
+    assert!(sync_answer(&mut follower_sync).unwrap().is_ok());
+
+    let mut rejoin = group.join(static_request(leader_instance, &["t"]), now, &config());
+    let rejoined = answer(&mut rejoin).expect("answered at once");
+    assert_eq!((rejoined.error, rejoined.generation), (None, 1));
+    assert_eq!(rejoined.leader, rejoined.member_id, "still the leader");
+    assert_eq!(rejoined.members.len(), 2, "told the members");
+    assert!(rejoined.skip_assignment);
+    assert_eq!(group.state, GroupState::Stable, "no rebalance");
+    // An older client assigns anyway; the stable group keeps what everyone has.
+    let mut synced = sync(
+        &mut group,
+        &rejoined.member_id,
+        1,
+        &[
+            (&rejoined.member_id, "other"),
+            (&follower.member_id, "other"),
+        ],
+        now,
+    );
+    assert_eq!(sync_answer(&mut synced).unwrap().unwrap().assignment, "L");
+    assert_eq!(
+        group.heartbeat(&follower.member_id, None, 1, now),
+        Ok(()),
+        "the follower is not made to rejoin"
+    );
+    let mut follower_again = sync(&mut group, &follower.member_id, 1, &[], now);
+    assert_eq!(
+        sync_answer(&mut follower_again)
+            .unwrap()
+            .unwrap()
+            .assignment,
+        "F"
+    );
+}
+
+#[test]
+fn a_static_member_restarting_with_other_topics_rebalances() {
+    let start = Instant::now();
+    let mut group = Group::new();
+    let mut a = group.join(static_request("a", &["t"]), start, &config());
+    group.tick(start + Duration::from_secs(1), &config());
+    let a = answer(&mut a).unwrap();
+    let now = start + Duration::from_secs(1);
+    let _ = sync(&mut group, &a.member_id, 1, &[(&a.member_id, "A")], now);
+    assert_eq!(group.state, GroupState::Stable);
+    // The same topics in another order: not a change.
+    let mut same = group.join(static_request("a", &["t"]), now, &config());
+    assert_eq!(answer(&mut same).unwrap().generation, 1);
+    let mut changed = group.join(static_request("a", &["t", "u"]), now, &config());
+    assert_eq!(
+        answer(&mut changed).unwrap().generation,
+        2,
+        "a rebalance (its only member rejoined at once)"
+    );
+}

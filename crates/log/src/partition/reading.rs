@@ -28,6 +28,23 @@ impl PartitionLog {
     /// (the first batch is returned whole even if larger, so consumers make progress)
     /// and never past the high watermark or the end of one segment.
     pub fn read(&self, offset: Offset, max_bytes: u64) -> Result<ReadResult> {
+        self.read_batches(offset, max_bytes, true)
+    }
+
+    /// As [`PartitionLog::read`], but strictly within `max_bytes`: nothing when the
+    /// first batch is larger. A fetch uses it for every partition after the first
+    /// that returned data, so that only one batch of a response exceeds its budget
+    /// (Kafka's rule, which clients size their receive buffers by).
+    pub fn read_within(&self, offset: Offset, max_bytes: u64) -> Result<ReadResult> {
+        self.read_batches(offset, max_bytes, false)
+    }
+
+    fn read_batches(
+        &self,
+        offset: Offset,
+        max_bytes: u64,
+        first_whole: bool,
+    ) -> Result<ReadResult> {
         let mut offset = offset;
         loop {
             let (cursor, bounds) = {
@@ -75,10 +92,17 @@ impl PartitionLog {
                 .map_err(self.read_error())?
             {
                 let len = header.total_len() as u64;
-                if end > start && end + len - start > max_bytes {
+                if (end > start || !first_whole) && end + len - start > max_bytes {
                     break;
                 }
                 end += len;
+            }
+            if end == start {
+                return Ok(ReadResult {
+                    chunks: Vec::new(),
+                    log_start: bounds.0,
+                    high_watermark: bounds.1,
+                });
             }
             let cached = self.lock().tail_slice(cursor.base, start, end);
             let chunks = match cached {
