@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use spool_coordinator::CoordinatorConfig;
 
+use crate::topic_configs::{self, BrokerSynonym};
 use crate::topics;
 
 /// What a broker needs to start. Every field has a default (see `Default`).
@@ -36,6 +37,9 @@ pub struct BrokerConfig {
     /// The broker-wide defaults of topic configs, by topic config name
     /// (`log.retention.ms` sets `retention.ms` here): see [`TOPIC_DEFAULTS`].
     pub topic_defaults: BTreeMap<String, String>,
+    /// The broker settings that default topic configs, by broker name and as given
+    /// (`log.retention.hours` in hours): `topic_defaults` is made from them.
+    pub topic_default_settings: BTreeMap<String, String>,
     /// How consumer groups are run (`group.*`, `offsets.*` settings).
     pub groups: CoordinatorConfig,
     /// `num.io.threads`: threads running the fsyncs of durable partitions. Each
@@ -58,26 +62,12 @@ impl Default for BrokerConfig {
             auto_create_topics: true,
             default_partitions: 1,
             topic_defaults: BTreeMap::new(),
+            topic_default_settings: BTreeMap::new(),
             groups: CoordinatorConfig::default(),
             io_threads: 8,
         }
     }
 }
-
-/// Broker settings that default a topic config, as Kafka names them: (broker setting,
-/// topic config).
-pub const TOPIC_DEFAULTS: [(&str, &str); 10] = [
-    ("log.retention.ms", "retention.ms"),
-    ("log.retention.bytes", "retention.bytes"),
-    ("log.segment.bytes", "segment.bytes"),
-    ("log.roll.ms", "segment.ms"),
-    ("log.index.interval.bytes", "index.interval.bytes"),
-    ("message.max.bytes", "max.message.bytes"),
-    ("log.message.timestamp.type", "message.timestamp.type"),
-    ("log.cleanup.policy", "cleanup.policy"),
-    ("log.flush.interval.ms", "flush.ms"),
-    ("log.flush.interval.messages", "flush.messages"),
-];
 
 /// Kafka's config sources, as DescribeConfigs reports them.
 pub(crate) mod source {
@@ -237,25 +227,41 @@ fn at_least(value: &str, minimum: u64) -> Result<u64, String> {
         .ok_or_else(|| expected(value, &format!("a number of at least {minimum}")))
 }
 
-/// Every broker setting [`BrokerConfig::set`] accepts, by Kafka name.
+/// Every broker setting [`BrokerConfig::set`] accepts, by Kafka name: the broker's
+/// own, and those that default a topic config (`log.retention.ms`, with its unit
+/// variants `log.retention.minutes` and `log.retention.hours`, and so on; see
+/// `crate::topic_configs`).
 pub fn setting_names() -> impl Iterator<Item = &'static str> {
     SETTINGS
         .iter()
         .map(|setting| setting.name)
-        .chain(TOPIC_DEFAULTS.into_iter().map(|(broker, _)| broker))
+        .chain(topic_configs::broker_synonyms().map(|synonym| synonym.name))
 }
 
 /// Whether a setting can change at run time (every topic default can).
 pub(crate) fn is_dynamic(name: &str) -> bool {
-    SETTINGS.iter().any(|s| s.name == name && s.dynamic) || topic_config_of(name).is_some()
+    SETTINGS.iter().any(|s| s.name == name && s.dynamic)
+        || topic_configs::defaulted_by(name).is_some()
 }
 
-/// The topic config a broker setting defaults, if it is one of those.
-pub(crate) fn topic_config_of(name: &str) -> Option<&'static str> {
-    TOPIC_DEFAULTS
-        .iter()
-        .find(|(broker, _)| *broker == name)
-        .map(|(_, topic)| *topic)
+/// A broker setting's value in the topic config's terms: hours and minutes become
+/// milliseconds (-1, no limit, stays -1).
+fn in_topic_terms(synonym: &BrokerSynonym, value: &str) -> Result<String, String> {
+    if synonym.unit_ms == 1 {
+        return Ok(value.to_owned());
+    }
+    let number: i64 = value
+        .trim()
+        .parse()
+        .map_err(|_| expected(value, "a whole number"))?;
+    if number == -1 {
+        return Ok("-1".to_owned());
+    }
+    number
+        .checked_mul(synonym.unit_ms)
+        .filter(|ms| *ms >= 0)
+        .map(|ms| ms.to_string())
+        .ok_or_else(|| expected(value, "a smaller, non-negative number"))
 }
 
 impl BrokerConfig {
@@ -265,13 +271,24 @@ impl BrokerConfig {
         if let Some(setting) = SETTINGS.iter().find(|s| s.name == name) {
             return (setting.set)(self, value);
         }
-        let Some(topic_config) = topic_config_of(name) else {
+        let Some((topic_config, synonym)) = topic_configs::defaulted_by(name) else {
             let known: Vec<_> = setting_names().collect();
             return Err(format!("unknown setting (known: {})", known.join(", ")));
         };
-        topics::check_config(topic_config, value).map_err(|e| e.0)?;
-        self.topic_defaults
-            .insert(topic_config.to_owned(), value.to_owned());
+        topics::check_config(topic_config.name, &in_topic_terms(synonym, value)?)
+            .map_err(|e| e.0)?;
+        self.topic_default_settings
+            .insert(name.to_owned(), value.to_owned());
+        // The most precise setting given wins: log.retention.ms over
+        // log.retention.minutes over log.retention.hours, as in Kafka.
+        let winner = topic_config.broker.iter().find_map(|synonym| {
+            let value = self.topic_default_settings.get(synonym.name)?;
+            in_topic_terms(synonym, value).ok()
+        });
+        if let Some(value) = winner {
+            self.topic_defaults
+                .insert(topic_config.name.to_owned(), value);
+        }
         Ok(())
     }
 
@@ -279,9 +296,18 @@ impl BrokerConfig {
     pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
         let mut settings: Vec<_> = SETTINGS.iter().map(|s| (s.name, (s.get)(self))).collect();
         let defaults = topics::default_config_values(&self.topic_defaults);
-        for (broker, topic) in TOPIC_DEFAULTS {
-            if let Some(value) = defaults.get(topic) {
-                settings.push((broker, value.clone()));
+        for config in topic_configs::TOPIC_CONFIGS {
+            for (i, synonym) in config.broker.iter().enumerate() {
+                // The first (most precise) setting shows the value in force; the
+                // coarser variants only what they were given.
+                let value = if i == 0 {
+                    defaults.get(config.name).cloned()
+                } else {
+                    self.topic_default_settings.get(synonym.name).cloned()
+                };
+                if let Some(value) = value {
+                    settings.push((synonym.name, value));
+                }
             }
         }
         settings
@@ -310,9 +336,10 @@ mod tests {
         for (name, value, says) in [
             ("num.partitions", "0", "at least 1"),
             ("log.retention.ms", "soon", "not a number"),
-            ("log.segment.bytes", "-5", "positive"),
+            ("log.segment.bytes", "-5", "from 1024 to"),
             ("log.message.timestamp.type", "Tuesday", "CreateTime"),
             ("log.cleanup.policy", "compact", "not implemented"),
+            ("log.retention.hours", "two", "whole number"),
             ("colour", "blue", "unknown setting"),
         ] {
             let error = config.set(name, value).unwrap_err();
@@ -327,7 +354,44 @@ mod tests {
             described["log.flush.interval.messages"],
             i64::MAX.to_string()
         );
-        assert_eq!(described.len(), setting_names().count());
+        let coarse = [
+            "log.retention.minutes",
+            "log.retention.hours",
+            "log.roll.hours",
+            "log.roll.jitter.hours",
+        ];
+        assert_eq!(described.len(), setting_names().count() - coarse.len());
         assert!(is_dynamic("log.roll.ms") && !is_dynamic("max.connections"));
+    }
+
+    #[test]
+    fn time_settings_in_coarser_units_give_way_to_finer_ones() {
+        let mut config = BrokerConfig::default();
+        config.set("log.retention.hours", "2").unwrap();
+        assert_eq!(config.topic_defaults["retention.ms"], "7200000");
+        config.set("log.roll.hours", "1").unwrap();
+        assert_eq!(config.topic_defaults["segment.ms"], "3600000");
+        config.set("log.retention.minutes", "30").unwrap();
+        assert_eq!(config.topic_defaults["retention.ms"], "1800000");
+        config.set("log.retention.hours", "5").unwrap();
+        assert_eq!(
+            config.topic_defaults["retention.ms"], "1800000",
+            "minutes win"
+        );
+        config.set("log.retention.ms", "-1").unwrap();
+        assert_eq!(config.topic_defaults["retention.ms"], "-1");
+        config.set("log.roll.jitter.hours", "1").unwrap();
+        assert_eq!(config.topic_defaults["segment.jitter.ms"], "3600000");
+        let described: BTreeMap<_, _> = config.settings().into_iter().collect();
+        assert_eq!(described["log.retention.hours"], "5");
+        assert_eq!(described["log.retention.ms"], "-1");
+        assert_eq!(described["log.roll.ms"], "3600000");
+        config
+            .set("log.cleaner.delete.retention.ms", "1000")
+            .unwrap();
+        config.set("min.insync.replicas", "2").unwrap();
+        config.set("compression.type", "lz4").unwrap();
+        assert_eq!(config.topic_defaults["compression.type"], "lz4");
+        assert!(config.set("log.retention.hours", "-5").is_err());
     }
 }

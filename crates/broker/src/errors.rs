@@ -13,6 +13,7 @@ pub(crate) mod code {
     pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
     pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
     pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
+    pub(crate) const INVALID_TIMESTAMP: i16 = 32;
     pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
     pub(crate) const INVALID_PARTITIONS: i16 = 37;
     pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;

@@ -17,8 +17,9 @@ mod lag;
 mod producer_ids;
 mod response;
 mod server;
+mod topic_configs;
 mod topics;
 
-pub use config::{BrokerConfig, TOPIC_DEFAULTS, setting_names};
+pub use config::{BrokerConfig, setting_names};
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};

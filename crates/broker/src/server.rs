@@ -42,6 +42,8 @@ pub enum BrokerError {
     },
     #[error("a background task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error("Kafka's default topic configs do not resolve: {0}")]
+    TopicConfig(String),
 }
 
 /// What every connection shares.
@@ -188,15 +190,16 @@ async fn load_topics(
             Ok(topic) => topic,
             Err(error) => {
                 tracing::error!(topic = %record.name, %error, "stored topic config is invalid; using the broker's defaults");
-                let defaults = topics::defaults_only(&settings.topic_defaults)
-                    .or_else(|_| topics::defaults_only(&BTreeMap::new()));
+                let bare = spool_metadata::TopicRecord {
+                    configs: BTreeMap::new(),
+                    ..record.clone()
+                };
+                // Kafka's own defaults always resolve (a unit test proves it).
+                let defaults = topics::resolve(bare.clone(), &settings.topic_defaults)
+                    .or_else(|_| topics::resolve(bare, &BTreeMap::new()));
                 match defaults {
                     Ok(defaults) => topics::Topic { record, ..defaults },
-                    Err(_) => topics::Topic {
-                        record,
-                        log: spool_log::LogConfig::default(),
-                        max_message_bytes: topics::DEFAULT_MAX_MESSAGE_BYTES,
-                    },
+                    Err(error) => return Err(BrokerError::TopicConfig(error.0)),
                 }
             }
         };

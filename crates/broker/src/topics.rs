@@ -4,16 +4,19 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use spool_log::{FlushPolicy, LogConfig};
+use spool_log::LogConfig;
 use spool_metadata::{MetadataError, TopicRecord};
-use spool_model::{TimestampType, TopicName, TopicPartition};
+use spool_model::{TopicName, TopicPartition};
 use uuid::Uuid;
 
 use crate::errors::code;
 use crate::server::Shared;
 
-/// Kafka's default `max.message.bytes`.
-pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+mod settings;
+
+pub(crate) use self::settings::{
+    Recompression, TimestampBounds, check_config, config_entries, default_config_values, resolve,
+};
 
 /// A topic with its settings resolved.
 #[derive(Debug, Clone)]
@@ -21,6 +24,13 @@ pub(crate) struct Topic {
     pub(crate) record: TopicRecord,
     pub(crate) log: LogConfig,
     pub(crate) max_message_bytes: usize,
+    /// `compression.type` and the codec levels: `None` keeps the producer's codec.
+    pub(crate) recompression: Option<Recompression>,
+    /// `message.timestamp.before.max.ms` / `after.max.ms` for CreateTime topics.
+    pub(crate) timestamps: TimestampBounds,
+    /// Every config of the topic with its value: explicit, the broker's default, or
+    /// Kafka's.
+    pub(crate) configs: BTreeMap<&'static str, String>,
 }
 
 impl Topic {
@@ -84,124 +94,6 @@ impl TopicTable {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// Why a topic config was refused; the message goes back to the client.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct InvalidConfig(pub(crate) String);
-
-/// Resolves a topic's Kafka configs, over the broker's `defaults` of them (by topic
-/// config name), into log settings; refuses unknown keys and out-of-range values with
-/// a message that names them.
-pub(crate) fn resolve(
-    record: TopicRecord,
-    defaults: &BTreeMap<String, String>,
-) -> Result<Topic, InvalidConfig> {
-    let mut log = LogConfig::default();
-    let mut max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES;
-    let mut flush_ms = None;
-    let mut flush_messages = None;
-    let mut configs = defaults.clone();
-    configs.extend(record.configs.clone());
-    for (key, value) in &configs {
-        let number = || -> Result<i64, InvalidConfig> {
-            value
-                .parse::<i64>()
-                .map_err(|_| InvalidConfig(format!("{key}={value} is not a number")))
-        };
-        let positive = |n: i64| -> Result<u64, InvalidConfig> {
-            u64::try_from(n)
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| InvalidConfig(format!("{key}={value} must be positive")))
-        };
-        let unlimited_or_positive = |n: i64| -> Result<Option<u64>, InvalidConfig> {
-            if n == -1 {
-                Ok(None)
-            } else {
-                positive(n).map(Some)
-            }
-        };
-        match key.as_str() {
-            "retention.ms" => log.retention_ms = unlimited_or_positive(number()?)?,
-            "retention.bytes" => log.retention_bytes = unlimited_or_positive(number()?)?,
-            "segment.bytes" => log.segment_bytes = positive(number()?)?,
-            "segment.ms" => log.segment_ms = Some(positive(number()?)?),
-            "index.interval.bytes" => log.index_interval_bytes = positive(number()?)?,
-            "max.message.bytes" => {
-                max_message_bytes = usize::try_from(positive(number()?)?).unwrap_or(usize::MAX);
-            }
-            "flush.ms" => flush_ms = Some(positive(number()?)?),
-            "flush.messages" => flush_messages = Some(positive(number()?)?),
-            "message.timestamp.type" => {
-                log.timestamp_type = match value.as_str() {
-                    "CreateTime" => TimestampType::CreateTime,
-                    "LogAppendTime" => TimestampType::LogAppendTime,
-                    _ => {
-                        return Err(InvalidConfig(format!(
-                            "{key}={value}: use CreateTime or LogAppendTime"
-                        )));
-                    }
-                }
-            }
-            "cleanup.policy" => match value.as_str() {
-                "delete" => {}
-                "compact" | "compact,delete" | "delete,compact" => {
-                    return Err(InvalidConfig(format!(
-                        "{key}={value}: log compaction is not implemented yet; use delete"
-                    )));
-                }
-                _ => return Err(InvalidConfig(format!("{key}={value}: use delete"))),
-            },
-            _ => return Err(InvalidConfig(format!("unknown topic config {key}"))),
-        }
-    }
-    if flush_ms.is_some() || flush_messages.is_some() {
-        log.flush = FlushPolicy::Interval {
-            ms: flush_ms,
-            messages: flush_messages,
-        };
-    }
-    log.validate()
-        .map_err(|error| InvalidConfig(error.to_string()))?;
-    Ok(Topic {
-        record,
-        log,
-        max_message_bytes,
-    })
-}
-
-/// A topic that has only the broker's defaults.
-pub(crate) fn defaults_only(defaults: &BTreeMap<String, String>) -> Result<Topic, InvalidConfig> {
-    let name = TopicName::new("defaults").map_err(|e| InvalidConfig(e.to_string()))?;
-    let record = TopicRecord {
-        name,
-        id: Uuid::nil(),
-        partitions: 1,
-        configs: BTreeMap::new(),
-    };
-    resolve(record, defaults)
-}
-
-/// Checks one topic config value on its own.
-pub(crate) fn check_config(key: &str, value: &str) -> Result<(), InvalidConfig> {
-    defaults_only(&BTreeMap::from([(key.to_owned(), value.to_owned())])).map(|_| ())
-}
-
-/// The value of every topic config for a topic that sets none, under `defaults`.
-pub(crate) fn default_config_values(
-    defaults: &BTreeMap<String, String>,
-) -> BTreeMap<&'static str, String> {
-    let topic = defaults_only(defaults).or_else(|_| defaults_only(&BTreeMap::new()));
-    topic
-        .map(|topic| {
-            config_entries(&topic)
-                .into_iter()
-                .map(|(key, value, _)| (key, value))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// An admin operation (on topics or configs) that failed: the Kafka error code and a
@@ -480,42 +372,4 @@ pub(crate) async fn change_configs(
     tracing::info!(topic = name, configs = ?updated.record.configs, "changed topic configs");
     shared.topics.insert(updated);
     Ok(())
-}
-
-/// Every topic config Spool knows, with its current value and whether it was set
-/// explicitly (otherwise it is the default).
-pub(crate) fn config_entries(topic: &Topic) -> Vec<(&'static str, String, bool)> {
-    const UNSET: i64 = i64::MAX;
-    let log = &topic.log;
-    let as_number = |value: Option<u64>, none: i64| {
-        value
-            .map_or(none, |v| i64::try_from(v).unwrap_or(i64::MAX))
-            .to_string()
-    };
-    let (flush_ms, flush_messages) = match log.flush {
-        FlushPolicy::Durable => (None, None),
-        FlushPolicy::Interval { ms, messages } => (ms, messages),
-    };
-    let entries = [
-        ("cleanup.policy", "delete".to_owned()),
-        ("retention.ms", as_number(log.retention_ms, -1)),
-        ("retention.bytes", as_number(log.retention_bytes, -1)),
-        ("segment.bytes", log.segment_bytes.to_string()),
-        ("segment.ms", as_number(log.segment_ms, UNSET)),
-        ("index.interval.bytes", log.index_interval_bytes.to_string()),
-        ("max.message.bytes", topic.max_message_bytes.to_string()),
-        (
-            "message.timestamp.type",
-            match log.timestamp_type {
-                TimestampType::CreateTime => "CreateTime".to_owned(),
-                TimestampType::LogAppendTime => "LogAppendTime".to_owned(),
-            },
-        ),
-        ("flush.ms", as_number(flush_ms, UNSET)),
-        ("flush.messages", as_number(flush_messages, UNSET)),
-    ];
-    entries
-        .into_iter()
-        .map(|(key, value)| (key, value, topic.record.configs.contains_key(key)))
-        .collect()
 }

@@ -204,3 +204,92 @@ async fn incremental_changes_set_and_delete_single_overrides() {
         "INVALID_REQUEST: needs a restart"
     );
 }
+
+#[tokio::test]
+async fn topic_configs_come_with_types_documentation_and_synonyms_when_asked() {
+    let broker = TestBroker::start_with(&[("log.retention.hours", "3")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("documented", 1).await, 0);
+    let ask = |version_has_docs: bool| {
+        DescribeConfigsRequest::default()
+            .with_include_synonyms(true)
+            .with_include_documentation(version_has_docs)
+            .with_resources(vec![
+                DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("documented"))
+                    .with_configuration_keys(Some(vec![
+                        StrBytes::from_static_str("retention.ms"),
+                        StrBytes::from_static_str("min.insync.replicas"),
+                        StrBytes::from_static_str("cleanup.policy"),
+                    ])),
+            ])
+    };
+    let ResponseKind::DescribeConfigs(response) = client
+        .call(RequestKind::DescribeConfigs(ask(true)), 4)
+        .await
+    else {
+        panic!("not a DescribeConfigs response")
+    };
+    let configs = &response.results[0].configs;
+    assert_eq!(configs.len(), 3);
+    let by_name = |name: &str| configs.iter().find(|c| c.name.as_str() == name).unwrap();
+    let retention = by_name("retention.ms");
+    assert_eq!(retention.value.as_deref(), Some("10800000"));
+    assert_eq!(retention.config_type, 5, "LONG");
+    assert_eq!(retention.config_source, 4, "STATIC_BROKER_CONFIG");
+    let synonyms: Vec<(&str, &str, i8)> = retention
+        .synonyms
+        .iter()
+        .map(|s| (s.name.as_str(), s.value.as_deref().unwrap(), s.source))
+        .collect();
+    assert_eq!(
+        synonyms,
+        vec![
+            ("log.retention.hours", "3", 4),
+            ("log.retention.ms", "604800000", 5)
+        ]
+    );
+    assert_eq!(by_name("cleanup.policy").config_type, 7, "LIST");
+    let no_op = by_name("min.insync.replicas");
+    assert_eq!(no_op.config_type, 3, "INT");
+    let documentation = no_op.documentation.as_deref().unwrap();
+    assert!(documentation.contains("no effect"), "{documentation}");
+
+    // Broker scope: APPEND to the list-valued log.cleanup.policy, SUBTRACT it again.
+    let change = |operation: i8, value: &str| {
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            IncrementalResource::default()
+                .with_resource_type(BROKER)
+                .with_resource_name(StrBytes::from_static_str("1"))
+                .with_configs(vec![
+                    IncrementalConfig::default()
+                        .with_name(StrBytes::from_static_str("log.cleanup.policy"))
+                        .with_config_operation(operation)
+                        .with_value(Some(StrBytes::from_string(value.to_owned()))),
+                ]),
+        ])
+    };
+    for (operation, value, expected) in [(2, "delete", "delete"), (3, "delete", "")] {
+        let ResponseKind::IncrementalAlterConfigs(response) = client
+            .call(
+                RequestKind::IncrementalAlterConfigs(change(operation, value)),
+                1,
+            )
+            .await
+        else {
+            panic!("not an IncrementalAlterConfigs response")
+        };
+        let code = response.responses[0].error_code;
+        if expected.is_empty() {
+            assert_eq!(
+                code, 40,
+                "an empty cleanup.policy is refused: INVALID_CONFIG"
+            );
+        } else {
+            assert_eq!(code, 0);
+            let described = describe(&mut client, "1").await;
+            assert!(described.contains(&("log.cleanup.policy".to_owned(), expected.to_owned(), 2)));
+        }
+    }
+}

@@ -27,6 +27,9 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// `segment.ms`: roll when the active segment is older than this.
     pub segment_ms: Option<u64>,
+    /// `segment.jitter.ms`: up to this much off `segment.ms`, different for each
+    /// segment, so that partitions created together do not all roll together.
+    pub segment_jitter_ms: u64,
     /// `index.interval.bytes`: bytes between two sparse index entries.
     pub index_interval_bytes: u64,
     /// `retention.ms`: delete closed segments whose newest record is older; `None` keeps all.
@@ -46,6 +49,7 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1 << 30,
             segment_ms: Some(7 * 24 * 3600 * 1000),
+            segment_jitter_ms: 0,
             index_interval_bytes: 4096,
             retention_ms: Some(7 * 24 * 3600 * 1000),
             retention_bytes: None,
@@ -113,8 +117,16 @@ impl LogConfig {
         Ok(())
     }
 
-    pub(crate) fn segment_age_limit(&self) -> Option<Duration> {
-        self.segment_ms.map(Duration::from_millis)
+    /// The age at which a segment rolls: `segment.ms` less this segment's share of
+    /// `segment.jitter.ms`, drawn from `seed` (the same for a segment every time, and
+    /// different across segments and partitions).
+    pub(crate) fn segment_age_limit(&self, seed: u64) -> Option<Duration> {
+        let jitter = match self.segment_jitter_ms {
+            0 => 0,
+            range => seed % range,
+        };
+        self.segment_ms
+            .map(|ms| Duration::from_millis(ms.saturating_sub(jitter).max(1)))
     }
 }
 
@@ -140,5 +152,29 @@ mod tests {
             ..LogConfig::default()
         };
         assert_eq!(flush.validate().unwrap_err().key, "flush.ms");
+    }
+
+    #[test]
+    fn segment_jitter_takes_a_different_share_off_each_segment() {
+        let config = LogConfig {
+            segment_ms: Some(10_000),
+            segment_jitter_ms: 4_000,
+            ..LogConfig::default()
+        };
+        let limits: Vec<Duration> = (0..50u64)
+            .map(|seed| config.segment_age_limit(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+            .map(Option::unwrap)
+            .collect();
+        assert!(
+            limits
+                .iter()
+                .all(|l| (6_001..=10_000).contains(&l.as_millis()))
+        );
+        assert!(limits.iter().any(|l| *l != limits[0]), "not all the same");
+        let plain = LogConfig::default();
+        assert_eq!(
+            plain.segment_age_limit(12345),
+            Some(Duration::from_millis(7 * 24 * 3600 * 1000))
+        );
     }
 }

@@ -375,7 +375,7 @@ impl PartitionLog {
         }
         let too_big = size + batch.len() as u64 > config.segment_bytes.min(MAX_SEGMENT_BYTES);
         let too_old = config
-            .segment_age_limit()
+            .segment_age_limit(self.jitter_seed(active.base))
             .is_some_and(|limit| active.opened_at.elapsed() >= limit);
         let last_delta =
             RecordBatchHeader::parse(batch).map_or(0, |h| i64::from(h.last_offset_delta));
@@ -411,6 +411,15 @@ impl PartitionLog {
         active.size += data.len() as u64;
         state.tail.push(position, data, config.tail_cache_bytes);
         Ok(())
+    }
+
+    /// A number that is the same for a segment of this partition every time and
+    /// differs across segments and partitions, for `segment.jitter.ms`.
+    fn jitter_seed(&self, base: Offset) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (&self.dir, base.0).hash(&mut hasher);
+        hasher.finish()
     }
 
     /// Closes the active segment and starts a new one at the log end offset.

@@ -2,13 +2,17 @@
 //!
 //! - [`batch`]: record-batch validation and in-place patching, shared by the produce
 //!   path and the storage engine's recovery;
+//! - [`compression`] and [`recompress`]: Kafka's record codecs, for topics that
+//!   recompress and for the log cleaner (never on the default paths);
 //! - [`frame`]: the size-prefixed framing of requests;
 //! - [`wire_guard`]: a structural pre-check of request bodies that keeps array counts
 //!   read off the wire from sizing allocations (see its module docs for why).
 
 pub mod batch;
+pub mod compression;
 pub mod consumer_protocol;
 pub mod frame;
+pub mod recompress;
 pub mod records;
 pub mod request;
 pub mod wire_guard;

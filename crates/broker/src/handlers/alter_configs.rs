@@ -1,6 +1,6 @@
 //! AlterConfigs (key 33, replaces the explicit configs of a topic, or the dynamic
-//! settings of the broker) and IncrementalAlterConfigs (key 44, sets or deletes
-//! single ones).
+//! settings of the broker) and IncrementalAlterConfigs (key 44, sets, deletes,
+//! appends to or subtracts from single ones).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use super::configs::{BROKER, TOPIC};
 use crate::dynamic_config;
 use crate::errors::code;
 use crate::server::Shared;
+use crate::topic_configs;
 use crate::topics::{self, AdminError};
 
 pub(crate) const ALTER_API: ApiDecl = ApiDecl {
@@ -34,6 +35,8 @@ pub(crate) const INCREMENTAL_API: ApiDecl = ApiDecl {
 /// IncrementalAlterConfigs operations.
 const SET: i8 = 0;
 const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
 
 pub(crate) async fn alter(request: AlterConfigsRequest, shared: Arc<Shared>) -> ResponseKind {
     let mut responses = Vec::with_capacity(request.resources.len());
@@ -81,26 +84,14 @@ pub(crate) async fn incremental(
                 )
             })
             .collect();
-        let outcome = apply(&shared, resource.resource_type, resource.resource_name.as_str(), request.validate_only, |current| {
-            let mut configs = current.clone();
-            for (name, operation, value) in &changes {
-                match (*operation, value) {
-                    (SET, Some(value)) => {
-                        configs.insert(name.clone(), value.clone());
-                    }
-                    (DELETE, _) => {
-                        configs.remove(name);
-                    }
-                    _ => {
-                        return Err(AdminError {
-                            code: code::INVALID_CONFIG,
-                            message: format!("operation {operation} on {name}: only SET with a value and DELETE are supported"),
-                        });
-                    }
-                }
-            }
-            Ok(configs)
-        })
+        let resource_type = resource.resource_type;
+        let outcome = apply(
+            &shared,
+            resource_type,
+            resource.resource_name.as_str(),
+            request.validate_only,
+            |current| apply_operations(resource_type, current, &changes),
+        )
         .await;
         let mut response = IncrementalResult::default()
             .with_resource_type(resource.resource_type)
@@ -115,6 +106,67 @@ pub(crate) async fn incremental(
     ResponseKind::IncrementalAlterConfigs(
         IncrementalAlterConfigsResponse::default().with_responses(responses),
     )
+}
+
+/// A resource's configs after IncrementalAlterConfigs' operations: SET and DELETE
+/// for any config; APPEND and SUBTRACT for list-valued ones (`cleanup.policy`, say),
+/// starting from the explicit value or else Kafka's default, as Kafka does.
+fn apply_operations(
+    resource_type: i8,
+    current: &BTreeMap<String, String>,
+    changes: &[(String, i8, Option<String>)],
+) -> Result<BTreeMap<String, String>, AdminError> {
+    let mut configs = current.clone();
+    for (name, operation, value) in changes {
+        let invalid = |code, message: String| Err(AdminError { code, message });
+        match (*operation, value) {
+            (SET, Some(value)) => {
+                configs.insert(name.clone(), value.clone());
+            }
+            (DELETE, _) => {
+                configs.remove(name);
+            }
+            (APPEND | SUBTRACT, Some(value)) => {
+                let config = match resource_type {
+                    TOPIC => topic_configs::lookup(name),
+                    _ => topic_configs::defaulted_by(name).map(|(config, _)| config),
+                };
+                let Some(config) = config.filter(|c| c.is_list()) else {
+                    return invalid(
+                        code::INVALID_REQUEST,
+                        format!(
+                            "{name} is not a list: APPEND and SUBTRACT apply to list-valued configs"
+                        ),
+                    );
+                };
+                let old = configs
+                    .get(name)
+                    .map_or(config.default, String::as_str)
+                    .to_owned();
+                let mut items: Vec<&str> = topic_configs::list_items(&old);
+                let given = topic_configs::list_items(value);
+                if *operation == APPEND {
+                    for item in given {
+                        if !items.contains(&item) {
+                            items.push(item);
+                        }
+                    }
+                } else {
+                    items.retain(|item| !given.contains(item));
+                }
+                configs.insert(name.clone(), items.join(","));
+            }
+            _ => {
+                return invalid(
+                    code::INVALID_CONFIG,
+                    format!(
+                        "operation {operation} on {name}: SET, APPEND and SUBTRACT need a value; known operations are 0 to 3"
+                    ),
+                );
+            }
+        }
+    }
+    Ok(configs)
 }
 
 /// Computes a resource's new configs from its current ones and stores them.

@@ -1,10 +1,12 @@
 //! DescribeConfigs (key 32): a topic's configs (explicit, or inherited from the
-//! broker's defaults) and the broker's settings, each with where its value comes from.
+//! broker's defaults) and the broker's settings, each with where its value comes from;
+//! with synonyms when asked (v1+: the settings that could give the value, the one in
+//! force first), and types and documentation (v3+) for admin UIs.
 
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{
     ApiKey, DescribeConfigsRequest, DescribeConfigsResponse, ResponseKind,
@@ -13,10 +15,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use super::configs::{BROKER, TOPIC};
-use crate::config::TOPIC_DEFAULTS;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::errors::code;
 use crate::server::Shared;
+use crate::topic_configs::{self, Effect, TopicConfig};
 use crate::topics;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -25,7 +27,13 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 4,
 };
 
-pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> ResponseKind {
+pub(crate) fn handle(
+    request: DescribeConfigsRequest,
+    version: i16,
+    shared: &Arc<Shared>,
+) -> ResponseKind {
+    let with_synonyms = request.include_synonyms;
+    let with_documentation = version >= 3 && request.include_documentation;
     let results = request
         .resources
         .into_iter()
@@ -40,17 +48,12 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
             let result = DescribeConfigsResult::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
-            let entries: Vec<(String, String, bool, i8)> = match resource.resource_type {
+            let entries: Vec<Described> = match resource.resource_type {
                 TOPIC => match shared.topics.get(resource.resource_name.as_str()) {
                     Some(topic) => topics::config_entries(&topic)
                         .into_iter()
                         .map(|(key, value, explicit)| {
-                            let source = if explicit {
-                                DYNAMIC_TOPIC_CONFIG
-                            } else {
-                                inherited_source(shared, key)
-                            };
-                            (key.to_owned(), value, false, source)
+                            describe_topic_config(shared, key, value, explicit)
                         })
                         .collect(),
                     None => {
@@ -63,7 +66,12 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
                     }
                 },
                 BROKER => match shared.dynamic.describe(resource.resource_name.as_str()) {
-                    Ok(entries) => entries,
+                    Ok(entries) => entries
+                        .into_iter()
+                        .map(|(name, value, read_only, source)| {
+                            describe_broker_setting(name, value, read_only, source)
+                        })
+                        .collect(),
                     Err(error) => {
                         return result
                             .with_error_code(error.code)
@@ -80,13 +88,33 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
             };
             let configs = entries
                 .into_iter()
-                .filter(|(key, ..)| wanted(key))
-                .map(|(key, value, read_only, source)| {
-                    DescribeConfigsResourceResult::default()
-                        .with_name(StrBytes::from_string(key))
-                        .with_value(Some(StrBytes::from_string(value)))
-                        .with_read_only(read_only)
-                        .with_config_source(source)
+                .filter(|entry| wanted(&entry.name))
+                .map(|entry| {
+                    let mut config = DescribeConfigsResourceResult::default()
+                        .with_name(StrBytes::from_string(entry.name))
+                        .with_value(Some(StrBytes::from_string(entry.value)))
+                        .with_read_only(entry.read_only)
+                        .with_config_source(entry.source)
+                        .with_config_type(entry.kind);
+                    if with_synonyms {
+                        config = config.with_synonyms(
+                            entry
+                                .synonyms
+                                .into_iter()
+                                .map(|(name, value, source)| {
+                                    DescribeConfigsSynonym::default()
+                                        .with_name(StrBytes::from_string(name))
+                                        .with_value(Some(StrBytes::from_string(value)))
+                                        .with_source(source)
+                                })
+                                .collect(),
+                        );
+                    }
+                    if with_documentation {
+                        config = config
+                            .with_documentation(entry.documentation.map(StrBytes::from_string));
+                    }
+                    config
                 })
                 .collect();
             result.with_configs(configs)
@@ -95,13 +123,88 @@ pub(crate) fn handle(request: DescribeConfigsRequest, shared: &Arc<Shared>) -> R
     ResponseKind::DescribeConfigs(DescribeConfigsResponse::default().with_results(results))
 }
 
-/// Where a topic config that the topic does not set gets its value: the broker
-/// setting that defaults it, or Kafka's default.
-fn inherited_source(shared: &Shared, topic_config: &str) -> i8 {
-    TOPIC_DEFAULTS
-        .iter()
-        .find(|(_, topic)| *topic == topic_config)
-        .map_or(DEFAULT_CONFIG, |(broker, _)| {
-            shared.dynamic.source_of(broker)
-        })
+/// One config as DescribeConfigs reports it.
+struct Described {
+    name: String,
+    value: String,
+    read_only: bool,
+    source: i8,
+    /// Kafka's type code (0: unknown).
+    kind: i8,
+    /// Where the value could come from, the one in force first: (name, value, source).
+    synonyms: Vec<(String, String, i8)>,
+    documentation: Option<String>,
+}
+
+fn describe_topic_config(
+    shared: &Shared,
+    key: &'static str,
+    value: String,
+    explicit: bool,
+) -> Described {
+    let config = topic_configs::lookup(key);
+    let settings = shared.current_config();
+    let mut synonyms = Vec::new();
+    if explicit {
+        synonyms.push((key.to_owned(), value.clone(), DYNAMIC_TOPIC_CONFIG));
+    }
+    let broker = config.map_or(&[][..], |c| c.broker);
+    for synonym in broker {
+        let source = shared.dynamic.source_of(synonym.name);
+        if source == DEFAULT_CONFIG {
+            continue;
+        }
+        if let Some(given) = settings.topic_default_settings.get(synonym.name) {
+            synonyms.push((synonym.name.to_owned(), given.clone(), source));
+        }
+    }
+    if let Some(config) = config {
+        let name = broker.first().map_or(key, |synonym| synonym.name);
+        synonyms.push((name.to_owned(), config.default.to_owned(), DEFAULT_CONFIG));
+    }
+    let source = synonyms
+        .first()
+        .map_or(DEFAULT_CONFIG, |(_, _, source)| *source);
+    Described {
+        name: key.to_owned(),
+        value,
+        read_only: false,
+        source,
+        kind: config.map_or(0, |c| c.kind.code()),
+        synonyms,
+        documentation: config.map(documentation),
+    }
+}
+
+fn describe_broker_setting(name: String, value: String, read_only: bool, source: i8) -> Described {
+    let defaulted = topic_configs::defaulted_by(&name);
+    let documentation = defaulted.map(|(config, synonym)| {
+        let unit = match synonym.unit_ms {
+            3_600_000 => " (in hours)",
+            60_000 => " (in minutes)",
+            _ => "",
+        };
+        format!(
+            "The default of the topic config {}{unit}. {}",
+            config.name,
+            documentation(config)
+        )
+    });
+    Described {
+        synonyms: vec![(name.clone(), value.clone(), source)],
+        name,
+        value,
+        read_only,
+        source,
+        kind: defaulted.map_or(0, |(config, _)| config.kind.code()),
+        documentation,
+    }
+}
+
+/// What a config does, and, for one Spool accepts without acting on it, why.
+fn documentation(config: &TopicConfig) -> String {
+    match config.effect {
+        Effect::Honoured => config.doc.to_owned(),
+        Effect::NoOp(why) => format!("{} Spool accepts it with no effect: {why}.", config.doc),
+    }
 }

@@ -142,7 +142,9 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         RequestKind::DeleteTopics(request) => delete_topics::handle(request, version, shared).await,
         RequestKind::DeleteRecords(request) => delete_records::handle(request, shared).await,
         RequestKind::CreatePartitions(request) => create_partitions::handle(request, shared).await,
-        RequestKind::DescribeConfigs(request) => describe_configs::handle(request, &shared),
+        RequestKind::DescribeConfigs(request) => {
+            describe_configs::handle(request, version, &shared)
+        }
         RequestKind::AlterConfigs(request) => alter_configs::alter(request, shared).await,
         RequestKind::IncrementalAlterConfigs(request) => {
             alter_configs::incremental(request, shared).await

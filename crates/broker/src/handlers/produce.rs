@@ -2,18 +2,22 @@
 //! every partition's batches with one write, and answer per `acks`: 0 not at all, 1
 //! once written, -1 (all) once durable.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind, TopicName};
 use spool_log::{AppendInfo, LogError, PartitionLog};
-use spool_model::TopicPartition;
+use spool_model::{Timestamp, TimestampType, TopicPartition};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
+use spool_protocol::compression::CodecError;
+use spool_protocol::recompress::recompress;
 
 use super::ApiDecl;
 use crate::errors::{self, code};
 use crate::server::Shared;
+use crate::topics::{Recompression, Topic};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Produce,
@@ -34,8 +38,11 @@ struct PartitionOutcome {
 struct Appending {
     partition: TopicPartition,
     records: bytes::Bytes,
-    max_message_bytes: usize,
+    topic: Arc<Topic>,
 }
+
+/// The most a batch may inflate to when its topic recompresses it.
+const MAX_INFLATED_BATCH: usize = 256 << 20;
 
 /// Per topic, each partition's index and its append or the error found up front.
 type Plan = Vec<(TopicName, Vec<(i32, Result<Appending, i16>)>)>;
@@ -67,11 +74,11 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                 } else {
                     topic
                         .as_ref()
-                        .and_then(|t| Some((t.partition(index)?, t.max_message_bytes)))
-                        .map(|(partition_id, max_message_bytes)| Appending {
+                        .and_then(|t| Some((t.partition(index)?, t.clone())))
+                        .map(|(partition_id, topic)| Appending {
                             partition: partition_id,
                             records: partition.records.unwrap_or_default(),
-                            max_message_bytes,
+                            topic,
                         })
                         .ok_or_else(|| unknown_topic_code(topic_data.name.0.as_str()))
                 };
@@ -176,24 +183,40 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
     let Appending {
         partition,
         records,
-        max_message_bytes,
+        topic,
     } = work;
+    let max_message_bytes = topic.max_message_bytes;
+    let check_timestamps =
+        topic.log.timestamp_type == TimestampType::CreateTime && !topic.timestamps.is_unlimited();
+    let now = Timestamp::now().0;
     // Batch frames lie back to back from the start of `records`.
-    let mut slices: Vec<&[u8]> = Vec::new();
+    let mut batches: Vec<Cow<'_, [u8]>> = Vec::new();
     for frame in BatchFrames::new(&records) {
         let (_, bytes) = frame.map_err(|e| errors::batch_error_code(&e))?;
         if bytes.len() > max_message_bytes {
             return Err(code::MESSAGE_TOO_LARGE);
         }
-        batch::validate_batch(bytes, BatchRules::Produce).map_err(|error| {
+        let header = batch::validate_batch(bytes, BatchRules::Produce).map_err(|error| {
             tracing::debug!(%partition, %error, "refusing a produced batch");
             errors::batch_error_code(&error)
         })?;
-        slices.push(bytes);
+        // Kafka checks every record; the header's first and newest timestamps are the
+        // batch's bounds for all but out-of-order records, and cost nothing to read.
+        if check_timestamps
+            && !(topic.timestamps.allows(header.base_timestamp.0, now)
+                && topic.timestamps.allows(header.max_timestamp.0, now))
+        {
+            return Err(code::INVALID_TIMESTAMP);
+        }
+        batches.push(match topic.recompression {
+            None => Cow::Borrowed(bytes),
+            Some(target) => recompressed(bytes, target, max_message_bytes, &partition)?,
+        });
     }
-    if slices.is_empty() {
+    if batches.is_empty() {
         return Err(code::CORRUPT_MESSAGE);
     }
+    let slices: Vec<&[u8]> = batches.iter().map(AsRef::as_ref).collect();
     let log = shared
         .logs
         .partition(&partition)
@@ -211,4 +234,25 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
         tracing::debug!(%partition, base = %info.base_offset, "a retried batch was already written");
     }
     Ok((log, info))
+}
+
+/// A batch in its topic's `compression.type` (the producer's own if it already is).
+fn recompressed<'a>(
+    bytes: &'a [u8],
+    target: Recompression,
+    max_message_bytes: usize,
+    partition: &TopicPartition,
+) -> Result<Cow<'a, [u8]>, i16> {
+    match recompress(bytes, target.codec, target.level, MAX_INFLATED_BATCH) {
+        Ok(None) => Ok(Cow::Borrowed(bytes)),
+        Ok(Some(batch)) if batch.len() > max_message_bytes => Err(code::MESSAGE_TOO_LARGE),
+        Ok(Some(batch)) => Ok(Cow::Owned(batch)),
+        Err(error) => {
+            tracing::debug!(%partition, %error, "cannot recompress a produced batch");
+            Err(match error {
+                CodecError::TooLarge(_) => code::MESSAGE_TOO_LARGE,
+                _ => code::CORRUPT_MESSAGE,
+            })
+        }
+    }
 }
