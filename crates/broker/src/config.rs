@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use spool_coordinator::CoordinatorConfig;
+use spool_log::CleanerSettings;
 
 use crate::topic_configs::{self, BrokerSynonym};
 use crate::topics;
@@ -46,6 +47,29 @@ pub struct BrokerConfig {
     /// partition is its own file, so fsyncs of different partitions run side by side
     /// (and the file system commits them together) rather than one after another.
     pub io_threads: usize,
+    /// The log cleaner (`log.cleaner.*`).
+    pub cleaner: CleanerConfig,
+}
+
+/// The log cleaner's broker settings.
+#[derive(Debug, Clone, Copy)]
+pub struct CleanerConfig {
+    /// `log.cleaner.enable`.
+    pub enabled: bool,
+    /// `log.cleaner.dedupe.buffer.size` and `log.cleaner.io.max.bytes.per.second`.
+    pub settings: CleanerSettings,
+    /// `log.cleaner.backoff.ms`.
+    pub backoff: Duration,
+}
+
+impl Default for CleanerConfig {
+    fn default() -> Self {
+        CleanerConfig {
+            enabled: true,
+            settings: CleanerSettings::default(),
+            backoff: Duration::from_secs(15),
+        }
+    }
 }
 
 impl Default for BrokerConfig {
@@ -65,6 +89,7 @@ impl Default for BrokerConfig {
             topic_default_settings: BTreeMap::new(),
             groups: CoordinatorConfig::default(),
             io_threads: 8,
+            cleaner: CleanerConfig::default(),
         }
     }
 }
@@ -88,7 +113,55 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 12] = [
+const SETTINGS: [Setting; 16] = [
+    Setting {
+        name: "log.cleaner.enable",
+        dynamic: false,
+        get: |c| c.cleaner.enabled.to_string(),
+        set: |c, v| {
+            c.cleaner.enabled = v.parse().map_err(|_| expected(v, "true or false"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.cleaner.dedupe.buffer.size",
+        dynamic: false,
+        get: |c| c.cleaner.settings.dedupe_buffer_bytes.to_string(),
+        set: |c, v| {
+            c.cleaner.settings.dedupe_buffer_bytes = at_least(v, 1024)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.cleaner.io.max.bytes.per.second",
+        dynamic: false,
+        get: |c| {
+            c.cleaner
+                .settings
+                .io_bytes_per_second
+                .map_or_else(|| f64::MAX.to_string(), |rate| rate.to_string())
+        },
+        set: |c, v| {
+            // Kafka's default is Double.MAX_VALUE: no limit.
+            let rate: f64 = v
+                .parse()
+                .map_err(|_| expected(v, "a number of bytes per second"))?;
+            if rate.is_nan() || rate < 1.0 {
+                return Err(expected(v, "at least 1 byte per second"));
+            }
+            c.cleaner.settings.io_bytes_per_second = (rate < 1e18).then(|| rate_of(rate));
+            Ok(())
+        },
+    },
+    Setting {
+        name: "log.cleaner.backoff.ms",
+        dynamic: false,
+        get: |c| c.cleaner.backoff.as_millis().to_string(),
+        set: |c, v| {
+            c.cleaner.backoff = millis(v, 1)?;
+            Ok(())
+        },
+    },
     Setting {
         name: "auto.create.topics.enable",
         dynamic: true,
@@ -205,6 +278,12 @@ const SETTINGS: [Setting; 12] = [
         },
     },
 ];
+
+/// A byte rate from a setting already checked to lie between 1 and 1e18.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn rate_of(rate: f64) -> u64 {
+    rate.round() as u64
+}
 
 fn expected(value: &str, what: &str) -> String {
     format!("{value:?}: expected {what}")
@@ -338,7 +417,7 @@ mod tests {
             ("log.retention.ms", "soon", "not a number"),
             ("log.segment.bytes", "-5", "from 1024 to"),
             ("log.message.timestamp.type", "Tuesday", "CreateTime"),
-            ("log.cleanup.policy", "compact", "not implemented"),
+            ("log.cleanup.policy", "shred", "delete, compact"),
             ("log.retention.hours", "two", "whole number"),
             ("colour", "blue", "unknown setting"),
         ] {

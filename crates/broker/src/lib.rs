@@ -20,6 +20,6 @@ mod server;
 mod topic_configs;
 mod topics;
 
-pub use config::{BrokerConfig, setting_names};
+pub use config::{BrokerConfig, CleanerConfig, setting_names};
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};

@@ -107,6 +107,8 @@ impl Broker {
         })?;
         let manager_config = ManagerConfig {
             flush_threads: config.io_threads,
+            cleaner: config.cleaner.enabled.then_some(config.cleaner.settings),
+            cleaner_backoff: config.cleaner.backoff,
             ..ManagerConfig::default()
         };
         let logs =

@@ -179,3 +179,72 @@ async fn idempotent_producers_get_ids_and_their_retries_are_not_written_twice() 
     );
     assert_eq!(client.produce("idem", 0, batch(4, 1)).await, (0, 4));
 }
+
+#[tokio::test]
+async fn a_compacted_topic_refuses_records_without_a_key_and_names_them() {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    use kafka_protocol::messages::{CreateTopicsRequest, RequestKind, ResponseKind};
+    use kafka_protocol::protocol::StrBytes;
+    use spool_testkit::TestRecord;
+
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let create = CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(spool_testkit::topic_name("table"))
+                .with_num_partitions(1)
+                .with_replication_factor(1)
+                .with_configs(vec![
+                    CreatableTopicConfig::default()
+                        .with_name(StrBytes::from_static_str("cleanup.policy"))
+                        .with_value(Some(StrBytes::from_static_str("compact"))),
+                ]),
+        ]);
+    let ResponseKind::CreateTopics(created) =
+        client.call(RequestKind::CreateTopics(create), 7).await
+    else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(created.topics[0].error_code, 0);
+
+    let keyed = |key: Option<&[u8]>| TestRecord {
+        key: key.map(<[u8]>::to_vec),
+        ..TestRecord::value(b"v".to_vec())
+    };
+    let mixed = BatchBuilder::new()
+        .record(keyed(Some(b"a")))
+        .record(keyed(None))
+        .record(keyed(Some(b"b")))
+        .record(keyed(None))
+        .build();
+    for version in [7, 8, 9] {
+        let ResponseKind::Produce(response) = client
+            .call(produce_request("table", 0, mixed.clone()), version)
+            .await
+        else {
+            panic!("not a Produce response")
+        };
+        let partition = &response.responses[0].partition_responses[0];
+        assert_eq!(partition.error_code, 87, "INVALID_RECORD");
+        if version >= 8 {
+            let indexes: Vec<i32> = partition
+                .record_errors
+                .iter()
+                .map(|e| e.batch_index)
+                .collect();
+            assert_eq!(indexes, vec![1, 3]);
+            assert!(
+                partition
+                    .error_message
+                    .as_deref()
+                    .unwrap()
+                    .contains("without key")
+            );
+        }
+    }
+    // Nothing was written; keyed batches go in.
+    let good = BatchBuilder::new().record(keyed(Some(b"a"))).build();
+    assert_eq!(client.produce("table", 0, good).await, (0, 0));
+}

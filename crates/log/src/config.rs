@@ -20,6 +20,36 @@ pub enum FlushPolicy {
     },
 }
 
+/// `cleanup.policy` and the log cleaner's per-topic settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cleanup {
+    /// `delete` in `cleanup.policy`: retention deletes old segments.
+    pub delete: bool,
+    /// `compact` in `cleanup.policy`: the cleaner keeps the latest record per key.
+    pub compact: bool,
+    /// `min.cleanable.dirty.ratio`, in millionths.
+    pub min_dirty_ratio_ppm: u32,
+    /// `min.compaction.lag.ms`.
+    pub min_lag_ms: u64,
+    /// `max.compaction.lag.ms`.
+    pub max_lag_ms: u64,
+    /// `delete.retention.ms`: how long a tombstone stays once cleaned.
+    pub delete_retention_ms: u64,
+}
+
+impl Default for Cleanup {
+    fn default() -> Self {
+        Cleanup {
+            delete: true,
+            compact: false,
+            min_dirty_ratio_ppm: 500_000,
+            min_lag_ms: 0,
+            max_lag_ms: u64::MAX,
+            delete_retention_ms: 86_400_000,
+        }
+    }
+}
+
 /// Settings of one partition's log. Defaults follow Kafka's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogConfig {
@@ -42,6 +72,8 @@ pub struct LogConfig {
     pub timestamp_type: TimestampType,
     /// Bytes of the newest data kept in memory to serve tailing consumers.
     pub tail_cache_bytes: u64,
+    /// `cleanup.policy` and compaction.
+    pub cleanup: Cleanup,
 }
 
 impl Default for LogConfig {
@@ -56,6 +88,7 @@ impl Default for LogConfig {
             flush: FlushPolicy::Durable,
             timestamp_type: TimestampType::CreateTime,
             tail_cache_bytes: 1 << 20,
+            cleanup: Cleanup::default(),
         }
     }
 }

@@ -16,6 +16,7 @@
 //!   checkpoint work.
 
 mod checkpoint;
+mod cleaner;
 mod config;
 mod error;
 mod file_cache;
@@ -29,7 +30,8 @@ mod scan;
 mod segment;
 mod tail_cache;
 
-pub use config::{ConfigError, FlushPolicy, LogConfig};
+pub use cleaner::{CleanStats, CleanerSettings};
+pub use config::{Cleanup, ConfigError, FlushPolicy, LogConfig};
 pub use error::LogError;
 pub use file_cache::FileCache;
 pub use index::SegmentIndex;

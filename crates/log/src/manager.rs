@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use spool_model::{Timestamp, TopicName, TopicPartition};
 use spool_store::Store;
 
+use crate::cleaner::CleanerSettings;
 use crate::config::LogConfig;
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
@@ -41,6 +42,10 @@ pub struct ManagerConfig {
     /// `producer.id.expiration.ms`: an idempotent producer silent this long in a
     /// partition is forgotten there (checked with retention).
     pub producer_id_expiration: Duration,
+    /// The log cleaner's settings; `None` when `log.cleaner.enable` is off.
+    pub cleaner: Option<CleanerSettings>,
+    /// `log.cleaner.backoff.ms`: the pause between the cleaner's rounds.
+    pub cleaner_backoff: Duration,
 }
 
 impl Default for ManagerConfig {
@@ -53,6 +58,8 @@ impl Default for ManagerConfig {
             checkpoint_interval: Duration::from_secs(60),
             idle_release_after: Duration::from_secs(300),
             producer_id_expiration: Duration::from_secs(24 * 3600),
+            cleaner: Some(CleanerSettings::default()),
+            cleaner_backoff: Duration::from_secs(15),
         }
     }
 }
@@ -142,6 +149,12 @@ impl LogManager {
         threads.push(spawn("spool-log-maintenance".into(), move || {
             maintenance.run_maintenance()
         })?);
+        if let Some(settings) = shared.config.cleaner {
+            let cleaner = shared.clone();
+            threads.push(spawn("spool-log-cleaner".into(), move || {
+                cleaner.run_cleaner(settings)
+            })?);
+        }
         Ok(LogManager {
             shared,
             threads: Mutex::new(threads),
@@ -179,19 +192,7 @@ impl LogManager {
     /// The partition's log, opening and recovering it on first use; `None` if the
     /// partition does not exist.
     pub fn partition(&self, partition: &TopicPartition) -> Result<Option<Arc<PartitionLog>>> {
-        let Some(slot) = read(&self.shared.slots).get(partition).cloned() else {
-            return Ok(None);
-        };
-        let mut log = lock(&slot.log);
-        if slot.deleted.load(Ordering::SeqCst) {
-            return Ok(None);
-        }
-        if let Some(log) = log.as_ref() {
-            return Ok(Some(log.clone()));
-        }
-        let opened = self.shared.open_log(partition)?;
-        *log = Some(opened.clone());
-        Ok(Some(opened))
+        self.shared.partition(partition)
     }
 
     /// Creates a new, empty partition.
@@ -288,6 +289,67 @@ impl Drop for LogManager {
 }
 
 impl Shared {
+    fn partition(
+        self: &Arc<Self>,
+        partition: &TopicPartition,
+    ) -> Result<Option<Arc<PartitionLog>>> {
+        let Some(slot) = read(&self.slots).get(partition).cloned() else {
+            return Ok(None);
+        };
+        let mut log = lock(&slot.log);
+        if slot.deleted.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if let Some(log) = log.as_ref() {
+            return Ok(Some(log.clone()));
+        }
+        let opened = self.open_log(partition)?;
+        *log = Some(opened.clone());
+        Ok(Some(opened))
+    }
+
+    /// The log cleaner: every `cleaner_backoff`, a pass over each partition of the
+    /// compacted topics (opening those not open yet), until none is due.
+    fn run_cleaner(self: &Arc<Self>, settings: CleanerSettings) {
+        loop {
+            {
+                let guard = lock(&self.stop_signal.0);
+                // Checked under the lock that shutdown sets it under: no lost wake-up.
+                if self.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                let _ = self
+                    .stop_signal
+                    .1
+                    .wait_timeout(guard, self.config.cleaner_backoff);
+            }
+            let compacted: Vec<TopicPartition> = {
+                let configs = read(&self.topic_configs);
+                read(&self.slots)
+                    .keys()
+                    .filter(|p| configs.get(&p.topic).is_some_and(|c| c.cleanup.compact))
+                    .cloned()
+                    .collect()
+            };
+            for partition in compacted {
+                if self.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                let log = match self.partition(&partition) {
+                    Ok(Some(log)) => log,
+                    Ok(None) => continue,
+                    Err(error) => {
+                        tracing::error!(%partition, %error, "the cleaner cannot open the partition");
+                        continue;
+                    }
+                };
+                if let Err(error) = log.clean(Timestamp::now(), &settings, &self.stopping) {
+                    tracing::error!(%partition, %error, "cleaning failed");
+                }
+            }
+        }
+    }
+
     fn open_log(self: &Arc<Self>, partition: &TopicPartition) -> Result<Arc<PartitionLog>> {
         let config = read(&self.topic_configs)
             .get(&partition.topic)

@@ -77,6 +77,8 @@ pub struct PartitionLog {
     checkpoint_lock: Mutex<()>,
     /// A flush request is queued and not yet taken by a flusher.
     pub(crate) flush_queued: std::sync::atomic::AtomicBool,
+    /// Held by a cleaning pass: one at a time.
+    pub(crate) cleaning: Mutex<()>,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -181,6 +183,7 @@ impl PartitionLog {
             flush_hook: OnceLock::new(),
             flush_queued: std::sync::atomic::AtomicBool::new(false),
             checkpoint_lock: Mutex::new(()),
+            cleaning: Mutex::new(()),
         }
     }
 

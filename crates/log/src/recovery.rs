@@ -14,6 +14,7 @@ use std::time::Instant;
 use spool_model::{Offset, Timestamp};
 
 use crate::checkpoint::{self, Checkpoint, LogPosition, ProducerSnapshot};
+use crate::cleaner;
 use crate::config::LogConfig;
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
@@ -59,6 +60,9 @@ impl PartitionLog {
                     .map_err(LogError::io("fsync directory", parent))?;
             }
         }
+        // A cleaning pass cut short: finish its committed swap, or drop its files.
+        cleaner::swap::recover(&files, &dir)?;
+        let cleaned_up_to = cleaner::swap::read_cleaner_offset(&files, &dir)?;
         let mut bases = Vec::new();
         for entry in store.list_dir(&dir).map_err(LogError::io("list", &dir))? {
             if checkpoint::is_leftover(&entry.name) {
@@ -79,7 +83,7 @@ impl PartitionLog {
                 checkpoint.map_or(Offset::ZERO, |c| c.recovery_point.offset.max(c.log_start));
             new_log(&files, &dir, base)?
         } else {
-            let mut state = recover(&files, &dir, &config, &bases, checkpoint)?;
+            let mut state = recover(&files, &dir, &config, &bases, checkpoint, cleaned_up_to)?;
             // An unchanged checkpoint (after a clean shutdown) need not be written
             // again, if its producer snapshot is of this very log end (below).
             state.last_checkpoint = checkpoint;
@@ -209,12 +213,15 @@ fn state_with(segments: Vec<Segment>, log_start: Offset, end: LogPosition) -> Lo
     }
 }
 
+/// `cleaned_up_to`: below it the cleaner has removed records, so batches and segments
+/// may leave gaps between their offsets there (and only there).
 fn recover(
     files: &FileCache,
     dir: &Path,
     config: &LogConfig,
     bases: &[Offset],
     checkpoint: Option<Checkpoint>,
+    cleaned_up_to: Offset,
 ) -> Result<LogState> {
     let mut segments = Vec::with_capacity(bases.len());
     for (at, base) in bases.iter().enumerate() {
@@ -235,7 +242,8 @@ fn recover(
         let Some(segment) = segments.get_mut(at) else {
             break;
         };
-        if at > start.segment && segment.base != expected {
+        let cleaned_gap = segment.base > expected && segment.base <= cleaned_up_to;
+        if at > start.segment && segment.base != expected && !cleaned_gap {
             // Segments roll at the log end, so a segment must start where the one
             // before it ended; a gap means the earlier one lost its tail.
             tracing::warn!(
@@ -253,6 +261,9 @@ fn recover(
         } else {
             0
         };
+        if cleaned_gap {
+            expected = segment.base;
+        }
         let (stopped_at, next) = scan_segment(
             files,
             segment,
@@ -260,6 +271,7 @@ fn recover(
             expected,
             interval,
             at == start.segment,
+            cleaned_up_to,
         )?;
         scanned_any |= segment.size > from;
         expected = next;
@@ -343,6 +355,7 @@ fn scan_segment(
     expected: Offset,
     interval: u64,
     is_start: bool,
+    cleaned_up_to: Offset,
 ) -> Result<(Option<u64>, Offset)> {
     if is_start && from > 0 {
         keep_index_prefix(files, segment, from, expected, interval)?;
@@ -361,11 +374,19 @@ fn scan_segment(
     while position < file_len {
         let checked = scan::read_valid_batch(file.as_ref(), position, file_len, &mut buffer)
             .map_err(LogError::io("read", &segment.paths.log))?;
+        // The cleaner leaves gaps below where it cleaned: a batch may start past the
+        // end of the one before it there, never before it.
+        let next = segment.next_offset;
         let problem = match checked {
-            Ok(header) if header.base_offset != segment.next_offset => Some(format!(
-                "batch offset {} does not continue the log at {}",
-                header.base_offset, segment.next_offset
-            )),
+            Ok(header)
+                if header.base_offset != next
+                    && !(header.base_offset > next && header.base_offset <= cleaned_up_to) =>
+            {
+                Some(format!(
+                    "batch offset {} does not continue the log at {}",
+                    header.base_offset, segment.next_offset
+                ))
+            }
             Ok(header) => {
                 segment.note_batch(&header, position, interval, &mut entries);
                 position += header.total_len() as u64;

@@ -6,12 +6,16 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use spool_log::{AppendInfo, LogError, PartitionLog};
 use spool_model::{Timestamp, TimestampType, TopicPartition};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
 use spool_protocol::compression::CodecError;
+use spool_protocol::keyed;
 use spool_protocol::recompress::recompress;
 
 use super::ApiDecl;
@@ -31,7 +35,27 @@ const REQUEST_TIMED_OUT: i16 = 7;
 /// One partition's part of the request, validated and appended or refused.
 struct PartitionOutcome {
     index: i32,
-    result: Result<(Arc<PartitionLog>, AppendInfo), i16>,
+    result: Result<(Arc<PartitionLog>, AppendInfo), Refused>,
+}
+
+/// Why a partition's batches were refused: the code, and for bad records (KIP-467,
+/// Produce v8+) which ones and why.
+#[derive(Debug)]
+struct Refused {
+    code: i16,
+    message: Option<String>,
+    /// (index of the record in its batch, why).
+    record_errors: Vec<(i32, String)>,
+}
+
+impl From<i16> for Refused {
+    fn from(code: i16) -> Refused {
+        Refused {
+            code,
+            message: None,
+            record_errors: Vec::new(),
+        }
+    }
 }
 
 /// A partition's batches to append: everything the blocking append needs.
@@ -103,7 +127,9 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                     .into_iter()
                     .map(|(index, plan)| PartitionOutcome {
                         index,
-                        result: plan.and_then(|work| append(&appending, work)),
+                        result: plan
+                            .map_err(Refused::from)
+                            .and_then(|work| append(&appending, work)),
                     })
                     .collect::<Vec<_>>();
                 (name, outcomes)
@@ -127,7 +153,7 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                         // one (UNKNOWN_SERVER_ERROR) fails the messages and makes
                         // librdkafka bump its epoch and re-send its other batches in
                         // flight as new ones: duplicates, found by `spool faultcheck`.
-                        result: Err(code::KAFKA_STORAGE_ERROR),
+                        result: Err(Refused::from(code::KAFKA_STORAGE_ERROR)),
                     })
                     .collect();
                 (name, outcomes)
@@ -144,7 +170,23 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
         for outcome in outcomes {
             let response = PartitionProduceResponse::default().with_index(outcome.index);
             let response = match outcome.result {
-                Err(error) => response.with_error_code(error).with_base_offset(-1),
+                Err(refused) => response
+                    .with_error_code(refused.code)
+                    .with_base_offset(-1)
+                    .with_error_message(refused.message.map(StrBytes::from_string))
+                    .with_record_errors(
+                        refused
+                            .record_errors
+                            .into_iter()
+                            .map(|(index, message)| {
+                                BatchIndexAndErrorMessage::default()
+                                    .with_batch_index(index)
+                                    .with_batch_index_error_message(Some(StrBytes::from_string(
+                                        message,
+                                    )))
+                            })
+                            .collect(),
+                    ),
                 Ok((log, info)) => {
                     let durable = if acks == -1 {
                         match tokio::time::timeout(timeout, log.wait_durable(info.next_offset()))
@@ -179,7 +221,7 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
 
 /// Validates the batches (CRC once per batch, never per record) and appends them.
 /// Blocking: runs on the blocking pool.
-fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
+fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, AppendInfo), Refused> {
     let Appending {
         partition,
         records,
@@ -194,7 +236,7 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
     for frame in BatchFrames::new(&records) {
         let (_, bytes) = frame.map_err(|e| errors::batch_error_code(&e))?;
         if bytes.len() > max_message_bytes {
-            return Err(code::MESSAGE_TOO_LARGE);
+            return Err(code::MESSAGE_TOO_LARGE.into());
         }
         let header = batch::validate_batch(bytes, BatchRules::Produce).map_err(|error| {
             tracing::debug!(%partition, %error, "refusing a produced batch");
@@ -206,7 +248,10 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
             && !(topic.timestamps.allows(header.base_timestamp.0, now)
                 && topic.timestamps.allows(header.max_timestamp.0, now))
         {
-            return Err(code::INVALID_TIMESTAMP);
+            return Err(code::INVALID_TIMESTAMP.into());
+        }
+        if topic.log.cleanup.compact {
+            refuse_keyless(bytes, &partition)?;
         }
         batches.push(match topic.recompression {
             None => Cow::Borrowed(bytes),
@@ -214,7 +259,7 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
         });
     }
     if batches.is_empty() {
-        return Err(code::CORRUPT_MESSAGE);
+        return Err(code::CORRUPT_MESSAGE.into());
     }
     let slices: Vec<&[u8]> = batches.iter().map(AsRef::as_ref).collect();
     let log = shared
@@ -234,6 +279,30 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
         tracing::debug!(%partition, base = %info.base_offset, "a retried batch was already written");
     }
     Ok((log, info))
+}
+
+/// A compacted topic keeps the latest record of each key, so a record without a key
+/// has no place in it: the whole batch is refused, naming each keyless record, as
+/// Kafka does. The records are read (inflated if need be): compacted topics only.
+fn refuse_keyless(batch: &[u8], partition: &TopicPartition) -> Result<(), Refused> {
+    let keyless = keyed::keyless_records(batch, MAX_INFLATED_BATCH).map_err(|error| {
+        tracing::debug!(%partition, %error, "cannot read the records of a produced batch");
+        Refused::from(code::CORRUPT_MESSAGE)
+    })?;
+    if keyless.is_empty() {
+        return Ok(());
+    }
+    let message = format!(
+        "Compacted topic cannot accept message without key in topic partition {partition}."
+    );
+    Err(Refused {
+        code: code::INVALID_RECORD,
+        message: Some(message.clone()),
+        record_errors: keyless
+            .into_iter()
+            .map(|index| (i32::try_from(index).unwrap_or(i32::MAX), message.clone()))
+            .collect(),
+    })
 }
 
 /// A batch in its topic's `compression.type` (the producer's own if it already is).

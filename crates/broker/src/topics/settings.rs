@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use spool_log::{FlushPolicy, LogConfig};
+use spool_log::{Cleanup, FlushPolicy, LogConfig};
 use spool_metadata::TopicRecord;
 use spool_model::{CompressionCodec, TimestampType, TopicName};
 use uuid::Uuid;
@@ -94,12 +94,14 @@ pub(crate) fn resolve(
         };
     }
     let policy = topic_configs::list_items(values.text("cleanup.policy"));
-    if policy.contains(&"compact") {
-        return Err(InvalidConfig(format!(
-            "cleanup.policy={}: log compaction is not implemented yet; use delete",
-            values.text("cleanup.policy")
-        )));
-    }
+    log.cleanup = Cleanup {
+        delete: policy.contains(&"delete"),
+        compact: policy.contains(&"compact"),
+        min_dirty_ratio_ppm: parts_per_million(values.text("min.cleanable.dirty.ratio")),
+        min_lag_ms: u64::try_from(values.number("min.compaction.lag.ms")?).unwrap_or(0),
+        max_lag_ms: u64::try_from(values.number("max.compaction.lag.ms")?).unwrap_or(u64::MAX),
+        delete_retention_ms: u64::try_from(values.number("delete.retention.ms")?).unwrap_or(0),
+    };
     log.validate()
         .map_err(|error| InvalidConfig(error.to_string()))?;
 
@@ -150,6 +152,13 @@ pub(crate) fn resolve(
         timestamps,
         configs,
     })
+}
+
+/// A ratio from 0 to 1 (checked) in millionths.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn parts_per_million(ratio: &str) -> u32 {
+    let ratio: f64 = ratio.trim().parse().unwrap_or(0.5);
+    (ratio.clamp(0.0, 1.0) * 1_000_000.0).round() as u32
 }
 
 /// The effective values of a topic's configs, read by type (each was checked).

@@ -25,7 +25,10 @@ impl PartitionLog {
             .take_while(|pair| pair.get(1).is_some_and(|next| next.base <= limit))
             .count();
         let mut expired = 0;
-        if let Some(retention_ms) = config.retention_ms {
+        // A compacted topic without `delete` in its policy keeps its segments.
+        let retention_ms = config.retention_ms.filter(|_| config.cleanup.delete);
+        let retention_bytes = config.retention_bytes.filter(|_| config.cleanup.delete);
+        if let Some(retention_ms) = retention_ms {
             let cutoff = Timestamp(
                 now.0
                     .saturating_sub(i64::try_from(retention_ms).unwrap_or(i64::MAX)),
@@ -41,7 +44,7 @@ impl PartitionLog {
                 }
             }
         }
-        if let Some(limit) = config.retention_bytes {
+        if let Some(limit) = retention_bytes {
             let mut total: u64 = state.segments.iter().map(|s| s.size).sum();
             total -= state
                 .segments

@@ -1,0 +1,247 @@
+//! The records of a batch with their keys, for compacted topics: the produce path
+//! checks that every record has a key, and the log cleaner keeps the latest record of
+//! each key. Compressed batches are inflated (bounded); this is per-record work that
+//! only compacted topics pay, as in Kafka.
+#![deny(clippy::indexing_slicing)]
+
+use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, batch_field};
+
+use crate::compression::{self, CodecError};
+
+/// One record of a batch, borrowed from its (inflated) records section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyedRecord<'a> {
+    /// The record's offset is the batch's base offset plus this.
+    pub offset_delta: i64,
+    pub key: Option<&'a [u8]>,
+    /// `None`: a tombstone.
+    pub value: Option<&'a [u8]>,
+    /// A null value: a tombstone.
+    pub is_tombstone: bool,
+    /// The whole record as stored, its length prefix included.
+    pub raw: &'a [u8],
+}
+
+/// Why a batch's records could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error("record {0} of the batch is malformed")]
+    Malformed(usize),
+    #[error("the batch header is malformed")]
+    Header,
+}
+
+/// A batch's records section, inflated.
+#[derive(Debug)]
+pub struct BatchRecords {
+    pub header: RecordBatchHeader,
+    bytes: Vec<u8>,
+}
+
+impl BatchRecords {
+    /// Reads (inflating, up to `limit` bytes) the records of `batch`.
+    pub fn read(batch: &[u8], limit: usize) -> Result<BatchRecords, RecordsError> {
+        let header = RecordBatchHeader::parse(batch).ok_or(RecordsError::Header)?;
+        let section = batch
+            .get(BATCH_HEADER_LEN..header.total_len())
+            .ok_or(RecordsError::Header)?;
+        let bytes = compression::decompress(header.compression(), section, limit)?;
+        Ok(BatchRecords { header, bytes })
+    }
+
+    /// The records, in order; fails on the first malformed one.
+    pub fn records(&self) -> Result<Vec<KeyedRecord<'_>>, RecordsError> {
+        let mut rest: &[u8] = &self.bytes;
+        let claimed = usize::try_from(self.header.record_count).unwrap_or(0);
+        // Each record takes at least 7 bytes: the count cannot outrun the bytes.
+        let mut out = Vec::with_capacity(claimed.min(rest.len() / 7));
+        for index in 0..claimed {
+            let record = parse_record(&mut rest).ok_or(RecordsError::Malformed(index))?;
+            out.push(record);
+        }
+        Ok(out)
+    }
+}
+
+fn parse_record<'a>(rest: &mut &'a [u8]) -> Option<KeyedRecord<'a>> {
+    let whole = *rest;
+    let length = usize::try_from(read_varint(rest)?).ok()?;
+    let prefix = whole.len() - rest.len();
+    let mut body = rest.get(..length)?;
+    let raw = whole.get(..prefix + length)?;
+    *rest = rest.get(length..)?;
+    body = body.get(1..)?; // attributes
+    read_varint(&mut body)?; // timestamp delta
+    let offset_delta = read_varint(&mut body)?;
+    let key = read_bytes(&mut body)?;
+    let value = read_bytes(&mut body)?;
+    Some(KeyedRecord {
+        offset_delta,
+        key,
+        value,
+        is_tombstone: value.is_none(),
+        raw,
+    })
+}
+
+/// A length-prefixed byte field: `None` (outer) when malformed, `Some(None)` for null.
+#[allow(clippy::option_option)]
+fn read_bytes<'a>(body: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
+    let length = read_varint(body)?;
+    if length < 0 {
+        return Some(None);
+    }
+    let length = usize::try_from(length).ok()?;
+    let bytes = body.get(..length)?;
+    *body = body.get(length..)?;
+    Some(Some(bytes))
+}
+
+/// Reads one zig-zag varint (at most 10 bytes), advancing `bytes`.
+fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
+    let mut raw: u64 = 0;
+    for (index, byte) in bytes.iter().enumerate().take(10) {
+        raw |= u64::from(byte & 0x7f) << (7 * index);
+        if byte & 0x80 == 0 {
+            *bytes = bytes.get(index + 1..)?;
+            return Some((raw >> 1).cast_signed() ^ -((raw & 1).cast_signed()));
+        }
+    }
+    None
+}
+
+/// The positions in the batch of records without a key (KIP-467's batch indexes).
+pub fn keyless_records(batch: &[u8], limit: usize) -> Result<Vec<usize>, RecordsError> {
+    let records = BatchRecords::read(batch, limit)?;
+    Ok(records
+        .records()?
+        .iter()
+        .enumerate()
+        .filter(|(_, record)| record.key.is_none())
+        .map(|(index, _)| index)
+        .collect())
+}
+
+/// A batch of `original`'s header (offsets, timestamps, producer fields, codec and
+/// `lastOffsetDelta` kept, so offsets and producer sequences do not change) holding
+/// only `kept` records, compressed again with the batch's codec.
+pub fn rebuild_batch(original: &[u8], kept: &[KeyedRecord<'_>]) -> Result<Vec<u8>, RecordsError> {
+    let header = RecordBatchHeader::parse(original).ok_or(RecordsError::Header)?;
+    let mut section = Vec::with_capacity(kept.iter().map(|r| r.raw.len()).sum());
+    for record in kept {
+        section.extend_from_slice(record.raw);
+    }
+    let packed = compression::compress(header.compression(), None, &section)?;
+    let mut out = Vec::with_capacity(BATCH_HEADER_LEN + packed.len());
+    out.extend_from_slice(
+        original
+            .get(..BATCH_HEADER_LEN)
+            .ok_or(RecordsError::Header)?,
+    );
+    out.extend_from_slice(&packed);
+    let length =
+        i32::try_from(out.len() - batch_field::LOG_OVERHEAD).map_err(|_| RecordsError::Header)?;
+    let count = i32::try_from(kept.len()).map_err(|_| RecordsError::Header)?;
+    write_at(&mut out, batch_field::BATCH_LENGTH, &length.to_be_bytes());
+    write_at(&mut out, batch_field::RECORD_COUNT, &count.to_be_bytes());
+    let crc = crc32c::crc32c(out.get(batch_field::ATTRIBUTES..).unwrap_or_default());
+    write_at(&mut out, batch_field::CRC, &crc.to_be_bytes());
+    Ok(out)
+}
+
+fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) {
+    if let Some(field) = batch.get_mut(at..at + bytes.len()) {
+        field.copy_from_slice(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{BatchRules, validate_batch};
+    use crate::recompress::recompress;
+    use spool_model::CompressionCodec;
+    use spool_testkit::{BatchBuilder, TestRecord};
+
+    fn batch() -> Vec<u8> {
+        let mut builder = BatchBuilder::new().timestamp(500).base_offset(100);
+        for i in 0..6u8 {
+            let mut record = TestRecord::value(vec![i; 10]);
+            record.key = (i != 2).then(|| vec![b'k', i % 3]);
+            if i == 4 {
+                record.value = None;
+            }
+            builder = builder.record(record);
+        }
+        builder.build()
+    }
+
+    #[test]
+    fn records_come_with_keys_and_tombstones_compressed_or_not() {
+        let plain = batch();
+        let zstd = recompress(&plain, CompressionCodec::Zstd, None, 1 << 20)
+            .unwrap()
+            .unwrap();
+        for bytes in [&plain, &zstd] {
+            let read = BatchRecords::read(bytes, 1 << 20).unwrap();
+            let records = read.records().unwrap();
+            assert_eq!(records.len(), 6);
+            assert_eq!(records[1].key, Some(&b"k\x01"[..]));
+            assert_eq!(records[2].key, None);
+            assert!(records[4].is_tombstone && !records[3].is_tombstone);
+            assert_eq!(records[5].offset_delta, 5);
+            assert_eq!(keyless_records(bytes, 1 << 20).unwrap(), vec![2]);
+        }
+    }
+
+    #[test]
+    fn a_rebuilt_batch_keeps_offsets_and_is_valid() {
+        for codec in [
+            CompressionCodec::None,
+            CompressionCodec::Gzip,
+            CompressionCodec::Lz4,
+        ] {
+            let original = recompress(&batch(), codec, None, 1 << 20)
+                .unwrap()
+                .unwrap_or_else(batch);
+            let read = BatchRecords::read(&original, 1 << 20).unwrap();
+            let records = read.records().unwrap();
+            let kept = [records[1], records[5]];
+            let rebuilt = rebuild_batch(&original, &kept).unwrap();
+            let header = validate_batch(&rebuilt, BatchRules::Stored).unwrap();
+            assert_eq!(header.base_offset.0, 100);
+            assert_eq!(
+                header.last_offset_delta, 5,
+                "the batch still ends where it did"
+            );
+            assert_eq!(header.record_count, 2);
+            assert_eq!(header.compression(), codec);
+            let again = BatchRecords::read(&rebuilt, 1 << 20).unwrap();
+            let deltas: Vec<i64> = again
+                .records()
+                .unwrap()
+                .iter()
+                .map(|r| r.offset_delta)
+                .collect();
+            assert_eq!(deltas, vec![1, 5]);
+        }
+    }
+
+    #[test]
+    fn malformed_records_are_an_error_not_a_panic() {
+        // A record count beyond the records present.
+        let mut broken = batch();
+        broken[batch_field::RECORD_COUNT..batch_field::RECORD_COUNT + 4]
+            .copy_from_slice(&1000i32.to_be_bytes());
+        let read = BatchRecords::read(&broken, 1 << 20).unwrap();
+        assert!(matches!(read.records(), Err(RecordsError::Malformed(6))));
+        // A record whose length runs past the section.
+        let mut cut = batch();
+        cut[BATCH_HEADER_LEN] = 0x7e;
+        let read = BatchRecords::read(&cut, 1 << 20).unwrap();
+        assert!(matches!(read.records(), Err(RecordsError::Malformed(_))));
+        assert!(BatchRecords::read(&[0u8; 10], 100).is_err());
+    }
+}
