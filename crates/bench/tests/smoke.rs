@@ -6,6 +6,17 @@
 
 use std::process::Command;
 
+/// Runs a benchmark binary with `args` and parses its JSON report.
+fn report_of(binary: &str, args: &[&str]) -> serde_json::Value {
+    let output = Command::new(binary).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[test]
 fn the_benchmark_reports_every_measure() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,9 +66,12 @@ fn the_benchmark_reports_every_measure() {
 #[test]
 fn the_fetch_benchmark_reports_every_measure() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_spool-fetch-bench"))
-        .args(["--dir", dir.path().join("fetch").to_str().unwrap()])
-        .args([
+    let fetch = dir.path().join("fetch");
+    let report = report_of(
+        env!("CARGO_BIN_EXE_spool-fetch-bench"),
+        &[
+            "--dir",
+            fetch.to_str().unwrap(),
             "--mib",
             "8",
             "--batch-kib",
@@ -67,15 +81,8 @@ fn the_fetch_benchmark_reports_every_measure() {
             "--rounds",
             "2",
             "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        ],
     );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(report["stored_bytes"].as_u64().unwrap() > 7 << 20);
     for key in [
         "produce_acks_all_mb_s",
@@ -87,4 +94,36 @@ fn the_fetch_benchmark_reports_every_measure() {
         assert!(value > 0.0, "{key} = {value}");
     }
     assert_eq!(report["fetch_rounds_mb_s"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn the_cleaner_benchmark_reports_its_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("bench");
+    let report = report_of(
+        env!("CARGO_BIN_EXE_spool-cleaner-bench"),
+        &[
+            "--dir",
+            bench.to_str().unwrap(),
+            "--bytes",
+            "3000000",
+            "--keys",
+            "500",
+            "--segment-bytes",
+            "262144",
+            "--baseline-appends",
+            "50",
+            "--json",
+        ],
+    );
+    for key in [
+        "raw_write_fsync_mb_s",
+        "clean_read_mb_s",
+        "clean_written_mb_s",
+    ] {
+        let value = report[key].as_f64().unwrap();
+        assert!(value.is_finite() && value > 0.0, "{key} = {value}");
+    }
+    assert!(report["records_removed"].as_u64().unwrap() > 0);
+    assert!(report["append_baseline"]["p99_ms"].as_f64().unwrap() > 0.0);
 }

@@ -9,7 +9,8 @@
 //! - the log reads the same after a reopen that scans it whole (gaps and all).
 //!
 //! The crash test fails the Nth write of a pass (for every N until the pass gets
-//! through), crashes the machine (unsynced bytes dropped, torn or garbled), reopens,
+//! through), crashes the machine (unsynced bytes dropped, torn or garbled, and a
+//! random prefix of the unsynced renames and deletions kept), reopens,
 //! and holds the log to the same rules: old segments or new ones, never a mix, and
 //! never a lost latest value.
 
@@ -315,6 +316,8 @@ fn a_crash_at_any_write_of_a_pass_leaves_the_old_log_or_the_new_one() {
         ] {
             let (store, model) = build_crash_log(n);
             let log = open(store.clone(), compacted());
+            // A crash may keep some of the renames and deletions not yet synced.
+            store.tear_names_on_crash(true);
             store.fail_after(n);
             let outcome = log.clean(
                 Timestamp(NOW),
@@ -353,8 +356,16 @@ fn a_crash_at_any_write_of_a_pass_leaves_the_old_log_or_the_new_one() {
 #[derive(Debug, Clone)]
 enum Op {
     Append(Vec<(u8, bool)>, u8),
-    Clean { later_ms: u16, small_map: bool },
+    Clean {
+        later_ms: u16,
+        small_map: bool,
+    },
     Reopen,
+    /// A pass whose `writes`-th write fails, then a machine crash.
+    CrashWhileCleaning {
+        writes: u8,
+        mode: u8,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -363,6 +374,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(records, codec)| Op::Append(records, codec)),
         2 => (any::<u16>(), any::<bool>()).prop_map(|(later_ms, small_map)| Op::Clean { later_ms, small_map }),
         1 => Just(Op::Reopen),
+        2 => (any::<u8>(), 0u8..3).prop_map(|(writes, mode)| Op::CrashWhileCleaning { writes, mode }),
     ]
 }
 
@@ -371,7 +383,9 @@ proptest! {
 
     #[test]
     fn compaction_keeps_to_the_model(ops in proptest::collection::vec(op(), 1..60)) {
-        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let faulty = Arc::new(FaultyStore::new(7));
+        faulty.tear_names_on_crash(true);
+        let store: Arc<dyn Store> = faulty.clone();
         let mut log = open(store.clone(), compacted());
         let mut model = Model::default();
         let mut cleaned = Offset::ZERO;
@@ -401,6 +415,20 @@ proptest! {
                 }
                 Op::Reopen => {
                     drop(log);
+                    log = open(store.clone(), compacted());
+                }
+                Op::CrashWhileCleaning { writes, mode } => {
+                    // Everything appended so far is durable (appends sync).
+                    faulty.fail_after(u64::from(writes));
+                    if let Ok(Some(stats)) = log.clean(
+                        Timestamp(now),
+                        &CleanerSettings::default(),
+                        &AtomicBool::new(false),
+                    ) {
+                        cleaned = cleaned.max(stats.cleaned_up_to);
+                    }
+                    drop(log);
+                    faulty.crash([CrashMode::DropUnsynced, CrashMode::TearUnsynced, CrashMode::GarbleUnsynced][usize::from(mode)]);
                     log = open(store.clone(), compacted());
                 }
             }

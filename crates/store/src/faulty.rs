@@ -51,6 +51,11 @@ impl FaultyStore {
         self.faults.writes_left.store(n, Ordering::SeqCst);
     }
 
+    /// See [`MemoryStore::tear_names_on_crash`].
+    pub fn tear_names_on_crash(&self, torn: bool) {
+        self.memory.tear_names_on_crash(torn);
+    }
+
     pub fn heal(&self) {
         self.faults.writes_left.store(u64::MAX, Ordering::SeqCst);
     }
@@ -171,5 +176,36 @@ mod tests {
         assert!(file.sync().is_err());
         store.heal();
         assert!(file.write_at(b"c", 2).is_ok());
+    }
+
+    #[test]
+    fn torn_names_keep_a_prefix_of_the_unsynced_renames_and_removals() {
+        let mut outcomes = std::collections::BTreeSet::new();
+        for seed in 0..64 {
+            let store = FaultyStore::new(seed);
+            store.tear_names_on_crash(true);
+            for name in ["a", "b"] {
+                let file = store.open(Path::new(name), OpenMode::Create).unwrap();
+                file.write_at(name.as_bytes(), 0).unwrap();
+                file.sync().unwrap();
+            }
+            store.sync_dir(Path::new("")).unwrap();
+            store.remove_file(Path::new("a")).unwrap();
+            store.rename(Path::new("b"), Path::new("c")).unwrap();
+            store.crash(CrashMode::DropUnsynced);
+            let names: Vec<String> = store
+                .list_dir(Path::new(""))
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
+            outcomes.insert(names.join(","));
+        }
+        // In order: nothing, then a's removal, then b's, then c's creation.
+        let expected: std::collections::BTreeSet<String> = ["a,b", "b", "", "c"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        assert_eq!(outcomes, expected);
     }
 }

@@ -27,6 +27,11 @@ struct Namespace {
     dirs: BTreeSet<PathBuf>,
     /// Directories as they would be found after a crash.
     durable_dirs: BTreeSet<PathBuf>,
+    /// File-name changes not yet made durable by a `sync_dir`, in order: a name now
+    /// naming a file, or gone. With `torn_names`, a crash keeps a prefix of them, as a
+    /// file system that had written some of its journal would.
+    name_log: Vec<(PathBuf, Option<Arc<MemFile>>)>,
+    torn_names: bool,
 }
 
 #[derive(Debug, Default)]
@@ -52,11 +57,27 @@ impl MemoryStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Makes later crashes keep a random prefix of the file-name changes (creations,
+    /// renames, removals) not yet synced, instead of none of them.
+    pub fn tear_names_on_crash(&self, torn: bool) {
+        self.lock().torn_names = torn;
+    }
+
     /// Simulates a machine crash: only synced names and synced bytes remain, plus, by
     /// `mode`, part of the unsynced tail of each file. Handles opened before the crash
     /// are orphaned: they no longer reach any file of the store.
     pub fn crash(&self, mode: CrashMode, rng: &mut fastrand::Rng) {
         let mut namespace = self.lock();
+        let log = std::mem::take(&mut namespace.name_log);
+        if namespace.torn_names {
+            let kept = rng.usize(0..=log.len());
+            for (path, file) in log.into_iter().take(kept) {
+                match file {
+                    Some(file) => namespace.durable.insert(path, file),
+                    None => namespace.durable.remove(&path),
+                };
+            }
+        }
         let mut reborn: BTreeMap<*const MemFile, Arc<MemFile>> = BTreeMap::new();
         let durable = std::mem::take(&mut namespace.durable);
         let mut survivors = BTreeMap::new();
@@ -196,6 +217,9 @@ impl Store for MemoryStore {
                 }
                 let file = Arc::new(MemFile::default());
                 namespace.live.insert(path.to_path_buf(), file.clone());
+                namespace
+                    .name_log
+                    .push((path.to_path_buf(), Some(file.clone())));
                 file
             }
             (None, _) => return Err(not_found(path)),
@@ -212,11 +236,10 @@ impl Store for MemoryStore {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.lock()
-            .live
-            .remove(path)
-            .map(|_| ())
-            .ok_or_else(|| not_found(path))
+        let mut namespace = self.lock();
+        namespace.live.remove(path).ok_or_else(|| not_found(path))?;
+        namespace.name_log.push((path.to_path_buf(), None));
+        Ok(())
     }
 
     fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
@@ -233,12 +256,15 @@ impl Store for MemoryStore {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut namespace = self.lock();
         let file = namespace.live.remove(from).ok_or_else(|| not_found(from))?;
-        namespace.live.insert(to.to_path_buf(), file);
+        namespace.live.insert(to.to_path_buf(), file.clone());
+        namespace.name_log.push((from.to_path_buf(), None));
+        namespace.name_log.push((to.to_path_buf(), Some(file)));
         Ok(())
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut namespace = self.lock();
+        namespace.name_log.retain(|(path, _)| parent(path) != dir);
         let stale: Vec<PathBuf> = under(&namespace.durable, dir)
             .filter(|(path, _)| parent(path) == dir)
             .map(|(path, _)| path.clone())
