@@ -50,7 +50,7 @@ class ConfluentClient:
 
     def __init__(self, address):
         self.errors = []
-        self.delivered = 0
+        self.delivered_count = 0
         self.producer = Producer({
             "bootstrap.servers": address,
             "enable.idempotence": True,
@@ -72,7 +72,14 @@ class ConfluentClient:
         if error is not None:
             self.errors.append(str(error))
         else:
-            self.delivered += 1
+            self.delivered_count += 1
+
+    @property
+    def delivered(self):
+        # Delivery reports arrive only through poll: serve them here too, or a sender
+        # that finished before the first acknowledgement would leave the count at 0.
+        self.producer.poll(0)
+        return self.delivered_count
 
     def send(self, topic, i):
         self.producer.produce(topic, value=str(i).encode(), partition=i % PARTITIONS,
