@@ -240,3 +240,17 @@ def test_idempotent_producers_of_two_clients(broker):
         python = [v for v in values if v.startswith("k")]
         assert confluent == [f"c{i}" for i in range(500) if str(i % 2) == partition]
         assert python == [f"k{i}" for i in range(200) if str(i % 2) == partition]
+
+
+def test_a_second_process_on_a_data_directory_in_use_is_refused(make_broker):
+    from conftest import Broker
+
+    first = make_broker()
+    second = Broker(first.data_dir)
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        second.start()
+    second.log.flush()
+    with open(second.log.name) as log:
+        assert "is in use by another spool process" in log.read()
+    metadata = AdminClient({"bootstrap.servers": first.address}).list_topics(timeout=10)
+    assert metadata.brokers, "the first broker still serves"

@@ -10,6 +10,7 @@
 
 mod config;
 mod connection;
+mod data_dir_lock;
 mod dynamic_config;
 mod errors;
 mod handlers;

@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::BrokerConfig;
 use crate::connection;
+use crate::data_dir_lock::DataDirLock;
 use crate::dynamic_config::DynamicConfig;
 use crate::producer_ids::ProducerIds;
 use crate::topics::{self, TopicTable};
@@ -24,6 +25,10 @@ use spool_model::TopicPartition;
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
+    #[error(
+        "data directory {path} is in use by another spool process (see {path}/lock for its pid); stop it or use another --data-dir"
+    )]
+    DataDirInUse { path: std::path::PathBuf },
     #[error("cannot use data directory {path}: {source}")]
     DataDir {
         path: std::path::PathBuf,
@@ -82,20 +87,28 @@ pub struct Broker {
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
+    /// The data directory's lock, when the broker owns one (see [`Broker::start`]).
+    data_dir_lock: Option<DataDirLock>,
 }
 
 impl Broker {
-    /// Opens the data directory, binds the listener and starts accepting.
+    /// Locks and opens the data directory (a second process on it is refused),
+    /// binds the listener and starts accepting.
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
+        let lock = DataDirLock::acquire(&config.data_dir)?;
         let store = LocalStore::open(&config.data_dir).map_err(|source| BrokerError::DataDir {
             path: config.data_dir.clone(),
             source,
         })?;
-        Broker::start_on(config, Arc::new(store)).await
+        let mut broker = Broker::start_on(config, Arc::new(store)).await?;
+        broker.data_dir_lock = Some(lock);
+        Ok(broker)
     }
 
     /// Like [`Broker::start`], with the partition logs in `store` instead of the data
-    /// directory (which still holds the metadata database). The fault checker runs a
+    /// directory (which still holds the metadata database), and no lock on the data
+    /// directory: the caller owns it (the fault checker restarts brokers in one
+    /// process over a store whose dead lives it fences itself). The fault checker runs a
     /// broker on a [`spool_store::FaultyStore`] to crash the machine under it.
     pub async fn start_on(
         config: BrokerConfig,
@@ -152,6 +165,7 @@ impl Broker {
             shared,
             stop,
             accept,
+            data_dir_lock: None,
         })
     }
 

@@ -125,3 +125,33 @@ async fn a_version_outside_the_declared_range_closes_the_connection() {
         .await;
     assert!(client.is_closed().await);
 }
+
+#[tokio::test]
+async fn a_second_broker_on_a_data_directory_in_use_is_refused() {
+    use spool_broker::{Broker, BrokerConfig, BrokerError};
+
+    let first = TestBroker::start().await;
+    let config = BrokerConfig {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        data_dir: first.data_dir().to_path_buf(),
+        ..BrokerConfig::default()
+    };
+    let refused = Broker::start(config.clone()).await.unwrap_err();
+    assert!(
+        matches!(refused, BrokerError::DataDirInUse { .. }),
+        "{refused}"
+    );
+    let message = refused.to_string();
+    assert!(
+        message.contains(first.data_dir().to_str().unwrap()),
+        "{message}"
+    );
+    // The first broker is unharmed, and once it stops the directory is free.
+    assert_eq!(first.client().await.create_topic("still-here", 1).await, 0);
+    let data = first.stop().await;
+    let second = Broker::start(config)
+        .await
+        .expect("the lock went with the first broker");
+    second.shutdown().await.unwrap();
+    drop(data);
+}

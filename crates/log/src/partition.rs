@@ -106,6 +106,9 @@ pub(crate) struct LogState {
     /// Set when a write or fsync failed: the file may now hold bytes we never
     /// accounted for, so nothing more is written until the log is reopened.
     pub(crate) failed: bool,
+    /// Set when a panic interrupted work under the state lock: nothing more is read
+    /// or written until the log is reopened.
+    pub(crate) poisoned: bool,
     pub(crate) last_checkpoint: Option<Checkpoint>,
     pub(crate) last_used: Instant,
     /// Idempotent producers' recent batches, to recognise retries.
@@ -192,10 +195,23 @@ impl PartitionLog {
         &self.dir
     }
 
+    /// The state. A panic while it was held (in the middle of an append, say) may
+    /// have left it half-changed: the partition is then poisoned — it refuses reads
+    /// and writes (`LogError::Failed`, which clients get as `KAFKA_STORAGE_ERROR`)
+    /// until it is reopened, which recovers it from what is on disk.
     pub(crate) fn lock(&self) -> MutexGuard<'_, LogState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        match self.state.lock() {
+            Ok(state) => state,
+            Err(poisoned) => {
+                let mut state = poisoned.into_inner();
+                if !state.poisoned {
+                    tracing::error!(dir = %self.dir.display(), "a panic left this partition's state half-changed; it refuses reads and writes until it is reopened");
+                }
+                state.poisoned = true;
+                state.failed = true;
+                state
+            }
+        }
     }
 
     /// The state, marking the partition as in use (appends, reads, lookups), which

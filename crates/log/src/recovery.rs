@@ -207,6 +207,7 @@ fn state_with(segments: Vec<Segment>, log_start: Offset, end: LogPosition) -> Lo
         unflushed_records: 0,
         last_sync: Instant::now(),
         failed: false,
+        poisoned: false,
         last_checkpoint: None,
         last_used: Instant::now(),
         producers: ProducerStates::default(),

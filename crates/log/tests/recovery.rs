@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::{DIR, batch, open, read_all, small_config};
+use spool_log::LogError;
 use spool_model::Offset;
 use spool_store::{CrashMode, FaultyStore, LocalStore, Store};
 
@@ -327,4 +328,35 @@ fn segments_recovered_after_a_crash_keep_their_max_timestamps_for_retention() {
     let deleted = log.enforce_retention(spool_model::Timestamp(now)).unwrap();
     assert_eq!(deleted, 3, "the three all-old segments go");
     assert_eq!(log.offsets().log_start, Offset(9));
+}
+
+#[test]
+fn a_panic_mid_append_poisons_the_partition_until_it_is_reopened() {
+    let store = Arc::new(FaultyStore::new(3));
+    let log = common::open(store.clone(), common::small_config());
+    let first = common::batch(3, 100, 1000);
+    log.append(&[&first]).unwrap();
+    log.sync().unwrap();
+    store.panic_on_next_write();
+    let second = common::batch(2, 100, 2000);
+    let panicked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| log.append(&[&second])));
+    assert!(panicked.is_err(), "the injected panic happened");
+    // Poisoned: reads and writes refused, not carried on from a half-changed state.
+    assert!(matches!(
+        log.append(&[&second]),
+        Err(LogError::Failed { .. })
+    ));
+    assert!(matches!(
+        log.read(Offset(0), 1 << 20),
+        Err(LogError::Failed { .. })
+    ));
+    drop(log);
+    // Reopened (as at the next start), it recovers what is on disk and serves again.
+    let log = common::open(store, common::small_config());
+    assert_eq!(
+        common::read_all(&log, Offset(0))[0].1,
+        common::unpatched(&first)
+    );
+    assert_eq!(log.append(&[&second]).unwrap().base_offset, Offset(3));
 }

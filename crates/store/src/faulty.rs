@@ -30,6 +30,8 @@ pub struct FaultyStore {
 struct Faults {
     /// Writes and syncs still allowed before they start failing; `u64::MAX` = never fail.
     writes_left: AtomicU64,
+    /// The next file write panics, as a bug in the middle of an append would.
+    panic_next_write: std::sync::atomic::AtomicBool,
     rng: Mutex<fastrand::Rng>,
 }
 
@@ -40,6 +42,7 @@ impl FaultyStore {
             memory: MemoryStore::new(),
             faults: Arc::new(Faults {
                 writes_left: AtomicU64::new(u64::MAX),
+                panic_next_write: std::sync::atomic::AtomicBool::new(false),
                 rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             }),
         }
@@ -49,6 +52,11 @@ impl FaultyStore {
     /// I/O error until [`FaultyStore::heal`].
     pub fn fail_after(&self, n: u64) {
         self.faults.writes_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Makes the next file write panic (once), to test what a panic mid-append leaves.
+    pub fn panic_on_next_write(&self) {
+        self.faults.panic_next_write.store(true, Ordering::SeqCst);
     }
 
     /// See [`MemoryStore::tear_names_on_crash`].
@@ -145,7 +153,11 @@ impl StoreFile for FaultyFile {
         self.inner.read_at(buf, position)
     }
 
+    #[allow(clippy::panic)] // on purpose: see `FaultyStore::panic_on_next_write`
     fn write_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
+        if self.faults.panic_next_write.swap(false, Ordering::SeqCst) {
+            panic!("injected panic in a write");
+        }
         self.faults.check()?;
         self.inner.write_at(buf, position)
     }

@@ -49,6 +49,11 @@ impl PartitionLog {
         loop {
             let (cursor, bounds) = {
                 let mut state = self.lock_for_use();
+                if state.poisoned {
+                    return Err(LogError::Failed {
+                        path: self.dir.clone(),
+                    });
+                }
                 let bounds = (state.log_start, state.high_watermark.offset);
                 check_bounds(&state, offset)?;
                 if offset == state.high_watermark.offset {
