@@ -46,7 +46,8 @@ before(async () => {
   const port = await freePort();
   address = `127.0.0.1:${port}`;
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-kafkajs-'));
-  const settings = ['group.initial.rebalance.delay.ms=200', 'group.min.session.timeout.ms=1000']
+  const settings = ['group.initial.rebalance.delay.ms=200', 'group.min.session.timeout.ms=1000',
+    'log.cleaner.backoff.ms=200']
     .flatMap((s) => ['--set', s]);
   broker = spawn(SPOOL_BIN, ['--listen', address, '--data-dir', path.join(dataDir, 'data'), ...settings],
     { stdio: 'ignore' });
@@ -195,4 +196,55 @@ test('a consumer group of two shares the partitions, commits, and resumes', asyn
   assert.ok(!(await admin.listGroups()).groups.some((g) => g.groupId === 'js'));
   await producer.disconnect();
   await admin.disconnect();
+});
+
+test('a compacted topic keeps the latest value of each key and refuses records without one', async () => {
+  const admin = kafka().admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [{
+      topic: 'js-table',
+      numPartitions: 1,
+      configEntries: [
+        { name: 'cleanup.policy', value: 'compact' },
+        { name: 'segment.bytes', value: '1024' },
+        { name: 'min.cleanable.dirty.ratio', value: '0.01' },
+      ],
+    }],
+  });
+  const producer = kafka().producer();
+  await producer.connect();
+  const latest = new Map();
+  for (let v = 0; v < 30; v++) {
+    const messages = Array.from({ length: 5 }, (_, k) => ({ key: `k${k}`, value: `k${k}-v${v}-`.repeat(5) }));
+    messages.forEach((m) => latest.set(m.key, m.value));
+    await producer.send({ topic: 'js-table', messages });
+  }
+  // Enough after them that their segments close (the active one is never cleaned).
+  await producer.send({ topic: 'js-table', messages: Array.from({ length: 20 }, () => ({ key: 'filler', value: 'x'.repeat(100) })) });
+  latest.set('filler', 'x'.repeat(100));
+  const typeOf = (error) => error.type || (error.cause && error.cause.type) || String(error);
+  await assert.rejects(producer.send({ topic: 'js-table', messages: [{ value: 'no key' }] }),
+    (error) => /INVALID_RECORD/.test(typeOf(error)));
+  await producer.disconnect();
+
+  const partitionDir = path.join(dataDir, 'data', 'topics', 'js-table', '0');
+  await waitFor(() => fs.existsSync(path.join(partitionDir, 'cleaner-offset')), 'a cleaning pass');
+  const seen = [];
+  const consumer = kafka().consumer({ groupId: 'js-table-reader', sessionTimeout: 6000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: 'js-table', fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      seen.push([Number(message.offset), message.key.toString(), message.value.toString()]);
+    },
+  });
+  await waitFor(() => seen.length > 0 && seen[seen.length - 1][0] === 169, 'the last record');
+  await consumer.disconnect();
+  await admin.disconnect();
+  assert.ok(seen.length < 170, `compacted: ${seen.length} of 170 records`);
+  const offsets = seen.map(([offset]) => offset);
+  assert.deepStrictEqual(offsets, [...offsets].sort((a, b) => a - b), 'offsets increase, gaps skipped');
+  const read = new Map(seen.map(([, key, value]) => [key, value]));
+  assert.deepStrictEqual(read, latest);
 });
