@@ -26,7 +26,8 @@
 //!    transactions come, Kafka's rule applies: an aborted transaction's records go
 //!    with its marker once cleaned, and a marker goes once nothing of its transaction
 //!    is left and `delete.retention.ms` has passed.
-//! 5. **Swap**: crash-safe (see [`swap`]), then a fresh checkpoint.
+//! 5. **Swap**: a fresh checkpoint first (so none on disk names a position in a
+//!    segment being rewritten), then crash-safe (see [`swap`]), then another.
 //!
 //! All I/O is throttled to `log.cleaner.io.max.bytes.per.second`. Appends, reads and
 //! retention go on during a pass: the state lock is held only to pick the segments and
@@ -40,7 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use spool_model::{Offset, RecordBatchHeader, Timestamp};
+use spool_model::{BATCH_HEADER_LEN, Offset, RecordBatchHeader, Timestamp};
 use spool_protocol::keyed::{self, BatchRecords};
 use spool_store::{OpenMode, StoreFile};
 
@@ -100,6 +101,12 @@ struct Cleanable {
 }
 
 impl PartitionLog {
+    /// How far the log has been cleaned: below this offset, each key has at most one
+    /// record (zero for a log never cleaned).
+    pub fn cleaned_up_to(&self) -> Result<Offset> {
+        swap::read_cleaner_offset(&self.files, &self.dir)
+    }
+
     /// One cleaning pass, if the partition is compacted and due (see the module docs).
     /// `stop` ends it early, leaving the log as it was. `None`: nothing was done.
     pub fn clean(
@@ -267,7 +274,11 @@ impl PartitionLog {
             if header.next_offset() > first_dirty {
                 return Ok(Some(header.base_timestamp));
             }
-            position += header.total_len() as u64;
+            let len = header.total_len();
+            if len < BATCH_HEADER_LEN {
+                break;
+            }
+            position += len as u64;
         }
         Ok(None)
     }
@@ -313,8 +324,12 @@ impl PartitionLog {
                         .records()
                         .map_err(|error| self.unreadable(&header, &error))?
                     {
+                        let offset =
+                            record_offset(&header, record.offset_delta).ok_or_else(|| {
+                                self.unreadable(&header, &"a record offset outside its batch")
+                            })?;
                         if let Some(key) = record.key {
-                            map.put(key, header.base_offset.0 + record.offset_delta);
+                            map.put(key, offset);
                         }
                     }
                 }
@@ -422,13 +437,19 @@ impl PartitionLog {
         let all = records
             .records()
             .map_err(|error| self.unreadable(header, &error))?;
+        if all
+            .iter()
+            .any(|record| record_offset(header, record.offset_delta).is_none())
+        {
+            return Err(self.unreadable(header, &"a record offset outside its batch"));
+        }
         let was_clean = header.next_offset() <= retain.first_dirty;
         let tombstones_expired = was_clean && header.max_timestamp < retain.delete_horizon;
         let kept: Vec<_> = all
             .iter()
             .copied()
             .filter(|record| {
-                let offset = header.base_offset.0 + record.offset_delta;
+                let offset = header.base_offset.0.saturating_add(record.offset_delta);
                 let Some(key) = record.key else {
                     return false;
                 };
@@ -451,8 +472,14 @@ impl PartitionLog {
     /// Puts the cleaned segments in place (see [`swap`]); `false` when the log changed
     /// under the pass (retention deleted a segment of it) and nothing was swapped.
     fn commit(&self, swaps: &[(SwapGroup, (u64, Offset))], cleaned_up_to: Offset) -> Result<bool> {
-        // Gaps are allowed below the new offset before any exist.
-        swap::write_cleaner_offset(&self.files, &self.dir, cleaned_up_to)?;
+        // The checkpoint on disk may be older than the state the segments were picked
+        // from, and name a position in a segment about to be rewritten: write a fresh
+        // one first. Its recovery point lies past every rewritten segment (they were
+        // picked below the durable position, which only grows).
+        {
+            self.lock().last_checkpoint = None;
+        }
+        self.write_checkpoint()?;
         let mut state = self.lock();
         let bases: Vec<Offset> = state.segments.iter().map(|s| s.base).collect();
         let all_there = swaps
@@ -464,10 +491,12 @@ impl PartitionLog {
             return Ok(false);
         }
         let groups: Vec<SwapGroup> = swaps.iter().map(|(group, _)| group.clone()).collect();
-        swap::write_marker(&self.files, &self.dir, &groups)?;
-        if let Err(error) = swap::finish(&self.files, &self.dir, &groups) {
-            // Committed: the next open finishes the swap. Until then, nothing more.
+        swap::write_marker(&self.files, &self.dir, &groups, cleaned_up_to)?;
+        if let Err(error) = swap::finish(&self.files, &self.dir, &groups, cleaned_up_to) {
+            // Committed: the next open finishes the swap. Until then the files on disk
+            // and the segments in memory may disagree: nothing more is read or written.
             state.failed = true;
+            state.poisoned = true;
             return Err(error);
         }
         for (group, (size, end)) in swaps {
@@ -513,6 +542,13 @@ enum Cleaned {
     Gone(u64),
 }
 
+/// A record's offset, if its delta lies within its batch.
+fn record_offset(header: &RecordBatchHeader, delta: i64) -> Option<i64> {
+    (0..=i64::from(header.last_offset_delta))
+        .contains(&delta)
+        .then(|| header.base_offset.0.saturating_add(delta))
+}
+
 /// Reads the whole batch at `position` into `buffer`, checking its CRC.
 fn read_batch(
     segment: &Cleanable,
@@ -531,13 +567,19 @@ fn read_batch(
 }
 
 /// Consecutive segments merged while their sizes add up to at most `segment_bytes`
-/// (one at least), as Kafka groups them.
+/// (one at least) and their offsets still fit the index's 32-bit relative offsets,
+/// as Kafka groups them.
 fn group_by_size(segments: &[Cleanable], segment_bytes: u64) -> Vec<Vec<Cleanable>> {
     let mut groups: Vec<Vec<Cleanable>> = Vec::new();
     let mut size = 0;
     for segment in segments {
+        let fits_offsets = |group: &[Cleanable]| {
+            group
+                .first()
+                .is_some_and(|first| segment.end.distance_from(first.base) <= i64::from(i32::MAX))
+        };
         match groups.last_mut() {
-            Some(group) if size + segment.size <= segment_bytes => {
+            Some(group) if size + segment.size <= segment_bytes && fits_offsets(group) => {
                 size += segment.size;
                 group.push(segment.clone());
             }

@@ -234,7 +234,11 @@ fn recover(
         let next = bases.get(at + 1).copied().unwrap_or(*base);
         segments.push(Segment::new(dir, *base, size, next));
     }
-    let start = scan_start(&segments, checkpoint, dir);
+    // A recovery point in a segment the cleaner rewrote (a checkpoint older than the
+    // swap) names a byte position that no longer starts a batch: scan the whole log,
+    // which allows the cleaner's gaps.
+    let trusted = checkpoint.filter(|c| c.recovery_point.segment_base >= cleaned_up_to);
+    let start = scan_start(&segments, trusted, dir);
     let interval = config.index_interval_bytes;
     let mut scanned_any = false;
     let mut truncate_at = None;

@@ -213,11 +213,9 @@ mod tests {
                 .collect();
             outcomes.insert(names.join(","));
         }
-        // In order: nothing, then a's removal, then b's, then c's creation.
-        let expected: std::collections::BTreeSet<String> = ["a,b", "b", "", "c"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+        // In order, each whole: nothing, then a's removal, then b's rename to c.
+        let expected: std::collections::BTreeSet<String> =
+            ["a,b", "b", "c"].iter().map(|s| (*s).to_owned()).collect();
         assert_eq!(outcomes, expected);
     }
 }

@@ -27,11 +27,45 @@ struct Namespace {
     dirs: BTreeSet<PathBuf>,
     /// Directories as they would be found after a crash.
     durable_dirs: BTreeSet<PathBuf>,
-    /// File-name changes not yet made durable by a `sync_dir`, in order: a name now
-    /// naming a file, or gone. With `torn_names`, a crash keeps a prefix of them, as a
-    /// file system that had written some of its journal would.
-    name_log: Vec<(PathBuf, Option<Arc<MemFile>>)>,
+    /// File-name changes not yet made durable by a `sync_dir`, in order. With
+    /// `torn_names`, a crash keeps a prefix of them, as a file system that had written
+    /// some of its journal would; each one (a rename too) whole or not at all.
+    name_log: Vec<NameChange>,
     torn_names: bool,
+}
+
+/// One change of the names in a directory.
+#[derive(Debug)]
+enum NameChange {
+    Created(PathBuf, Arc<MemFile>),
+    Removed(PathBuf),
+    Renamed { from: PathBuf, to: PathBuf },
+}
+
+impl NameChange {
+    /// Whether the change is to a name in `dir` (a rename: either of its names).
+    fn is_in(&self, dir: &Path) -> bool {
+        match self {
+            NameChange::Created(path, _) | NameChange::Removed(path) => parent(path) == dir,
+            NameChange::Renamed { from, to } => parent(from) == dir || parent(to) == dir,
+        }
+    }
+
+    fn apply(self, durable: &mut BTreeMap<PathBuf, Arc<MemFile>>) {
+        match self {
+            NameChange::Created(path, file) => {
+                durable.insert(path, file);
+            }
+            NameChange::Removed(path) => {
+                durable.remove(&path);
+            }
+            NameChange::Renamed { from, to } => {
+                if let Some(file) = durable.remove(&from) {
+                    durable.insert(to, file);
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -71,11 +105,8 @@ impl MemoryStore {
         let log = std::mem::take(&mut namespace.name_log);
         if namespace.torn_names {
             let kept = rng.usize(0..=log.len());
-            for (path, file) in log.into_iter().take(kept) {
-                match file {
-                    Some(file) => namespace.durable.insert(path, file),
-                    None => namespace.durable.remove(&path),
-                };
+            for change in log.into_iter().take(kept) {
+                change.apply(&mut namespace.durable);
             }
         }
         let mut reborn: BTreeMap<*const MemFile, Arc<MemFile>> = BTreeMap::new();
@@ -219,7 +250,7 @@ impl Store for MemoryStore {
                 namespace.live.insert(path.to_path_buf(), file.clone());
                 namespace
                     .name_log
-                    .push((path.to_path_buf(), Some(file.clone())));
+                    .push(NameChange::Created(path.to_path_buf(), file.clone()));
                 file
             }
             (None, _) => return Err(not_found(path)),
@@ -238,7 +269,9 @@ impl Store for MemoryStore {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut namespace = self.lock();
         namespace.live.remove(path).ok_or_else(|| not_found(path))?;
-        namespace.name_log.push((path.to_path_buf(), None));
+        namespace
+            .name_log
+            .push(NameChange::Removed(path.to_path_buf()));
         Ok(())
     }
 
@@ -256,15 +289,17 @@ impl Store for MemoryStore {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut namespace = self.lock();
         let file = namespace.live.remove(from).ok_or_else(|| not_found(from))?;
-        namespace.live.insert(to.to_path_buf(), file.clone());
-        namespace.name_log.push((from.to_path_buf(), None));
-        namespace.name_log.push((to.to_path_buf(), Some(file)));
+        namespace.live.insert(to.to_path_buf(), file);
+        namespace.name_log.push(NameChange::Renamed {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+        });
         Ok(())
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut namespace = self.lock();
-        namespace.name_log.retain(|(path, _)| parent(path) != dir);
+        namespace.name_log.retain(|change| !change.is_in(dir));
         let stale: Vec<PathBuf> = under(&namespace.durable, dir)
             .filter(|(path, _)| parent(path) == dir)
             .map(|(path, _)| path.clone())

@@ -4,19 +4,21 @@
 //! 1. The cleaned segment of a group of old segments is written as
 //!    `<base>.log.cleaned` (and `.index.cleaned`, `.timeindex.cleaned`), fsynced, and
 //!    the directory fsynced.
-//! 2. `cleaner-offset` records how far the log has been cleaned: recovery allows gaps
-//!    between batches below it (compaction removes records; offsets never change).
-//!    Written before the swap, so gaps are allowed before any exist.
+//! 2. A fresh checkpoint, so that none on disk names a position in a segment about to
+//!    be rewritten (written by the caller, `PartitionLog::clean`).
 //! 3. The commit: a `cleaning` marker naming each group (its new base and the old
-//!    segments it replaces) is written atomically (temp file, fsync, rename, directory
-//!    fsync).
+//!    segments it replaces) and how far the log will be clean is written atomically
+//!    (temp file, fsync, rename, directory fsync).
 //! 4. Each old segment's files are deleted and each `.cleaned` file renamed over its
-//!    final name; the directory is fsynced; the marker is deleted.
+//!    final name; the directory is fsynced; `cleaner-offset` records how far the log
+//!    has been cleaned, atomically (recovery allows gaps between batches below it:
+//!    compaction removes records, offsets never change); the marker is deleted.
 //!
 //! On open, a marker means the swap was committed: step 4 is finished (a `.cleaned`
-//! file still there replaces its final name; old segments are deleted). Without a
-//! marker, `.cleaned` files are the remains of an unfinished cleaning and are deleted:
-//! the old segments were never touched.
+//! file still there replaces its final name; old segments are deleted; the cleaner
+//! offset is written) before the log is read. Without a marker, `.cleaned` files are
+//! the remains of an unfinished cleaning and are deleted: the old segments were never
+//! touched, and the cleaner offset never moved.
 #![deny(clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
@@ -66,15 +68,15 @@ fn with_suffix(path: &Path) -> PathBuf {
 /// How far the log in `dir` has been cleaned (batches below it may have gaps between
 /// them); zero if it never was, or the file is unreadable.
 pub(crate) fn read_cleaner_offset(files: &FileCache, dir: &Path) -> Result<Offset> {
-    let bytes = read_small(files, &dir.join(CLEANER_OFFSET_FILE), 64)?;
-    let parsed = bytes.as_deref().and_then(|bytes| {
-        let body = checked_body(bytes, OFFSET_MAGIC)?;
-        Some(Offset(i64::from_be_bytes(body.get(..8)?.try_into().ok()?)))
-    });
-    if bytes.is_some() && parsed.is_none() {
-        tracing::warn!(dir = %dir.display(), "cleaner offset unreadable; the log counts as never cleaned");
-    }
-    Ok(parsed.unwrap_or(Offset::ZERO))
+    let path = dir.join(CLEANER_OFFSET_FILE);
+    let Some(bytes) = read_small(files, &path, 64)? else {
+        return Ok(Offset::ZERO);
+    };
+    let parsed = checked_body(&bytes, OFFSET_MAGIC)
+        .and_then(|body| Some(Offset(i64::from_be_bytes(body.get(..8)?.try_into().ok()?))));
+    // Written atomically, so never torn: unreadable means a damaged disk. Reading the
+    // log as if never cleaned would take the cleaner's gaps for corruption.
+    parsed.ok_or(LogError::Failed { path })
 }
 
 /// Records durably that the log in `dir` has been cleaned up to `offset`.
@@ -92,8 +94,14 @@ pub(crate) fn write_cleaner_offset(files: &FileCache, dir: &Path, offset: Offset
 }
 
 /// Commits a swap: after this, recovery finishes it whatever happens.
-pub(crate) fn write_marker(files: &FileCache, dir: &Path, groups: &[SwapGroup]) -> Result<()> {
+pub(crate) fn write_marker(
+    files: &FileCache,
+    dir: &Path,
+    groups: &[SwapGroup],
+    cleaned_up_to: Offset,
+) -> Result<()> {
     let mut body = Vec::new();
+    body.extend_from_slice(&cleaned_up_to.0.to_be_bytes());
     body.extend_from_slice(
         &u32::try_from(groups.len())
             .unwrap_or(u32::MAX)
@@ -110,9 +118,15 @@ pub(crate) fn write_marker(files: &FileCache, dir: &Path, groups: &[SwapGroup]) 
     write_atomically(files, dir, MARKER_TMP, MARKER_FILE, MARKER_MAGIC, &body)
 }
 
-/// Step 4: the old segments' files go, the cleaned ones take their names, the marker
-/// goes. Idempotent, so that recovery can run it again after a crash half-way.
-pub(crate) fn finish(files: &FileCache, dir: &Path, groups: &[SwapGroup]) -> Result<()> {
+/// Step 4: the old segments' files go, the cleaned ones take their names, the cleaner
+/// offset moves to `cleaned_up_to`, the marker goes. Idempotent, so that recovery can
+/// run it again after a crash half-way.
+pub(crate) fn finish(
+    files: &FileCache,
+    dir: &Path,
+    groups: &[SwapGroup],
+    cleaned_up_to: Offset,
+) -> Result<()> {
     let store = files.store();
     for group in groups {
         for old in group.old_bases.iter().filter(|b| **b != group.base) {
@@ -142,6 +156,8 @@ pub(crate) fn finish(files: &FileCache, dir: &Path, groups: &[SwapGroup]) -> Res
     store
         .sync_dir(dir)
         .map_err(LogError::io("fsync directory", dir))?;
+    // Gaps exist now: recovery must allow them, before the marker that says so goes.
+    write_cleaner_offset(files, dir, cleaned_up_to)?;
     remove_if_present(files, &dir.join(MARKER_FILE))?;
     store
         .sync_dir(dir)
@@ -155,9 +171,9 @@ pub(crate) fn recover(files: &FileCache, dir: &Path) -> Result<()> {
     for tmp in [MARKER_TMP, CLEANER_OFFSET_TMP] {
         remove_if_present(files, &dir.join(tmp))?;
     }
-    if let Some(groups) = read_marker(files, dir)? {
+    if let Some((cleaned_up_to, groups)) = read_marker(files, dir)? {
         tracing::info!(dir = %dir.display(), groups = groups.len(), "finishing a committed segment swap of the log cleaner");
-        finish(files, dir, &groups)?;
+        finish(files, dir, &groups, cleaned_up_to)?;
     }
     let entries = store.list_dir(dir).map_err(LogError::io("list", dir))?;
     let mut removed = false;
@@ -173,7 +189,7 @@ pub(crate) fn recover(files: &FileCache, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn read_marker(files: &FileCache, dir: &Path) -> Result<Option<Vec<SwapGroup>>> {
+fn read_marker(files: &FileCache, dir: &Path) -> Result<Option<(Offset, Vec<SwapGroup>)>> {
     let path = dir.join(MARKER_FILE);
     let Some(bytes) = read_small(files, &path, MAX_MARKER_LEN)? else {
         return Ok(None);
@@ -186,7 +202,9 @@ fn read_marker(files: &FileCache, dir: &Path) -> Result<Option<Vec<SwapGroup>>> 
     Ok(groups)
 }
 
-fn decode_groups(mut body: &[u8]) -> Option<Vec<SwapGroup>> {
+fn decode_groups(body: &[u8]) -> Option<(Offset, Vec<SwapGroup>)> {
+    let (cleaned_up_to, mut body) = body.split_first_chunk::<8>()?;
+    let cleaned_up_to = Offset(i64::from_be_bytes(*cleaned_up_to));
     let u32_at = |body: &mut &[u8]| -> Option<u32> {
         let (head, rest) = body.split_first_chunk::<4>()?;
         *body = rest;
@@ -211,7 +229,7 @@ fn decode_groups(mut body: &[u8]) -> Option<Vec<SwapGroup>> {
             .collect::<Option<Vec<_>>>()?;
         groups.push(SwapGroup { base, old_bases });
     }
-    body.is_empty().then_some(groups)
+    body.is_empty().then_some((cleaned_up_to, groups))
 }
 
 /// `magic | version | body | crc32c`, checked; the body.
@@ -306,6 +324,7 @@ mod tests {
             },
         ];
         let mut body = Vec::new();
+        body.extend_from_slice(&77i64.to_be_bytes());
         body.extend_from_slice(&2u32.to_be_bytes());
         for group in &groups {
             body.extend_from_slice(&group.base.0.to_be_bytes());
@@ -314,9 +333,9 @@ mod tests {
                 body.extend_from_slice(&base.0.to_be_bytes());
             }
         }
-        assert_eq!(decode_groups(&body), Some(groups));
+        assert_eq!(decode_groups(&body), Some((Offset(77), groups)));
         let mut lying = body.clone();
-        lying[12..16].copy_from_slice(&u32::MAX.to_be_bytes());
+        lying[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(decode_groups(&lying), None, "a count beyond the bytes");
         assert_eq!(decode_groups(&body[..body.len() - 1]), None);
     }
