@@ -35,11 +35,8 @@ pub struct BrokerConfig {
     pub auto_create_topics: bool,
     /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
     pub default_partitions: i32,
-    /// The broker-wide defaults of topic configs, by topic config name
-    /// (`log.retention.ms` sets `retention.ms` here): see [`TOPIC_DEFAULTS`].
-    pub topic_defaults: BTreeMap<String, String>,
     /// The broker settings that default topic configs, by broker name and as given
-    /// (`log.retention.hours` in hours): `topic_defaults` is made from them.
+    /// (`log.retention.hours` in hours): see [`BrokerConfig::topic_defaults`].
     pub topic_default_settings: BTreeMap<String, String>,
     /// How consumer groups are run (`group.*`, `offsets.*` settings).
     pub groups: CoordinatorConfig,
@@ -85,7 +82,6 @@ impl Default for BrokerConfig {
             max_in_flight_per_connection: 64,
             auto_create_topics: true,
             default_partitions: 1,
-            topic_defaults: BTreeMap::new(),
             topic_default_settings: BTreeMap::new(),
             groups: CoordinatorConfig::default(),
             io_threads: 8,
@@ -358,23 +354,31 @@ impl BrokerConfig {
             .map_err(|e| e.0)?;
         self.topic_default_settings
             .insert(name.to_owned(), value.to_owned());
-        // The most precise setting given wins: log.retention.ms over
-        // log.retention.minutes over log.retention.hours, as in Kafka.
-        let winner = topic_config.broker.iter().find_map(|synonym| {
-            let value = self.topic_default_settings.get(synonym.name)?;
-            in_topic_terms(synonym, value).ok()
-        });
-        if let Some(value) = winner {
-            self.topic_defaults
-                .insert(topic_config.name.to_owned(), value);
-        }
         Ok(())
+    }
+
+    /// The broker-wide defaults of topic configs, by topic config name
+    /// (`log.retention.ms` sets `retention.ms`), from the settings given. The most
+    /// precise one wins: `log.retention.ms` over `log.retention.minutes` over
+    /// `log.retention.hours`, as in Kafka.
+    #[must_use]
+    pub fn topic_defaults(&self) -> BTreeMap<String, String> {
+        topic_configs::TOPIC_CONFIGS
+            .iter()
+            .filter_map(|config| {
+                let value = config.broker.iter().find_map(|synonym| {
+                    let given = self.topic_default_settings.get(synonym.name)?;
+                    in_topic_terms(synonym, given).ok()
+                })?;
+                Some((config.name.to_owned(), value))
+            })
+            .collect()
     }
 
     /// Every setting by Kafka name with its current value.
     pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
         let mut settings: Vec<_> = SETTINGS.iter().map(|s| (s.name, (s.get)(self))).collect();
-        let defaults = topics::default_config_values(&self.topic_defaults);
+        let defaults = topics::default_config_values(&self.topic_defaults());
         for config in topic_configs::TOPIC_CONFIGS {
             for (i, synonym) in config.broker.iter().enumerate() {
                 // The first (most precise) setting shows the value in force; the
@@ -409,8 +413,8 @@ mod tests {
         assert!(config.set("num.io.threads", "257").is_err());
         config.set("log.flush.interval.ms", "1000").unwrap();
         assert_eq!(config.default_partitions, 4);
-        assert_eq!(config.topic_defaults["retention.ms"], "60000");
-        assert_eq!(config.topic_defaults["max.message.bytes"], "2000000");
+        assert_eq!(config.topic_defaults()["retention.ms"], "60000");
+        assert_eq!(config.topic_defaults()["max.message.bytes"], "2000000");
 
         for (name, value, says) in [
             ("num.partitions", "0", "at least 1"),
@@ -447,20 +451,21 @@ mod tests {
     fn time_settings_in_coarser_units_give_way_to_finer_ones() {
         let mut config = BrokerConfig::default();
         config.set("log.retention.hours", "2").unwrap();
-        assert_eq!(config.topic_defaults["retention.ms"], "7200000");
+        assert_eq!(config.topic_defaults()["retention.ms"], "7200000");
         config.set("log.roll.hours", "1").unwrap();
-        assert_eq!(config.topic_defaults["segment.ms"], "3600000");
+        assert_eq!(config.topic_defaults()["segment.ms"], "3600000");
         config.set("log.retention.minutes", "30").unwrap();
-        assert_eq!(config.topic_defaults["retention.ms"], "1800000");
+        assert_eq!(config.topic_defaults()["retention.ms"], "1800000");
         config.set("log.retention.hours", "5").unwrap();
         assert_eq!(
-            config.topic_defaults["retention.ms"], "1800000",
+            config.topic_defaults()["retention.ms"],
+            "1800000",
             "minutes win"
         );
         config.set("log.retention.ms", "-1").unwrap();
-        assert_eq!(config.topic_defaults["retention.ms"], "-1");
+        assert_eq!(config.topic_defaults()["retention.ms"], "-1");
         config.set("log.roll.jitter.hours", "1").unwrap();
-        assert_eq!(config.topic_defaults["segment.jitter.ms"], "3600000");
+        assert_eq!(config.topic_defaults()["segment.jitter.ms"], "3600000");
         let described: BTreeMap<_, _> = config.settings().into_iter().collect();
         assert_eq!(described["log.retention.hours"], "5");
         assert_eq!(described["log.retention.ms"], "-1");
@@ -470,7 +475,7 @@ mod tests {
             .unwrap();
         config.set("min.insync.replicas", "2").unwrap();
         config.set("compression.type", "lz4").unwrap();
-        assert_eq!(config.topic_defaults["compression.type"], "lz4");
+        assert_eq!(config.topic_defaults()["compression.type"], "lz4");
         assert!(config.set("log.retention.hours", "-5").is_err());
     }
 }

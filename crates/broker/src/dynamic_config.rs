@@ -221,13 +221,12 @@ pub(crate) async fn change(
         }
     })?;
     let mut retuned = Vec::new();
+    let topic_defaults = next.topic_defaults();
     for topic in shared.topics.all() {
         let resolved =
-            topics::resolve(topic.record.clone(), &next.topic_defaults).map_err(|e| {
-                AdminError {
-                    code: code::INVALID_CONFIG,
-                    message: format!("topic {}: {}", topic.record.name, e.0),
-                }
+            topics::resolve(topic.record.clone(), &topic_defaults).map_err(|e| AdminError {
+                code: code::INVALID_CONFIG,
+                message: format!("topic {}: {}", topic.record.name, e.0),
             })?;
         retuned.push(resolved);
     }

@@ -201,8 +201,9 @@ async fn load_topics(
     settings: &BrokerConfig,
 ) -> Result<TopicTable, BrokerError> {
     let table = TopicTable::default();
+    let topic_defaults = settings.topic_defaults();
     for record in metadata.topics().await? {
-        let topic = match topics::resolve(record.clone(), &settings.topic_defaults) {
+        let topic = match topics::resolve(record.clone(), &topic_defaults) {
             Ok(topic) => topic,
             Err(error) => {
                 tracing::error!(topic = %record.name, %error, "stored topic config is invalid; using the broker's defaults");
@@ -211,7 +212,7 @@ async fn load_topics(
                     ..record.clone()
                 };
                 // Kafka's own defaults always resolve (a unit test proves it).
-                let defaults = topics::resolve(bare.clone(), &settings.topic_defaults)
+                let defaults = topics::resolve(bare.clone(), &topic_defaults)
                     .or_else(|_| topics::resolve(bare, &BTreeMap::new()));
                 match defaults {
                     Ok(defaults) => topics::Topic { record, ..defaults },

@@ -123,8 +123,8 @@ pub(crate) const TOPIC_CONFIGS: &[TopicConfig] = &[
         default: "9",
         valid: Valid::Range(1, 17),
         broker: &[same("compression.lz4.level")],
-        doc: "The lz4 level used when the topic recompresses to lz4 (Spool's lz4 has one level: accepted, not applied).",
-        effect: Effect::NoOp("Spool's lz4 encoder (lz4_flex) has a single speed-oriented level"),
+        doc: "The lz4 level used when the topic recompresses to lz4.",
+        effect: Effect::Honoured,
     },
     TopicConfig {
         name: "compression.type",

@@ -42,6 +42,11 @@ impl Topic {
     }
 }
 
+/// Whether `name` is one Kafka refuses as a topic name (`INVALID_TOPIC_EXCEPTION`).
+pub(crate) fn is_illegal_name(name: &str) -> bool {
+    TopicName::new(name).is_err()
+}
+
 /// All topics, by name, shared by the handlers.
 #[derive(Debug, Default)]
 pub(crate) struct TopicTable {
@@ -168,7 +173,7 @@ pub(crate) async fn create(
         partitions,
         configs: request.configs,
     };
-    let topic = resolve(record, &settings.topic_defaults)
+    let topic = resolve(record, &settings.topic_defaults())
         .map_err(|e| AdminError::new(code::INVALID_CONFIG, e.0))?;
     if validate_only {
         return Ok(Arc::new(topic));
@@ -355,7 +360,7 @@ pub(crate) async fn change_configs(
     let topic = shared.topics.existing(name)?;
     let mut record = topic.record.clone();
     record.configs = change(&topic.record.configs)?;
-    let updated = resolve(record, &shared.current_config().topic_defaults)
+    let updated = resolve(record, &shared.current_config().topic_defaults())
         .map_err(|e| AdminError::new(code::INVALID_CONFIG, e.0))?;
     if validate_only {
         return Ok(());

@@ -57,6 +57,11 @@ async fn run_with_input(broker: &TestBroker, args: &[&str], input: &str) -> Run 
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
+    finished(child).await
+}
+
+/// How `child` ended, and what it printed.
+async fn finished(child: Child) -> Run {
     let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
         .await
         .expect("the command finishes")
@@ -571,15 +576,7 @@ async fn run_into_closed_pipe(broker: &TestBroker, args: &[&str]) -> Run {
     let mut child = spool(broker, args).spawn().unwrap();
     drop(child.stdout.take());
     drop(child.stdin.take());
-    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("the command finishes")
-        .unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::new(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    finished(child).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

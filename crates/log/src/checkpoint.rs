@@ -14,9 +14,10 @@ use std::path::Path;
 
 use spool_model::Offset;
 
-use crate::error::{LogError, Result};
+use crate::error::Result;
 use crate::file_cache::FileCache;
 use crate::producers::ProducerStates;
+use crate::small_file::{self, Stored};
 
 pub(crate) const CHECKPOINT_FILE: &str = "checkpoint";
 const CHECKPOINT_TMP: &str = "checkpoint.tmp";
@@ -116,25 +117,15 @@ impl Checkpoint {
     /// reads as `None`: recovery then scans the whole log.
     pub(crate) fn read(files: &FileCache, dir: &Path) -> Result<Option<CheckpointFile>> {
         let path = dir.join(CHECKPOINT_FILE);
-        if !files.store().exists(&path) {
-            return Ok(None);
-        }
-        let file = files
-            .store()
-            .open(&path, spool_store::OpenMode::Read)
-            .map_err(LogError::io("open", &path))?;
-        // The length is the file's own: the buffer never exceeds the bytes present,
-        // and a file too large to be a checkpoint is not read at all.
-        let len = file.len().map_err(LogError::io("stat", &path))?;
-        if len > MAX_FILE_LEN {
-            tracing::warn!(path = %path.display(), len, "checkpoint too large; recovering from the whole log");
-            return Ok(None);
-        }
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-        let read = file
-            .read_up_to(&mut bytes, 0)
-            .map_err(LogError::io("read", &path))?;
-        let checkpoint = bytes.get(..read).and_then(Checkpoint::decode);
+        let bytes = match small_file::read(files, &path, MAX_FILE_LEN)? {
+            Stored::Missing => return Ok(None),
+            Stored::TooLarge(len) => {
+                tracing::warn!(path = %path.display(), len, "checkpoint too large; recovering from the whole log");
+                return Ok(None);
+            }
+            Stored::Bytes(bytes) => bytes,
+        };
+        let checkpoint = Checkpoint::decode(&bytes);
         if checkpoint.is_none() {
             tracing::warn!(path = %path.display(), "checkpoint unreadable; recovering from the whole log");
         }
@@ -148,22 +139,8 @@ impl Checkpoint {
         files: &FileCache,
         dir: &Path,
     ) -> Result<()> {
-        let store = files.store();
-        let tmp = dir.join(CHECKPOINT_TMP);
-        let path = dir.join(CHECKPOINT_FILE);
-        let file = store
-            .open(&tmp, spool_store::OpenMode::Create)
-            .map_err(LogError::io("create", &tmp))?;
-        file.set_len(0).map_err(LogError::io("truncate", &tmp))?;
-        file.write_at(&self.encode(producers), 0)
-            .map_err(LogError::io("write", &tmp))?;
-        file.sync().map_err(LogError::io("fsync", &tmp))?;
-        store
-            .rename(&tmp, &path)
-            .map_err(LogError::io("rename", &tmp))?;
-        store
-            .sync_dir(dir)
-            .map_err(LogError::io("fsync directory", dir))
+        let bytes = self.encode(producers);
+        small_file::replace(files, dir, CHECKPOINT_TMP, CHECKPOINT_FILE, &bytes)
     }
 }
 

@@ -454,7 +454,7 @@ impl PartitionLog {
                     return false;
                 };
                 let latest = retain.map.latest(key).is_none_or(|latest| offset >= latest);
-                latest && !(record.is_tombstone && tombstones_expired)
+                latest && !(record.is_tombstone() && tombstones_expired)
             })
             .collect();
         let removed = (all.len() - kept.len()) as u64;

@@ -28,6 +28,7 @@ mod read;
 mod recovery;
 mod scan;
 mod segment;
+mod small_file;
 mod tail_cache;
 
 pub use cleaner::{CleanStats, CleanerSettings};

@@ -393,8 +393,14 @@ impl PartitionLog {
             return false;
         }
         let too_big = size + batch.len() as u64 > config.segment_bytes.min(MAX_SEGMENT_BYTES);
+        // The jitter's hash only when there is jitter: this runs on every append.
+        let seed = if config.segment_jitter_ms > 0 {
+            self.jitter_seed(active.base)
+        } else {
+            0
+        };
         let too_old = config
-            .segment_age_limit(self.jitter_seed(active.base))
+            .segment_age_limit(seed)
             .is_some_and(|limit| active.opened_at.elapsed() >= limit);
         let last_delta =
             RecordBatchHeader::parse(batch).map_or(0, |h| i64::from(h.last_offset_delta));

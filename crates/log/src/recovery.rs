@@ -60,11 +60,19 @@ impl PartitionLog {
                     .map_err(LogError::io("fsync directory", parent))?;
             }
         }
+        let mut entries = store.list_dir(&dir).map_err(LogError::io("list", &dir))?;
         // A cleaning pass cut short: finish its committed swap, or drop its files.
-        cleaner::swap::recover(&files, &dir)?;
-        let cleaned_up_to = cleaner::swap::read_cleaner_offset(&files, &dir)?;
+        if cleaner::swap::left_unfinished(entries.iter().map(|e| e.name.as_str())) {
+            cleaner::swap::recover(&files, &dir)?;
+            entries = store.list_dir(&dir).map_err(LogError::io("list", &dir))?;
+        }
+        let cleaned_up_to = if cleaner::swap::was_cleaned(entries.iter().map(|e| e.name.as_str())) {
+            cleaner::swap::read_cleaner_offset(&files, &dir)?
+        } else {
+            Offset::ZERO
+        };
         let mut bases = Vec::new();
-        for entry in store.list_dir(&dir).map_err(LogError::io("list", &dir))? {
+        for entry in entries {
             if checkpoint::is_leftover(&entry.name) {
                 let path = dir.join(&entry.name);
                 store

@@ -136,19 +136,21 @@ impl Model {
     }
 }
 
-/// Appends `batches` (each a list of records) and makes them durable.
-fn append(log: &PartitionLog, model: &mut Model, batches: &[(Vec<Written>, CompressionCodec)]) {
-    for (records, codec) in batches {
-        let batch = keyed_batch(records, *codec);
-        let info = log.append(&[&batch]).unwrap();
-        for (i, record) in records.iter().enumerate() {
-            model.written.insert(
-                info.base_offset.0 + i64::try_from(i).unwrap(),
-                record.clone(),
-            );
-        }
+/// Appends `records` as one batch compressed with `codec` and makes it durable.
+fn append(log: &PartitionLog, model: &mut Model, records: Vec<Written>, codec: CompressionCodec) {
+    let batch = keyed_batch(&records, codec);
+    let info = log.append(&[&batch]).unwrap();
+    for (i, record) in records.into_iter().enumerate() {
+        model
+            .written
+            .insert(info.base_offset.0 + i64::try_from(i).unwrap(), record);
     }
     log.sync().unwrap();
+}
+
+/// Appends one uncompressed record of `key` with `value`.
+fn put(log: &PartitionLog, model: &mut Model, key: Vec<u8>, value: Vec<u8>) {
+    append(log, model, vec![(key, Some(value))], CompressionCodec::None);
 }
 
 fn clean(log: &PartitionLog, now: i64, buffer: u64) -> Option<spool_log::CleanStats> {
@@ -183,7 +185,7 @@ fn the_latest_record_of_each_key_stays_and_offsets_never_change() {
             CompressionCodec::Zstd,
             CompressionCodec::Gzip,
         ][round as usize % 3];
-        append(&log, &mut model, &[(records, codec)]);
+        append(&log, &mut model, records, codec);
     }
     let before = log.offsets();
     let stats = clean(&log, NOW, 1 << 20).expect("a pass");
@@ -200,14 +202,7 @@ fn the_latest_record_of_each_key_stays_and_offsets_never_change() {
             .count()
     };
     let kept = tombstones(&log);
-    append(
-        &log,
-        &mut model,
-        &[(
-            vec![(key(0), Some(b"new".to_vec()))],
-            CompressionCodec::None,
-        )],
-    );
+    put(&log, &mut model, key(0), b"new".to_vec());
     let _ = clean(&log, NOW + 10_000, 1 << 20);
     model.check(&log, stats.cleaned_up_to, true);
     assert!(tombstones(&log) <= kept);
@@ -228,8 +223,7 @@ fn a_small_offset_map_cleans_in_steps() {
     let log = open(Arc::new(MemoryStore::new()), compacted());
     let mut model = Model::default();
     for round in 0..60u8 {
-        let records = vec![(key(round % 20), Some(vec![round; 40]))];
-        append(&log, &mut model, &[(records, CompressionCodec::None)]);
+        put(&log, &mut model, key(round % 20), vec![round; 40]);
     }
     // Room for 8 keys a pass: each pass cleans a little further.
     let mut cleaned = Offset::ZERO;
@@ -252,26 +246,12 @@ fn nothing_is_cleaned_before_it_is_due() {
     let mut model = Model::default();
     // Distinct keys: cleaning removes nothing, the clean part stays large.
     for round in 0..60u8 {
-        append(
-            &log,
-            &mut model,
-            &[(
-                vec![(key(round), Some(vec![round; 100]))],
-                CompressionCodec::None,
-            )],
-        );
+        put(&log, &mut model, key(round), vec![round; 100]);
     }
     assert!(clean(&log, NOW, 1 << 20).is_some(), "all dirty: due");
     // One more segment's worth: dirty, but far less than 90% of the log.
     for round in 60..75u8 {
-        append(
-            &log,
-            &mut model,
-            &[(
-                vec![(key(round), Some(vec![round; 100]))],
-                CompressionCodec::None,
-            )],
-        );
+        put(&log, &mut model, key(round), vec![round; 100]);
     }
     // min.compaction.lag.ms keeps recent records out of reach.
     config.cleanup.min_dirty_ratio_ppm = 0;
@@ -299,7 +279,7 @@ fn build_crash_log(seed: u64) -> (Arc<FaultyStore>, Model) {
         } else {
             CompressionCodec::None
         };
-        append(&log, &mut model, &[(records, codec)]);
+        append(&log, &mut model, records, codec);
     }
     log.close().unwrap();
     (store, model)
@@ -319,8 +299,7 @@ fn a_crash_at_any_write_of_a_pass_leaves_the_old_log_or_the_new_one() {
             // More records after the open's checkpoint: the checkpoint on disk now
             // names a position in a segment the pass will rewrite.
             for round in 0..20u8 {
-                let records = vec![(key(round % 4), Some(vec![round; 50]))];
-                append(&log, &mut model, &[(records, CompressionCodec::None)]);
+                put(&log, &mut model, key(round % 4), vec![round; 50]);
             }
             // A crash may keep some of the renames and deletions not yet synced.
             store.tear_names_on_crash(true);
@@ -413,7 +392,7 @@ proptest! {
                         })
                         .collect();
                     let codec = [CompressionCodec::None, CompressionCodec::Snappy, CompressionCodec::Zstd][usize::from(codec)];
-                    append(&log, &mut model, &[(records, codec)]);
+                    append(&log, &mut model, records, codec);
                 }
                 Op::Clean { later_ms, small_map } => {
                     now += i64::from(later_ms);

@@ -66,6 +66,22 @@ pub enum CompressionCodec {
     Unknown(u8),
 }
 
+impl CompressionCodec {
+    /// The codec's id in a batch's attributes (the inverse of
+    /// [`RecordBatchHeader::compression`]).
+    #[must_use]
+    pub fn id(self) -> i16 {
+        match self {
+            CompressionCodec::None => 0,
+            CompressionCodec::Gzip => 1,
+            CompressionCodec::Snappy => 2,
+            CompressionCodec::Lz4 => 3,
+            CompressionCodec::Zstd => 4,
+            CompressionCodec::Unknown(id) => i16::from(id),
+        }
+    }
+}
+
 /// Whether record timestamps were set by the producer or by the broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TimestampType {

@@ -244,6 +244,33 @@ pub fn patch_log_append_time(batch: &mut [u8], now: Timestamp) {
     }
 }
 
+/// A batch with `original`'s header and `records` as its records section, the length,
+/// attributes, record count and CRC set to match; offsets, timestamps and producer
+/// fields stay. Once per batch (recompression, the log cleaner), never per record.
+/// `None` if `original` has no whole header or the batch would be too long.
+#[must_use]
+pub fn with_records(
+    original: &[u8],
+    attributes: i16,
+    record_count: i32,
+    records: &[u8],
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(BATCH_HEADER_LEN + records.len());
+    out.extend_from_slice(original.get(..BATCH_HEADER_LEN)?);
+    out.extend_from_slice(records);
+    let length = i32::try_from(out.len() - batch_field::LOG_OVERHEAD).ok()?;
+    write_at(&mut out, batch_field::BATCH_LENGTH, &length.to_be_bytes());
+    write_at(&mut out, batch_field::ATTRIBUTES, &attributes.to_be_bytes());
+    write_at(
+        &mut out,
+        batch_field::RECORD_COUNT,
+        &record_count.to_be_bytes(),
+    );
+    let crc = crc32c::crc32c(out.get(batch_field::ATTRIBUTES..)?);
+    write_at(&mut out, batch_field::CRC, &crc.to_be_bytes());
+    Some(out)
+}
+
 fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) {
     if let Some(field) = batch.get_mut(at..at + bytes.len()) {
         field.copy_from_slice(bytes);

@@ -4,9 +4,11 @@
 //! only compacted topics pay, as in Kafka.
 #![deny(clippy::indexing_slicing)]
 
-use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, batch_field};
+use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader};
 
+use crate::batch;
 use crate::compression::{self, CodecError};
+use crate::records::read_varint;
 
 /// One record of a batch, borrowed from its (inflated) records section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,10 +16,8 @@ pub struct KeyedRecord<'a> {
     /// The record's offset is the batch's base offset plus this.
     pub offset_delta: i64,
     pub key: Option<&'a [u8]>,
-    /// `None`: a tombstone.
+    /// `None`: a null value, a tombstone.
     pub value: Option<&'a [u8]>,
-    /// A null value: a tombstone.
-    pub is_tombstone: bool,
     /// The whole record as stored, its length prefix included.
     pub raw: &'a [u8],
 }
@@ -38,6 +38,14 @@ pub enum RecordsError {
 pub struct BatchRecords {
     pub header: RecordBatchHeader,
     bytes: Vec<u8>,
+}
+
+impl KeyedRecord<'_> {
+    /// A null value: the record deletes its key.
+    #[must_use]
+    pub fn is_tombstone(&self) -> bool {
+        self.value.is_none()
+    }
 }
 
 impl BatchRecords {
@@ -81,7 +89,6 @@ fn parse_record<'a>(rest: &mut &'a [u8]) -> Option<KeyedRecord<'a>> {
         offset_delta,
         key,
         value,
-        is_tombstone: value.is_none(),
         raw,
     })
 }
@@ -97,19 +104,6 @@ fn read_bytes<'a>(body: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
     let bytes = body.get(..length)?;
     *body = body.get(length..)?;
     Some(Some(bytes))
-}
-
-/// Reads one zig-zag varint (at most 10 bytes), advancing `bytes`.
-fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
-    let mut raw: u64 = 0;
-    for (index, byte) in bytes.iter().enumerate().take(10) {
-        raw |= u64::from(byte & 0x7f) << (7 * index);
-        if byte & 0x80 == 0 {
-            *bytes = bytes.get(index + 1..)?;
-            return Some((raw >> 1).cast_signed() ^ -((raw & 1).cast_signed()));
-        }
-    }
-    None
 }
 
 /// The positions in the batch of records without a key (KIP-467's batch indexes).
@@ -134,27 +128,8 @@ pub fn rebuild_batch(original: &[u8], kept: &[KeyedRecord<'_>]) -> Result<Vec<u8
         section.extend_from_slice(record.raw);
     }
     let packed = compression::compress(header.compression(), None, &section)?;
-    let mut out = Vec::with_capacity(BATCH_HEADER_LEN + packed.len());
-    out.extend_from_slice(
-        original
-            .get(..BATCH_HEADER_LEN)
-            .ok_or(RecordsError::Header)?,
-    );
-    out.extend_from_slice(&packed);
-    let length =
-        i32::try_from(out.len() - batch_field::LOG_OVERHEAD).map_err(|_| RecordsError::Header)?;
     let count = i32::try_from(kept.len()).map_err(|_| RecordsError::Header)?;
-    write_at(&mut out, batch_field::BATCH_LENGTH, &length.to_be_bytes());
-    write_at(&mut out, batch_field::RECORD_COUNT, &count.to_be_bytes());
-    let crc = crc32c::crc32c(out.get(batch_field::ATTRIBUTES..).unwrap_or_default());
-    write_at(&mut out, batch_field::CRC, &crc.to_be_bytes());
-    Ok(out)
-}
-
-fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) {
-    if let Some(field) = batch.get_mut(at..at + bytes.len()) {
-        field.copy_from_slice(bytes);
-    }
+    batch::with_records(original, header.attributes, count, &packed).ok_or(RecordsError::Header)
 }
 
 #[cfg(test)]
@@ -162,7 +137,7 @@ mod tests {
     use super::*;
     use crate::batch::{BatchRules, validate_batch};
     use crate::recompress::recompress;
-    use spool_model::CompressionCodec;
+    use spool_model::{CompressionCodec, batch_field};
     use spool_testkit::{BatchBuilder, TestRecord};
 
     fn batch() -> Vec<u8> {
@@ -190,7 +165,7 @@ mod tests {
             assert_eq!(records.len(), 6);
             assert_eq!(records[1].key, Some(&b"k\x01"[..]));
             assert_eq!(records[2].key, None);
-            assert!(records[4].is_tombstone && !records[3].is_tombstone);
+            assert!(records[4].is_tombstone() && !records[3].is_tombstone());
             assert_eq!(records[5].offset_delta, 5);
             assert_eq!(keyless_records(bytes, 1 << 20).unwrap(), vec![2]);
         }

@@ -3,10 +3,9 @@
 //! the records themselves, the header's offsets, timestamps and producer fields are
 //! kept, so idempotent producers' sequences still match. Once per batch.
 
-use spool_model::{
-    BATCH_HEADER_LEN, CompressionCodec, RecordBatchHeader, batch_attributes, batch_field,
-};
+use spool_model::{BATCH_HEADER_LEN, CompressionCodec, RecordBatchHeader, batch_attributes};
 
+use crate::batch;
 use crate::compression::{self, CodecError};
 
 /// The batch recompressed to `codec`, or `None` when it already uses it (or is a
@@ -28,35 +27,10 @@ pub fn recompress(
         .unwrap_or_default();
     let raw = compression::decompress(header.compression(), records, limit)?;
     let packed = compression::compress(codec, level, &raw)?;
-    let mut out = Vec::with_capacity(BATCH_HEADER_LEN + packed.len());
-    out.extend_from_slice(batch.get(..BATCH_HEADER_LEN).unwrap_or_default());
-    out.extend_from_slice(&packed);
-    let length = i32::try_from(out.len() - batch_field::LOG_OVERHEAD)
-        .map_err(|_| CodecError::TooLarge(i32::MAX as usize))?;
-    let attributes = (header.attributes & !batch_attributes::COMPRESSION_MASK) | codec_id(codec);
-    write_at(&mut out, batch_field::BATCH_LENGTH, &length.to_be_bytes());
-    write_at(&mut out, batch_field::ATTRIBUTES, &attributes.to_be_bytes());
-    let crc = crc32c::crc32c(out.get(batch_field::ATTRIBUTES..).unwrap_or_default());
-    write_at(&mut out, batch_field::CRC, &crc.to_be_bytes());
-    Ok(Some(out))
-}
-
-/// The codec's id in a batch's attributes.
-fn codec_id(codec: CompressionCodec) -> i16 {
-    match codec {
-        CompressionCodec::None => 0,
-        CompressionCodec::Gzip => 1,
-        CompressionCodec::Snappy => 2,
-        CompressionCodec::Lz4 => 3,
-        CompressionCodec::Zstd => 4,
-        CompressionCodec::Unknown(id) => i16::from(id),
-    }
-}
-
-fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) {
-    if let Some(field) = batch.get_mut(at..at + bytes.len()) {
-        field.copy_from_slice(bytes);
-    }
+    let attributes = (header.attributes & !batch_attributes::COMPRESSION_MASK) | codec.id();
+    batch::with_records(batch, attributes, header.record_count, &packed)
+        .map(Some)
+        .ok_or(CodecError::TooLarge(i32::MAX as usize))
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ pub fn record_stamps(batch: &[u8]) -> Option<Vec<RecordStamp>> {
 }
 
 /// Reads one zig-zag varint (at most 10 bytes), advancing `bytes`.
-fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
+pub(crate) fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
     let mut raw: u64 = 0;
     for (index, byte) in bytes.iter().enumerate().take(10) {
         raw |= u64::from(byte & 0x7f) << (7 * index);

@@ -15,6 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use super::configs::{BROKER, TOPIC};
+use crate::config::BrokerConfig;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::errors::code;
 use crate::server::Shared;
@@ -50,12 +51,15 @@ pub(crate) fn handle(
                 .with_resource_name(resource.resource_name.clone());
             let entries: Vec<Described> = match resource.resource_type {
                 TOPIC => match shared.topics.get(resource.resource_name.as_str()) {
-                    Some(topic) => topics::config_entries(&topic)
-                        .into_iter()
-                        .map(|(key, value, explicit)| {
-                            describe_topic_config(shared, key, value, explicit)
-                        })
-                        .collect(),
+                    Some(topic) => {
+                        let settings = shared.current_config();
+                        topics::config_entries(&topic)
+                            .into_iter()
+                            .map(|(key, value, explicit)| {
+                                describe_topic_config(shared, &settings, key, value, explicit)
+                            })
+                            .collect()
+                    }
                     None => {
                         return result
                             .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION)
@@ -138,12 +142,12 @@ struct Described {
 
 fn describe_topic_config(
     shared: &Shared,
+    settings: &BrokerConfig,
     key: &'static str,
     value: String,
     explicit: bool,
 ) -> Described {
     let config = topic_configs::lookup(key);
-    let settings = shared.current_config();
     let mut synonyms = Vec::new();
     if explicit {
         synonyms.push((key.to_owned(), value.clone(), DYNAMIC_TOPIC_CONFIG));

@@ -77,14 +77,12 @@ pub(crate) async fn handle(
                 };
                 // A name Kafka would refuse is told so, so that a producer fails its
                 // messages at once instead of waiting for the topic to appear.
-                let illegal = by_id.is_none()
-                    && wanted
-                        .name
-                        .as_ref()
-                        .is_some_and(|name| spool_model::TopicName::new(name.0.as_str()).is_err());
+                let illegal = |name: Option<&TopicName>| {
+                    by_id.is_none() && name.is_some_and(|n| topics::is_illegal_name(n.0.as_str()))
+                };
                 let response = match found {
                     Some(topic) => describe(&topic, node, version, topic_operations),
-                    None if illegal => MetadataResponseTopic::default()
+                    None if illegal(wanted.name.as_ref()) => MetadataResponseTopic::default()
                         .with_name(wanted.name)
                         .with_error_code(code::INVALID_TOPIC_EXCEPTION),
                     None => MetadataResponseTopic::default()

@@ -21,7 +21,7 @@ use spool_protocol::recompress::recompress;
 use super::ApiDecl;
 use crate::errors::{self, code};
 use crate::server::Shared;
-use crate::topics::{Recompression, Topic};
+use crate::topics::{self, Recompression, Topic};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Produce,
@@ -74,7 +74,7 @@ type Plan = Vec<(TopicName, Vec<(i32, Result<Appending, i16>)>)>;
 /// Why a partition of no known topic is refused: the name is not one Kafka allows, or
 /// no such topic exists (yet).
 fn unknown_topic_code(name: &str) -> i16 {
-    if spool_model::TopicName::new(name).is_err() {
+    if topics::is_illegal_name(name) {
         code::INVALID_TOPIC_EXCEPTION
     } else {
         code::UNKNOWN_TOPIC_OR_PARTITION

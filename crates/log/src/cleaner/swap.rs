@@ -24,11 +24,11 @@
 use std::path::{Path, PathBuf};
 
 use spool_model::Offset;
-use spool_store::OpenMode;
 
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
 use crate::segment::SegmentPaths;
+use crate::small_file::{self, Stored};
 
 const CLEANER_OFFSET_FILE: &str = "cleaner-offset";
 const CLEANER_OFFSET_TMP: &str = "cleaner-offset.tmp";
@@ -83,7 +83,7 @@ pub(crate) fn read_cleaner_offset(files: &FileCache, dir: &Path) -> Result<Offse
 pub(crate) fn write_cleaner_offset(files: &FileCache, dir: &Path, offset: Offset) -> Result<()> {
     let mut body = Vec::with_capacity(8);
     body.extend_from_slice(&offset.0.to_be_bytes());
-    write_atomically(
+    write_checked(
         files,
         dir,
         CLEANER_OFFSET_TMP,
@@ -115,7 +115,7 @@ pub(crate) fn write_marker(
             body.extend_from_slice(&base.0.to_be_bytes());
         }
     }
-    write_atomically(files, dir, MARKER_TMP, MARKER_FILE, MARKER_MAGIC, &body)
+    write_checked(files, dir, MARKER_TMP, MARKER_FILE, MARKER_MAGIC, &body)
 }
 
 /// Step 4: the old segments' files go, the cleaned ones take their names, the cleaner
@@ -162,6 +162,21 @@ pub(crate) fn finish(
     store
         .sync_dir(dir)
         .map_err(LogError::io("fsync directory", dir))
+}
+
+/// Whether a partition directory's `names` show a cleaning cut short — a marker, a
+/// temp file, `.cleaned` files — for [`recover`] to deal with. (So that opening a
+/// partition costs no more I/O than it did before compaction existed.)
+pub(crate) fn left_unfinished<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
+    names.any(|name| {
+        [MARKER_FILE, MARKER_TMP, CLEANER_OFFSET_TMP].contains(&name)
+            || name.ends_with(CLEANED_SUFFIX)
+    })
+}
+
+/// Whether a partition directory's `names` hold a cleaner offset to read.
+pub(crate) fn was_cleaned<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
+    names.any(|name| name == CLEANER_OFFSET_FILE)
 }
 
 /// Deletes what an unfinished cleaning left (its `.cleaned` files), or finishes a
@@ -243,7 +258,8 @@ fn checked_body<'a>(bytes: &'a [u8], magic: &[u8; 4]) -> Option<&'a [u8]> {
     (*version == VERSION).then_some(body)
 }
 
-fn write_atomically(
+/// `magic | version | body | crc32c`, replacing `dir/name` atomically.
+fn write_checked(
     files: &FileCache,
     dir: &Path,
     tmp_name: &str,
@@ -251,48 +267,23 @@ fn write_atomically(
     magic: &[u8; 4],
     body: &[u8],
 ) -> Result<()> {
-    let store = files.store();
-    let tmp = dir.join(tmp_name);
-    let path = dir.join(name);
     let mut bytes = Vec::with_capacity(body.len() + 9);
     bytes.extend_from_slice(magic);
     bytes.push(VERSION);
     bytes.extend_from_slice(body);
     let crc = crc32c::crc32c(&bytes);
     bytes.extend_from_slice(&crc.to_be_bytes());
-    let file = store
-        .open(&tmp, OpenMode::Create)
-        .map_err(LogError::io("create", &tmp))?;
-    file.set_len(0).map_err(LogError::io("truncate", &tmp))?;
-    file.write_at(&bytes, 0)
-        .map_err(LogError::io("write", &tmp))?;
-    file.sync().map_err(LogError::io("fsync", &tmp))?;
-    store
-        .rename(&tmp, &path)
-        .map_err(LogError::io("rename", &tmp))?;
-    store
-        .sync_dir(dir)
-        .map_err(LogError::io("fsync directory", dir))
+    small_file::replace(files, dir, tmp_name, name, &bytes)
 }
 
+/// The file's bytes (an empty list, which no check accepts, when it is too large to
+/// be one the cleaner wrote); `None` if it does not exist.
 fn read_small(files: &FileCache, path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
-    let store = files.store();
-    if !store.exists(path) {
-        return Ok(None);
-    }
-    let file = store
-        .open(path, OpenMode::Read)
-        .map_err(LogError::io("open", path))?;
-    let len = file.len().map_err(LogError::io("stat", path))?;
-    if len > max {
-        return Ok(Some(Vec::new()));
-    }
-    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-    let read = file
-        .read_up_to(&mut bytes, 0)
-        .map_err(LogError::io("read", path))?;
-    bytes.truncate(read);
-    Ok(Some(bytes))
+    Ok(match small_file::read(files, path, max)? {
+        Stored::Missing => None,
+        Stored::TooLarge(_) => Some(Vec::new()),
+        Stored::Bytes(bytes) => Some(bytes),
+    })
 }
 
 fn remove_if_present(files: &FileCache, path: &Path) -> Result<()> {
