@@ -8,10 +8,33 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 
 import pytest
 
 SPOOL_BIN = os.environ.get("SPOOL_BIN", "target/debug/spool")
+# "postgres" runs every broker on a database of its own on the server that
+# SPOOL_TEST_POSTGRES_URL names (scripts/test starts one); "sqlite" (the default) keeps
+# the metadata in the data directory.
+METADATA = os.environ.get("SPOOL_COMPAT_METADATA", "sqlite")
+
+
+def metadata_url(data_dir):
+    """The metadata URL of the brokers of a data directory: a fresh PostgreSQL
+    database the first time, remembered in the directory for restarts."""
+    if METADATA != "postgres":
+        return None
+    server = os.environ["SPOOL_TEST_POSTGRES_URL"]
+    remembered = os.path.join(data_dir, "metadata-url")
+    if os.path.exists(remembered):
+        with open(remembered) as f:
+            return f.read()
+    name = "compat_" + uuid.uuid4().hex
+    subprocess.run(["psql", server, "-qAtc", f"CREATE DATABASE {name}"], check=True)
+    url = f"{server.rsplit('/', 1)[0]}/{name}"
+    with open(remembered, "w") as f:
+        f.write(url)
+    return url
 
 
 def free_port():
@@ -36,6 +59,9 @@ class Broker:
 
     def start(self):
         args = [SPOOL_BIN, "--listen", self.address, "--data-dir", os.path.join(self.data_dir, "data")]
+        url = metadata_url(self.data_dir)
+        if url:
+            args += ["--metadata-url", url]
         for setting in self.settings:
             args += ["--set", setting]
         args += self.extra_args
@@ -86,6 +112,17 @@ def make_broker():
         yield make
         for b in started:
             b.stop()
+
+
+def topic_dir(broker, topic):
+    """A topic's data directory: topics/<topic id as 32 hex digits>."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    topic_id = admin.describe_topics(TopicCollection([topic]))[topic].result(10).topic_id
+    high = topic_id.get_most_significant_bits() & (2**64 - 1)
+    low = topic_id.get_least_significant_bits() & (2**64 - 1)
+    return os.path.join(broker.data_dir, "data", "topics", f"{high:016x}{low:016x}")
 
 
 def kcat(*args, input=None, timeout=30):

@@ -17,6 +17,8 @@ from kafka.admin import ConfigResource as KPConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.errors import InvalidTimestampError
 
+from conftest import topic_dir
+
 # A value other than the default for every topic config Kafka 4 documents (and the
 # ones Kafka 3 tools still set).
 EVERY_CONFIG = {
@@ -141,7 +143,7 @@ def test_unit_variants_of_broker_settings(make_broker):
 def stored_codecs(broker, topic):
     """The codec of every batch in the topic's partition-0 segment files."""
     codecs = []
-    for path in sorted(glob.glob(os.path.join(broker.data_dir, "data", "topics", topic, "0", "*.log"))):
+    for path in sorted(glob.glob(os.path.join(topic_dir(broker, topic), "0", "*.log"))):
         data = open(path, "rb").read()
         position = 0
         while position + 61 <= len(data):

@@ -42,6 +42,18 @@ async function waitForPort(port) {
   throw new Error('spool did not start');
 }
 
+// With SPOOL_COMPAT_METADATA=postgres, the broker keeps its metadata in a fresh
+// database on the server SPOOL_TEST_POSTGRES_URL names (scripts/test starts one).
+function metadataArgs() {
+  if (process.env.SPOOL_COMPAT_METADATA !== 'postgres') return [];
+  const server = process.env.SPOOL_TEST_POSTGRES_URL;
+  assert.ok(server, 'SPOOL_COMPAT_METADATA=postgres needs SPOOL_TEST_POSTGRES_URL');
+  const name = `kafkajs_${process.pid}_${Date.now()}`;
+  const created = spawnSync('psql', [server, '-qAtc', `CREATE DATABASE ${name}`], { encoding: 'utf8' });
+  assert.strictEqual(created.status, 0, created.stderr);
+  return ['--metadata-url', `${server.slice(0, server.lastIndexOf('/'))}/${name}`];
+}
+
 before(async () => {
   const port = await freePort();
   address = `127.0.0.1:${port}`;
@@ -49,8 +61,8 @@ before(async () => {
   const settings = ['group.initial.rebalance.delay.ms=200', 'group.min.session.timeout.ms=1000',
     'log.cleaner.backoff.ms=200']
     .flatMap((s) => ['--set', s]);
-  broker = spawn(SPOOL_BIN, ['--listen', address, '--data-dir', path.join(dataDir, 'data'), ...settings],
-    { stdio: 'ignore' });
+  broker = spawn(SPOOL_BIN, ['--listen', address, '--data-dir', path.join(dataDir, 'data'),
+    ...metadataArgs(), ...settings], { stdio: 'ignore' });
   await waitForPort(port);
 });
 
@@ -228,8 +240,12 @@ test('a compacted topic keeps the latest value of each key and refuses records w
     (error) => /INVALID_RECORD/.test(typeOf(error)));
   await producer.disconnect();
 
-  const partitionDir = path.join(dataDir, 'data', 'topics', 'js-table', '0');
-  await waitFor(() => fs.existsSync(path.join(partitionDir, 'cleaner-offset')), 'a cleaning pass');
+  // Topic directories are named by topic id; js-table is this broker's one compacted
+  // topic, so the one whose partition has a cleaner offset.
+  const topicsDir = path.join(dataDir, 'data', 'topics');
+  const cleaned = () => fs.readdirSync(topicsDir)
+    .some((id) => fs.existsSync(path.join(topicsDir, id, '0', 'cleaner-offset')));
+  await waitFor(cleaned, 'a cleaning pass');
   const seen = [];
   const consumer = kafka().consumer({ groupId: 'js-table-reader', sessionTimeout: 6000 });
   await consumer.connect();

@@ -22,6 +22,9 @@ pub struct BrokerConfig {
     pub advertise: Option<String>,
     /// Where partition data lives (`--data-dir`).
     pub data_dir: PathBuf,
+    /// Where the metadata lives (`--metadata-url`): `None` for `metadata.db` in the
+    /// data directory.
+    pub metadata_url: Option<spool_metadata::MetadataUrl>,
     pub node_id: i32,
     /// `socket.request.max.bytes`: frames larger than this close the connection.
     pub max_request_bytes: usize,
@@ -75,6 +78,7 @@ impl Default for BrokerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 9092)),
             advertise: None,
             data_dir: PathBuf::from("data"),
+            metadata_url: None,
             node_id: 1,
             max_request_bytes: 100 << 20,
             max_connections: 10_000,

@@ -11,6 +11,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use crate::config::source::{
     DEFAULT_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
 };
+use spool_metadata::ConfigChange;
+
 use crate::config::{self, BrokerConfig};
 use crate::errors::code;
 use crate::server::Shared;
@@ -191,7 +193,8 @@ pub(crate) async fn change(
     let dynamic = &shared.dynamic;
     let scope = dynamic.scope_of(resource_name)?;
     let _admin = shared.admin.lock().await;
-    let wanted = change(&dynamic.overrides_of(&scope))?;
+    let before = dynamic.overrides_of(&scope);
+    let wanted = change(&before)?;
     for name in wanted.keys() {
         if config::is_dynamic(name) {
             continue;
@@ -235,7 +238,7 @@ pub(crate) async fn change(
     }
     shared
         .metadata
-        .set_broker_configs(&scope, &wanted)
+        .alter_broker_configs(&scope, &ConfigChange::between(&before, &wanted))
         .await
         .map_err(|error| AdminError {
             code: code::UNKNOWN_SERVER_ERROR,

@@ -10,6 +10,7 @@ pub(crate) mod code {
     pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
     pub(crate) const CORRUPT_MESSAGE: i16 = 2;
     pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
     pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
     pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
     pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
@@ -27,6 +28,7 @@ pub(crate) mod code {
     pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
     pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
     pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    pub(crate) const NOT_COORDINATOR: i16 = 16;
     pub(crate) const ILLEGAL_GENERATION: i16 = 22;
     pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
     pub(crate) const INVALID_GROUP_ID: i16 = 24;
@@ -41,6 +43,8 @@ pub(crate) mod code {
     pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
     pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
     pub(crate) const UNKNOWN_PRODUCER_ID: i16 = 59;
+    pub(crate) const FENCED_LEADER_EPOCH: i16 = 74;
+    pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
 }
 
 /// The Kafka error code for a group coordinator error.
@@ -60,6 +64,7 @@ pub(crate) fn group_error_code(error: GroupError) -> i16 {
         GroupError::OffsetMetadataTooLarge => code::OFFSET_METADATA_TOO_LARGE,
         // The client finds the coordinator again and retries.
         GroupError::StorageFailed => code::COORDINATOR_NOT_AVAILABLE,
+        GroupError::NotCoordinator => code::NOT_COORDINATOR,
     }
 }
 

@@ -1,8 +1,6 @@
 //! Consumer lag: how far each partition's committed offset is behind its high
 //! watermark, for the admin side (CLI, HTTP admin).
 
-use spool_model::TopicPartition;
-
 use crate::server::Shared;
 
 /// One partition's lag for a group.
@@ -24,9 +22,10 @@ pub(crate) fn group_lag(shared: &Shared, group: &str) -> Vec<PartitionLag> {
         .committed(group, None)
         .into_iter()
         .filter_map(|offset| {
-            let topic = shared.topics.get(&offset.topic)?;
-            let partition: TopicPartition = topic.partition(offset.partition)?;
-            let log = shared.logs.partition(&partition).ok().flatten()?;
+            let log = shared
+                .partition(&offset.topic, offset.partition, -1)
+                .ok()?
+                .log;
             let high_watermark = log.offsets().high_watermark.0;
             Some(PartitionLag {
                 lag: (high_watermark - offset.offset).max(0),

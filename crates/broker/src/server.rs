@@ -1,7 +1,6 @@
 //! The listener: accepts connections up to the limit, and shuts down on request,
 //! waiting for connections to finish and the logs to be synced and checkpointed.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,8 +18,7 @@ use crate::dynamic_config::DynamicConfig;
 use crate::producer_ids::ProducerIds;
 use crate::topics::{self, TopicTable};
 use spool_coordinator::GroupCoordinator;
-use spool_metadata::{MetadataStore, SqliteStore};
-use spool_model::TopicPartition;
+use spool_metadata::{MetadataStore, MetadataUrl};
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -124,12 +122,26 @@ impl Broker {
             cleaner_backoff: config.cleaner.backoff,
             ..ManagerConfig::default()
         };
-        let logs =
-            tokio::task::spawn_blocking(move || LogManager::open(store, manager_config)).await??;
-        let metadata: Arc<dyn MetadataStore> =
-            Arc::new(SqliteStore::open(&config.data_dir.join("metadata.db")).await?);
+        let metadata_url = config
+            .metadata_url
+            .clone()
+            .unwrap_or_else(|| MetadataUrl::in_data_dir(&config.data_dir));
+        let metadata = spool_metadata::open(&metadata_url).await?;
+        tracing::info!(metadata = %metadata_url.redacted(), "metadata store open");
         let dynamic = DynamicConfig::new(config.clone(), metadata.broker_configs().await?);
-        let topics = load_topics(metadata.as_ref(), &logs, &dynamic.current()).await?;
+        // The version first: a change made while the topics load is seen again.
+        let topics_version = metadata.topics_version().await?;
+        let records = metadata.topics().await?;
+        let logs = {
+            let records = records.clone();
+            tokio::task::spawn_blocking(move || {
+                topics::move_name_keyed_logs(store.as_ref(), &records)?;
+                Ok::<_, BrokerError>(LogManager::open(store, manager_config)?)
+            })
+            .await??
+        };
+        let topics =
+            topics::load_topics(metadata.as_ref(), records, &logs, &dynamic.current()).await?;
         let groups =
             Arc::new(GroupCoordinator::open(metadata.clone(), config.groups.clone()).await?);
         let listener =
@@ -159,6 +171,11 @@ impl Broker {
         });
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(groups.run(stopped.clone()));
+        tokio::spawn(topics::follow_metadata_store(
+            shared.clone(),
+            topics_version,
+            stopped.clone(),
+        ));
         let accept = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(Broker {
             local_addr,
@@ -190,47 +207,6 @@ impl Broker {
         tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;
         Ok(())
     }
-}
-
-/// Loads the topics from the metadata store, applies their settings to the logs, and
-/// creates any partition the store knows but the data directory lacks (a crash
-/// between the two steps of a topic creation).
-async fn load_topics(
-    metadata: &dyn MetadataStore,
-    logs: &LogManager,
-    settings: &BrokerConfig,
-) -> Result<TopicTable, BrokerError> {
-    let table = TopicTable::default();
-    let topic_defaults = settings.topic_defaults();
-    for record in metadata.topics().await? {
-        let topic = match topics::resolve(record.clone(), &topic_defaults) {
-            Ok(topic) => topic,
-            Err(error) => {
-                tracing::error!(topic = %record.name, %error, "stored topic config is invalid; using the broker's defaults");
-                let bare = spool_metadata::TopicRecord {
-                    configs: BTreeMap::new(),
-                    ..record.clone()
-                };
-                // Kafka's own defaults always resolve (a unit test proves it).
-                let defaults = topics::resolve(bare.clone(), &topic_defaults)
-                    .or_else(|_| topics::resolve(bare, &BTreeMap::new()));
-                match defaults {
-                    Ok(defaults) => topics::Topic { record, ..defaults },
-                    Err(error) => return Err(BrokerError::TopicConfig(error.0)),
-                }
-            }
-        };
-        logs.set_topic_config(&topic.record.name, topic.log.clone())?;
-        for partition in 0..topic.record.partitions {
-            let partition = TopicPartition::new(topic.record.name.clone(), partition);
-            if logs.partition(&partition)?.is_none() {
-                tracing::warn!(%partition, "partition missing from the data directory; creating it");
-                logs.create_partition(&partition)?;
-            }
-        }
-        table.insert(topic);
-    }
-    Ok(table)
 }
 
 /// `host:port` from `--advertise`, or the bound address.

@@ -4,19 +4,24 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use spool_log::LogConfig;
-use spool_metadata::{MetadataError, TopicRecord};
-use spool_model::{TopicName, TopicPartition};
+use spool_log::{LogConfig, LogError};
+use spool_metadata::{ConfigChange, MetadataError, TopicRecord};
+use spool_model::TopicName;
 use uuid::Uuid;
 
 use crate::errors::code;
+use crate::partitions::{PartitionError, log_topic, on_blocking_pool};
 use crate::server::Shared;
 
+mod follow;
 mod settings;
+mod startup;
 
+pub(crate) use self::follow::follow_metadata_store;
 pub(crate) use self::settings::{
     Recompression, TimestampBounds, check_config, config_entries, default_config_values, resolve,
 };
+pub(crate) use self::startup::{load_topics, move_name_keyed_logs};
 
 /// A topic with its settings resolved.
 #[derive(Debug, Clone)]
@@ -31,14 +36,27 @@ pub(crate) struct Topic {
     /// Every config of the topic with its value: explicit, the broker's default, or
     /// Kafka's.
     pub(crate) configs: BTreeMap<&'static str, String>,
+    /// Each partition's leader epoch, by index, as this broker took ownership (a
+    /// partition past the end is at epoch 0).
+    pub(crate) leader_epochs: Vec<i32>,
 }
 
 impl Topic {
-    /// The topic's partition `index`, if it has one.
-    pub(crate) fn partition(&self, index: i32) -> Option<TopicPartition> {
-        (0..self.record.partitions)
-            .contains(&index)
-            .then(|| TopicPartition::new(self.record.name.clone(), index))
+    /// Whether the topic has a partition `index`.
+    pub(crate) fn has_partition(&self, index: i32) -> bool {
+        (0..self.record.partitions).contains(&index)
+    }
+
+    /// The topic with its settings resolved again (after a change of its configs or
+    /// of the broker's defaults), keeping its leader epochs.
+    pub(crate) fn resolved_again(
+        &self,
+        record: TopicRecord,
+        defaults: &BTreeMap<String, String>,
+    ) -> Result<Topic, settings::InvalidConfig> {
+        let mut topic = resolve(record, defaults)?;
+        topic.leader_epochs.clone_from(&self.leader_epochs);
+        Ok(topic)
     }
 }
 
@@ -186,28 +204,12 @@ pub(crate) async fn create(
                 format!("topic {name} already exists"),
             ));
         }
-        Err(error) => {
-            return Err(AdminError::new(
-                code::UNKNOWN_SERVER_ERROR,
-                error.to_string(),
-            ));
-        }
+        Err(error) => return Err(metadata_failure(&error)),
     }
     let created = {
         let shared = shared.clone();
         let topic = topic.clone();
-        on_log_thread(move || {
-            shared
-                .logs
-                .set_topic_config(&topic.record.name, topic.log.clone())?;
-            for index in 0..topic.record.partitions {
-                shared
-                    .logs
-                    .create_partition(&TopicPartition::new(topic.record.name.clone(), index))?;
-            }
-            Ok(())
-        })
-        .await
+        on_log_thread(move || create_logs(&shared, &topic, 0)).await
     };
     created?;
     tracing::info!(topic = %name, partitions, "created topic");
@@ -249,38 +251,76 @@ pub(crate) async fn get_or_auto_create(
 }
 
 /// Deletes a topic: from the metadata store first (it is gone for clients from then
-/// on), then its partitions' logs.
+/// on, with every committed offset of it), then its partitions' logs. A crash between
+/// the two leaves logs that no topic owns: they are removed at the next start.
 pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, AdminError> {
     let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
-    match shared.metadata.delete_topic(&topic.record.name).await {
+    match shared.metadata.delete_topic(topic.record.id).await {
         Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
-        Err(error) => {
-            return Err(AdminError::new(
-                code::UNKNOWN_SERVER_ERROR,
-                error.to_string(),
-            ));
-        }
+        Err(error) => return Err(metadata_failure(&error)),
     }
-    shared.topics.remove(name);
+    forget(shared, &topic).await;
+    tracing::info!(topic = name, id = %topic.record.id, "deleted topic");
+    Ok(topic)
+}
+
+/// Drops a deleted topic from this broker: the table, its logs, the groups' cached
+/// offsets of it.
+pub(crate) async fn forget(shared: &Arc<Shared>, topic: &Arc<Topic>) {
+    if shared
+        .topics
+        .get(topic.record.name.as_str())
+        .is_some_and(|current| current.record.id == topic.record.id)
+    {
+        shared.topics.remove(topic.record.name.as_str());
+    }
     let deleting = {
         let (shared, topic) = (shared.clone(), topic.clone());
-        tokio::task::spawn_blocking(move || {
+        on_blocking_pool(move || {
             for index in 0..topic.record.partitions {
-                let partition = TopicPartition::new(topic.record.name.clone(), index);
-                if let Err(error) = shared.logs.delete_partition(&partition) {
-                    tracing::warn!(%partition, %error, "deleting partition data failed");
+                let Some(partition) = topic.log_partition(index) else {
+                    continue;
+                };
+                match shared.logs.delete_partition(&partition) {
+                    Ok(()) | Err(spool_log::LogError::UnknownPartition(_)) => {}
+                    Err(error) => {
+                        tracing::warn!(%partition, %error, "deleting partition data failed; it goes at the next start");
+                    }
                 }
             }
         })
         .await
     };
     if let Err(error) = deleting {
-        tracing::warn!(topic = name, %error, "deleting topic data failed");
+        tracing::warn!(topic = %topic.record.name, %error, "deleting topic data failed; it goes at the next start");
     }
-    shared.groups.forget_topic(name).await;
-    tracing::info!(topic = name, "deleted topic");
-    Ok(topic)
+    shared.groups.forget_topic(topic.record.name.as_str()).await;
+}
+
+/// Creates the logs of a topic's partitions from `from` on, those that do not exist.
+pub(crate) fn create_logs(shared: &Shared, topic: &Topic, from: i32) -> Result<(), LogError> {
+    shared
+        .logs
+        .set_topic_config(&log_topic(topic.record.id), topic.log.clone())?;
+    for index in from..topic.record.partitions {
+        if let Some(partition) = topic.log_partition(index)
+            && shared.logs.partition(&partition)?.is_none()
+        {
+            shared.logs.create_partition(&partition)?;
+        }
+    }
+    Ok(())
+}
+
+/// The error a client gets when the metadata store failed.
+pub(crate) fn metadata_failure(error: &MetadataError) -> AdminError {
+    let code = if error.is_retriable() {
+        code::REQUEST_TIMED_OUT
+    } else {
+        code::UNKNOWN_SERVER_ERROR
+    };
+    AdminError::new(code, error.to_string())
 }
 
 /// Raises a topic's partition count to `count`, creating the new partitions.
@@ -304,27 +344,18 @@ pub(crate) async fn add_partitions(
     if validate_only {
         return Ok(());
     }
-    let created = {
-        let (shared, topic) = (shared.clone(), topic.clone());
-        on_log_thread(move || {
-            for index in current..count {
-                let partition = TopicPartition::new(topic.record.name.clone(), index);
-                if shared.logs.partition(&partition)?.is_none() {
-                    shared.logs.create_partition(&partition)?;
-                }
-            }
-            Ok(())
-        })
-        .await
-    };
-    created?;
     shared
         .metadata
-        .set_partitions(&topic.record.name, count)
+        .add_partitions(topic.record.id, count)
         .await
-        .map_err(|error| AdminError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
+        .map_err(|error| metadata_failure(&error))?;
     let mut grown = (*topic).clone();
     grown.record.partitions = count;
+    let created = {
+        let (shared, grown) = (shared.clone(), grown.clone());
+        on_log_thread(move || create_logs(&shared, &grown, current)).await
+    };
+    created?;
     shared.topics.insert(grown);
     tracing::info!(topic = name, from = current, to = count, "added partitions");
     Ok(())
@@ -333,19 +364,12 @@ pub(crate) async fn add_partitions(
 /// Runs blocking storage work (file creation, fsync) off the async threads, mapping
 /// its failure to the error a client gets.
 async fn on_log_thread(
-    work: impl FnOnce() -> Result<(), spool_log::LogError> + Send + 'static,
+    work: impl FnOnce() -> Result<(), LogError> + Send + 'static,
 ) -> Result<(), AdminError> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(AdminError::new(
-            code::KAFKA_STORAGE_ERROR,
-            error.to_string(),
-        )),
-        Err(error) => Err(AdminError::new(
-            code::UNKNOWN_SERVER_ERROR,
-            error.to_string(),
-        )),
-    }
+    on_blocking_pool(work)
+        .await
+        .and_then(|done| done.map_err(PartitionError::Storage))
+        .map_err(|error| AdminError::new(error.code(), error.to_string()))
 }
 
 /// Replaces a topic's explicit configs with what `change` makes of them, after
@@ -360,19 +384,21 @@ pub(crate) async fn change_configs(
     let topic = shared.topics.existing(name)?;
     let mut record = topic.record.clone();
     record.configs = change(&topic.record.configs)?;
-    let updated = resolve(record, &shared.current_config().topic_defaults())
+    let updated = topic
+        .resolved_again(record, &shared.current_config().topic_defaults())
         .map_err(|e| AdminError::new(code::INVALID_CONFIG, e.0))?;
     if validate_only {
         return Ok(());
     }
+    let changes = ConfigChange::between(&topic.record.configs, &updated.record.configs);
     shared
         .metadata
-        .set_topic_configs(&updated.record.name, &updated.record.configs)
+        .alter_topic_configs(topic.record.id, &changes)
         .await
-        .map_err(|error| AdminError::new(code::UNKNOWN_SERVER_ERROR, error.to_string()))?;
+        .map_err(|error| metadata_failure(&error))?;
     shared
         .logs
-        .set_topic_config(&updated.record.name, updated.log.clone())
+        .set_topic_config(&log_topic(updated.record.id), updated.log.clone())
         .map_err(|error| AdminError::new(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
     tracing::info!(topic = name, configs = ?updated.record.configs, "changed topic configs");
     shared.topics.insert(updated);

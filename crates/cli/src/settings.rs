@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use spool_broker::BrokerConfig;
+use spool_broker::{BrokerConfig, MetadataUrl};
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ServeArgs {
@@ -22,6 +22,10 @@ pub(crate) struct ServeArgs {
     /// Directory holding the partition data [default: data].
     #[arg(long, env = "SPOOL_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Where the metadata lives: sqlite://PATH or postgres://user:pass@host:port/db
+    /// [default: sqlite://DATA_DIR/metadata.db].
+    #[arg(long, env = "SPOOL_METADATA_URL")]
+    metadata_url: Option<String>,
     /// This broker's node id [default: 1].
     #[arg(long, env = "SPOOL_NODE_ID")]
     node_id: Option<i32>,
@@ -57,6 +61,10 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
     if let Some(data_dir) = &args.data_dir {
         config.data_dir = data_dir.clone();
     }
+    if let Some(url) = &args.metadata_url {
+        config.metadata_url =
+            Some(MetadataUrl::parse(url).map_err(|e| format!("--metadata-url {e}"))?);
+    }
     if let Some(node_id) = args.node_id {
         config.node_id = node_id;
     }
@@ -79,8 +87,8 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
     Ok(config)
 }
 
-/// Top-level keys `listen`, `advertise`, `data_dir`, `node_id`, and a `[broker]` table
-/// of settings by their Kafka names.
+/// Top-level keys `listen`, `advertise`, `data_dir`, `node_id`, a `[metadata]` table
+/// with `url`, and a `[broker]` table of settings by their Kafka names.
 fn apply_file(config: &mut BrokerConfig, path: &str, table: &toml::Table) -> Result<(), String> {
     for (key, value) in table {
         let text = || match value {
@@ -93,6 +101,23 @@ fn apply_file(config: &mut BrokerConfig, path: &str, table: &toml::Table) -> Res
             "advertise" => config.advertise = Some(text()),
             "data_dir" => config.data_dir = PathBuf::from(text()),
             "node_id" => config.node_id = text().parse().map_err(|_| bad("a number"))?,
+            "metadata" => {
+                let metadata = value.as_table().ok_or_else(|| bad("a table with url"))?;
+                for (name, setting) in metadata {
+                    let url = match (name.as_str(), setting.as_str()) {
+                        ("url", Some(url)) => url,
+                        _ => {
+                            return Err(format!(
+                                "{path}: [metadata] {name}: expected url = \"...\""
+                            ));
+                        }
+                    };
+                    config.metadata_url = Some(
+                        MetadataUrl::parse(url)
+                            .map_err(|e| format!("{path}: [metadata] url: {e}"))?,
+                    );
+                }
+            }
             "broker" => {
                 let broker = value.as_table().ok_or_else(|| bad("a table of settings"))?;
                 for (name, setting) in broker {
@@ -121,6 +146,7 @@ mod tests {
             listen: None,
             advertise: None,
             data_dir: None,
+            metadata_url: None,
             node_id: None,
             settings: settings.iter().map(|s| (*s).to_owned()).collect(),
         }
@@ -146,6 +172,21 @@ mod tests {
         assert!(
             error.contains("num.partitions") && error.contains("at least 1"),
             "{error}"
+        );
+        std::fs::write(&path, "metadata.url = \"postgres://spool@db/spool\"\n").unwrap();
+        assert_eq!(
+            resolve(&args(Some(path.clone()), &[]))
+                .unwrap()
+                .metadata_url,
+            Some(MetadataUrl::Postgres(
+                "postgres://spool@db/spool".to_owned()
+            ))
+        );
+        std::fs::write(&path, "metadata.url = \"mysql://db\"\n").unwrap();
+        assert!(
+            resolve(&args(Some(path.clone()), &[]))
+                .unwrap_err()
+                .contains("[metadata] url")
         );
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         assert!(

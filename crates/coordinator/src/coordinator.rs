@@ -44,6 +44,10 @@ pub struct GroupCoordinator {
 pub(super) struct State {
     pub(super) groups: HashMap<String, Group>,
     pub(super) offsets: HashMap<String, Offsets>,
+    /// The coordinator epoch this broker claimed for each group it has written for:
+    /// its writes carry it, and the store refuses them once another broker claims
+    /// the group.
+    pub(super) coordinator_epochs: HashMap<String, i64>,
 }
 
 impl GroupCoordinator {
@@ -214,7 +218,9 @@ impl GroupCoordinator {
         let now = Instant::now();
         let now_ms = now_ms();
         let mut state = self.lock();
-        let State { groups, offsets } = &mut *state;
+        let State {
+            groups, offsets, ..
+        } = &mut *state;
         for group in groups.values_mut() {
             group.tick(now, &self.config);
             group.note_emptiness(now_ms);

@@ -30,4 +30,7 @@ pub enum GroupError {
     OffsetMetadataTooLarge,
     #[error("the coordinator could not store the change")]
     StorageFailed,
+    /// Another coordinator claimed the group in the metadata store since this one did.
+    #[error("this broker is no longer the group's coordinator")]
+    NotCoordinator,
 }

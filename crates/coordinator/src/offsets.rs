@@ -6,6 +6,8 @@ use crate::group::GroupState;
 #[derive(Debug, Clone)]
 pub struct CommitOffset {
     pub topic: String,
+    /// The topic's id: what the stored offset belongs to.
+    pub topic_id: uuid::Uuid,
     pub partition: i32,
     pub offset: i64,
     pub leader_epoch: i32,

@@ -10,11 +10,34 @@ use bytes::Bytes;
 use spool_coordinator::{
     CommitOffset, CommitRequest, CoordinatorConfig, GroupCoordinator, JoinRequest,
 };
-use spool_metadata::{MetadataStore, SqliteStore};
+use spool_metadata::{MetadataStore, SqliteStore, TopicRecord};
+use uuid::Uuid;
+
+const T_ID: Uuid = Uuid::from_u128(1);
+const U_ID: Uuid = Uuid::from_u128(2);
+
+/// The store at `path`, with topics `t` and `u` (two partitions each).
+async fn store_with_topics(path: &std::path::Path) -> Arc<dyn MetadataStore> {
+    let store = SqliteStore::open(path).await.unwrap();
+    for (name, id) in [("t", T_ID), ("u", U_ID)] {
+        let topic = TopicRecord {
+            name: spool_model::TopicName::new(name).unwrap(),
+            id,
+            partitions: 2,
+            configs: std::collections::BTreeMap::new(),
+        };
+        match store.create_topic(&topic).await {
+            Ok(()) | Err(spool_metadata::MetadataError::TopicExists(_)) => {}
+            Err(error) => panic!("{error}"),
+        }
+    }
+    Arc::new(store)
+}
 
 fn offset(partition: i32, at: i64) -> CommitOffset {
     CommitOffset {
         topic: "t".to_owned(),
+        topic_id: T_ID,
         partition,
         offset: at,
         leader_epoch: -1,
@@ -46,7 +69,7 @@ async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("metadata.db");
     {
-        let store: Arc<dyn MetadataStore> = Arc::new(SqliteStore::open(&path).await.unwrap());
+        let store = store_with_topics(&path).await;
         let coordinator = GroupCoordinator::open(store, config(Duration::from_secs(3600)))
             .await
             .unwrap();
@@ -60,7 +83,7 @@ async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
             .await
             .unwrap();
     }
-    let store: Arc<dyn MetadataStore> = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let store = store_with_topics(&path).await;
     let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_millis(50)))
         .await
         .unwrap();
@@ -110,22 +133,20 @@ async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
 #[tokio::test]
 async fn a_restart_does_not_expire_offsets_of_groups_it_has_not_seen_yet() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn MetadataStore> = Arc::new(
-        SqliteStore::open(&dir.path().join("metadata.db"))
-            .await
-            .unwrap(),
-    );
+    let store = store_with_topics(&dir.path().join("metadata.db")).await;
     // Committed long ago by a consumer that is still running, on an idle topic.
     let old = spool_metadata::CommittedOffset {
         group: "quiet".to_owned(),
         topic: "t".to_owned(),
+        topic_id: T_ID,
         partition: 0,
         offset: 4,
         leader_epoch: -1,
         metadata: None,
         commit_ms: 0,
     };
-    store.commit_offsets(&[old]).await.unwrap();
+    let epoch = store.claim_group("quiet").await.unwrap();
+    store.commit_offsets("quiet", epoch, &[old]).await.unwrap();
     let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_secs(3600)))
         .await
         .unwrap();
@@ -140,11 +161,7 @@ async fn a_restart_does_not_expire_offsets_of_groups_it_has_not_seen_yet() {
 #[tokio::test]
 async fn refused_commits_leave_no_group_and_deleted_topics_take_their_offsets() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn MetadataStore> = Arc::new(
-        SqliteStore::open(&dir.path().join("metadata.db"))
-            .await
-            .unwrap(),
-    );
+    let store = store_with_topics(&dir.path().join("metadata.db")).await;
     let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_secs(3600)))
         .await
         .unwrap();
@@ -163,10 +180,12 @@ async fn refused_commits_leave_no_group_and_deleted_topics_take_their_offsets() 
 
     let mut other = offset(0, 8);
     other.topic = "u".to_owned();
+    other.topic_id = U_ID;
     coordinator
         .commit(simple_commit("g", vec![offset(0, 3), offset(1, 4), other]))
         .await
         .unwrap();
+    store.delete_topic(T_ID).await.unwrap();
     coordinator.forget_topic("t").await;
     let left: Vec<String> = coordinator
         .committed("g", None)
@@ -177,6 +196,38 @@ async fn refused_commits_leave_no_group_and_deleted_topics_take_their_offsets() 
     assert_eq!(
         store.committed_offsets().await.unwrap().len(),
         1,
-        "gone from the store too"
+        "gone from the store with the topic"
     );
+}
+
+#[tokio::test]
+async fn a_deposed_coordinator_cannot_overwrite_committed_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_topics(&dir.path().join("metadata.db")).await;
+    let open = || GroupCoordinator::open(store.clone(), config(Duration::from_secs(3600)));
+    let (deposed, current) = (open().await.unwrap(), open().await.unwrap());
+    deposed
+        .commit(simple_commit("g", vec![offset(0, 1)]))
+        .await
+        .unwrap();
+    current
+        .commit(simple_commit("g", vec![offset(0, 5)]))
+        .await
+        .unwrap();
+    assert_eq!(
+        deposed.commit(simple_commit("g", vec![offset(0, 2)])).await,
+        Err(spool_coordinator::GroupError::NotCoordinator)
+    );
+    assert_eq!(
+        deposed.delete_group("g").await,
+        Err(spool_coordinator::GroupError::NotCoordinator)
+    );
+    let stored: Vec<i64> = store
+        .committed_offsets()
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.offset)
+        .collect();
+    assert_eq!(stored, vec![5], "the current coordinator's commit stands");
 }

@@ -7,6 +7,7 @@ mod reading;
 mod trimming;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Instant;
 
@@ -20,6 +21,7 @@ use crate::checkpoint::{Checkpoint, LogPosition, ProducerSnapshot};
 use crate::config::{FlushPolicy, LogConfig, MAX_SEGMENT_BYTES};
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
+use crate::leader_epochs::{EpochStart, LeaderEpochs};
 use crate::producers::{self, ProducerError, ProducerStates, SequenceCheck};
 use crate::segment::{NewIndexEntries, Segment};
 use crate::tail_cache::TailCache;
@@ -79,6 +81,9 @@ pub struct PartitionLog {
     pub(crate) flush_queued: std::sync::atomic::AtomicBool,
     /// Held by a cleaning pass: one at a time.
     pub(crate) cleaning: Mutex<()>,
+    /// The latest leader epoch recorded (-1 for none), read without the state lock
+    /// on every request.
+    leader_epoch: AtomicI32,
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -113,6 +118,8 @@ pub(crate) struct LogState {
     pub(crate) last_used: Instant,
     /// Idempotent producers' recent batches, to recognise retries.
     pub(crate) producers: ProducerStates,
+    /// Which leader epoch began at which offset; the latest stamps every append.
+    pub(crate) leader_epochs: LeaderEpochs,
 }
 
 impl LogState {
@@ -187,12 +194,71 @@ impl PartitionLog {
             flush_queued: std::sync::atomic::AtomicBool::new(false),
             checkpoint_lock: Mutex::new(()),
             cleaning: Mutex::new(()),
+            leader_epoch: AtomicI32::new(-1),
         }
     }
 
     #[must_use]
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Makes `epoch` the partition's leader epoch from the current log end: recorded
+    /// durably in the history before any batch is stamped with it. An epoch not newer
+    /// than the latest recorded changes nothing (cheap: no lock).
+    pub fn become_leader(&self, epoch: i32) -> Result<()> {
+        if self.leader_epoch.load(AtomicOrdering::Acquire) >= epoch {
+            return Ok(());
+        }
+        let mut state = self.lock_for_use();
+        if state.failed {
+            return Err(LogError::Failed {
+                path: self.dir.clone(),
+            });
+        }
+        let mut epochs = state.leader_epochs.clone();
+        let start = state.log_end();
+        if epochs.begin(epoch, start) {
+            epochs.store(&self.files, &self.dir)?;
+            tracing::debug!(dir = %self.dir.display(), epoch, %start, "new leader epoch");
+            state.leader_epochs = epochs;
+        }
+        self.note_leader_epoch(state.leader_epochs.latest());
+        Ok(())
+    }
+
+    pub(crate) fn note_leader_epoch(&self, latest: Option<i32>) {
+        self.leader_epoch
+            .fetch_max(latest.unwrap_or(-1), AtomicOrdering::AcqRel);
+    }
+
+    /// The latest leader epoch recorded, if any.
+    #[must_use]
+    pub fn leader_epoch(&self) -> Option<i32> {
+        let epoch = self.leader_epoch.load(AtomicOrdering::Acquire);
+        (epoch >= 0).then_some(epoch)
+    }
+
+    /// OffsetForLeaderEpoch: the largest epoch at most `requested` and the offset
+    /// where the epoch after it began (the log end for the latest); (-1, -1) for an
+    /// epoch newer than any recorded.
+    pub fn end_offset_for_epoch(&self, requested: i32) -> Result<(i32, Offset)> {
+        let state = self.lock_for_use();
+        Ok(state
+            .leader_epochs
+            .end_offset_for(requested, state.log_end()))
+    }
+
+    /// The leader epoch under which `offset` was written (-1 if unknown).
+    #[must_use]
+    pub fn leader_epoch_at(&self, offset: Offset) -> i32 {
+        self.lock_for_use().leader_epochs.epoch_at(offset)
+    }
+
+    /// The leader epoch history, oldest first.
+    #[must_use]
+    pub fn leader_epoch_history(&self) -> Vec<EpochStart> {
+        self.lock_for_use().leader_epochs.entries().to_vec()
     }
 
     /// The state. A panic while it was held (in the middle of an append, say) may
@@ -325,6 +391,7 @@ impl PartitionLog {
             .active_mut()
             .index(&self.files, config.index_interval_bytes)?;
         let base_offset = state.log_end();
+        let leader_epoch = state.leader_epochs.latest();
         let mut pending = PendingWrite::default();
         let mut records = 0u64;
         for bytes in batches {
@@ -339,6 +406,9 @@ impl PartitionLog {
             pending.data.extend_from_slice(bytes);
             let batch = pending.data.get_mut(start..).unwrap_or_default();
             batch::patch_base_offset(batch, offset);
+            if let Some(epoch) = leader_epoch {
+                batch::patch_partition_leader_epoch(batch, epoch);
+            }
             if let Some(now) = log_append_time {
                 batch::patch_log_append_time(batch, now);
             }

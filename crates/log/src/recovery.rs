@@ -19,6 +19,7 @@ use crate::config::LogConfig;
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
 use crate::index::SegmentIndex;
+use crate::leader_epochs::LeaderEpochs;
 use crate::partition::{LogState, PartitionLog};
 use crate::producers::{self, ProducerStates};
 use crate::scan::{self, HeaderCursor};
@@ -108,7 +109,22 @@ impl PartitionLog {
             }
         }
         log.write_checkpoint()?;
+        log.load_leader_epochs()?;
         Ok(log)
+    }
+
+    /// Loads the leader epoch history, dropping (durably) the epochs that recovery
+    /// truncated away.
+    fn load_leader_epochs(&self) -> Result<()> {
+        let mut epochs = LeaderEpochs::load(&self.files, &self.dir)?;
+        let mut state = self.lock();
+        if epochs.truncate_to(state.log_end()) {
+            tracing::info!(dir = %self.dir.display(), "leader epochs past the recovered log end dropped");
+            epochs.store(&self.files, &self.dir)?;
+        }
+        self.note_leader_epoch(epochs.latest());
+        state.leader_epochs = epochs;
+        Ok(())
     }
 }
 
@@ -219,6 +235,7 @@ fn state_with(segments: Vec<Segment>, log_start: Offset, end: LogPosition) -> Lo
         last_checkpoint: None,
         last_used: Instant::now(),
         producers: ProducerStates::default(),
+        leader_epochs: LeaderEpochs::default(),
     }
 }
 

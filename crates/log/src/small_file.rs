@@ -1,5 +1,5 @@
 //! Small files replaced whole and atomically — the checkpoint, the cleaner's offset
-//! and its swap marker: a temp file is written and fsynced, renamed over the file, and
+//! and its swap marker, the leader epoch history: a temp file is written and fsynced, renamed over the file, and
 //! the directory fsynced, so a crash leaves the old file or the new one. Read whole,
 //! with a cap, so that a damaged file never sizes a buffer beyond what it may hold.
 
@@ -65,4 +65,46 @@ pub(crate) fn replace(
     store
         .sync_dir(dir)
         .map_err(LogError::io("fsync directory", dir))
+}
+
+/// The version byte of checked files (`magic | version | body | crc32c`).
+const CHECKED_VERSION: u8 = 1;
+
+/// `magic | version | body | crc32c`, checked; the body.
+pub(crate) fn checked_body<'a>(bytes: &'a [u8], magic: &[u8; 4]) -> Option<&'a [u8]> {
+    let (content, crc) = bytes.split_last_chunk::<4>()?;
+    if crc32c::crc32c(content) != u32::from_be_bytes(*crc) {
+        return None;
+    }
+    let rest = content.strip_prefix(magic)?;
+    let (version, body) = rest.split_first()?;
+    (*version == CHECKED_VERSION).then_some(body)
+}
+
+/// `magic | version | body | crc32c`, replacing `dir/name` atomically.
+pub(crate) fn write_checked(
+    files: &FileCache,
+    dir: &Path,
+    tmp_name: &str,
+    name: &str,
+    magic: &[u8; 4],
+    body: &[u8],
+) -> Result<()> {
+    let mut bytes = Vec::with_capacity(body.len() + 9);
+    bytes.extend_from_slice(magic);
+    bytes.push(CHECKED_VERSION);
+    bytes.extend_from_slice(body);
+    let crc = crc32c::crc32c(&bytes);
+    bytes.extend_from_slice(&crc.to_be_bytes());
+    replace(files, dir, tmp_name, name, &bytes)
+}
+
+/// The file's bytes (an empty list, which no check accepts, when it is too large to
+/// be one Spool wrote); `None` if it does not exist.
+pub(crate) fn read_small(files: &FileCache, path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    Ok(match read(files, path, max)? {
+        Stored::Missing => None,
+        Stored::TooLarge(_) => Some(Vec::new()),
+        Stored::Bytes(bytes) => Some(bytes),
+    })
 }

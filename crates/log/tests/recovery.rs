@@ -360,3 +360,63 @@ fn a_panic_mid_append_poisons_the_partition_until_it_is_reopened() {
     );
     assert_eq!(log.append(&[&second]).unwrap().base_offset, Offset(3));
 }
+
+#[test]
+fn the_leader_epoch_history_survives_a_crash_and_drops_epochs_past_the_recovered_end() {
+    for (seed, mode) in [
+        (1, CrashMode::DropUnsynced),
+        (2, CrashMode::TearUnsynced),
+        (3, CrashMode::GarbleUnsynced),
+    ] {
+        let faulty = FaultyStore::new(seed);
+        let store: Arc<dyn Store> = Arc::new(faulty.clone());
+        let log = open(store.clone(), small_config());
+        let mut epoch_of_batch = Vec::new();
+        for (epoch, batches) in [(0, 5), (1, 3)] {
+            log.become_leader(epoch).unwrap();
+            for i in 0..batches {
+                log.append(&[&batch(2, 50, i)]).unwrap();
+                epoch_of_batch.push(epoch);
+            }
+            log.sync().unwrap();
+        }
+        log.become_leader(2).unwrap();
+        for i in 0..4 {
+            log.append(&[&batch(2, 50, i)]).unwrap();
+        }
+        // Epoch 3 begins at 24, past everything synced.
+        log.become_leader(3).unwrap();
+        faulty.crash(mode);
+        drop(log);
+
+        let log = open(store, small_config());
+        let end = log.offsets().log_end;
+        assert!(end >= Offset(16), "{mode:?}: synced batches kept");
+        let history: Vec<(i32, i64)> = log
+            .leader_epoch_history()
+            .iter()
+            .map(|entry| (entry.epoch, entry.start.0))
+            .collect();
+        let mut expected = vec![(0, 0), (1, 10), (2, 16)];
+        if end >= Offset(24) {
+            expected.push((3, 24));
+        }
+        assert_eq!(history, expected, "{mode:?}: log end {end}");
+        assert_eq!(log.end_offset_for_epoch(0).unwrap(), (0, Offset(10)));
+        assert_eq!(log.end_offset_for_epoch(1).unwrap(), (1, Offset(16)));
+        let stamped: Vec<i32> = read_all(&log, Offset(0))
+            .iter()
+            .take(epoch_of_batch.len())
+            .map(|(_, bytes)| i32::from_be_bytes(bytes[12..16].try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            stamped, epoch_of_batch,
+            "{mode:?}: each batch carries its epoch"
+        );
+        // The next epoch begins at the recovered end.
+        log.become_leader(4).unwrap();
+        let epoch_2_ends = if end >= Offset(24) { Offset(24) } else { end };
+        assert_eq!(log.end_offset_for_epoch(2).unwrap(), (2, epoch_2_ends));
+        assert_eq!(log.end_offset_for_epoch(4).unwrap(), (4, end));
+    }
+}

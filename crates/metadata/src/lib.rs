@@ -1,23 +1,40 @@
-//! Spool's metadata: which topics exist, with how many partitions and which configs,
-//! the broker configs changed at run time, and consumer groups' committed offsets.
+//! Spool's metadata: which topics exist (keyed by their id), with how many partitions,
+//! their configs and leader epochs; the broker configs changed at run time; consumer
+//! groups' committed offsets and coordinator epochs; and the producer ids handed out.
 //!
-//! [`MetadataStore`] is the narrow interface the broker uses; [`SqliteStore`] keeps it
-//! in an embedded SQLite database inside the data directory (the single-node mode).
-//! A PostgreSQL backend implementing the same trait comes with the cluster mode.
+//! [`MetadataStore`] is the one interface the broker uses. Two backends implement it
+//! with the same SQL and the same semantics (the conformance suite in
+//! `tests/conformance.rs` runs against both): [`SqliteStore`], an embedded database in
+//! the data directory (one broker), and [`PostgresStore`], which several brokers share.
+//! [`open`] picks one from a `--metadata-url`.
+//!
+//! Every operation is safe when several brokers share the store: each is one
+//! transaction whose outcome does not depend on a read made before it (producer-id
+//! blocks are taken by one `UPDATE … RETURNING`, configs change key by key, committed
+//! offsets are fenced by the coordinator epoch in the same transaction).
 
+mod error;
+mod postgres;
+mod sql;
 mod sqlite;
+mod url;
 
 use std::collections::BTreeMap;
 
 use spool_model::TopicName;
 use uuid::Uuid;
 
+pub use error::MetadataError;
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use url::{MetadataUrl, open};
 
 /// A topic as the metadata store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicRecord {
     pub name: TopicName,
+    /// What the topic's data, partitions and committed offsets are keyed by: a topic
+    /// deleted and created again under the same name is another topic.
     pub id: Uuid,
     pub partitions: i32,
     /// Topic-level configs set explicitly, by their Kafka names.
@@ -28,7 +45,11 @@ pub struct TopicRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedOffset {
     pub group: String,
+    /// The topic's name: filled in when read (from the topic the id names), not
+    /// stored with the offset.
     pub topic: String,
+    /// What the offset belongs to: it goes when the topic does.
+    pub topic_id: Uuid,
     pub partition: i32,
     pub offset: i64,
     /// -1 when the client did not send one.
@@ -38,56 +59,87 @@ pub struct CommittedOffset {
     pub commit_ms: i64,
 }
 
-/// Why a metadata operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum MetadataError {
-    #[error("topic {0} already exists")]
-    TopicExists(String),
-    #[error("topic {0} does not exist")]
-    UnknownTopic(String),
-    #[error("metadata store: {0}")]
-    Database(#[from] sqlx::Error),
-    #[error("metadata store migration: {0}")]
-    Migration(#[from] sqlx::migrate::MigrateError),
-    #[error("metadata store holds an invalid record: {0}")]
-    Corrupt(String),
+/// One change of a set of configs: a key set to a value, or removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigChange {
+    Set { key: String, value: String },
+    Delete { key: String },
+}
+
+impl ConfigChange {
+    /// The changes that turn the configs `from` into `to`, key by key.
+    #[must_use]
+    pub fn between(
+        from: &BTreeMap<String, String>,
+        to: &BTreeMap<String, String>,
+    ) -> Vec<ConfigChange> {
+        let removed = from
+            .keys()
+            .filter(|key| !to.contains_key(*key))
+            .map(|key| ConfigChange::Delete { key: key.clone() });
+        let set = to
+            .iter()
+            .filter(|(key, value)| from.get(*key) != Some(*value))
+            .map(|(key, value)| ConfigChange::Set {
+                key: key.clone(),
+                value: value.clone(),
+            });
+        removed.chain(set).collect()
+    }
 }
 
 pub type Result<T> = std::result::Result<T, MetadataError>;
 
-/// Where topics and configs are kept. Every change is durable when it returns.
+/// Where topics, configs, offsets and ids are kept. Every change is durable when it
+/// returns, and visible to every broker sharing the store.
 #[async_trait::async_trait]
 pub trait MetadataStore: Send + Sync + std::fmt::Debug {
+    /// Creates a topic with its configs and its partitions at leader epoch 0;
+    /// `TopicExists` if one of that name exists.
     async fn create_topic(&self, topic: &TopicRecord) -> Result<()>;
-    /// Deletes a topic; `UnknownTopic` if there is none.
-    async fn delete_topic(&self, name: &TopicName) -> Result<()>;
+    /// Deletes a topic with its configs, partitions and every committed offset of it;
+    /// `UnknownTopic` if there is none.
+    async fn delete_topic(&self, id: Uuid) -> Result<()>;
     async fn topics(&self) -> Result<Vec<TopicRecord>>;
-    /// Sets a topic's partition count (only ever raised).
-    async fn set_partitions(&self, name: &TopicName, partitions: i32) -> Result<()>;
-    /// Replaces a topic's explicit configs.
-    async fn set_topic_configs(
-        &self,
-        name: &TopicName,
-        configs: &BTreeMap<String, String>,
-    ) -> Result<()>;
+    /// Raised by every change of a topic (created, deleted, grown, configs altered),
+    /// whoever made it: a broker that sees it move reloads [`MetadataStore::topics`].
+    async fn topics_version(&self) -> Result<i64>;
+    /// Raises a topic's partition count to `partitions` (the new ones at leader epoch
+    /// 0). A count that is not larger changes nothing.
+    async fn add_partitions(&self, id: Uuid, partitions: i32) -> Result<()>;
+    /// Changes a topic's explicit configs, key by key.
+    async fn alter_topic_configs(&self, id: Uuid, changes: &[ConfigChange]) -> Result<()>;
+    /// Raises the leader epoch of every partition of a topic by one (a broker taking
+    /// ownership); returns the new epochs by partition index.
+    async fn bump_leader_epochs(&self, id: Uuid) -> Result<Vec<i32>>;
     /// Dynamic broker configs by scope: `""` is the cluster-wide default, otherwise
     /// the node id they apply to.
     async fn broker_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>>;
-    /// Replaces the dynamic broker configs of one scope.
-    async fn set_broker_configs(
-        &self,
-        scope: &str,
-        configs: &BTreeMap<String, String>,
-    ) -> Result<()>;
+    /// Changes the dynamic broker configs of one scope, key by key.
+    async fn alter_broker_configs(&self, scope: &str, changes: &[ConfigChange]) -> Result<()>;
+    /// Makes the caller the coordinator of `group`: returns a coordinator epoch larger
+    /// than any handed out for it before. Writes made with an older epoch are refused
+    /// (`Fenced`) from then on.
+    async fn claim_group(&self, group: &str) -> Result<i64>;
     /// Every committed offset of every group.
     async fn committed_offsets(&self) -> Result<Vec<CommittedOffset>>;
-    /// Stores committed offsets (replacing earlier ones of the same partitions), all
-    /// or none.
-    async fn commit_offsets(&self, offsets: &[CommittedOffset]) -> Result<()>;
+    /// Stores a group's committed offsets (replacing earlier ones of the same
+    /// partitions), all or none; `Fenced` unless `coordinator_epoch` is the group's
+    /// latest claim, `UnknownTopic` if a topic id names no topic.
+    async fn commit_offsets(
+        &self,
+        group: &str,
+        coordinator_epoch: i64,
+        offsets: &[CommittedOffset],
+    ) -> Result<()>;
+    /// Deletes a group's committed offsets: of the given (topic id, partition) pairs,
+    /// or all of them when `partitions` is `None`; fenced as commits are.
+    async fn delete_offsets(
+        &self,
+        group: &str,
+        coordinator_epoch: i64,
+        partitions: Option<&[(Uuid, i32)]>,
+    ) -> Result<()>;
     /// Takes `count` producer ids that were never handed out; returns the first.
     async fn allocate_producer_ids(&self, count: i64) -> Result<i64>;
-    /// Deletes a group's committed offsets: the given (topic, partition) pairs, or
-    /// all of them when `partitions` is `None`.
-    async fn delete_offsets(&self, group: &str, partitions: Option<&[(String, i32)]>)
-    -> Result<()>;
 }

@@ -229,6 +229,15 @@ pub fn patch_base_offset(batch: &mut [u8], base_offset: Offset) {
     }
 }
 
+/// Stamps the leader epoch the batch is written under (`partitionLeaderEpoch`, outside
+/// the CRC's range: nothing else changes).
+pub fn patch_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    let at = batch_field::PARTITION_LEADER_EPOCH;
+    if let Some(field) = batch.get_mut(at..at + 4) {
+        field.copy_from_slice(&epoch.to_be_bytes());
+    }
+}
+
 /// Marks the batch as LogAppendTime with `now` as its max timestamp and recomputes the
 /// CRC, since both fields lie inside the CRC's range. Once per batch, not per record.
 pub fn patch_log_append_time(batch: &mut [u8], now: Timestamp) {

@@ -280,8 +280,10 @@ impl Store for MemoryStore {
         if !namespace.dirs.contains(dir) {
             return Err(not_found(dir));
         }
+        // Gone for the running program at once; gone after a crash only once its
+        // parent directory is synced (see `sync_dir`), as an unlink not yet in the
+        // file system's journal is.
         namespace.live.retain(|path, _| !path.starts_with(dir));
-        namespace.durable.retain(|path, _| !path.starts_with(dir));
         namespace.dirs.retain(|path| !path.starts_with(dir));
         Ok(())
     }

@@ -206,6 +206,7 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::DeleteGroups(_) => ApiKey::DeleteGroups,
         RequestKind::OffsetDelete(_) => ApiKey::OffsetDelete,
         RequestKind::InitProducerId(_) => ApiKey::InitProducerId,
+        RequestKind::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }

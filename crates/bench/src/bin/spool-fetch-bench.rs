@@ -50,6 +50,16 @@ type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
 const TOPIC: &str = "bench";
 
+/// The directory of the benchmark topic's one partition: `topics/<topic id>/0` (the
+/// broker names topic directories by id; the data directory holds no other topic).
+fn only_partition_dir(data_dir: &std::path::Path) -> Fallible<std::path::PathBuf> {
+    let mut topics = std::fs::read_dir(data_dir.join("topics"))?;
+    let topic = topics
+        .next()
+        .ok_or("the benchmark topic has no directory")??;
+    Ok(topic.path().join("0"))
+}
+
 fn main() -> Fallible<()> {
     let args = Args::parse();
     let _ = std::fs::remove_dir_all(&args.dir);
@@ -63,7 +73,7 @@ fn main() -> Fallible<()> {
     let addr = broker.local_addr();
     let (stored, produce_mb_s) = runtime.block_on(produce(addr, &args))?;
     let loopback = limits::loopback_mb_s(stored)?;
-    let page_cache = read_files_mb_s(&args.dir.join("topics").join(TOPIC).join("0"))?;
+    let page_cache = read_files_mb_s(&only_partition_dir(&args.dir)?)?;
     let mut rounds = Vec::new();
     for _ in 0..args.rounds {
         rounds.push(runtime.block_on(fetch_all(addr, &args, stored))?);

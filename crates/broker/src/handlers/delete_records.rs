@@ -6,11 +6,15 @@ use std::sync::Arc;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
-use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, ResponseKind};
-use spool_model::{Offset, TopicPartition};
+use kafka_protocol::messages::{
+    ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, ResponseKind, TopicName,
+};
+use spool_log::PartitionLog;
+use spool_model::Offset;
 
 use super::ApiDecl;
 use crate::errors::{self, code};
+use crate::partitions::per_partition;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -20,47 +24,48 @@ pub(crate) const API: ApiDecl = ApiDecl {
 };
 
 pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -> ResponseKind {
-    let topics = tokio::task::spawn_blocking(move || {
-        request
-            .topics
-            .into_iter()
-            .map(|topic| {
-                let known = shared.topics.get(topic.name.0.as_str());
-                let partitions = topic
-                    .partitions
-                    .into_iter()
-                    .map(|p| {
-                        let result = DeleteRecordsPartitionResult::default()
-                            .with_partition_index(p.partition_index);
-                        let tp = known.as_ref().and_then(|t| t.partition(p.partition_index));
-                        match tp.map(|tp| delete_before(&shared, &tp, p.offset)) {
-                            None => result
-                                .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION)
-                                .with_low_watermark(-1),
-                            Some(Ok(low)) => result.with_low_watermark(low),
-                            Some(Err(error)) => {
-                                result.with_error_code(error).with_low_watermark(-1)
-                            }
-                        }
-                    })
-                    .collect();
-                DeleteRecordsTopicResult::default()
-                    .with_name(topic.name)
-                    .with_partitions(partitions)
-            })
-            .collect::<Vec<_>>()
+    let asked = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.offset))
+                .collect();
+            (topic.name, partitions)
+        })
+        .collect();
+    let answers = per_partition(&shared, asked, |shared, name: &TopicName, index, offset| {
+        let partition = shared
+            .partition(name.0.as_str(), index, -1)
+            .map_err(|error| error.code())?;
+        delete_before(&partition.log, offset)
     })
-    .await
-    .unwrap_or_default();
+    .await;
+    let topics = answers
+        .into_iter()
+        .map(|(name, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, answer)| {
+                    let result =
+                        DeleteRecordsPartitionResult::default().with_partition_index(index);
+                    match answer {
+                        Ok(low) => result.with_low_watermark(low),
+                        Err(error) => result.with_error_code(error).with_low_watermark(-1),
+                    }
+                })
+                .collect();
+            DeleteRecordsTopicResult::default()
+                .with_name(name)
+                .with_partitions(partitions)
+        })
+        .collect();
     ResponseKind::DeleteRecords(DeleteRecordsResponse::default().with_topics(topics))
 }
 
-fn delete_before(shared: &Shared, partition: &TopicPartition, offset: i64) -> Result<i64, i16> {
-    let log = shared
-        .logs
-        .partition(partition)
-        .map_err(|e| errors::log_error_code(&e))?
-        .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
+fn delete_before(log: &PartitionLog, offset: i64) -> Result<i64, i16> {
     let target = if offset == -1 {
         log.offsets().high_watermark
     } else {

@@ -26,6 +26,7 @@ pub(crate) use self::encode::FetchBody;
 use self::encode::{PartitionOut, TopicOut};
 use super::ApiDecl;
 use crate::errors::{self, code};
+use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
 use crate::server::Shared;
 
@@ -46,10 +47,11 @@ pub(crate) async fn handle(request: FetchRequest, shared: Arc<Shared>) -> FetchB
     loop {
         let pass = {
             let (shared, request) = (shared.clone(), request.clone());
-            tokio::task::spawn_blocking(move || read_all(&shared, &request)).await
+            on_blocking_pool(move || read_all(&shared, &request)).await
         };
-        let Ok(pass) = pass else {
-            return failed(&request, code::UNKNOWN_SERVER_ERROR);
+        let pass = match pass {
+            Ok(pass) => pass,
+            Err(error) => return failed(&request, error.code()),
         };
         let enough =
             pass.bytes >= u64::try_from(request.min_bytes.max(0)).unwrap_or(0) || pass.errors;
@@ -98,17 +100,19 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
         let known = shared.topics.get(topic.topic.0.as_str());
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in &topic.partitions {
-            let log = known
-                .as_ref()
-                .and_then(|t| t.partition(wanted.partition))
-                .and_then(|tp| shared.logs.partition(&tp).ok().flatten());
-            let Some(log) = log else {
-                pass.errors = true;
-                partitions.push(PartitionOut::error(
-                    wanted.partition,
-                    code::UNKNOWN_TOPIC_OR_PARTITION,
-                ));
-                continue;
+            let found = known
+                .clone()
+                .ok_or(PartitionError::UnknownTopicOrPartition)
+                .and_then(|topic| {
+                    shared.partition_of(topic, wanted.partition, wanted.current_leader_epoch)
+                });
+            let log = match found {
+                Ok(partition) => partition.log,
+                Err(error) => {
+                    pass.errors = true;
+                    partitions.push(PartitionOut::error(wanted.partition, error.code()));
+                    continue;
+                }
             };
             // The first partition with data gets at least one whole batch, even past
             // the budgets, so consumers always make progress; every later one only

@@ -10,12 +10,15 @@ use std::sync::Arc;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
-use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse, ResponseKind};
+use kafka_protocol::messages::{
+    ApiKey, ListOffsetsRequest, ListOffsetsResponse, ResponseKind, TopicName,
+};
 use spool_log::LogError;
-use spool_model::{Offset, Timestamp, TopicPartition};
+use spool_model::{Offset, Timestamp};
 
 use super::ApiDecl;
 use crate::errors::{self, code};
+use crate::partitions::{PartitionHandle, per_partition};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -29,70 +32,98 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 
-pub(crate) async fn handle(request: ListOffsetsRequest, shared: Arc<Shared>) -> ResponseKind {
-    let shared_for_io = shared.clone();
-    let topics = tokio::task::spawn_blocking(move || {
-        request
-            .topics
-            .into_iter()
-            .map(|topic| {
-                let known = shared_for_io.topics.get(topic.name.0.as_str());
-                let partitions = topic
-                    .partitions
-                    .into_iter()
-                    .map(|p| {
-                        let response = ListOffsetsPartitionResponse::default()
-                            .with_partition_index(p.partition_index);
-                        let found = known.as_ref().and_then(|t| t.partition(p.partition_index));
-                        let Some(tp) = found else {
-                            return response
-                                .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION)
-                                .with_offset(-1)
-                                .with_timestamp(-1);
-                        };
-                        match lookup(&shared_for_io, &tp, p.timestamp) {
-                            Ok((offset, timestamp)) => {
-                                response.with_offset(offset).with_timestamp(timestamp)
-                            }
-                            Err(error) => response
-                                .with_error_code(error)
-                                .with_offset(-1)
-                                .with_timestamp(-1),
-                        }
-                    })
-                    .collect();
-                ListOffsetsTopicResponse::default()
-                    .with_name(topic.name)
-                    .with_partitions(partitions)
-            })
-            .collect::<Vec<_>>()
+pub(crate) async fn handle(
+    request: ListOffsetsRequest,
+    version: i16,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let asked = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, (p.current_leader_epoch, p.timestamp)))
+                .collect();
+            (topic.name, partitions)
+        })
+        .collect();
+    let answers = per_partition(&shared, asked, |shared, name: &TopicName, index, asked| {
+        let (current_leader_epoch, timestamp) = asked;
+        let partition = shared
+            .partition(name.0.as_str(), index, current_leader_epoch)
+            .map_err(|error| error.code())?;
+        lookup(&partition, timestamp)
     })
-    .await
-    .unwrap_or_default();
-    drop(shared);
+    .await;
+    let topics = answers
+        .into_iter()
+        .map(|(name, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, answer)| {
+                    let response =
+                        ListOffsetsPartitionResponse::default().with_partition_index(index);
+                    match answer {
+                        Ok(found) => response
+                            .with_offset(found.offset)
+                            .with_timestamp(found.timestamp)
+                            // From v4; the default (-1) before.
+                            .with_leader_epoch(if version >= 4 { found.leader_epoch } else { -1 }),
+                        Err(error) => response
+                            .with_error_code(error)
+                            .with_offset(-1)
+                            .with_timestamp(-1),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(name)
+                .with_partitions(partitions)
+        })
+        .collect();
     ResponseKind::ListOffsets(ListOffsetsResponse::default().with_topics(topics))
 }
 
-fn lookup(shared: &Shared, partition: &TopicPartition, timestamp: i64) -> Result<(i64, i64), i16> {
-    let log = shared
-        .logs
-        .partition(partition)
-        .map_err(|e| errors::log_error_code(&e))?
-        .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
-    let offsets = log.offsets();
-    match timestamp {
-        EARLIEST | EARLIEST_LOCAL => Ok((offsets.log_start.0, -1)),
-        LATEST => Ok((offsets.high_watermark.0, -1)),
-        MAX_TIMESTAMP => found(log.max_timestamp_offset()),
-        t if t >= 0 => found(log.offset_for_timestamp(Timestamp(t))),
-        _ => Err(code::INVALID_REQUEST),
-    }
+/// What a lookup found: Kafka's -1s for none.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    offset: i64,
+    timestamp: i64,
+    /// The epoch the offset was written under (the current one for the log end).
+    leader_epoch: i32,
 }
 
-/// A lookup's (offset, timestamp), or Kafka's (-1, -1) for none.
-fn found(lookup: Result<Option<(Offset, Timestamp)>, LogError>) -> Result<(i64, i64), i16> {
-    match lookup.map_err(|e| errors::log_error_code(&e))? {
-        Some((offset, timestamp)) => Ok((offset.0, timestamp.0)),
-        None => Ok((-1, -1)),
-    }
+fn lookup(partition: &PartitionHandle, timestamp: i64) -> Result<Found, i16> {
+    let storage = |error: LogError| errors::log_error_code(&error);
+    let log = &partition.log;
+    let offsets = log.offsets();
+    let at = |offset: Offset, timestamp: i64| Found {
+        offset: offset.0,
+        timestamp,
+        leader_epoch: log.leader_epoch_at(offset),
+    };
+    let found = match timestamp {
+        EARLIEST | EARLIEST_LOCAL => Some(at(offsets.log_start, -1)),
+        LATEST => Some(Found {
+            offset: offsets.high_watermark.0,
+            timestamp: -1,
+            leader_epoch: partition.leader_epoch,
+        }),
+        MAX_TIMESTAMP => log
+            .max_timestamp_offset()
+            .map_err(storage)?
+            .map(|(offset, t)| at(offset, t.0)),
+        t if t >= 0 => log
+            .offset_for_timestamp(Timestamp(t))
+            .map_err(storage)?
+            .map(|(offset, t)| at(offset, t.0)),
+        _ => return Err(code::INVALID_REQUEST),
+    };
+    Ok(found.unwrap_or(Found {
+        offset: -1,
+        timestamp: -1,
+        leader_epoch: -1,
+    }))
 }

@@ -128,7 +128,7 @@ fn describe(
             MetadataResponsePartition::default()
                 .with_partition_index(index)
                 .with_leader_id(node)
-                .with_leader_epoch(0)
+                .with_leader_epoch(topic.leader_epoch(index))
                 .with_replica_nodes(vec![node])
                 .with_isr_nodes(vec![node])
         })

@@ -24,6 +24,7 @@ mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
+mod offset_for_leader_epoch;
 mod produce;
 mod sync_group;
 
@@ -73,6 +74,7 @@ pub(crate) const APIS: &[ApiDecl] = &[
     delete_groups::API,
     offset_delete::API,
     init_producer_id::API,
+    offset_for_leader_epoch::API,
 ];
 
 /// Who sent a request: what JoinGroup records of a member.
@@ -138,7 +140,7 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
             let body = fetch::handle(request, shared).await;
             return encode_fetch(&envelope, version, &body);
         }
-        RequestKind::ListOffsets(request) => list_offsets::handle(request, shared).await,
+        RequestKind::ListOffsets(request) => list_offsets::handle(request, version, shared).await,
         RequestKind::DeleteTopics(request) => delete_topics::handle(request, version, shared).await,
         RequestKind::DeleteRecords(request) => delete_records::handle(request, shared).await,
         RequestKind::CreatePartitions(request) => create_partitions::handle(request, shared).await,
@@ -164,6 +166,9 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         RequestKind::DescribeGroups(request) => describe_groups::handle(request, version, &shared),
         RequestKind::DeleteGroups(request) => delete_groups::handle(request, shared).await,
         RequestKind::OffsetDelete(request) => offset_delete::handle(request, shared).await,
+        RequestKind::OffsetForLeaderEpoch(request) => {
+            offset_for_leader_epoch::handle(request, version, shared).await
+        }
         RequestKind::InitProducerId(request) => {
             init_producer_id::handle(request, version, shared).await
         }

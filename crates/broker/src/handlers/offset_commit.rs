@@ -30,11 +30,12 @@ pub(crate) async fn handle(request: OffsetCommitRequest, shared: Arc<Shared>) ->
         for partition in &topic.partitions {
             let found = exists
                 .as_ref()
-                .is_some_and(|t| t.partition(partition.partition_index).is_some());
-            known.push(found);
-            if found {
+                .filter(|t| t.has_partition(partition.partition_index));
+            known.push(found.is_some());
+            if let Some(found) = found {
                 offsets.push(CommitOffset {
                     topic: topic.name.0.to_string(),
+                    topic_id: found.record.id,
                     partition: partition.partition_index,
                     offset: partition.committed_offset,
                     leader_epoch: partition.committed_leader_epoch,

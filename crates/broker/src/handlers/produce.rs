@@ -20,6 +20,7 @@ use spool_protocol::recompress::recompress;
 
 use super::ApiDecl;
 use crate::errors::{self, code};
+use crate::partitions::per_partition;
 use crate::server::Shared;
 use crate::topics::{self, Recompression, Topic};
 
@@ -28,9 +29,6 @@ pub(crate) const API: ApiDecl = ApiDecl {
     min: 3,
     max: 9,
 };
-
-/// Kafka's REQUEST_TIMED_OUT.
-const REQUEST_TIMED_OUT: i16 = 7;
 
 /// One partition's part of the request, validated and appended or refused.
 struct PartitionOutcome {
@@ -60,7 +58,7 @@ impl From<i16> for Refused {
 
 /// A partition's batches to append: everything the blocking append needs.
 struct Appending {
-    partition: TopicPartition,
+    index: i32,
     records: bytes::Bytes,
     topic: Arc<Topic>,
 }
@@ -98,11 +96,11 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                 } else {
                     topic
                         .as_ref()
-                        .and_then(|t| Some((t.partition(index)?, t.clone())))
-                        .map(|(partition_id, topic)| Appending {
-                            partition: partition_id,
+                        .filter(|t| t.has_partition(index))
+                        .map(|topic| Appending {
+                            index,
                             records: partition.records.unwrap_or_default(),
-                            topic,
+                            topic: topic.clone(),
                         })
                         .ok_or_else(|| unknown_topic_code(topic_data.name.0.as_str()))
                 };
@@ -111,55 +109,27 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
             .collect();
         planned.push((topic_data.name, partitions));
     }
-    // If the blocking task fails, every partition is answered with an error.
-    let skeleton: Vec<(TopicName, Vec<i32>)> = planned
-        .iter()
-        .map(|(name, partitions)| (name.clone(), partitions.iter().map(|(i, _)| *i).collect()))
-        .collect();
-    // Every partition of the request is validated and appended in one blocking task:
-    // one hand-off to the blocking pool per request, not one per partition.
-    let appending = shared.clone();
-    let topics = tokio::task::spawn_blocking(move || {
-        planned
-            .into_iter()
-            .map(|(name, partitions)| {
-                let outcomes = partitions
-                    .into_iter()
-                    .map(|(index, plan)| PartitionOutcome {
-                        index,
-                        result: plan
-                            .map_err(Refused::from)
-                            .and_then(|work| append(&appending, work)),
-                    })
-                    .collect::<Vec<_>>();
-                (name, outcomes)
-            })
-            .collect::<Vec<_>>()
+    // Every partition of the request is validated and appended in one blocking task.
+    let topics = per_partition(&shared, planned, |shared, _, _, plan| {
+        Ok(plan
+            .map_err(Refused::from)
+            .and_then(|work| append(shared, work)))
     })
-    .await;
-    let topics = topics.unwrap_or_else(|error| {
-        tracing::error!(%error, "the produce task failed");
-        skeleton
+    .await
+    .into_iter()
+    .map(|(name, answers)| {
+        let outcomes = answers
             .into_iter()
-            .map(|(name, indexes)| {
-                let outcomes = indexes
-                    .into_iter()
-                    .map(|index| PartitionOutcome {
-                        index,
-                        // The batches may or may not have been written (the task was
-                        // cancelled as the broker went down, or panicked). A retriable
-                        // error lets an idempotent producer send the same sequences
-                        // again, which the log recognises if they were written. A fatal
-                        // one (UNKNOWN_SERVER_ERROR) fails the messages and makes
-                        // librdkafka bump its epoch and re-send its other batches in
-                        // flight as new ones: duplicates, found by `spool faultcheck`.
-                        result: Err(Refused::from(code::KAFKA_STORAGE_ERROR)),
-                    })
-                    .collect();
-                (name, outcomes)
+            .map(|(index, answer)| PartitionOutcome {
+                index,
+                // An interrupted task may or may not have written the batches: its
+                // code is retriable, so an idempotent producer sends them again.
+                result: answer.unwrap_or_else(|code| Err(Refused::from(code))),
             })
-            .collect()
-    });
+            .collect::<Vec<_>>();
+        (name, outcomes)
+    })
+    .collect::<Vec<_>>();
     if acks == 0 {
         return None;
     }
@@ -194,7 +164,7 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                         {
                             Ok(Ok(())) => code::NONE,
                             Ok(Err(error)) => errors::log_error_code(&error),
-                            Err(_) => REQUEST_TIMED_OUT,
+                            Err(_) => code::REQUEST_TIMED_OUT,
                         }
                     } else {
                         code::NONE
@@ -223,10 +193,11 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
 /// Blocking: runs on the blocking pool.
 fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, AppendInfo), Refused> {
     let Appending {
-        partition,
+        index,
         records,
         topic,
     } = work;
+    let partition = TopicPartition::new(topic.record.name.clone(), index);
     let max_message_bytes = topic.max_message_bytes;
     let check_timestamps =
         topic.log.timestamp_type == TimestampType::CreateTime && !topic.timestamps.is_unlimited();
@@ -263,10 +234,9 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
     }
     let slices: Vec<&[u8]> = batches.iter().map(AsRef::as_ref).collect();
     let log = shared
-        .logs
-        .partition(&partition)
-        .map_err(|e| errors::log_error_code(&e))?
-        .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
+        .partition_of(topic.clone(), index, -1)
+        .map_err(|e| e.code())?
+        .log;
     let info = log.append(&slices).map_err(|e| {
         if let LogError::Producer(refused) = &e {
             tracing::info!(%partition, %refused, "refusing an idempotent batch");

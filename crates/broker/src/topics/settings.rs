@@ -151,6 +151,7 @@ pub(crate) fn resolve(
         recompression,
         timestamps,
         configs,
+        leader_epochs: Vec::new(),
     })
 }
 

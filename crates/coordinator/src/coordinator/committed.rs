@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use spool_metadata::CommittedOffset;
+use spool_metadata::{CommittedOffset, MetadataError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -53,6 +53,7 @@ impl GroupCoordinator {
                 CommittedOffset {
                     group: request.group_id.clone(),
                     topic: offset.topic,
+                    topic_id: offset.topic_id,
                     partition: offset.partition,
                     offset: offset.offset,
                     leader_epoch: offset.leader_epoch,
@@ -65,9 +66,14 @@ impl GroupCoordinator {
             return Ok(results);
         }
         let rows: Vec<CommittedOffset> = stored.values().cloned().collect();
-        if let Err(error) = self.store.commit_offsets(&rows).await {
+        let epoch = self.coordinator_epoch(&request.group_id).await?;
+        if let Err(error) = self
+            .store
+            .commit_offsets(&request.group_id, epoch, &rows)
+            .await
+        {
             tracing::error!(group = %request.group_id, %error, "storing committed offsets failed");
-            return Err(GroupError::StorageFailed);
+            return Err(self.store_failure(&request.group_id, &error));
         }
         self.lock()
             .offsets
@@ -98,28 +104,16 @@ impl GroupCoordinator {
         }
     }
 
-    /// Forgets every group's committed offsets of a deleted topic, so that a new topic
-    /// of the same name is not read from the old positions.
+    /// Forgets every group's committed offsets of a deleted topic (the metadata store
+    /// deleted them with the topic), so that a new topic of the same name is not read
+    /// from the old positions.
     pub async fn forget_topic(&self, topic: &str) {
         let _writes = self.writes.lock().await;
-        let affected: Vec<(String, Vec<(String, i32)>)> = {
-            let state = self.lock();
-            state
-                .offsets
-                .iter()
-                .filter_map(|(group_id, offsets)| {
-                    let partitions: Vec<(String, i32)> = offsets
-                        .keys()
-                        .filter(|(t, _)| t == topic)
-                        .cloned()
-                        .collect();
-                    (!partitions.is_empty()).then(|| (group_id.clone(), partitions))
-                })
-                .collect()
-        };
-        for (group_id, partitions) in affected {
-            self.remove_offsets(&group_id, &partitions).await;
+        let mut state = self.lock();
+        for offsets in state.offsets.values_mut() {
+            offsets.retain(|(t, _), _| t != topic);
         }
+        state.offsets.retain(|_, offsets| !offsets.is_empty());
     }
 
     /// DeleteGroups for one group: only a group without members can go; its committed
@@ -135,9 +129,10 @@ impl GroupCoordinator {
                 _ => {}
             }
         }
-        if let Err(error) = self.store.delete_offsets(group_id, None).await {
+        let epoch = self.coordinator_epoch(group_id).await?;
+        if let Err(error) = self.store.delete_offsets(group_id, epoch, None).await {
             tracing::error!(group = group_id, %error, "deleting a group's offsets failed");
-            return Err(GroupError::StorageFailed);
+            return Err(self.store_failure(group_id, &error));
         }
         let mut state = self.lock();
         state.offsets.remove(group_id);
@@ -183,21 +178,37 @@ impl GroupCoordinator {
             .collect();
         deleted.sort();
         deleted.dedup();
-        if !self.remove_offsets(group_id, &deleted).await {
-            return Err(GroupError::StorageFailed);
-        }
+        self.remove_offsets(group_id, &deleted).await?;
         Ok(results)
     }
 
-    /// Deletes offsets from the store, then from the cache (dropping emptied groups);
-    /// false if the store refused.
-    async fn remove_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> bool {
-        if partitions.is_empty() {
-            return true;
+    /// Deletes offsets from the store, then from the cache (dropping emptied groups).
+    /// Partitions without a committed offset are skipped: the cache follows the store.
+    async fn remove_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<(), GroupError> {
+        let stored: Vec<(uuid::Uuid, i32)> = {
+            let state = self.lock();
+            let offsets = state.offsets.get(group_id);
+            partitions
+                .iter()
+                .filter_map(|key| offsets?.get(key))
+                .map(|offset| (offset.topic_id, offset.partition))
+                .collect()
+        };
+        if stored.is_empty() {
+            return Ok(());
         }
-        if let Err(error) = self.store.delete_offsets(group_id, Some(partitions)).await {
+        let epoch = self.coordinator_epoch(group_id).await?;
+        if let Err(error) = self
+            .store
+            .delete_offsets(group_id, epoch, Some(&stored))
+            .await
+        {
             tracing::warn!(group = group_id, %error, "deleting committed offsets failed");
-            return false;
+            return Err(self.store_failure(group_id, &error));
         }
         let mut state = self.lock();
         if let Some(offsets) = state.offsets.get_mut(group_id) {
@@ -208,7 +219,39 @@ impl GroupCoordinator {
                 state.offsets.remove(group_id);
             }
         }
-        true
+        Ok(())
+    }
+
+    /// The coordinator epoch this broker holds for a group, claimed from the metadata
+    /// store at its first write (which fences any coordinator before it).
+    async fn coordinator_epoch(&self, group_id: &str) -> Result<i64, GroupError> {
+        if let Some(epoch) = self.lock().coordinator_epochs.get(group_id) {
+            return Ok(*epoch);
+        }
+        let epoch = self.store.claim_group(group_id).await.map_err(|error| {
+            tracing::error!(group = group_id, %error, "claiming the group failed");
+            GroupError::StorageFailed
+        })?;
+        self.lock()
+            .coordinator_epochs
+            .insert(group_id.to_owned(), epoch);
+        Ok(epoch)
+    }
+
+    /// The error a client gets for a failed write. A fenced coordinator stays fenced
+    /// (it keeps its old epoch): only being made the group's coordinator again, by a
+    /// new claim, lets it write.
+    fn store_failure(&self, group_id: &str, error: &MetadataError) -> GroupError {
+        match error {
+            MetadataError::Fenced { .. } => {
+                tracing::warn!(
+                    group = group_id,
+                    "fenced: another broker coordinates the group"
+                );
+                GroupError::NotCoordinator
+            }
+            _ => GroupError::StorageFailed,
+        }
     }
 
     /// Deletes the committed offsets of groups without members that are older than
@@ -245,7 +288,7 @@ impl GroupCoordinator {
                 .collect()
         };
         for (group_id, partitions) in expired {
-            if self.remove_offsets(&group_id, &partitions).await {
+            if self.remove_offsets(&group_id, &partitions).await.is_ok() {
                 tracing::info!(group = %group_id, count = partitions.len(), "expired committed offsets");
             }
         }

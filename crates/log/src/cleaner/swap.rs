@@ -28,7 +28,7 @@ use spool_model::Offset;
 use crate::error::{LogError, Result};
 use crate::file_cache::FileCache;
 use crate::segment::SegmentPaths;
-use crate::small_file::{self, Stored};
+use crate::small_file::{checked_body, read_small, write_checked};
 
 const CLEANER_OFFSET_FILE: &str = "cleaner-offset";
 const CLEANER_OFFSET_TMP: &str = "cleaner-offset.tmp";
@@ -37,7 +37,6 @@ const MARKER_TMP: &str = "cleaning.tmp";
 const CLEANED_SUFFIX: &str = ".cleaned";
 const OFFSET_MAGIC: &[u8; 4] = b"SPCO";
 const MARKER_MAGIC: &[u8; 4] = b"SPSW";
-const VERSION: u8 = 1;
 /// A marker larger than this is not one the cleaner wrote.
 const MAX_MARKER_LEN: u64 = 16 << 20;
 
@@ -245,45 +244,6 @@ fn decode_groups(body: &[u8]) -> Option<(Offset, Vec<SwapGroup>)> {
         groups.push(SwapGroup { base, old_bases });
     }
     body.is_empty().then_some((cleaned_up_to, groups))
-}
-
-/// `magic | version | body | crc32c`, checked; the body.
-fn checked_body<'a>(bytes: &'a [u8], magic: &[u8; 4]) -> Option<&'a [u8]> {
-    let (content, crc) = bytes.split_last_chunk::<4>()?;
-    if crc32c::crc32c(content) != u32::from_be_bytes(*crc) {
-        return None;
-    }
-    let rest = content.strip_prefix(magic)?;
-    let (version, body) = rest.split_first()?;
-    (*version == VERSION).then_some(body)
-}
-
-/// `magic | version | body | crc32c`, replacing `dir/name` atomically.
-fn write_checked(
-    files: &FileCache,
-    dir: &Path,
-    tmp_name: &str,
-    name: &str,
-    magic: &[u8; 4],
-    body: &[u8],
-) -> Result<()> {
-    let mut bytes = Vec::with_capacity(body.len() + 9);
-    bytes.extend_from_slice(magic);
-    bytes.push(VERSION);
-    bytes.extend_from_slice(body);
-    let crc = crc32c::crc32c(&bytes);
-    bytes.extend_from_slice(&crc.to_be_bytes());
-    small_file::replace(files, dir, tmp_name, name, &bytes)
-}
-
-/// The file's bytes (an empty list, which no check accepts, when it is too large to
-/// be one the cleaner wrote); `None` if it does not exist.
-fn read_small(files: &FileCache, path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
-    Ok(match small_file::read(files, path, max)? {
-        Stored::Missing => None,
-        Stored::TooLarge(_) => Some(Vec::new()),
-        Stored::Bytes(bytes) => Some(bytes),
-    })
 }
 
 fn remove_if_present(files: &FileCache, path: &Path) -> Result<()> {

@@ -155,6 +155,22 @@ pub const DELETE_RECORDS: Shape = Shape {
     ],
 };
 
+const EPOCH_PARTITION: &[Field] = &[
+    from(0, INT32), // partition
+    from(2, INT32), // current_leader_epoch
+    from(0, INT32), // leader_epoch
+];
+const EPOCH_TOPIC: &[Field] = &[from(0, String), from(0, Structs(EPOCH_PARTITION))];
+
+/// OffsetForLeaderEpoch (key 23).
+pub const OFFSET_FOR_LEADER_EPOCH: Shape = Shape {
+    flexible_since: 4,
+    fields: &[
+        from(3, INT32),                // replica_id
+        from(0, Structs(EPOCH_TOPIC)), // topics
+    ],
+};
+
 const PARTITIONS_ASSIGNMENT: &[Field] = &[from(0, Scalars(4))]; // broker_ids
 const PARTITIONS_TOPIC: &[Field] = &[
     from(0, String),                         // name
@@ -232,6 +248,7 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         19 => Some(&CREATE_TOPICS),
         20 => Some(&DELETE_TOPICS),
         21 => Some(&DELETE_RECORDS),
+        23 => Some(&OFFSET_FOR_LEADER_EPOCH),
         32 => Some(&DESCRIBE_CONFIGS),
         33 => Some(&ALTER_CONFIGS),
         44 => Some(&INCREMENTAL_ALTER_CONFIGS),

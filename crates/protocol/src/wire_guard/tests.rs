@@ -197,6 +197,23 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         DeleteRecordsRequest::VERSIONS,
         &|v| encoded(&records, v),
     );
+    let epochs = kafka_protocol::messages::OffsetForLeaderEpochRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_topics(vec![
+            kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderTopic::default()
+                .with_topic(name("orders"))
+                .with_partitions(vec![
+                    kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderPartition::default()
+                        .with_partition(2)
+                        .with_current_leader_epoch(7)
+                        .with_leader_epoch(5),
+                ]),
+        ]);
+    add(
+        ApiKey::OffsetForLeaderEpoch,
+        kafka_protocol::messages::OffsetForLeaderEpochRequest::VERSIONS,
+        &|v| encoded(&epochs, v),
+    );
     let partitions = CreatePartitionsRequest::default()
         .with_timeout_ms(1000)
         .with_topics(vec![

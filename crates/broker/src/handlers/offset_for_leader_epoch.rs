@@ -1,0 +1,78 @@
+//! OffsetForLeaderEpoch (key 23): for each partition, the largest leader epoch at most
+//! the one asked for, and the offset where the epoch after it began (the log end for
+//! the current epoch). A consumer that read up to some offset under an epoch checks
+//! with it that the log still holds what it read (KIP-320); the request's current
+//! leader epoch is checked as Fetch checks it.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::{
+    ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ResponseKind, TopicName,
+};
+
+use super::ApiDecl;
+use crate::errors;
+use crate::partitions::per_partition;
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::OffsetForLeaderEpoch,
+    min: 0,
+    max: 4,
+};
+
+pub(crate) async fn handle(
+    request: OffsetForLeaderEpochRequest,
+    version: i16,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    // The response's leader epoch exists from v1 on.
+    let epoch_field = |epoch: i32| if version >= 1 { epoch } else { -1 };
+    let asked = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| (p.partition, (p.current_leader_epoch, p.leader_epoch)))
+                .collect();
+            (topic.topic, partitions)
+        })
+        .collect();
+    let answers = per_partition(&shared, asked, |shared, name: &TopicName, index, asked| {
+        let (current_leader_epoch, leader_epoch) = asked;
+        let partition = shared
+            .partition(name.0.as_str(), index, current_leader_epoch)
+            .map_err(|error| error.code())?;
+        partition
+            .log
+            .end_offset_for_epoch(leader_epoch)
+            .map_err(|error| errors::log_error_code(&error))
+    })
+    .await;
+    let topics = answers
+        .into_iter()
+        .map(|(name, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, answer)| {
+                    let result = EpochEndOffset::default().with_partition(index);
+                    match answer {
+                        Ok((epoch, end)) => result
+                            .with_leader_epoch(epoch_field(epoch))
+                            .with_end_offset(end.0),
+                        Err(error) => result.with_error_code(error).with_end_offset(-1),
+                    }
+                })
+                .collect();
+            OffsetForLeaderTopicResult::default()
+                .with_topic(name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    ResponseKind::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::default().with_topics(topics))
+}

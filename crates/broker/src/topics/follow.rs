@@ -1,0 +1,108 @@
+//! Following the metadata store: topics created, deleted, grown or altered through
+//! another broker sharing the store reach this broker's topic table within a poll
+//! interval. The store's topics version is read every [`POLL_INTERVAL`]; when it moved,
+//! the topics are read again and the table (and the logs) made to agree, under the
+//! admin lock so that this broker's own changes are never half-seen. Polling a version
+//! works the same on SQLite and PostgreSQL, and costs one indexed read per interval.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{Topic, create_logs, forget, resolve};
+use crate::partitions::on_blocking_pool;
+use crate::server::Shared;
+
+/// How often the store's topics version is read.
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Follows the store from `seen` (the version the table was loaded at) until `stop`.
+pub(crate) async fn follow_metadata_store(
+    shared: Arc<Shared>,
+    mut seen: i64,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut ticks = tokio::time::interval(POLL_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = ticks.tick() => {}
+        }
+        let version = match shared.metadata.topics_version().await {
+            Ok(version) => version,
+            Err(error) => {
+                if !failing {
+                    tracing::warn!(%error, "cannot read the metadata store's topics version");
+                }
+                failing = true;
+                continue;
+            }
+        };
+        if failing {
+            tracing::info!("the metadata store answers again");
+            failing = false;
+        }
+        if version != seen {
+            match catch_up(&shared).await {
+                Ok(()) => seen = version,
+                Err(error) => tracing::warn!(%error, "cannot read the topics again"),
+            }
+        }
+    }
+}
+
+/// Makes the topic table agree with the store's topics.
+async fn catch_up(shared: &Arc<Shared>) -> Result<(), spool_metadata::MetadataError> {
+    let _admin = shared.admin.lock().await;
+    let records = shared.metadata.topics().await?;
+    let live: HashSet<uuid::Uuid> = records.iter().map(|record| record.id).collect();
+    for topic in shared.topics.all() {
+        if !live.contains(&topic.record.id) {
+            tracing::info!(topic = %topic.record.name, "topic deleted through another broker");
+            forget(shared, &topic).await;
+        }
+    }
+    let defaults = shared.current_config().topic_defaults();
+    for record in records {
+        let current = shared.topics.by_id(record.id);
+        if current.as_ref().is_some_and(|topic| topic.record == record) {
+            continue;
+        }
+        let name = record.name.clone();
+        let resolved = match &current {
+            Some(topic) => topic.resolved_again(record, &defaults),
+            None => resolve(record, &defaults),
+        };
+        let topic = match resolved {
+            Ok(topic) => topic,
+            Err(error) => {
+                tracing::error!(topic = %name, %error, "a topic changed through another broker has configs this broker refuses");
+                continue;
+            }
+        };
+        let from = current.as_ref().map_or(0, |topic| topic.record.partitions);
+        if let Err(error) = apply(shared, topic, from).await {
+            tracing::warn!(topic = %name, %error, "cannot follow a topic change");
+        }
+    }
+    Ok(())
+}
+
+/// Creates the topic's logs from partition `from` on, applies its settings, and puts
+/// it in the table.
+async fn apply(shared: &Arc<Shared>, topic: Topic, from: i32) -> Result<(), String> {
+    let created = {
+        let (shared, topic) = (shared.clone(), topic.clone());
+        on_blocking_pool(move || create_logs(&shared, &topic, from)).await
+    };
+    created
+        .map_err(|error| error.to_string())?
+        .map_err(|error| error.to_string())?;
+    tracing::info!(topic = %topic.record.name, partitions = topic.record.partitions, "topic changed through another broker");
+    shared.topics.insert(topic);
+    Ok(())
+}

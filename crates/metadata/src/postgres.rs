@@ -1,0 +1,33 @@
+//! The shared backend: a PostgreSQL database that every broker of a cluster connects
+//! to. The database must exist; its tables are created and migrated at start (sqlx
+//! holds an advisory lock while migrating, so brokers starting together take turns).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+use crate::Result;
+
+/// Metadata in a PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user:pass@host:port/db`) and
+    /// migrates it.
+    pub async fn connect(url: &str) -> Result<PostgresStore> {
+        let options = PgConnectOptions::from_str(url)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(PostgresStore { pool })
+    }
+}
+
+crate::sql::impl_metadata_store!(PostgresStore);

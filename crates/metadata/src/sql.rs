@@ -1,0 +1,504 @@
+//! The one implementation of [`MetadataStore`](crate::MetadataStore), for both
+//! backends: the SQL below is the dialect SQLite and PostgreSQL share (`$n`
+//! parameters, `ON CONFLICT`, `RETURNING`, recursive CTEs), and
+//! [`impl_metadata_store!`] expands the same method bodies over each backend's pool.
+//! A macro rather than generic code because sqlx's generic executor bounds would
+//! repeat on every method and hide the queries, which are what a reader wants to see.
+//!
+//! Every transaction that writes starts with a write where it can, so that SQLite
+//! takes its write lock at once instead of failing to upgrade a read snapshot.
+
+use uuid::Uuid;
+
+pub(crate) const BUMP_TOPICS_VERSION: &str =
+    "UPDATE catalog SET topics_version = topics_version + 1 WHERE id = 1";
+pub(crate) const TOPICS_VERSION: &str = "SELECT topics_version FROM catalog WHERE id = 1";
+
+pub(crate) const INSERT_TOPIC: &str = "INSERT INTO topics (name, id, partitions, created_ms) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING";
+pub(crate) const DELETE_TOPIC: &str = "DELETE FROM topics WHERE id = $1";
+pub(crate) const TOPICS: &str = "SELECT name, id, partitions FROM topics ORDER BY name";
+pub(crate) const TOPIC_PARTITIONS: &str = "SELECT partitions FROM topics WHERE id = $1";
+pub(crate) const GROW_TOPIC: &str =
+    "UPDATE topics SET partitions = $2 WHERE id = $1 AND partitions < $2";
+/// Partitions `$3..$2` of topic `$1`, at leader epoch 0 (those that exist stay).
+pub(crate) const INSERT_PARTITIONS: &str = "WITH RECURSIVE seq(i) AS \
+     (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < $2) \
+     INSERT INTO partitions (topic_id, partition, leader_epoch) \
+     SELECT $1, i, 0 FROM seq WHERE i >= $3 \
+     ON CONFLICT (topic_id, partition) DO NOTHING";
+pub(crate) const BUMP_LEADER_EPOCHS: &str =
+    "UPDATE partitions SET leader_epoch = leader_epoch + 1 WHERE topic_id = $1";
+pub(crate) const LEADER_EPOCHS: &str =
+    "SELECT leader_epoch FROM partitions WHERE topic_id = $1 ORDER BY partition";
+
+pub(crate) const TOPIC_CONFIGS: &str = "SELECT topic_id, key, value FROM topic_configs";
+pub(crate) const SET_TOPIC_CONFIG: &str = "INSERT INTO topic_configs (topic_id, key, value) \
+     VALUES ($1, $2, $3) ON CONFLICT (topic_id, key) DO UPDATE SET value = excluded.value";
+pub(crate) const DELETE_TOPIC_CONFIG: &str =
+    "DELETE FROM topic_configs WHERE topic_id = $1 AND key = $2";
+
+pub(crate) const BROKER_CONFIGS: &str = "SELECT scope, key, value FROM broker_configs";
+pub(crate) const SET_BROKER_CONFIG: &str = "INSERT INTO broker_configs (scope, key, value) \
+     VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value";
+pub(crate) const DELETE_BROKER_CONFIG: &str =
+    "DELETE FROM broker_configs WHERE scope = $1 AND key = $2";
+
+pub(crate) const CLAIM_GROUP: &str = "INSERT INTO group_coordinators (group_id, epoch) \
+     VALUES ($1, 1) ON CONFLICT (group_id) \
+     DO UPDATE SET epoch = group_coordinators.epoch + 1 RETURNING epoch";
+/// Matches (and locks, until the transaction ends) the group's row only while `$2` is
+/// its latest coordinator epoch: a claim made meanwhile waits for the transaction.
+pub(crate) const FENCE_GROUP: &str =
+    "UPDATE group_coordinators SET epoch = epoch WHERE group_id = $1 AND epoch = $2";
+pub(crate) const COMMITTED_OFFSETS: &str = "SELECT o.group_id, t.name AS topic, o.topic_id, \
+     o.partition, o.committed, o.leader_epoch, o.metadata, o.commit_ms \
+     FROM group_offsets o JOIN topics t ON t.id = o.topic_id";
+pub(crate) const UPSERT_OFFSET: &str = "INSERT INTO group_offsets \
+     (group_id, topic_id, partition, committed, leader_epoch, metadata, commit_ms) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     ON CONFLICT (group_id, topic_id, partition) DO UPDATE SET \
+     committed = excluded.committed, leader_epoch = excluded.leader_epoch, \
+     metadata = excluded.metadata, commit_ms = excluded.commit_ms";
+pub(crate) const DELETE_GROUP_OFFSETS: &str = "DELETE FROM group_offsets WHERE group_id = $1";
+pub(crate) const DELETE_OFFSET: &str =
+    "DELETE FROM group_offsets WHERE group_id = $1 AND topic_id = $2 AND partition = $3";
+
+pub(crate) const ALLOCATE_PRODUCER_IDS: &str =
+    "UPDATE producer_ids SET next = next + $1 WHERE id = 1 RETURNING next - $1 AS first";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct TopicRow {
+    pub(crate) name: String,
+    pub(crate) id: Uuid,
+    pub(crate) partitions: i32,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct TopicConfigRow {
+    pub(crate) topic_id: Uuid,
+    pub(crate) key: String,
+    pub(crate) value: String,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct BrokerConfigRow {
+    pub(crate) scope: String,
+    pub(crate) key: String,
+    pub(crate) value: String,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct OffsetRow {
+    pub(crate) group_id: String,
+    pub(crate) topic: String,
+    pub(crate) topic_id: Uuid,
+    pub(crate) partition: i32,
+    pub(crate) committed: i64,
+    pub(crate) leader_epoch: i32,
+    pub(crate) metadata: Option<String>,
+    pub(crate) commit_ms: i64,
+}
+
+impl From<OffsetRow> for crate::CommittedOffset {
+    fn from(row: OffsetRow) -> crate::CommittedOffset {
+        crate::CommittedOffset {
+            group: row.group_id,
+            topic: row.topic,
+            topic_id: row.topic_id,
+            partition: row.partition,
+            offset: row.committed,
+            leader_epoch: row.leader_epoch,
+            metadata: row.metadata,
+            commit_ms: row.commit_ms,
+        }
+    }
+}
+
+/// Builds topic records from their rows and config rows.
+pub(crate) fn topic_records(
+    rows: Vec<TopicRow>,
+    configs: Vec<TopicConfigRow>,
+) -> crate::Result<Vec<crate::TopicRecord>> {
+    let mut by_topic: std::collections::HashMap<Uuid, std::collections::BTreeMap<String, String>> =
+        std::collections::HashMap::new();
+    for row in configs {
+        by_topic
+            .entry(row.topic_id)
+            .or_default()
+            .insert(row.key, row.value);
+    }
+    rows.into_iter()
+        .map(|row| {
+            Ok(crate::TopicRecord {
+                name: spool_model::TopicName::new(row.name)
+                    .map_err(|e| crate::MetadataError::Fatal(format!("stored topic name: {e}")))?,
+                id: row.id,
+                partitions: row.partitions,
+                configs: by_topic.remove(&row.id).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// Broker configs by scope from their rows.
+pub(crate) fn broker_configs_by_scope(
+    rows: Vec<BrokerConfigRow>,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+    let mut by_scope: std::collections::BTreeMap<_, std::collections::BTreeMap<_, _>> =
+        std::collections::BTreeMap::new();
+    for row in rows {
+        by_scope
+            .entry(row.scope)
+            .or_default()
+            .insert(row.key, row.value);
+    }
+    by_scope
+}
+
+/// Whether a database error is a foreign key violation (PostgreSQL's 23503, SQLite's
+/// 787): in this schema, a row naming a topic that does not exist.
+pub(crate) fn is_missing_topic(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(sqlx::error::DatabaseError::code)
+        .is_some_and(|code| matches!(code.as_ref(), "23503" | "787"))
+}
+
+pub(crate) fn now_ms() -> i64 {
+    spool_model::Timestamp::now().0
+}
+
+/// Implements [`MetadataStore`](crate::MetadataStore) for a struct with a `pool` field
+/// (a `sqlx::Pool` of either backend) with the queries of this module.
+macro_rules! impl_metadata_store {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::MetadataStore for $store {
+            async fn create_topic(&self, topic: &$crate::TopicRecord) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::BUMP_TOPICS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
+                let inserted = sqlx::query(sql::INSERT_TOPIC)
+                    .bind(topic.name.as_str())
+                    .bind(topic.id)
+                    .bind(topic.partitions)
+                    .bind(sql::now_ms())
+                    .execute(&mut *tx)
+                    .await?;
+                if inserted.rows_affected() == 0 {
+                    return Err($crate::MetadataError::TopicExists(topic.name.to_string()));
+                }
+                sqlx::query(sql::INSERT_PARTITIONS)
+                    .bind(topic.id)
+                    .bind(topic.partitions)
+                    .bind(0_i32)
+                    .execute(&mut *tx)
+                    .await?;
+                for (key, value) in &topic.configs {
+                    sqlx::query(sql::SET_TOPIC_CONFIG)
+                        .bind(topic.id)
+                        .bind(key)
+                        .bind(value)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn delete_topic(&self, id: uuid::Uuid) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::BUMP_TOPICS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
+                let deleted = sqlx::query(sql::DELETE_TOPIC)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                if deleted.rows_affected() == 0 {
+                    return Err($crate::MetadataError::UnknownTopic(id.to_string()));
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn topics(&self) -> $crate::Result<Vec<$crate::TopicRecord>> {
+                use $crate::sql;
+                // One snapshot for both reads, so that a topic and its configs agree.
+                let mut tx = self.pool.begin().await?;
+                let rows: Vec<sql::TopicRow> =
+                    sqlx::query_as(sql::TOPICS).fetch_all(&mut *tx).await?;
+                let configs: Vec<sql::TopicConfigRow> = sqlx::query_as(sql::TOPIC_CONFIGS)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                sql::topic_records(rows, configs)
+            }
+
+            async fn topics_version(&self) -> $crate::Result<i64> {
+                let version: i64 = sqlx::query_scalar($crate::sql::TOPICS_VERSION)
+                    .fetch_one(&self.pool)
+                    .await?;
+                Ok(version)
+            }
+
+            async fn add_partitions(&self, id: uuid::Uuid, partitions: i32) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::BUMP_TOPICS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
+                let current: Option<i32> = sqlx::query_scalar(sql::TOPIC_PARTITIONS)
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(current) = current else {
+                    return Err($crate::MetadataError::UnknownTopic(id.to_string()));
+                };
+                if partitions <= current {
+                    return Ok(());
+                }
+                sqlx::query(sql::GROW_TOPIC)
+                    .bind(id)
+                    .bind(partitions)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sql::INSERT_PARTITIONS)
+                    .bind(id)
+                    .bind(partitions)
+                    .bind(current)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn alter_topic_configs(
+                &self,
+                id: uuid::Uuid,
+                changes: &[$crate::ConfigChange],
+            ) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::BUMP_TOPICS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
+                let exists: Option<i32> = sqlx::query_scalar(sql::TOPIC_PARTITIONS)
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if exists.is_none() {
+                    return Err($crate::MetadataError::UnknownTopic(id.to_string()));
+                }
+                for change in changes {
+                    match change {
+                        $crate::ConfigChange::Set { key, value } => {
+                            sqlx::query(sql::SET_TOPIC_CONFIG)
+                                .bind(id)
+                                .bind(key)
+                                .bind(value)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                        $crate::ConfigChange::Delete { key } => {
+                            sqlx::query(sql::DELETE_TOPIC_CONFIG)
+                                .bind(id)
+                                .bind(key)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                    }
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn bump_leader_epochs(&self, id: uuid::Uuid) -> $crate::Result<Vec<i32>> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                let partitions: Option<i32> = sqlx::query_scalar(sql::TOPIC_PARTITIONS)
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(partitions) = partitions else {
+                    return Err($crate::MetadataError::UnknownTopic(id.to_string()));
+                };
+                // Partitions of a topic created before epochs were kept start at 0.
+                sqlx::query(sql::INSERT_PARTITIONS)
+                    .bind(id)
+                    .bind(partitions)
+                    .bind(0_i32)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sql::BUMP_LEADER_EPOCHS)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                let epochs: Vec<i32> = sqlx::query_scalar(sql::LEADER_EPOCHS)
+                    .bind(id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(epochs)
+            }
+
+            async fn broker_configs(
+                &self,
+            ) -> $crate::Result<
+                std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+            > {
+                let rows: Vec<$crate::sql::BrokerConfigRow> =
+                    sqlx::query_as($crate::sql::BROKER_CONFIGS)
+                        .fetch_all(&self.pool)
+                        .await?;
+                Ok($crate::sql::broker_configs_by_scope(rows))
+            }
+
+            async fn alter_broker_configs(
+                &self,
+                scope: &str,
+                changes: &[$crate::ConfigChange],
+            ) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                for change in changes {
+                    match change {
+                        $crate::ConfigChange::Set { key, value } => {
+                            sqlx::query(sql::SET_BROKER_CONFIG)
+                                .bind(scope)
+                                .bind(key)
+                                .bind(value)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                        $crate::ConfigChange::Delete { key } => {
+                            sqlx::query(sql::DELETE_BROKER_CONFIG)
+                                .bind(scope)
+                                .bind(key)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                    }
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn claim_group(&self, group: &str) -> $crate::Result<i64> {
+                let epoch: i64 = sqlx::query_scalar($crate::sql::CLAIM_GROUP)
+                    .bind(group)
+                    .fetch_one(&self.pool)
+                    .await?;
+                Ok(epoch)
+            }
+
+            async fn committed_offsets(&self) -> $crate::Result<Vec<$crate::CommittedOffset>> {
+                let rows: Vec<$crate::sql::OffsetRow> =
+                    sqlx::query_as($crate::sql::COMMITTED_OFFSETS)
+                        .fetch_all(&self.pool)
+                        .await?;
+                Ok(rows
+                    .into_iter()
+                    .map($crate::CommittedOffset::from)
+                    .collect())
+            }
+
+            async fn commit_offsets(
+                &self,
+                group: &str,
+                coordinator_epoch: i64,
+                offsets: &[$crate::CommittedOffset],
+            ) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                let fenced = sqlx::query(sql::FENCE_GROUP)
+                    .bind(group)
+                    .bind(coordinator_epoch)
+                    .execute(&mut *tx)
+                    .await?;
+                if fenced.rows_affected() == 0 {
+                    return Err($crate::MetadataError::Fenced {
+                        group: group.to_owned(),
+                    });
+                }
+                for offset in offsets {
+                    let upserted = sqlx::query(sql::UPSERT_OFFSET)
+                        .bind(group)
+                        .bind(offset.topic_id)
+                        .bind(offset.partition)
+                        .bind(offset.offset)
+                        .bind(offset.leader_epoch)
+                        .bind(&offset.metadata)
+                        .bind(offset.commit_ms)
+                        .execute(&mut *tx)
+                        .await;
+                    match upserted {
+                        Ok(_) => {}
+                        Err(error) if sql::is_missing_topic(&error) => {
+                            return Err($crate::MetadataError::UnknownTopic(
+                                offset.topic_id.to_string(),
+                            ));
+                        }
+                        Err(error) => return Err(error.into()),
+                    }
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn delete_offsets(
+                &self,
+                group: &str,
+                coordinator_epoch: i64,
+                partitions: Option<&[(uuid::Uuid, i32)]>,
+            ) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                let fenced = sqlx::query(sql::FENCE_GROUP)
+                    .bind(group)
+                    .bind(coordinator_epoch)
+                    .execute(&mut *tx)
+                    .await?;
+                if fenced.rows_affected() == 0 {
+                    return Err($crate::MetadataError::Fenced {
+                        group: group.to_owned(),
+                    });
+                }
+                match partitions {
+                    None => {
+                        sqlx::query(sql::DELETE_GROUP_OFFSETS)
+                            .bind(group)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                    Some(partitions) => {
+                        for (topic_id, partition) in partitions {
+                            sqlx::query(sql::DELETE_OFFSET)
+                                .bind(group)
+                                .bind(topic_id)
+                                .bind(partition)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                    }
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn allocate_producer_ids(&self, count: i64) -> $crate::Result<i64> {
+                let first: i64 = sqlx::query_scalar($crate::sql::ALLOCATE_PRODUCER_IDS)
+                    .bind(count)
+                    .fetch_one(&self.pool)
+                    .await?;
+                Ok(first)
+            }
+        }
+    };
+}
+
+pub(crate) use impl_metadata_store;
