@@ -19,6 +19,7 @@ mod partitions;
 mod producer_ids;
 mod response;
 mod server;
+mod store_binding;
 mod topic_configs;
 mod topics;
 

@@ -16,6 +16,7 @@ use crate::connection;
 use crate::data_dir_lock::DataDirLock;
 use crate::dynamic_config::DynamicConfig;
 use crate::producer_ids::ProducerIds;
+use crate::store_binding;
 use crate::topics::{self, TopicTable};
 use spool_coordinator::GroupCoordinator;
 use spool_metadata::{MetadataStore, MetadataUrl};
@@ -47,6 +48,15 @@ pub enum BrokerError {
     Task(#[from] tokio::task::JoinError),
     #[error("Kafka's default topic configs do not resolve: {0}")]
     TopicConfig(String),
+    #[error(
+        "data directory {path} belongs to metadata store {recorded}, but {url} is store {found}: refusing to start (its topics would be taken for data no topic owns). Start with the metadata URL this directory was used with, or another --data-dir"
+    )]
+    WrongMetadataStore {
+        path: std::path::PathBuf,
+        recorded: uuid::Uuid,
+        found: uuid::Uuid,
+        url: String,
+    },
 }
 
 /// What every connection shares.
@@ -128,6 +138,9 @@ impl Broker {
             .unwrap_or_else(|| MetadataUrl::in_data_dir(&config.data_dir));
         let metadata = spool_metadata::open(&metadata_url).await?;
         tracing::info!(metadata = %metadata_url.redacted(), "metadata store open");
+        // Before anything is read or removed: a data directory of another store would
+        // have all its topics taken for data that no topic owns.
+        store_binding::check(&config.data_dir, metadata.store_id().await?, &metadata_url)?;
         let dynamic = DynamicConfig::new(config.clone(), metadata.broker_configs().await?);
         // The version first: a change made while the topics load is seen again.
         let topics_version = metadata.topics_version().await?;
@@ -142,8 +155,11 @@ impl Broker {
         };
         let topics =
             topics::load_topics(metadata.as_ref(), records, &logs, &dynamic.current()).await?;
-        let groups =
-            Arc::new(GroupCoordinator::open(metadata.clone(), config.groups.clone()).await?);
+        let group_config = spool_coordinator::CoordinatorConfig {
+            node_id: config.node_id,
+            ..config.groups.clone()
+        };
+        let groups = Arc::new(GroupCoordinator::open(metadata.clone(), group_config).await?);
         let listener =
             TcpListener::bind(config.listen)
                 .await

@@ -344,11 +344,14 @@ pub(crate) async fn add_partitions(
     if validate_only {
         return Ok(());
     }
-    shared
-        .metadata
-        .add_partitions(topic.record.id, count)
-        .await
-        .map_err(|error| metadata_failure(&error))?;
+    match shared.metadata.add_partitions(topic.record.id, count).await {
+        Ok(()) => {}
+        // Another broker sharing the store grew it first.
+        Err(MetadataError::Conflict(message)) => {
+            return Err(AdminError::new(code::INVALID_PARTITIONS, message));
+        }
+        Err(error) => return Err(metadata_failure(&error)),
+    }
     let mut grown = (*topic).clone();
     grown.record.partitions = count;
     let created = {

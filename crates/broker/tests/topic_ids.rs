@@ -238,3 +238,41 @@ async fn a_delete_cut_short_by_a_machine_crash_is_finished_at_the_next_start() {
     assert_eq!(client.produce("orders", 0, batch).await, (0, 0));
     broker.shutdown().await.unwrap();
 }
+
+/// A data directory records its metadata store: started with another store (a
+/// mistyped `--metadata-url`, a switch of backend), the broker refuses to start instead
+/// of taking every topic's data for data that no topic owns.
+#[tokio::test]
+async fn a_data_directory_refuses_another_metadata_store_and_loses_nothing() {
+    use spool_broker::{Broker, BrokerConfig, BrokerError, MetadataUrl};
+
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("kept", 1).await, 0);
+    let batch = BatchBuilder::new().values(3, 10).build();
+    assert_eq!(client.produce("kept", 0, batch).await, (0, 0));
+    let data = broker.stop().await;
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = BrokerConfig {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        data_dir: data.path().to_path_buf(),
+        metadata_url: Some(MetadataUrl::Sqlite(elsewhere.path().join("other.db"))),
+        ..BrokerConfig::default()
+    };
+    match Broker::start(config).await {
+        Err(error @ BrokerError::WrongMetadataStore { .. }) => {
+            let message = error.to_string();
+            assert!(
+                message.contains(&data.path().display().to_string()),
+                "{message}"
+            );
+        }
+        other => panic!("started on another store: {other:?}"),
+    }
+
+    let broker = TestBroker::start_in(data).await;
+    let mut client = broker.client().await;
+    assert_eq!(values(&mut client, "kept").await, 3, "nothing removed");
+    drop(broker);
+}

@@ -22,6 +22,9 @@ pub struct CoordinatorConfig {
     pub offset_metadata_max_bytes: usize,
     /// How often sessions and rebalance timeouts are checked.
     pub tick: Duration,
+    /// This broker's node id: recorded with its claims of groups in the metadata
+    /// store, so that it leaves groups another node claimed alone.
+    pub node_id: i32,
 }
 
 impl Default for CoordinatorConfig {
@@ -34,6 +37,7 @@ impl Default for CoordinatorConfig {
             offsets_retention_check: Duration::from_secs(600),
             offset_metadata_max_bytes: 4096,
             tick: Duration::from_millis(100),
+            node_id: 1,
         }
     }
 }

@@ -101,26 +101,37 @@ pub trait MetadataStore: Send + Sync + std::fmt::Debug {
     /// `UnknownTopic` if there is none.
     async fn delete_topic(&self, id: Uuid) -> Result<()>;
     async fn topics(&self) -> Result<Vec<TopicRecord>>;
+    /// The store's own id, made at its first use and never changed: a data directory
+    /// records the store it belongs to and refuses another.
+    async fn store_id(&self) -> Result<Uuid>;
     /// Raised by every change of a topic (created, deleted, grown, configs altered),
     /// whoever made it: a broker that sees it move reloads [`MetadataStore::topics`].
     async fn topics_version(&self) -> Result<i64>;
     /// Raises a topic's partition count to `partitions` (the new ones at leader epoch
-    /// 0). A count that is not larger changes nothing.
+    /// 0); `Conflict` if it has as many already (another broker grew it).
     async fn add_partitions(&self, id: Uuid, partitions: i32) -> Result<()>;
     /// Changes a topic's explicit configs, key by key.
     async fn alter_topic_configs(&self, id: Uuid, changes: &[ConfigChange]) -> Result<()>;
     /// Raises the leader epoch of every partition of a topic by one (a broker taking
     /// ownership); returns the new epochs by partition index.
     async fn bump_leader_epochs(&self, id: Uuid) -> Result<Vec<i32>>;
+    /// Raises the leader epoch of every partition of every topic by one, in one
+    /// transaction (a single broker taking ownership of everything at start); returns
+    /// the new epochs by topic id, each topic's by partition index.
+    async fn bump_all_leader_epochs(&self) -> Result<std::collections::HashMap<Uuid, Vec<i32>>>;
     /// Dynamic broker configs by scope: `""` is the cluster-wide default, otherwise
     /// the node id they apply to.
     async fn broker_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>>;
     /// Changes the dynamic broker configs of one scope, key by key.
     async fn alter_broker_configs(&self, scope: &str, changes: &[ConfigChange]) -> Result<()>;
-    /// Makes the caller the coordinator of `group`: returns a coordinator epoch larger
-    /// than any handed out for it before. Writes made with an older epoch are refused
-    /// (`Fenced`) from then on.
-    async fn claim_group(&self, group: &str) -> Result<i64>;
+    /// Makes node `node_id` the coordinator of `group`: returns a coordinator epoch
+    /// larger than any handed out for it before. Writes made with an older epoch are
+    /// refused (`Fenced`) from then on.
+    async fn claim_group(&self, group: &str, node_id: i32) -> Result<i64>;
+    /// The node that claimed `group` last, if any did.
+    async fn group_claimant(&self, group: &str) -> Result<Option<i32>>;
+    /// One group's committed offsets (what a new coordinator of it starts from).
+    async fn group_offsets(&self, group: &str) -> Result<Vec<CommittedOffset>>;
     /// Every committed offset of every group.
     async fn committed_offsets(&self) -> Result<Vec<CommittedOffset>>;
     /// Stores a group's committed offsets (replacing earlier ones of the same

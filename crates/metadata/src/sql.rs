@@ -13,11 +13,17 @@ use uuid::Uuid;
 pub(crate) const BUMP_TOPICS_VERSION: &str =
     "UPDATE catalog SET topics_version = topics_version + 1 WHERE id = 1";
 pub(crate) const TOPICS_VERSION: &str = "SELECT topics_version FROM catalog WHERE id = 1";
+pub(crate) const INIT_STORE_ID: &str =
+    "UPDATE catalog SET store_id = $1 WHERE id = 1 AND store_id IS NULL";
+pub(crate) const STORE_ID: &str = "SELECT store_id FROM catalog WHERE id = 1";
 
 pub(crate) const INSERT_TOPIC: &str = "INSERT INTO topics (name, id, partitions, created_ms) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING";
 pub(crate) const DELETE_TOPIC: &str = "DELETE FROM topics WHERE id = $1";
-pub(crate) const TOPICS: &str = "SELECT name, id, partitions FROM topics ORDER BY name";
+/// Topics with their configs, in one statement (so one snapshot on both backends).
+pub(crate) const TOPICS_WITH_CONFIGS: &str = "SELECT t.name, t.id, t.partitions, \
+     c.key, c.value FROM topics t LEFT JOIN topic_configs c ON c.topic_id = t.id \
+     ORDER BY t.name, c.key";
 pub(crate) const TOPIC_PARTITIONS: &str = "SELECT partitions FROM topics WHERE id = $1";
 pub(crate) const GROW_TOPIC: &str =
     "UPDATE topics SET partitions = $2 WHERE id = $1 AND partitions < $2";
@@ -27,12 +33,22 @@ pub(crate) const INSERT_PARTITIONS: &str = "WITH RECURSIVE seq(i) AS \
      INSERT INTO partitions (topic_id, partition, leader_epoch) \
      SELECT $1, i, 0 FROM seq WHERE i >= $3 \
      ON CONFLICT (topic_id, partition) DO NOTHING";
+/// Every partition of every topic at leader epoch 0 (those that exist stay).
+pub(crate) const INSERT_ALL_PARTITIONS: &str = "WITH RECURSIVE seq(i) AS \
+     (SELECT 0 UNION ALL SELECT i + 1 FROM seq \
+      WHERE i + 1 < (SELECT COALESCE(MAX(partitions), 0) FROM topics)) \
+     INSERT INTO partitions (topic_id, partition, leader_epoch) \
+     SELECT t.id, seq.i, 0 FROM topics t JOIN seq ON seq.i < t.partitions WHERE true \
+     ON CONFLICT (topic_id, partition) DO NOTHING";
+pub(crate) const BUMP_ALL_LEADER_EPOCHS: &str =
+    "UPDATE partitions SET leader_epoch = leader_epoch + 1";
+pub(crate) const ALL_LEADER_EPOCHS: &str =
+    "SELECT topic_id, partition, leader_epoch FROM partitions ORDER BY topic_id, partition";
 pub(crate) const BUMP_LEADER_EPOCHS: &str =
     "UPDATE partitions SET leader_epoch = leader_epoch + 1 WHERE topic_id = $1";
 pub(crate) const LEADER_EPOCHS: &str =
     "SELECT leader_epoch FROM partitions WHERE topic_id = $1 ORDER BY partition";
 
-pub(crate) const TOPIC_CONFIGS: &str = "SELECT topic_id, key, value FROM topic_configs";
 pub(crate) const SET_TOPIC_CONFIG: &str = "INSERT INTO topic_configs (topic_id, key, value) \
      VALUES ($1, $2, $3) ON CONFLICT (topic_id, key) DO UPDATE SET value = excluded.value";
 pub(crate) const DELETE_TOPIC_CONFIG: &str =
@@ -44,9 +60,12 @@ pub(crate) const SET_BROKER_CONFIG: &str = "INSERT INTO broker_configs (scope, k
 pub(crate) const DELETE_BROKER_CONFIG: &str =
     "DELETE FROM broker_configs WHERE scope = $1 AND key = $2";
 
-pub(crate) const CLAIM_GROUP: &str = "INSERT INTO group_coordinators (group_id, epoch) \
-     VALUES ($1, 1) ON CONFLICT (group_id) \
-     DO UPDATE SET epoch = group_coordinators.epoch + 1 RETURNING epoch";
+pub(crate) const CLAIM_GROUP: &str = "INSERT INTO group_coordinators (group_id, epoch, node_id) \
+     VALUES ($1, 1, $2) ON CONFLICT (group_id) \
+     DO UPDATE SET epoch = group_coordinators.epoch + 1, node_id = excluded.node_id \
+     RETURNING epoch";
+pub(crate) const GROUP_CLAIMANT: &str =
+    "SELECT node_id FROM group_coordinators WHERE group_id = $1";
 /// Matches (and locks, until the transaction ends) the group's row only while `$2` is
 /// its latest coordinator epoch: a claim made meanwhile waits for the transaction.
 pub(crate) const FENCE_GROUP: &str =
@@ -54,6 +73,9 @@ pub(crate) const FENCE_GROUP: &str =
 pub(crate) const COMMITTED_OFFSETS: &str = "SELECT o.group_id, t.name AS topic, o.topic_id, \
      o.partition, o.committed, o.leader_epoch, o.metadata, o.commit_ms \
      FROM group_offsets o JOIN topics t ON t.id = o.topic_id";
+pub(crate) const GROUP_OFFSETS: &str = "SELECT o.group_id, t.name AS topic, o.topic_id, \
+     o.partition, o.committed, o.leader_epoch, o.metadata, o.commit_ms \
+     FROM group_offsets o JOIN topics t ON t.id = o.topic_id WHERE o.group_id = $1";
 pub(crate) const UPSERT_OFFSET: &str = "INSERT INTO group_offsets \
      (group_id, topic_id, partition, committed, leader_epoch, metadata, commit_ms) \
      VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -68,17 +90,33 @@ pub(crate) const ALLOCATE_PRODUCER_IDS: &str =
     "UPDATE producer_ids SET next = next + $1 WHERE id = 1 RETURNING next - $1 AS first";
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct TopicRow {
+pub(crate) struct TopicConfigRow {
     pub(crate) name: String,
     pub(crate) id: Uuid,
     pub(crate) partitions: i32,
+    /// `None` for a topic without explicit configs.
+    pub(crate) key: Option<String>,
+    pub(crate) value: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct TopicConfigRow {
+pub(crate) struct EpochRow {
     pub(crate) topic_id: Uuid,
-    pub(crate) key: String,
-    pub(crate) value: String,
+    pub(crate) partition: i32,
+    pub(crate) leader_epoch: i32,
+}
+
+/// Epochs by topic, each topic's by partition index.
+pub(crate) fn epochs_by_topic(rows: Vec<EpochRow>) -> std::collections::HashMap<Uuid, Vec<i32>> {
+    let mut by_topic: std::collections::HashMap<Uuid, Vec<i32>> = std::collections::HashMap::new();
+    for row in rows {
+        let epochs = by_topic.entry(row.topic_id).or_default();
+        // Rows come ordered by partition from 0, one per index.
+        if usize::try_from(row.partition).ok() == Some(epochs.len()) {
+            epochs.push(row.leader_epoch);
+        }
+    }
+    by_topic
 }
 
 #[derive(sqlx::FromRow)]
@@ -115,30 +153,24 @@ impl From<OffsetRow> for crate::CommittedOffset {
     }
 }
 
-/// Builds topic records from their rows and config rows.
-pub(crate) fn topic_records(
-    rows: Vec<TopicRow>,
-    configs: Vec<TopicConfigRow>,
-) -> crate::Result<Vec<crate::TopicRecord>> {
-    let mut by_topic: std::collections::HashMap<Uuid, std::collections::BTreeMap<String, String>> =
-        std::collections::HashMap::new();
-    for row in configs {
-        by_topic
-            .entry(row.topic_id)
-            .or_default()
-            .insert(row.key, row.value);
-    }
-    rows.into_iter()
-        .map(|row| {
-            Ok(crate::TopicRecord {
+/// Builds topic records from their rows (one per config, ordered by topic name).
+pub(crate) fn topic_records(rows: Vec<TopicConfigRow>) -> crate::Result<Vec<crate::TopicRecord>> {
+    let mut records: Vec<crate::TopicRecord> = Vec::new();
+    for row in rows {
+        if records.last().is_none_or(|last| last.id != row.id) {
+            records.push(crate::TopicRecord {
                 name: spool_model::TopicName::new(row.name)
                     .map_err(|e| crate::MetadataError::Fatal(format!("stored topic name: {e}")))?,
                 id: row.id,
                 partitions: row.partitions,
-                configs: by_topic.remove(&row.id).unwrap_or_default(),
-            })
-        })
-        .collect()
+                configs: std::collections::BTreeMap::new(),
+            });
+        }
+        if let (Some(record), Some(key), Some(value)) = (records.last_mut(), row.key, row.value) {
+            record.configs.insert(key, value);
+        }
+    }
+    Ok(records)
 }
 
 /// Broker configs by scope from their rows.
@@ -228,15 +260,24 @@ macro_rules! impl_metadata_store {
 
             async fn topics(&self) -> $crate::Result<Vec<$crate::TopicRecord>> {
                 use $crate::sql;
-                // One snapshot for both reads, so that a topic and its configs agree.
-                let mut tx = self.pool.begin().await?;
-                let rows: Vec<sql::TopicRow> =
-                    sqlx::query_as(sql::TOPICS).fetch_all(&mut *tx).await?;
-                let configs: Vec<sql::TopicConfigRow> = sqlx::query_as(sql::TOPIC_CONFIGS)
-                    .fetch_all(&mut *tx)
+                let rows: Vec<sql::TopicConfigRow> = sqlx::query_as(sql::TOPICS_WITH_CONFIGS)
+                    .fetch_all(&self.pool)
                     .await?;
-                tx.commit().await?;
-                sql::topic_records(rows, configs)
+                sql::topic_records(rows)
+            }
+
+            async fn store_id(&self) -> $crate::Result<uuid::Uuid> {
+                use $crate::sql;
+                sqlx::query(sql::INIT_STORE_ID)
+                    .bind(uuid::Uuid::new_v4().to_string())
+                    .execute(&self.pool)
+                    .await?;
+                let id: Option<String> = sqlx::query_scalar(sql::STORE_ID)
+                    .fetch_one(&self.pool)
+                    .await?;
+                id.as_deref()
+                    .and_then(|id| uuid::Uuid::try_parse(id).ok())
+                    .ok_or_else(|| $crate::MetadataError::Fatal(format!("store id {id:?}")))
             }
 
             async fn topics_version(&self) -> $crate::Result<i64> {
@@ -260,7 +301,9 @@ macro_rules! impl_metadata_store {
                     return Err($crate::MetadataError::UnknownTopic(id.to_string()));
                 };
                 if partitions <= current {
-                    return Ok(());
+                    return Err($crate::MetadataError::Conflict(format!(
+                        "topic {id} has {current} partitions already"
+                    )));
                 }
                 sqlx::query(sql::GROW_TOPIC)
                     .bind(id)
@@ -346,6 +389,24 @@ macro_rules! impl_metadata_store {
                 Ok(epochs)
             }
 
+            async fn bump_all_leader_epochs(
+                &self,
+            ) -> $crate::Result<std::collections::HashMap<uuid::Uuid, Vec<i32>>> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::INSERT_ALL_PARTITIONS)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sql::BUMP_ALL_LEADER_EPOCHS)
+                    .execute(&mut *tx)
+                    .await?;
+                let rows: Vec<sql::EpochRow> = sqlx::query_as(sql::ALL_LEADER_EPOCHS)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(sql::epochs_by_topic(rows))
+            }
+
             async fn broker_configs(
                 &self,
             ) -> $crate::Result<
@@ -388,12 +449,35 @@ macro_rules! impl_metadata_store {
                 Ok(())
             }
 
-            async fn claim_group(&self, group: &str) -> $crate::Result<i64> {
+            async fn claim_group(&self, group: &str, node_id: i32) -> $crate::Result<i64> {
                 let epoch: i64 = sqlx::query_scalar($crate::sql::CLAIM_GROUP)
                     .bind(group)
+                    .bind(node_id)
                     .fetch_one(&self.pool)
                     .await?;
                 Ok(epoch)
+            }
+
+            async fn group_claimant(&self, group: &str) -> $crate::Result<Option<i32>> {
+                let node: Option<i32> = sqlx::query_scalar($crate::sql::GROUP_CLAIMANT)
+                    .bind(group)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                Ok(node)
+            }
+
+            async fn group_offsets(
+                &self,
+                group: &str,
+            ) -> $crate::Result<Vec<$crate::CommittedOffset>> {
+                let rows: Vec<$crate::sql::OffsetRow> = sqlx::query_as($crate::sql::GROUP_OFFSETS)
+                    .bind(group)
+                    .fetch_all(&self.pool)
+                    .await?;
+                Ok(rows
+                    .into_iter()
+                    .map($crate::CommittedOffset::from)
+                    .collect())
             }
 
             async fn committed_offsets(&self) -> $crate::Result<Vec<$crate::CommittedOffset>> {

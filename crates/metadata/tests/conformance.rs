@@ -134,7 +134,13 @@ async fn topics_are_created_grown_altered_and_deleted_by_id() {
         assert_eq!(topics[0], orders, "{label}");
 
         store.add_partitions(orders.id, 5).await.unwrap();
-        store.add_partitions(orders.id, 4).await.unwrap();
+        assert!(
+            matches!(
+                store.add_partitions(orders.id, 4).await,
+                Err(MetadataError::Conflict(_))
+            ),
+            "{label}: never lowered (another broker grew it further)"
+        );
         assert_eq!(
             store.topics().await.unwrap()[0].partitions,
             5,
@@ -182,6 +188,28 @@ async fn topics_are_created_grown_altered_and_deleted_by_id() {
             "{label}: survives a reopen"
         );
     }
+}
+
+#[tokio::test]
+async fn the_store_id_is_made_once_and_kept() {
+    for backend in backends().await {
+        let label = backend.label;
+        let (one, other) = (backend.open().await, backend.open().await);
+        let id = one.store_id().await.unwrap();
+        assert_eq!(other.store_id().await.unwrap(), id, "{label}");
+        drop((one, other));
+        assert_eq!(
+            backend.open().await.store_id().await.unwrap(),
+            id,
+            "{label}"
+        );
+    }
+    let (one, other) = (backends().await, backends().await);
+    assert_ne!(
+        one[0].open().await.store_id().await.unwrap(),
+        other[0].open().await.store_id().await.unwrap(),
+        "another store, another id"
+    );
 }
 
 #[tokio::test]
@@ -241,6 +269,16 @@ async fn leader_epochs_rise_with_every_bump_and_new_partitions_start_at_zero() {
             reopened.bump_leader_epochs(orders.id).await.unwrap(),
             vec![4, 4, 2],
             "{label}: never reused after a reopen"
+        );
+        let payments = topic("payments", 2);
+        reopened.create_topic(&payments).await.unwrap();
+        let all = reopened.bump_all_leader_epochs().await.unwrap();
+        assert_eq!(all.len(), 2, "{label}");
+        assert_eq!(all[&orders.id], vec![5, 5, 3], "{label}");
+        assert_eq!(
+            all[&payments.id],
+            vec![1, 1],
+            "{label}: every topic at once"
         );
     }
 }
@@ -331,9 +369,11 @@ async fn committed_offsets_are_fenced_by_the_coordinator_epoch() {
         let store = backend.open().await;
         let orders = topic("orders", 2);
         store.create_topic(&orders).await.unwrap();
-        let deposed = store.claim_group("g").await.unwrap();
-        let current = store.claim_group("g").await.unwrap();
+        assert_eq!(store.group_claimant("g").await.unwrap(), None, "{label}");
+        let deposed = store.claim_group("g", 1).await.unwrap();
+        let current = store.claim_group("g", 2).await.unwrap();
         assert!(current > deposed, "{label}");
+        assert_eq!(store.group_claimant("g").await.unwrap(), Some(2), "{label}");
         let refused = store
             .commit_offsets("g", deposed, &[offset("g", &orders, 0, 5)])
             .await;
@@ -366,6 +406,15 @@ async fn committed_offsets_are_fenced_by_the_coordinator_epoch() {
             vec![offset("g", &orders, 0, 7)],
             "{label}: only the current coordinator's write"
         );
+        assert_eq!(
+            store.group_offsets("g").await.unwrap(),
+            vec![offset("g", &orders, 0, 7)],
+            "{label}"
+        );
+        assert!(
+            store.group_offsets("other").await.unwrap().is_empty(),
+            "{label}"
+        );
     }
 }
 
@@ -377,8 +426,8 @@ async fn committed_offsets_are_upserted_deleted_and_go_with_their_topic() {
         let orders = topic("orders", 2);
         store.create_topic(&orders).await.unwrap();
         let (a, b) = (
-            store.claim_group("a").await.unwrap(),
-            store.claim_group("b").await.unwrap(),
+            store.claim_group("a", 1).await.unwrap(),
+            store.claim_group("b", 1).await.unwrap(),
         );
         store
             .commit_offsets(

@@ -48,15 +48,19 @@ pub(crate) async fn follow_metadata_store(
         }
         if version != seen {
             match catch_up(&shared).await {
-                Ok(()) => seen = version,
+                Ok(true) => seen = version,
+                // Tried again at the next poll.
+                Ok(false) => {}
                 Err(error) => tracing::warn!(%error, "cannot read the topics again"),
             }
         }
     }
 }
 
-/// Makes the topic table agree with the store's topics.
-async fn catch_up(shared: &Arc<Shared>) -> Result<(), spool_metadata::MetadataError> {
+/// Makes the topic table agree with the store's topics; false if some topic could
+/// not be followed (yet).
+async fn catch_up(shared: &Arc<Shared>) -> Result<bool, spool_metadata::MetadataError> {
+    let mut followed = true;
     let _admin = shared.admin.lock().await;
     let records = shared.metadata.topics().await?;
     let live: HashSet<uuid::Uuid> = records.iter().map(|record| record.id).collect();
@@ -80,16 +84,18 @@ async fn catch_up(shared: &Arc<Shared>) -> Result<(), spool_metadata::MetadataEr
         let topic = match resolved {
             Ok(topic) => topic,
             Err(error) => {
+                // Not retried: the configs will not change by themselves.
                 tracing::error!(topic = %name, %error, "a topic changed through another broker has configs this broker refuses");
                 continue;
             }
         };
         let from = current.as_ref().map_or(0, |topic| topic.record.partitions);
         if let Err(error) = apply(shared, topic, from).await {
-            tracing::warn!(topic = %name, %error, "cannot follow a topic change");
+            tracing::warn!(topic = %name, %error, "cannot follow a topic change; trying again");
+            followed = false;
         }
     }
-    Ok(())
+    Ok(followed)
 }
 
 /// Creates the topic's logs from partition `from` on, applies its settings, and puts

@@ -63,11 +63,14 @@ pub(crate) async fn load_topics(
     settings: &BrokerConfig,
 ) -> Result<TopicTable, BrokerError> {
     remove_unowned_logs(logs, &records)?;
+    // One transaction for every partition: a start with thousands of topics must not
+    // wait for thousands of commits.
+    let mut epochs = metadata.bump_all_leader_epochs().await?;
     let table = TopicTable::default();
     let topic_defaults = settings.topic_defaults();
     for record in records {
         let mut topic = resolve_or_defaults(record, &topic_defaults)?;
-        topic.leader_epochs = metadata.bump_leader_epochs(topic.record.id).await?;
+        topic.leader_epochs = epochs.remove(&topic.record.id).unwrap_or_default();
         logs.set_topic_config(&log_topic(topic.record.id), topic.log.clone())?;
         for index in 0..topic.record.partitions {
             let Some(partition) = topic.log_partition(index) else {

@@ -73,7 +73,7 @@ impl GroupCoordinator {
             .await
         {
             tracing::error!(group = %request.group_id, %error, "storing committed offsets failed");
-            return Err(self.store_failure(&request.group_id, &error));
+            return Err(self.store_failure(&request.group_id, &error).await);
         }
         self.lock()
             .offsets
@@ -132,7 +132,7 @@ impl GroupCoordinator {
         let epoch = self.coordinator_epoch(group_id).await?;
         if let Err(error) = self.store.delete_offsets(group_id, epoch, None).await {
             tracing::error!(group = group_id, %error, "deleting a group's offsets failed");
-            return Err(self.store_failure(group_id, &error));
+            return Err(self.store_failure(group_id, &error).await);
         }
         let mut state = self.lock();
         state.offsets.remove(group_id);
@@ -189,6 +189,12 @@ impl GroupCoordinator {
         group_id: &str,
         partitions: &[(String, i32)],
     ) -> Result<(), GroupError> {
+        if partitions.is_empty() {
+            return Ok(());
+        }
+        // Claimed first: a claim reloads the group's offsets, which are what is
+        // deleted.
+        let epoch = self.coordinator_epoch(group_id).await?;
         let stored: Vec<(uuid::Uuid, i32)> = {
             let state = self.lock();
             let offsets = state.offsets.get(group_id);
@@ -201,14 +207,13 @@ impl GroupCoordinator {
         if stored.is_empty() {
             return Ok(());
         }
-        let epoch = self.coordinator_epoch(group_id).await?;
         if let Err(error) = self
             .store
             .delete_offsets(group_id, epoch, Some(&stored))
             .await
         {
             tracing::warn!(group = group_id, %error, "deleting committed offsets failed");
-            return Err(self.store_failure(group_id, &error));
+            return Err(self.store_failure(group_id, &error).await);
         }
         let mut state = self.lock();
         if let Some(offsets) = state.offsets.get_mut(group_id) {
@@ -222,35 +227,67 @@ impl GroupCoordinator {
         Ok(())
     }
 
-    /// The coordinator epoch this broker holds for a group, claimed from the metadata
-    /// store at its first write (which fences any coordinator before it).
+    /// The coordinator epoch this broker holds for a group. At its first write for the
+    /// group, this broker claims it in the metadata store (fencing any coordinator
+    /// before it) and reloads the group's offsets from there, so that it starts from
+    /// what the previous coordinator stored.
     async fn coordinator_epoch(&self, group_id: &str) -> Result<i64, GroupError> {
         if let Some(epoch) = self.lock().coordinator_epochs.get(group_id) {
             return Ok(*epoch);
         }
-        let epoch = self.store.claim_group(group_id).await.map_err(|error| {
+        let unavailable = |error: MetadataError| {
             tracing::error!(group = group_id, %error, "claiming the group failed");
             GroupError::StorageFailed
-        })?;
-        self.lock()
-            .coordinator_epochs
-            .insert(group_id.to_owned(), epoch);
+        };
+        let epoch = self
+            .store
+            .claim_group(group_id, self.config.node_id)
+            .await
+            .map_err(unavailable)?;
+        let stored = self
+            .store
+            .group_offsets(group_id)
+            .await
+            .map_err(unavailable)?;
+        let mut state = self.lock();
+        state.coordinator_epochs.insert(group_id.to_owned(), epoch);
+        replace_offsets(&mut state, group_id, stored);
         Ok(epoch)
     }
 
-    /// The error a client gets for a failed write. A fenced coordinator stays fenced
-    /// (it keeps its old epoch): only being made the group's coordinator again, by a
-    /// new claim, lets it write.
-    fn store_failure(&self, group_id: &str, error: &MetadataError) -> GroupError {
-        match error {
-            MetadataError::Fenced { .. } => {
-                tracing::warn!(
-                    group = group_id,
-                    "fenced: another broker coordinates the group"
-                );
-                GroupError::NotCoordinator
+    /// The error a client gets for a failed write. A fenced coordinator gives up its
+    /// claim and takes the group's offsets from the store again (what the coordinator
+    /// that fenced it stored); its client looks for the coordinator again.
+    async fn store_failure(&self, group_id: &str, error: &MetadataError) -> GroupError {
+        let MetadataError::Fenced { .. } = error else {
+            return GroupError::StorageFailed;
+        };
+        tracing::warn!(
+            group = group_id,
+            "fenced: another coordinator claimed the group"
+        );
+        self.lock().coordinator_epochs.remove(group_id);
+        match self.store.group_offsets(group_id).await {
+            Ok(stored) => replace_offsets(&mut self.lock(), group_id, stored),
+            Err(error) => {
+                tracing::warn!(group = group_id, %error, "reloading a group's offsets failed");
             }
-            _ => GroupError::StorageFailed,
+        }
+        GroupError::NotCoordinator
+    }
+
+    /// Whether this broker may expire a group's offsets: it holds the group, or no
+    /// other node claimed it last (offsets expire on one node only).
+    async fn may_expire(&self, group_id: &str) -> bool {
+        if self.lock().coordinator_epochs.contains_key(group_id) {
+            return true;
+        }
+        match self.store.group_claimant(group_id).await {
+            Ok(claimant) => claimant.is_none_or(|node| node == self.config.node_id),
+            Err(error) => {
+                tracing::warn!(group = group_id, %error, "cannot tell who coordinates the group");
+                false
+            }
         }
     }
 
@@ -288,6 +325,9 @@ impl GroupCoordinator {
                 .collect()
         };
         for (group_id, partitions) in expired {
+            if !self.may_expire(&group_id).await {
+                continue;
+            }
             if self.remove_offsets(&group_id, &partitions).await.is_ok() {
                 tracing::info!(group = %group_id, count = partitions.len(), "expired committed offsets");
             }
@@ -307,4 +347,17 @@ impl GroupCoordinator {
             }
         }
     }
+}
+
+/// Makes the cache hold exactly `stored` for the group.
+fn replace_offsets(state: &mut super::State, group_id: &str, stored: Vec<CommittedOffset>) {
+    if stored.is_empty() {
+        state.offsets.remove(group_id);
+        return;
+    }
+    let offsets = stored
+        .into_iter()
+        .map(|offset| ((offset.topic.clone(), offset.partition), offset))
+        .collect();
+    state.offsets.insert(group_id.to_owned(), offsets);
 }

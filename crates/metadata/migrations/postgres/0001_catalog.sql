@@ -4,7 +4,9 @@
 -- Raised by every change of a topic, so that brokers know when to reload them.
 CREATE TABLE catalog (
     id              INTEGER PRIMARY KEY CHECK (id = 1),
-    topics_version  BIGINT NOT NULL
+    topics_version  BIGINT NOT NULL,
+    -- Set once, at the first start: data directories record it and refuse another.
+    store_id        TEXT
 );
 INSERT INTO catalog (id, topics_version) VALUES (1, 0);
 
@@ -38,11 +40,12 @@ CREATE TABLE broker_configs (
     PRIMARY KEY (scope, key)
 );
 
--- The latest coordinator epoch of each group: offset writes carry theirs and are
--- refused when it is older.
+-- The latest coordinator epoch of each group, and the node that claimed it: offset
+-- writes carry their epoch and are refused when it is older.
 CREATE TABLE group_coordinators (
     group_id  TEXT PRIMARY KEY,
-    epoch     BIGINT NOT NULL
+    epoch     BIGINT NOT NULL,
+    node_id   INTEGER NOT NULL
 );
 
 CREATE TABLE group_offsets (

@@ -5,7 +5,9 @@
 
 CREATE TABLE catalog (
     id              INTEGER PRIMARY KEY CHECK (id = 1),
-    topics_version  INTEGER NOT NULL
+    topics_version  INTEGER NOT NULL,
+    -- Set once, at the first start: data directories record it and refuse another.
+    store_id        TEXT
 );
 INSERT INTO catalog (id, topics_version) VALUES (1, 0);
 
@@ -30,7 +32,8 @@ CREATE TABLE partitions (
 
 CREATE TABLE group_coordinators (
     group_id  TEXT PRIMARY KEY NOT NULL,
-    epoch     INTEGER NOT NULL
+    epoch     INTEGER NOT NULL,
+    node_id   INTEGER NOT NULL
 );
 
 CREATE TABLE group_offsets_by_id (
