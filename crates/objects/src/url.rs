@@ -1,0 +1,142 @@
+//! `--storage-url`: which object store, where. Credentials, region and endpoint come
+//! from the standard environment variables `object_store` reads (`AWS_ENDPOINT_URL`,
+//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`; the
+//! `GOOGLE_*` and `AZURE_*` ones likewise).
+
+use std::sync::Arc;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+
+use crate::{ObjectStorage, ObjectsError};
+
+/// Where partition data lives in shared-storage mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageUrl {
+    /// `s3://bucket/prefix`: S3 or any S3-compatible server.
+    S3 { bucket: String, prefix: String },
+    /// `gs://bucket/prefix`: Google Cloud Storage.
+    Gcs { bucket: String, prefix: String },
+    /// `az://container/prefix`: Azure Blob Storage.
+    Azure { container: String, prefix: String },
+    /// `memory://`: in this process's memory, for tests (gone when it exits).
+    Memory,
+}
+
+impl StorageUrl {
+    /// Parses a storage URL, refusing other schemes and missing bucket names.
+    pub fn parse(url: &str) -> Result<StorageUrl, ObjectsError> {
+        let bad = |reason: &str| ObjectsError::BadUrl {
+            url: url.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("expected s3://, gs://, az:// or memory://"))?;
+        if scheme == "memory" {
+            return Ok(StorageUrl::Memory);
+        }
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(bad("the bucket (or container) name is missing"));
+        }
+        let (bucket, prefix) = (bucket.to_owned(), prefix.trim_matches('/').to_owned());
+        match scheme {
+            "s3" => Ok(StorageUrl::S3 { bucket, prefix }),
+            "gs" => Ok(StorageUrl::Gcs { bucket, prefix }),
+            "az" => Ok(StorageUrl::Azure {
+                container: bucket,
+                prefix,
+            }),
+            _ => Err(bad("expected s3://, gs://, az:// or memory://")),
+        }
+    }
+
+    /// Builds the store the URL names, configured from the environment.
+    pub fn open(&self) -> Result<ObjectStorage, ObjectsError> {
+        let failed = |source| ObjectsError::Store {
+            url: self.to_string(),
+            source,
+        };
+        let (store, prefix): (Arc<dyn object_store::ObjectStore>, &str) = match self {
+            StorageUrl::S3 { bucket, prefix } => (
+                Arc::new(
+                    AmazonS3Builder::from_env()
+                        .with_bucket_name(bucket)
+                        .build()
+                        .map_err(failed)?,
+                ),
+                prefix,
+            ),
+            StorageUrl::Gcs { bucket, prefix } => (
+                Arc::new(
+                    GoogleCloudStorageBuilder::from_env()
+                        .with_bucket_name(bucket)
+                        .build()
+                        .map_err(failed)?,
+                ),
+                prefix,
+            ),
+            StorageUrl::Azure { container, prefix } => (
+                Arc::new(
+                    MicrosoftAzureBuilder::from_env()
+                        .with_container_name(container)
+                        .build()
+                        .map_err(failed)?,
+                ),
+                prefix,
+            ),
+            StorageUrl::Memory => (Arc::new(InMemory::new()), ""),
+        };
+        let prefix = Path::parse(prefix).map_err(|error| ObjectsError::BadUrl {
+            url: self.to_string(),
+            reason: error.to_string(),
+        })?;
+        Ok(ObjectStorage::new(store, prefix))
+    }
+}
+
+impl std::fmt::Display for StorageUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StorageUrl::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+            StorageUrl::Gcs { bucket, prefix } => write!(f, "gs://{bucket}/{prefix}"),
+            StorageUrl::Azure { container, prefix } => write!(f, "az://{container}/{prefix}"),
+            StorageUrl::Memory => write!(f, "memory://"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_a_scheme_a_bucket_and_a_prefix() {
+        assert_eq!(
+            StorageUrl::parse("s3://spool-data/cluster-a/").unwrap(),
+            StorageUrl::S3 {
+                bucket: "spool-data".to_owned(),
+                prefix: "cluster-a".to_owned()
+            }
+        );
+        assert_eq!(
+            StorageUrl::parse("gs://b").unwrap(),
+            StorageUrl::Gcs {
+                bucket: "b".to_owned(),
+                prefix: String::new()
+            }
+        );
+        assert!(matches!(
+            StorageUrl::parse("az://c/p/q").unwrap(),
+            StorageUrl::Azure { prefix, .. } if prefix == "p/q"
+        ));
+        assert_eq!(StorageUrl::parse("memory://").unwrap(), StorageUrl::Memory);
+        for bad in ["s3://", "ftp://x/y", "spool-data", "s3:///prefix"] {
+            assert!(StorageUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
