@@ -232,13 +232,6 @@ impl PartitionLog {
             .fetch_max(latest.unwrap_or(-1), AtomicOrdering::AcqRel);
     }
 
-    /// The latest leader epoch recorded, if any.
-    #[must_use]
-    pub fn leader_epoch(&self) -> Option<i32> {
-        let epoch = self.leader_epoch.load(AtomicOrdering::Acquire);
-        (epoch >= 0).then_some(epoch)
-    }
-
     /// OffsetForLeaderEpoch: the largest epoch at most `requested` and the offset
     /// where the epoch after it began (the log end for the latest); (-1, -1) for an
     /// epoch newer than any recorded.

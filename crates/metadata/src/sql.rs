@@ -201,6 +201,34 @@ pub(crate) fn now_ms() -> i64 {
     spool_model::Timestamp::now().0
 }
 
+/// Applies config changes of one owner (a topic id or a broker scope) in transaction
+/// `$tx`: a set is an upsert of its key, a delete removes its key.
+macro_rules! apply_config_changes {
+    ($tx:ident, $changes:expr, $owner:expr, $set:expr, $delete:expr) => {
+        for change in $changes {
+            match change {
+                $crate::ConfigChange::Set { key, value } => {
+                    sqlx::query($set)
+                        .bind($owner)
+                        .bind(key)
+                        .bind(value)
+                        .execute(&mut *$tx)
+                        .await?;
+                }
+                $crate::ConfigChange::Delete { key } => {
+                    sqlx::query($delete)
+                        .bind($owner)
+                        .bind(key)
+                        .execute(&mut *$tx)
+                        .await?;
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use apply_config_changes;
+
 /// Implements [`MetadataStore`](crate::MetadataStore) for a struct with a `pool` field
 /// (a `sqlx::Pool` of either backend) with the queries of this module.
 macro_rules! impl_metadata_store {
@@ -337,25 +365,13 @@ macro_rules! impl_metadata_store {
                 if exists.is_none() {
                     return Err($crate::MetadataError::UnknownTopic(id.to_string()));
                 }
-                for change in changes {
-                    match change {
-                        $crate::ConfigChange::Set { key, value } => {
-                            sqlx::query(sql::SET_TOPIC_CONFIG)
-                                .bind(id)
-                                .bind(key)
-                                .bind(value)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                        $crate::ConfigChange::Delete { key } => {
-                            sqlx::query(sql::DELETE_TOPIC_CONFIG)
-                                .bind(id)
-                                .bind(key)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                    }
-                }
+                $crate::sql::apply_config_changes!(
+                    tx,
+                    changes,
+                    id,
+                    sql::SET_TOPIC_CONFIG,
+                    sql::DELETE_TOPIC_CONFIG
+                );
                 tx.commit().await?;
                 Ok(())
             }
@@ -426,25 +442,13 @@ macro_rules! impl_metadata_store {
             ) -> $crate::Result<()> {
                 use $crate::sql;
                 let mut tx = self.pool.begin().await?;
-                for change in changes {
-                    match change {
-                        $crate::ConfigChange::Set { key, value } => {
-                            sqlx::query(sql::SET_BROKER_CONFIG)
-                                .bind(scope)
-                                .bind(key)
-                                .bind(value)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                        $crate::ConfigChange::Delete { key } => {
-                            sqlx::query(sql::DELETE_BROKER_CONFIG)
-                                .bind(scope)
-                                .bind(key)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                    }
-                }
+                $crate::sql::apply_config_changes!(
+                    tx,
+                    changes,
+                    scope,
+                    sql::SET_BROKER_CONFIG,
+                    sql::DELETE_BROKER_CONFIG
+                );
                 tx.commit().await?;
                 Ok(())
             }
