@@ -1,6 +1,7 @@
 //! Spool's metadata: which topics exist (keyed by their id), with how many partitions,
 //! their configs and leader epochs; the broker configs changed at run time; consumer
-//! groups' committed offsets and coordinator epochs; and the producer ids handed out.
+//! groups' committed offsets and coordinator epochs; the producer ids handed out; and,
+//! in shared-storage mode, the [`Catalogue`] of what is where in object storage.
 //!
 //! [`MetadataStore`] is the one interface the broker uses. Two backends implement it
 //! with the same SQL and the same semantics (the conformance suite in
@@ -13,6 +14,8 @@
 //! blocks are taken by one `UPDATE … RETURNING`, configs change key by key, committed
 //! offsets are fenced by the coordinator epoch in the same transaction).
 
+mod catalogue;
+mod catalogue_sql;
 mod error;
 mod postgres;
 mod sql;
@@ -24,6 +27,9 @@ use std::collections::BTreeMap;
 use spool_model::TopicName;
 use uuid::Uuid;
 
+pub use catalogue::{
+    Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
+};
 pub use error::MetadataError;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -93,7 +99,7 @@ pub type Result<T> = std::result::Result<T, MetadataError>;
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
 /// returns, and visible to every broker sharing the store.
 #[async_trait::async_trait]
-pub trait MetadataStore: Send + Sync + std::fmt::Debug {
+pub trait MetadataStore: Catalogue + Send + Sync + std::fmt::Debug {
     /// Creates a topic with its configs and its partitions at leader epoch 0;
     /// `TopicExists` if one of that name exists.
     async fn create_topic(&self, topic: &TopicRecord) -> Result<()>;

@@ -31,3 +31,4 @@ impl PostgresStore {
 }
 
 crate::sql::impl_metadata_store!(PostgresStore);
+crate::catalogue_sql::impl_catalogue!(PostgresStore);

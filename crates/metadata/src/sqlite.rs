@@ -35,6 +35,7 @@ impl SqliteStore {
 }
 
 crate::sql::impl_metadata_store!(SqliteStore);
+crate::catalogue_sql::impl_catalogue!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

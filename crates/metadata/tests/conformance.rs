@@ -4,74 +4,22 @@
 //! its own). Without it the PostgreSQL half is skipped with a line on stderr, unless
 //! `SPOOL_REQUIRE_POSTGRES=1` (set by `scripts/test`), which makes that a failure.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    unreachable_pub
+)]
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use spool_metadata::{
     CommittedOffset, ConfigChange, MetadataError, MetadataStore, MetadataUrl, TopicRecord,
 };
 use spool_model::TopicName;
-use sqlx::Connection;
 use uuid::Uuid;
-
-/// A database of one backend that a test can open several times (a reopen, or two
-/// brokers sharing it).
-struct Backend {
-    label: &'static str,
-    url: MetadataUrl,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Backend {
-    async fn open(&self) -> Arc<dyn MetadataStore> {
-        spool_metadata::open(&self.url)
-            .await
-            .unwrap_or_else(|e| panic!("{}: open: {e}", self.label))
-    }
-}
-
-/// A fresh database on every backend there is.
-async fn backends() -> Vec<Backend> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut backends = vec![Backend {
-        label: "sqlite",
-        url: MetadataUrl::in_data_dir(dir.path()),
-        _dir: Some(dir),
-    }];
-    match std::env::var("SPOOL_TEST_POSTGRES_URL") {
-        Ok(server) => backends.push(Backend {
-            label: "postgres",
-            url: MetadataUrl::Postgres(fresh_postgres_database(&server).await),
-            _dir: None,
-        }),
-        Err(_) if std::env::var("SPOOL_REQUIRE_POSTGRES").as_deref() == Ok("1") => {
-            panic!("SPOOL_REQUIRE_POSTGRES=1 but SPOOL_TEST_POSTGRES_URL is not set")
-        }
-        Err(_) => eprintln!("SPOOL_TEST_POSTGRES_URL not set: PostgreSQL half skipped"),
-    }
-    backends
-}
-
-/// Creates a database of its own on the server at `server` (a URL naming any
-/// database there) and returns its URL.
-async fn fresh_postgres_database(server: &str) -> String {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "conformance_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut connection = sqlx::PgConnection::connect(server).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut connection)
-        .await
-        .unwrap();
-    let (base, _) = server.rsplit_once('/').unwrap();
-    format!("{base}/{name}")
-}
 
 fn topic(name: &str, partitions: i32) -> TopicRecord {
     TopicRecord {
@@ -111,7 +59,7 @@ async fn sorted_offsets(store: &dyn MetadataStore) -> Vec<CommittedOffset> {
 
 #[tokio::test]
 async fn topics_are_created_grown_altered_and_deleted_by_id() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
         let orders = topic("orders", 3);
@@ -192,7 +140,7 @@ async fn topics_are_created_grown_altered_and_deleted_by_id() {
 
 #[tokio::test]
 async fn the_store_id_is_made_once_and_kept() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let (one, other) = (backend.open().await, backend.open().await);
         let id = one.store_id().await.unwrap();
@@ -204,7 +152,7 @@ async fn the_store_id_is_made_once_and_kept() {
             "{label}"
         );
     }
-    let (one, other) = (backends().await, backends().await);
+    let (one, other) = (common::backends().await, common::backends().await);
     assert_ne!(
         one[0].open().await.store_id().await.unwrap(),
         other[0].open().await.store_id().await.unwrap(),
@@ -214,7 +162,7 @@ async fn the_store_id_is_made_once_and_kept() {
 
 #[tokio::test]
 async fn a_change_through_one_store_is_seen_by_another_on_the_same_database() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let (one, other) = (backend.open().await, backend.open().await);
         let before = other.topics_version().await.unwrap();
@@ -244,7 +192,7 @@ async fn a_change_through_one_store_is_seen_by_another_on_the_same_database() {
 
 #[tokio::test]
 async fn leader_epochs_rise_with_every_bump_and_new_partitions_start_at_zero() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
         let orders = topic("orders", 2);
@@ -285,7 +233,7 @@ async fn leader_epochs_rise_with_every_bump_and_new_partitions_start_at_zero() {
 
 #[tokio::test]
 async fn broker_configs_change_key_by_key_per_scope_and_concurrent_changes_all_land() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
         assert!(store.broker_configs().await.unwrap().is_empty(), "{label}");
@@ -337,7 +285,7 @@ async fn broker_configs_change_key_by_key_per_scope_and_concurrent_changes_all_l
 
 #[tokio::test]
 async fn concurrent_topic_changes_of_different_keys_all_land() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
         let orders = topic("orders", 1);
@@ -364,7 +312,7 @@ async fn concurrent_topic_changes_of_different_keys_all_land() {
 
 #[tokio::test]
 async fn committed_offsets_are_fenced_by_the_coordinator_epoch() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
         let orders = topic("orders", 2);
@@ -420,7 +368,7 @@ async fn committed_offsets_are_fenced_by_the_coordinator_epoch() {
 
 #[tokio::test]
 async fn committed_offsets_are_upserted_deleted_and_go_with_their_topic() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
         let orders = topic("orders", 2);
@@ -492,7 +440,7 @@ async fn committed_offsets_are_upserted_deleted_and_go_with_their_topic() {
 
 #[tokio::test]
 async fn concurrent_producer_id_allocators_never_share_a_block() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let (one, other) = (backend.open().await, backend.open().await);
         let allocators: Vec<_> = (0..8)
@@ -538,7 +486,7 @@ async fn concurrent_producer_id_allocators_never_share_a_block() {
 
 #[tokio::test]
 async fn concurrent_creations_of_one_name_make_one_topic() {
-    for backend in backends().await {
+    for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
         let creators: Vec<_> = (0..8)

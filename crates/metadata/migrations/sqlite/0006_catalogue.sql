@@ -1,0 +1,43 @@
+-- Shared-storage mode: where each partition's data lives in object storage. The
+-- partitions gain their log start, high watermark and idempotent producers' state;
+-- WAL objects and the byte ranges of each partition in them; the leader epoch
+-- history. Unused (empty) in embedded mode.
+
+ALTER TABLE partitions ADD COLUMN log_start_offset INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE partitions ADD COLUMN high_watermark INTEGER NOT NULL DEFAULT 0;
+-- The idempotent producers' state as of the high watermark (opaque to this store).
+ALTER TABLE partitions ADD COLUMN producer_state BLOB;
+
+-- One row per object written; never reused names.
+CREATE TABLE objects (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    size        INTEGER NOT NULL,
+    created_ms  INTEGER NOT NULL
+);
+
+-- One partition's consecutive batches in one object: offsets base..=last, at byte
+-- `position` for `length` bytes.
+CREATE TABLE batch_ranges (
+    topic_id       BLOB NOT NULL,
+    partition      INTEGER NOT NULL,
+    base_offset    INTEGER NOT NULL,
+    last_offset    INTEGER NOT NULL,
+    max_timestamp  INTEGER NOT NULL,
+    object_id      INTEGER NOT NULL REFERENCES objects (id),
+    position       INTEGER NOT NULL,
+    length         INTEGER NOT NULL,
+    PRIMARY KEY (topic_id, partition, base_offset),
+    FOREIGN KEY (topic_id, partition) REFERENCES partitions (topic_id, partition) ON DELETE CASCADE
+);
+CREATE INDEX batch_ranges_by_object ON batch_ranges (object_id);
+
+-- Which leader epoch began at which offset, per partition.
+CREATE TABLE partition_epochs (
+    topic_id      BLOB NOT NULL,
+    partition     INTEGER NOT NULL,
+    epoch         INTEGER NOT NULL,
+    start_offset  INTEGER NOT NULL,
+    PRIMARY KEY (topic_id, partition, epoch),
+    FOREIGN KEY (topic_id, partition) REFERENCES partitions (topic_id, partition) ON DELETE CASCADE
+);

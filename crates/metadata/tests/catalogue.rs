@@ -1,0 +1,325 @@
+//! The catalogue of shared-storage mode, on every backend (see `common`): commits
+//! fenced by leader epoch and high watermark, bounded range lookups, timestamps, the
+//! log start, producer state and the epoch history.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    unreachable_pub
+)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use spool_metadata::{MetadataStore, ObjectCommit, PartitionKey, RangeCommit, TopicRecord};
+use spool_model::TopicName;
+use uuid::Uuid;
+
+async fn topic(store: &dyn MetadataStore, partitions: i32) -> Uuid {
+    let record = TopicRecord {
+        name: TopicName::new(format!("t{}", Uuid::new_v4().simple())).unwrap(),
+        id: Uuid::new_v4(),
+        partitions,
+        configs: BTreeMap::new(),
+    };
+    store.create_topic(&record).await.unwrap();
+    record.id
+}
+
+fn range(key: PartitionKey, epoch: i32, base: i64, records: i64, position: i64) -> RangeCommit {
+    RangeCommit {
+        key,
+        leader_epoch: epoch,
+        base_offset: base,
+        last_offset: base + records - 1,
+        max_timestamp: 1_000 + base + records - 1,
+        position,
+        length: 100 * records,
+        producer_state: Some(format!("producers@{}", base + records).into_bytes()),
+    }
+}
+
+fn object(name: &str, ranges: Vec<RangeCommit>) -> ObjectCommit {
+    ObjectCommit {
+        name: name.to_owned(),
+        size: ranges.iter().map(|r| r.length).sum(),
+        ranges,
+    }
+}
+
+#[tokio::test]
+async fn a_commit_moves_the_high_watermark_only_of_partitions_at_their_epoch_and_end() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 3).await;
+        let key = |partition| PartitionKey {
+            topic_id: id,
+            partition,
+        };
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        let first = object(
+            "wal/1",
+            vec![
+                range(key(0), epoch, 0, 10, 0),
+                range(key(1), epoch, 0, 5, 1_000),
+            ],
+        );
+        assert_eq!(
+            store.commit_object(&first).await.unwrap(),
+            vec![true, true],
+            "{}",
+            backend.label
+        );
+        // Partition 0 at the wrong end (a range committed twice), partition 1 at an
+        // old epoch (another leader took it), partition 2 right.
+        let second = object(
+            "wal/2",
+            vec![
+                range(key(0), epoch, 0, 10, 0),
+                range(key(1), epoch - 1, 5, 5, 1_000),
+                range(key(2), epoch, 0, 7, 1_500),
+            ],
+        );
+        assert_eq!(
+            store.commit_object(&second).await.unwrap(),
+            vec![false, false, true],
+            "{}",
+            backend.label
+        );
+        let state = store.partition_state(key(0)).await.unwrap().unwrap();
+        assert_eq!((state.log_start, state.high_watermark), (0, 10));
+        assert_eq!(state.producer_state.as_deref(), Some(&b"producers@10"[..]));
+        let state = store.partition_state(key(1)).await.unwrap().unwrap();
+        assert_eq!(state.high_watermark, 5, "{}: fenced", backend.label);
+        assert_eq!(
+            store
+                .partition_state(key(2))
+                .await
+                .unwrap()
+                .unwrap()
+                .high_watermark,
+            7
+        );
+        // Nothing of a refused range is visible.
+        let ranges = store.ranges_from(key(0), 0, i64::MAX, 100).await.unwrap();
+        assert_eq!(ranges.len(), 1, "{}", backend.label);
+        assert_eq!(ranges[0].object, "wal/1");
+        let ranges = store.ranges_from(key(1), 0, i64::MAX, 100).await.unwrap();
+        assert_eq!(ranges.len(), 1, "{}", backend.label);
+        // A state without producers keeps the previous one.
+        let mut next = range(key(0), epoch, 10, 1, 0);
+        next.producer_state = None;
+        assert_eq!(
+            store
+                .commit_object(&object("wal/3", vec![next]))
+                .await
+                .unwrap(),
+            vec![true]
+        );
+        let state = store.partition_state(key(0)).await.unwrap().unwrap();
+        assert_eq!(state.producer_state.as_deref(), Some(&b"producers@10"[..]));
+        assert!(
+            store
+                .partition_state(PartitionKey {
+                    topic_id: id,
+                    partition: 3
+                })
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_thousand_partitions_commit_in_one_object() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 1_000).await;
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        let ranges = (0..1_000)
+            .map(|p| {
+                range(
+                    PartitionKey {
+                        topic_id: id,
+                        partition: p,
+                    },
+                    epoch,
+                    0,
+                    2,
+                    i64::from(p) * 200,
+                )
+            })
+            .collect();
+        let accepted = store
+            .commit_object(&object("wal/big", ranges))
+            .await
+            .unwrap();
+        assert!(accepted.iter().all(|a| *a), "{}", backend.label);
+        assert_eq!(accepted.len(), 1_000);
+        let last = PartitionKey {
+            topic_id: id,
+            partition: 999,
+        };
+        let found = store.ranges_from(last, 1, i64::MAX, 10).await.unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].position, 999 * 200, "{}", backend.label);
+    }
+}
+
+#[tokio::test]
+async fn ranges_are_found_from_any_offset_bounded_by_bytes_and_count() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 1).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        // 50 objects of 10 records each (1,000 bytes each).
+        for n in 0..50 {
+            let commit = object(&format!("wal/{n}"), vec![range(key, epoch, n * 10, 10, 0)]);
+            assert_eq!(store.commit_object(&commit).await.unwrap(), vec![true]);
+        }
+        let found = store.ranges_from(key, 234, 2_500, 100).await.unwrap();
+        let bases: Vec<i64> = found.iter().map(|r| r.base_offset).collect();
+        assert_eq!(
+            bases,
+            vec![230, 240, 250],
+            "{}: covers 2,500 bytes",
+            backend.label
+        );
+        let found = store.ranges_from(key, 0, 1, 100).await.unwrap();
+        assert_eq!(found.len(), 1, "{}: at least one range", backend.label);
+        let found = store.ranges_from(key, 0, i64::MAX, 4).await.unwrap();
+        assert_eq!(found.len(), 4, "{}: at most the limit", backend.label);
+        assert!(
+            store
+                .ranges_from(key, 500, i64::MAX, 4)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        let at = store
+            .range_for_timestamp(key, 1_000 + 137)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(at.base_offset, 130, "{}", backend.label);
+        assert!(
+            store
+                .range_for_timestamp(key, 5_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let max = store.range_with_max_timestamp(key).await.unwrap().unwrap();
+        assert_eq!(max.base_offset, 490, "{}", backend.label);
+
+        // The log start moves up, never past the high watermark, never back; the
+        // ranges wholly below it go.
+        assert_eq!(store.advance_log_start(key, 235).await.unwrap(), 235);
+        assert_eq!(store.advance_log_start(key, 100).await.unwrap(), 235);
+        let found = store.ranges_from(key, 0, i64::MAX, 100).await.unwrap();
+        assert_eq!(
+            found.first().map(|r| r.base_offset),
+            Some(230),
+            "{}",
+            backend.label
+        );
+        assert_eq!(
+            store
+                .range_for_timestamp(key, 0)
+                .await
+                .unwrap()
+                .unwrap()
+                .base_offset,
+            230
+        );
+        assert_eq!(store.advance_log_start(key, 9_999).await.unwrap(), 500);
+        assert!(
+            store
+                .ranges_from(key, 0, i64::MAX, 100)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_epoch_history_keeps_the_first_start_of_each_epoch() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 1).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        store.begin_epoch(key, 1, 0).await.unwrap();
+        store.begin_epoch(key, 3, 40).await.unwrap();
+        store.begin_epoch(key, 3, 45).await.unwrap();
+        let state = store.partition_state(key).await.unwrap().unwrap();
+        assert_eq!(state.epochs, vec![(1, 0), (3, 40)], "{}", backend.label);
+        // Everything goes with the topic.
+        store.delete_topic(id).await.unwrap();
+        assert!(store.partition_state(key).await.unwrap().is_none());
+    }
+}
+
+#[tokio::test]
+async fn concurrent_commits_of_one_range_accept_exactly_one() {
+    for backend in common::backends().await {
+        let first = backend.open().await;
+        let second = backend.open().await;
+        let id = topic(first.as_ref(), 1).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        let epoch = first.bump_leader_epochs(id).await.unwrap()[0];
+        let mut accepted = 0;
+        for round in 0..20 {
+            let base = i64::from(accepted) * 3;
+            let stores: [Arc<dyn MetadataStore>; 2] = [first.clone(), second.clone()];
+            let tasks: Vec<_> = stores
+                .into_iter()
+                .enumerate()
+                .map(|(n, store)| {
+                    let commit = object(
+                        &format!("wal/{round}-{n}"),
+                        vec![range(key, epoch, base, 3, 0)],
+                    );
+                    tokio::spawn(async move { store.commit_object(&commit).await })
+                })
+                .collect();
+            let mut won = 0;
+            for task in tasks {
+                // A conflict (a serialization failure) is a refusal too.
+                if let Ok(answer) = task.await.unwrap() {
+                    won += answer.iter().filter(|a| **a).count();
+                }
+            }
+            assert!(
+                won <= 1,
+                "{}: round {round}: {won} commits of one range",
+                backend.label
+            );
+            accepted += u32::try_from(won).unwrap();
+        }
+        let state = first.partition_state(key).await.unwrap().unwrap();
+        assert_eq!(
+            state.high_watermark,
+            i64::from(accepted) * 3,
+            "{}",
+            backend.label
+        );
+        let ranges = first.ranges_from(key, 0, i64::MAX, 100).await.unwrap();
+        assert_eq!(ranges.len(), accepted as usize, "{}", backend.label);
+    }
+}
