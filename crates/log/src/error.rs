@@ -36,6 +36,10 @@ pub enum LogError {
          reopen it to recover"
     )]
     Failed { path: PathBuf },
+    /// Shared-storage mode: the catalogue refused this leader's commit, so another
+    /// leader has the partition.
+    #[error("{path}: this broker is no longer the partition's leader")]
+    NotLeader { path: PathBuf },
     #[error("partition {0} does not exist")]
     UnknownPartition(String),
     #[error("partition {0} already exists")]

@@ -39,6 +39,6 @@ pub use file_cache::FileCache;
 pub use index::SegmentIndex;
 pub use leader_epochs::EpochStart;
 pub use manager::{LogManager, ManagerConfig};
-pub use partition::{AppendInfo, LogOffsets, PartitionLog};
+pub use partition::{AppendInfo, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure};
 pub use producers::ProducerError;
 pub use read::{ReadChunk, ReadResult};

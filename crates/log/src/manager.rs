@@ -214,6 +214,30 @@ impl LogManager {
         Ok(opened)
     }
 
+    /// Opens the partition as the tail of a shared-storage partition starting at
+    /// `start` (see [`PartitionLog::open_tail`]), replacing the log it had here: that
+    /// one is fenced, and its files removed.
+    pub fn open_tail(
+        &self,
+        partition: &TopicPartition,
+        start: crate::TailStart,
+    ) -> Result<Arc<PartitionLog>> {
+        let slot = write(&self.shared.slots)
+            .entry(partition.clone())
+            .or_default()
+            .clone();
+        let mut log = lock(&slot.log);
+        if let Some(old) = log.take() {
+            old.fence();
+        }
+        let opened = self.shared.open_log_with(partition, |files, dir, config| {
+            PartitionLog::open_tail(files, dir, config, start)
+        })?;
+        slot.deleted.store(false, Ordering::SeqCst);
+        *log = Some(opened.clone());
+        Ok(opened)
+    }
+
     /// Deletes a partition and all its files.
     pub fn delete_partition(&self, partition: &TopicPartition) -> Result<()> {
         let slot = write(&self.shared.slots)
@@ -351,16 +375,22 @@ impl Shared {
     }
 
     fn open_log(self: &Arc<Self>, partition: &TopicPartition) -> Result<Arc<PartitionLog>> {
+        self.open_log_with(partition, PartitionLog::open)
+    }
+
+    /// Opens a partition's log with `open` (given the files, its directory and its
+    /// settings) and hooks it to the flushers.
+    fn open_log_with(
+        self: &Arc<Self>,
+        partition: &TopicPartition,
+        open: impl FnOnce(Arc<FileCache>, PathBuf, LogConfig) -> Result<PartitionLog>,
+    ) -> Result<Arc<PartitionLog>> {
         let config = read(&self.topic_configs)
             .get(&partition.topic)
             .cloned()
             .unwrap_or_else(|| self.config.default_log.clone());
         let started = Instant::now();
-        let log = Arc::new(PartitionLog::open(
-            self.files.clone(),
-            partition_dir(partition),
-            config,
-        )?);
+        let log = Arc::new(open(self.files.clone(), partition_dir(partition), config)?);
         tracing::debug!(%partition, elapsed = ?started.elapsed(), "opened partition");
         let weak = Arc::downgrade(&log);
         let shared = Arc::downgrade(self);

@@ -5,6 +5,9 @@
 
 mod reading;
 mod trimming;
+mod upload;
+
+pub use upload::{TailStart, UploadChunk, UploadFailure};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering as AtomicOrdering};
@@ -120,6 +123,8 @@ pub(crate) struct LogState {
     pub(crate) producers: ProducerStates,
     /// Which leader epoch began at which offset; the latest stamps every append.
     pub(crate) leader_epochs: LeaderEpochs,
+    /// Set for the tail of a shared-storage partition: appends not yet uploaded.
+    pub(crate) upload: Option<upload::UploadBuffer>,
 }
 
 impl LogState {
@@ -327,10 +332,11 @@ impl PartitionLog {
             if *durable.borrow_and_update() >= offset {
                 return Ok(());
             }
-            if self.lock().failed {
-                return Err(LogError::Failed {
-                    path: self.dir.clone(),
-                });
+            {
+                let state = self.lock();
+                if state.failed {
+                    return Err(self.failure(&state));
+                }
             }
             if durable.changed().await.is_err() {
                 return Err(LogError::Failed {
@@ -412,6 +418,9 @@ impl PartitionLog {
             if producers::is_idempotent(&header) {
                 state.producers.record(&header);
             }
+            if let Some(upload) = state.upload.as_mut() {
+                upload.note_batch(&header);
+            }
             let interval = config.index_interval_bytes;
             state
                 .active_mut()
@@ -422,6 +431,8 @@ impl PartitionLog {
         state.unflushed_records += records;
         let last_offset = state.log_end().plus(-1);
         let flush_now = match config.flush {
+            // A tail is made durable by its uploads, not by fsyncs.
+            _ if state.upload.is_some() => false,
             FlushPolicy::Durable => true,
             FlushPolicy::Interval { messages, .. } => {
                 state.high_watermark = state.end_position();
@@ -497,6 +508,10 @@ impl PartitionLog {
         }
         let data: Bytes = std::mem::take(&mut pending.data).freeze();
         active.size += data.len() as u64;
+        let end = state.end_position();
+        if let Some(upload) = state.upload.as_mut() {
+            upload.note_written(data.clone(), end);
+        }
         state.tail.push(position, data, config.tail_cache_bytes);
         Ok(())
     }
@@ -556,7 +571,14 @@ impl PartitionLog {
 
     /// Makes the log durable at least up to `offset`.
     pub fn sync_to(&self, offset: Offset) -> Result<Offset> {
-        let durable = self.lock().durable.offset;
+        let durable = {
+            let state = self.lock();
+            // A tail's files are a cache: its uploads make it durable.
+            if state.upload.is_some() {
+                return Ok(state.durable.offset);
+            }
+            state.durable.offset
+        };
         if durable >= offset {
             return Ok(durable);
         }

@@ -197,7 +197,7 @@ fn usable_snapshot_start(
     (at.position <= segment.size && offset_there == at.offset).then_some((index, at.position))
 }
 
-fn new_log(files: &FileCache, dir: &Path, base: Offset) -> Result<LogState> {
+pub(crate) fn new_log(files: &FileCache, dir: &Path, base: Offset) -> Result<LogState> {
     let mut segment = Segment::new(dir, base, 0, base);
     segment.index = Some(SegmentIndex::default());
     for path in [
@@ -236,6 +236,7 @@ fn state_with(segments: Vec<Segment>, log_start: Offset, end: LogPosition) -> Lo
         last_used: Instant::now(),
         producers: ProducerStates::default(),
         leader_epochs: LeaderEpochs::default(),
+        upload: None,
     }
 }
 
