@@ -49,6 +49,36 @@ pub struct BrokerConfig {
     pub io_threads: usize,
     /// The log cleaner (`log.cleaner.*`).
     pub cleaner: CleanerConfig,
+    /// Where partition data lives (`--storage-url`, `storage.*`).
+    pub storage: StorageConfig,
+}
+
+/// Shared-storage mode's settings: with a URL, partition data lives in object storage
+/// and the data directory holds only a cache.
+#[derive(Debug, Clone)]
+pub struct StorageConfig {
+    /// `--storage-url`, `storage.url`: `None` keeps partitions in the data directory.
+    pub url: Option<spool_objects::StorageUrl>,
+    /// `storage.flush.ms`: how long appends wait to share one object.
+    pub flush: Duration,
+    /// `storage.flush.bytes`: an object is written as soon as this much is waiting.
+    pub flush_bytes: u64,
+    /// `storage.uploads.in.flight`: objects being written at the same time.
+    pub uploads_in_flight: usize,
+    /// `storage.cache.bytes`: the local cache of object bytes read.
+    pub cache_bytes: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            url: None,
+            flush: Duration::from_millis(100),
+            flush_bytes: 8 << 20,
+            uploads_in_flight: 4,
+            cache_bytes: 256 << 20,
+        }
+    }
 }
 
 /// The log cleaner's broker settings.
@@ -90,6 +120,7 @@ impl Default for BrokerConfig {
             groups: CoordinatorConfig::default(),
             io_threads: 8,
             cleaner: CleanerConfig::default(),
+            storage: StorageConfig::default(),
         }
     }
 }
@@ -113,7 +144,44 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 16] = [
+const SETTINGS: [Setting; 20] = [
+    Setting {
+        name: "storage.flush.ms",
+        dynamic: false,
+        get: |c| c.storage.flush.as_millis().to_string(),
+        set: |c, v| {
+            c.storage.flush = Duration::from_millis(between(v, 1, 10_000)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "storage.flush.bytes",
+        dynamic: false,
+        get: |c| c.storage.flush_bytes.to_string(),
+        set: |c, v| {
+            c.storage.flush_bytes = between(v, 64 << 10, 1 << 30)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "storage.uploads.in.flight",
+        dynamic: false,
+        get: |c| c.storage.uploads_in_flight.to_string(),
+        set: |c, v| {
+            c.storage.uploads_in_flight = usize::try_from(between(v, 1, 64)?)
+                .map_err(|_| expected(v, "a number from 1 to 64"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "storage.cache.bytes",
+        dynamic: false,
+        get: |c| c.storage.cache_bytes.to_string(),
+        set: |c, v| {
+            c.storage.cache_bytes = at_least(v, 0)?;
+            Ok(())
+        },
+    },
     Setting {
         name: "log.cleaner.enable",
         dynamic: false,
@@ -296,6 +364,14 @@ fn millis(value: &str, minimum: u64) -> Result<Duration, String> {
         return Err(expected(value, &format!("at most {} ms", i32::MAX)));
     }
     Ok(Duration::from_millis(ms))
+}
+
+fn between(value: &str, minimum: u64, maximum: u64) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (minimum..=maximum).contains(n))
+        .ok_or_else(|| expected(value, &format!("a number from {minimum} to {maximum}")))
 }
 
 fn at_least(value: &str, minimum: u64) -> Result<u64, String> {

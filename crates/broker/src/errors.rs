@@ -10,6 +10,7 @@ pub(crate) mod code {
     pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
     pub(crate) const CORRUPT_MESSAGE: i16 = 2;
     pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
     pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
     pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
     pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
@@ -82,6 +83,7 @@ pub(crate) fn log_error_code(error: &LogError) -> i16 {
         LogError::InvalidBatch { source, .. } => batch_error_code(source),
         LogError::UnknownPartition(_) => code::UNKNOWN_TOPIC_OR_PARTITION,
         LogError::Io { .. } | LogError::Failed { .. } => code::KAFKA_STORAGE_ERROR,
+        LogError::NotLeader { .. } => code::NOT_LEADER_OR_FOLLOWER,
         LogError::PartitionExists(_) | LogError::Config(_) => code::UNKNOWN_SERVER_ERROR,
         LogError::Producer(error) => producer_error_code(error),
     }

@@ -19,11 +19,14 @@ mod partitions;
 mod producer_ids;
 mod response;
 mod server;
+mod shared_storage;
 mod store_binding;
 mod topic_configs;
 mod topics;
 
-pub use config::{BrokerConfig, CleanerConfig, setting_names};
+pub use config::{BrokerConfig, CleanerConfig, StorageConfig, setting_names};
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};
+pub use shared_storage::{Latency, StorageStats};
 pub use spool_metadata::MetadataUrl;
+pub use spool_objects::{ObjectStorage, StorageUrl};

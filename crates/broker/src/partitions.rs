@@ -10,20 +10,26 @@
 
 use std::sync::Arc;
 
-use spool_log::{LogError, PartitionLog};
-use spool_model::{TopicName, TopicPartition};
+use spool_log::{LogError, PartitionLog, ReadChunk, ReadResult};
+use spool_metadata::{MetadataError, PartitionKey};
+use spool_model::{Offset, Timestamp, TopicName, TopicPartition};
 use uuid::Uuid;
 
 use crate::errors::{self, code};
 use crate::server::Shared;
+use crate::shared_storage::SharedPartition;
 use crate::topics::Topic;
 
 /// A partition this broker serves, ready for reads and appends.
 #[derive(Debug, Clone)]
 pub(crate) struct PartitionHandle {
+    /// The partition's log; in shared-storage mode, its tail (see `shared`).
     pub(crate) log: Arc<PartitionLog>,
     /// The partition's current leader epoch (what appends are stamped with).
     pub(crate) leader_epoch: i32,
+    /// In shared-storage mode: the partition in the catalogue and object storage,
+    /// which hold everything before the tail.
+    pub(crate) shared: Option<SharedPartition>,
 }
 
 /// Why a handler cannot have a partition.
@@ -39,6 +45,15 @@ pub(crate) enum PartitionError {
     UnknownLeaderEpoch { requested: i32, current: i32 },
     #[error("{0}")]
     Storage(#[from] LogError),
+    /// Shared-storage mode: another broker leads the partition.
+    #[error("this broker is not the partition's leader")]
+    NotLeader,
+    /// Shared-storage mode: the catalogue could not be read or written.
+    #[error("catalogue: {0}")]
+    Catalogue(MetadataError),
+    /// Shared-storage mode: an object could not be read.
+    #[error("object storage: {0}")]
+    ObjectRead(String),
     /// The blocking task doing the work failed (panicked, or was cancelled as the
     /// broker stopped): the work may or may not have happened.
     #[error("the storage task failed: {0}")]
@@ -53,6 +68,14 @@ impl PartitionError {
             PartitionError::FencedLeaderEpoch { .. } => code::FENCED_LEADER_EPOCH,
             PartitionError::UnknownLeaderEpoch { .. } => code::UNKNOWN_LEADER_EPOCH,
             PartitionError::Storage(error) => errors::log_error_code(error),
+            PartitionError::NotLeader => code::NOT_LEADER_OR_FOLLOWER,
+            PartitionError::Catalogue(MetadataError::UnknownTopic(_)) => {
+                code::UNKNOWN_TOPIC_OR_PARTITION
+            }
+            // Retriable: the catalogue or the object store may answer the next time.
+            PartitionError::Catalogue(_) | PartitionError::ObjectRead(_) => {
+                code::KAFKA_STORAGE_ERROR
+            }
             // Retriable: an idempotent producer sends the same sequences again, which
             // the log recognises if they were written. A fatal code would make
             // librdkafka bump its epoch and re-send its other batches in flight as new
@@ -137,12 +160,28 @@ impl Shared {
                 });
             }
         }
+        if let Some(storage) = &self.storage {
+            let id = PartitionKey {
+                topic_id: topic.record.id,
+                partition: index,
+            };
+            let (log, shared) = storage.open_tail(&self.logs, &key, id, leader_epoch)?;
+            return Ok(PartitionHandle {
+                log,
+                leader_epoch,
+                shared: Some(shared),
+            });
+        }
         let log = self
             .logs
             .partition(&key)?
             .ok_or(PartitionError::UnknownTopicOrPartition)?;
         log.become_leader(leader_epoch)?;
-        Ok(PartitionHandle { log, leader_epoch })
+        Ok(PartitionHandle {
+            log,
+            leader_epoch,
+            shared: None,
+        })
     }
 }
 
@@ -205,4 +244,107 @@ where
             })
             .collect()
     })
+}
+
+impl PartitionHandle {
+    /// The partition's log start offset (in shared-storage mode, the catalogue's:
+    /// the tail starts later).
+    pub(crate) fn log_start(&self) -> Offset {
+        self.shared
+            .as_ref()
+            .map_or_else(|| self.log.offsets().log_start, SharedPartition::log_start)
+    }
+
+    /// Whole batches from the one holding `offset`, within `max_bytes` (the first one
+    /// whole when `first_whole`): from the log, or, in shared-storage mode below the
+    /// tail, from objects. Blocking.
+    pub(crate) fn read(
+        &self,
+        offset: Offset,
+        max_bytes: u64,
+        first_whole: bool,
+    ) -> Result<ReadResult, PartitionError> {
+        if let Some(shared) = &self.shared {
+            let local = self.log.offsets();
+            let log_start = shared.log_start();
+            if offset < local.log_start {
+                if offset < log_start {
+                    return Err(LogError::OffsetBelowLogStart {
+                        requested: offset,
+                        log_start,
+                    }
+                    .into());
+                }
+                let reader = shared.storage.reader.clone();
+                let key = shared.key;
+                let read = shared.storage.wait_for(async move {
+                    reader.read(key, offset, max_bytes, first_whole).await
+                })??;
+                return Ok(ReadResult {
+                    chunks: read.batches.into_iter().map(ReadChunk::Memory).collect(),
+                    log_start,
+                    high_watermark: local.high_watermark,
+                });
+            }
+        }
+        let mut result = if first_whole {
+            self.log.read(offset, max_bytes)?
+        } else {
+            self.log.read_within(offset, max_bytes)?
+        };
+        result.log_start = self.log_start();
+        Ok(result)
+    }
+
+    /// The first offset whose record timestamp is at or after `target`, with that
+    /// timestamp. Blocking.
+    pub(crate) fn offset_for_timestamp(
+        &self,
+        target: Timestamp,
+    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+        let Some(shared) = &self.shared else {
+            return Ok(self.log.offset_for_timestamp(target)?);
+        };
+        let (reader, key, log_start) = (
+            shared.storage.reader.clone(),
+            shared.key,
+            shared.log_start(),
+        );
+        shared
+            .storage
+            .wait_for(async move { reader.offset_for_timestamp(key, target, log_start).await })?
+    }
+
+    /// The first record with the largest timestamp, with that timestamp. Blocking.
+    pub(crate) fn max_timestamp_offset(
+        &self,
+    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+        let Some(shared) = &self.shared else {
+            return Ok(self.log.max_timestamp_offset()?);
+        };
+        let (reader, key, log_start) = (
+            shared.storage.reader.clone(),
+            shared.key,
+            shared.log_start(),
+        );
+        shared
+            .storage
+            .wait_for(async move { reader.max_timestamp_offset(key, log_start).await })?
+    }
+
+    /// Moves the log start forward to `offset` (DeleteRecords); returns the new one.
+    /// Blocking.
+    pub(crate) fn advance_log_start(&self, offset: Offset) -> Result<Offset, PartitionError> {
+        match &self.shared {
+            None => Ok(self.log.advance_log_start(offset)?),
+            Some(shared) => shared.advance_log_start(&self.log, offset),
+        }
+    }
+
+    /// Notes a successful append of `bytes` (shared-storage mode uploads it).
+    pub(crate) fn appended(&self, bytes: usize) {
+        if let Some(shared) = &self.shared {
+            shared.appended(&self.log, bytes);
+        }
+    }
 }

@@ -20,6 +20,9 @@ use crate::store_binding;
 use crate::topics::{self, TopicTable};
 use spool_coordinator::GroupCoordinator;
 use spool_metadata::{MetadataStore, MetadataUrl};
+use spool_objects::{ObjectStorage, StorageUrl};
+
+use crate::shared_storage::SharedStorage;
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +41,8 @@ pub enum BrokerError {
     Logs(#[from] spool_log::LogError),
     #[error("cannot open the metadata store: {0}")]
     Metadata(#[from] spool_metadata::MetadataError),
+    #[error("cannot open the object storage: {0}")]
+    Objects(#[from] spool_objects::ObjectsError),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: SocketAddr,
@@ -74,6 +79,8 @@ pub(crate) struct Shared {
     pub(crate) groups: Arc<GroupCoordinator>,
     pub(crate) producer_ids: ProducerIds,
     pub(crate) cluster_id: String,
+    /// Shared-storage mode's objects and uploader; `None` in embedded mode.
+    pub(crate) storage: Option<Arc<SharedStorage>>,
 }
 
 impl Shared {
@@ -103,12 +110,30 @@ impl Broker {
     /// Locks and opens the data directory (a second process on it is refused),
     /// binds the listener and starts accepting.
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
+        Broker::start_locked(config, None).await
+    }
+
+    /// Like [`Broker::start`], in shared-storage mode over `objects` (whatever
+    /// `config.storage.url` says): tests share one in-memory store between brokers,
+    /// or between runs of one, and wrap it to make it fail.
+    pub async fn start_with_objects(
+        mut config: BrokerConfig,
+        objects: ObjectStorage,
+    ) -> Result<Broker, BrokerError> {
+        config.storage.url.get_or_insert(StorageUrl::Memory);
+        Broker::start_locked(config, Some(objects)).await
+    }
+
+    async fn start_locked(
+        config: BrokerConfig,
+        objects: Option<ObjectStorage>,
+    ) -> Result<Broker, BrokerError> {
         let lock = DataDirLock::acquire(&config.data_dir)?;
         let store = LocalStore::open(&config.data_dir).map_err(|source| BrokerError::DataDir {
             path: config.data_dir.clone(),
             source,
         })?;
-        let mut broker = Broker::start_on(config, Arc::new(store)).await?;
+        let mut broker = Broker::start_with(config, Arc::new(store), objects).await?;
         broker.data_dir_lock = Some(lock);
         Ok(broker)
     }
@@ -122,13 +147,31 @@ impl Broker {
         config: BrokerConfig,
         store: Arc<dyn spool_store::Store>,
     ) -> Result<Broker, BrokerError> {
+        Broker::start_with(config, store, None).await
+    }
+
+    /// [`Broker::start_on`], with `objects` as the object storage of shared-storage
+    /// mode (opened from `config.storage.url` when `None`).
+    pub async fn start_with(
+        config: BrokerConfig,
+        store: Arc<dyn spool_store::Store>,
+        objects: Option<ObjectStorage>,
+    ) -> Result<Broker, BrokerError> {
+        let objects = match (objects, &config.storage.url) {
+            (_, None) => None,
+            (Some(objects), Some(_)) => Some(objects),
+            (None, Some(url)) => Some(url.open()?),
+        };
         std::fs::create_dir_all(&config.data_dir).map_err(|source| BrokerError::DataDir {
             path: config.data_dir.clone(),
             source,
         })?;
         let manager_config = ManagerConfig {
             flush_threads: config.io_threads,
-            cleaner: config.cleaner.enabled.then_some(config.cleaner.settings),
+            // Shared-storage mode cleans compacted topics in object storage, not in
+            // the tails (not yet: docs/storage.md).
+            cleaner: (config.cleaner.enabled && objects.is_none())
+                .then_some(config.cleaner.settings),
             cleaner_backoff: config.cleaner.backoff,
             ..ManagerConfig::default()
         };
@@ -174,6 +217,10 @@ impl Broker {
                 source,
             })?;
         let advertised = advertised_address(config.advertise.as_deref(), local_addr);
+        let storage = objects.map(|objects| {
+            tracing::info!(objects = %objects.prefix, "partition data in object storage");
+            SharedStorage::start(objects, metadata.clone(), &config.storage)
+        });
         let shared = Arc::new(Shared {
             dynamic,
             admin: tokio::sync::Mutex::new(()),
@@ -184,6 +231,7 @@ impl Broker {
             groups: groups.clone(),
             producer_ids: ProducerIds::new(metadata.clone()),
             cluster_id: "spool-cluster".to_owned(),
+            storage,
         });
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(groups.run(stopped.clone()));
@@ -208,6 +256,13 @@ impl Broker {
         crate::lag::group_lag(&self.shared, group)
     }
 
+    /// Shared-storage mode's counts (objects written and read, commits, latencies);
+    /// `None` in embedded mode.
+    #[must_use]
+    pub fn storage_stats(&self) -> Option<crate::StorageStats> {
+        self.shared.storage.as_ref().map(|storage| storage.stats())
+    }
+
     /// The address the listener is bound to (useful with port 0).
     #[must_use]
     pub fn local_addr(&self) -> SocketAddr {
@@ -219,6 +274,10 @@ impl Broker {
     pub async fn shutdown(self) -> Result<(), BrokerError> {
         let _ = self.stop.send(true);
         self.accept.await?;
+        if let Some(storage) = &self.shared.storage {
+            // What was appended (and answered, with acks=1) goes to object storage.
+            storage.close().await;
+        }
         let shared = self.shared.clone();
         tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;
         Ok(())

@@ -303,6 +303,10 @@ pub(crate) fn create_logs(shared: &Shared, topic: &Topic, from: i32) -> Result<(
     shared
         .logs
         .set_topic_config(&log_topic(topic.record.id), topic.log.clone())?;
+    if shared.storage.is_some() {
+        // Shared-storage mode: a partition's tail is opened on first use.
+        return Ok(());
+    }
     for index in from..topic.record.partitions {
         if let Some(partition) = topic.log_partition(index)
             && shared.logs.partition(&partition)?.is_none()

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use spool_broker::{BrokerConfig, MetadataUrl};
+use spool_broker::{BrokerConfig, MetadataUrl, StorageUrl};
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ServeArgs {
@@ -26,6 +26,11 @@ pub(crate) struct ServeArgs {
     /// [default: sqlite://DATA_DIR/metadata.db].
     #[arg(long, env = "SPOOL_METADATA_URL")]
     metadata_url: Option<String>,
+    /// Where partition data lives: s3://bucket/prefix (also gs://, az://, memory://)
+    /// for shared storage, the data directory then being a cache [default: the data
+    /// directory].
+    #[arg(long, env = "SPOOL_STORAGE_URL")]
+    storage_url: Option<String>,
     /// This broker's node id [default: 1].
     #[arg(long, env = "SPOOL_NODE_ID")]
     node_id: Option<i32>,
@@ -61,6 +66,10 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
     if let Some(data_dir) = &args.data_dir {
         config.data_dir = data_dir.clone();
     }
+    if let Some(url) = &args.storage_url {
+        config.storage.url =
+            Some(StorageUrl::parse(url).map_err(|e| format!("--storage-url {e}"))?);
+    }
     if let Some(url) = &args.metadata_url {
         config.metadata_url =
             Some(MetadataUrl::parse(url).map_err(|e| format!("--metadata-url {e}"))?);
@@ -88,7 +97,9 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
 }
 
 /// Top-level keys `listen`, `advertise`, `data_dir`, `node_id`, a `[metadata]` table
-/// with `url`, and a `[broker]` table of settings by their Kafka names.
+/// with `url`, a `[storage]` table with `url` and the `storage.*` settings without
+/// their prefix (`flush.ms = 50`), and a `[broker]` table of settings by their Kafka
+/// names.
 fn apply_file(config: &mut BrokerConfig, path: &str, table: &toml::Table) -> Result<(), String> {
     for (key, value) in table {
         let text = || match value {
@@ -118,6 +129,28 @@ fn apply_file(config: &mut BrokerConfig, path: &str, table: &toml::Table) -> Res
                     );
                 }
             }
+            "storage" => {
+                let storage = value.as_table().ok_or_else(|| bad("a table of settings"))?;
+                for (name, setting) in flattened(storage) {
+                    match (name.as_str(), &setting) {
+                        ("url", toml::Value::String(url)) => {
+                            config.storage.url = Some(
+                                StorageUrl::parse(url)
+                                    .map_err(|e| format!("{path}: [storage] url: {e}"))?,
+                            );
+                        }
+                        _ => {
+                            let text = match setting {
+                                toml::Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            };
+                            config
+                                .set(&format!("storage.{name}"), &text)
+                                .map_err(|e| format!("{path}: [storage] {name}: {e}"))?;
+                        }
+                    }
+                }
+            }
             "broker" => {
                 let broker = value.as_table().ok_or_else(|| bad("a table of settings"))?;
                 for (name, setting) in broker {
@@ -136,6 +169,22 @@ fn apply_file(config: &mut BrokerConfig, path: &str, table: &toml::Table) -> Res
     Ok(())
 }
 
+/// A table's settings by dotted name: `flush.ms = 50` is TOML for `flush = { ms = 50 }`.
+fn flattened(table: &toml::Table) -> Vec<(String, toml::Value)> {
+    let mut settings = Vec::new();
+    for (name, value) in table {
+        match value {
+            toml::Value::Table(inner) => settings.extend(
+                flattened(inner)
+                    .into_iter()
+                    .map(|(rest, value)| (format!("{name}.{rest}"), value)),
+            ),
+            other => settings.push((name.clone(), other.clone())),
+        }
+    }
+    settings
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +196,7 @@ mod tests {
             advertise: None,
             data_dir: None,
             metadata_url: None,
+            storage_url: None,
             node_id: None,
             settings: settings.iter().map(|s| (*s).to_owned()).collect(),
         }
@@ -187,6 +237,28 @@ mod tests {
             resolve(&args(Some(path.clone()), &[]))
                 .unwrap_err()
                 .contains("[metadata] url")
+        );
+        std::fs::write(
+            &path,
+            "[storage]\nurl = \"s3://bucket/spool\"\nflush.ms = 20\n\"uploads.in.flight\" = 8\n",
+        )
+        .unwrap();
+        let config = resolve(&args(Some(path.clone()), &["storage.flush.bytes=1048576"])).unwrap();
+        assert_eq!(
+            config.storage.url,
+            Some(StorageUrl::S3 {
+                bucket: "bucket".to_owned(),
+                prefix: "spool".to_owned()
+            })
+        );
+        assert_eq!(config.storage.flush.as_millis(), 20);
+        assert_eq!(config.storage.uploads_in_flight, 8);
+        assert_eq!(config.storage.flush_bytes, 1 << 20);
+        std::fs::write(&path, "[storage]\nflush.ms = 0\n").unwrap();
+        let error = resolve(&args(Some(path.clone()), &[])).unwrap_err();
+        assert!(
+            error.contains("[storage] flush.ms") && error.contains("1 to 10000"),
+            "{error}"
         );
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         assert!(

@@ -38,10 +38,34 @@ impl TestBroker {
         TestBroker::start_configured(data, &[]).await
     }
 
-    async fn start_configured(data: tempfile::TempDir, settings: &[(&str, &str)]) -> TestBroker {
+    /// Starts a broker in shared-storage mode over `objects` (shared with other
+    /// brokers, or with later runs), with its metadata in `metadata` (a data
+    /// directory's SQLite file when `None`: then restarts need the same data dir).
+    pub async fn start_shared(
+        data: tempfile::TempDir,
+        objects: spool_broker::ObjectStorage,
+        metadata: Option<spool_broker::MetadataUrl>,
+        settings: &[(&str, &str)],
+    ) -> TestBroker {
+        let config = TestBroker::config(&data, metadata, settings);
+        let broker = Broker::start_with_objects(config, objects)
+            .await
+            .expect("broker starts");
+        TestBroker {
+            broker: Some(broker),
+            data,
+        }
+    }
+
+    fn config(
+        data: &tempfile::TempDir,
+        metadata: Option<spool_broker::MetadataUrl>,
+        settings: &[(&str, &str)],
+    ) -> BrokerConfig {
         let mut config = BrokerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data.path().to_path_buf(),
+            metadata_url: metadata,
             ..BrokerConfig::default()
         };
         for (name, value) in settings {
@@ -49,6 +73,11 @@ impl TestBroker {
                 .set(name, value)
                 .unwrap_or_else(|e| panic!("setting {name}: {e}"));
         }
+        config
+    }
+
+    async fn start_configured(data: tempfile::TempDir, settings: &[(&str, &str)]) -> TestBroker {
+        let config = TestBroker::config(&data, None, settings);
         let broker = Broker::start(config).await.expect("broker starts");
         TestBroker {
             broker: Some(broker),

@@ -9,12 +9,12 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{
     ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, ResponseKind, TopicName,
 };
-use spool_log::PartitionLog;
+
 use spool_model::Offset;
 
 use super::ApiDecl;
-use crate::errors::{self, code};
-use crate::partitions::per_partition;
+use crate::errors::code;
+use crate::partitions::{PartitionHandle, per_partition};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -40,7 +40,7 @@ pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -
         let partition = shared
             .partition(name.0.as_str(), index, -1)
             .map_err(|error| error.code())?;
-        delete_before(&partition.log, offset)
+        delete_before(&partition, offset)
     })
     .await;
     let topics = answers
@@ -65,16 +65,18 @@ pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -
     ResponseKind::DeleteRecords(DeleteRecordsResponse::default().with_topics(topics))
 }
 
-fn delete_before(log: &PartitionLog, offset: i64) -> Result<i64, i16> {
+fn delete_before(partition: &PartitionHandle, offset: i64) -> Result<i64, i16> {
+    let high_watermark = partition.log.offsets().high_watermark;
     let target = if offset == -1 {
-        log.offsets().high_watermark
+        high_watermark
     } else {
         Offset(offset)
     };
-    if target.0 < 0 {
+    if target.0 < 0 || target > high_watermark {
         return Err(code::OFFSET_OUT_OF_RANGE);
     }
-    log.advance_log_start(target)
+    partition
+        .advance_log_start(target)
         .map(|start| start.0)
-        .map_err(|e| errors::log_error_code(&e))
+        .map_err(|e| e.code())
 }

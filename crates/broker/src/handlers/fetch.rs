@@ -25,7 +25,7 @@ use tokio::sync::watch;
 pub(crate) use self::encode::FetchBody;
 use self::encode::{PartitionOut, TopicOut};
 use super::ApiDecl;
-use crate::errors::{self, code};
+use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
 use crate::server::Shared;
@@ -106,8 +106,8 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
                 .and_then(|topic| {
                     shared.partition_of(topic, wanted.partition, wanted.current_leader_epoch)
                 });
-            let log = match found {
-                Ok(partition) => partition.log,
+            let partition = match found {
+                Ok(partition) => partition,
                 Err(error) => {
                     pass.errors = true;
                     partitions.push(PartitionOut::error(wanted.partition, error.code()));
@@ -122,15 +122,11 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
                 .unwrap_or(0)
                 .min(budget);
             let offset = Offset(wanted.fetch_offset);
-            let read = if pass.bytes == 0 {
-                log.read(offset, partition_budget)
-            } else {
-                log.read_within(offset, partition_budget)
-            };
-            let offsets = log.offsets();
+            let read = partition.read(offset, partition_budget, pass.bytes == 0);
+            let log = &partition.log;
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
-            out.high_watermark = offsets.high_watermark.0;
-            out.log_start = offsets.log_start.0;
+            out.high_watermark = log.offsets().high_watermark.0;
+            out.log_start = partition.log_start().0;
             match read {
                 Ok(result) => {
                     response::prefetch(&result.chunks);
@@ -142,7 +138,7 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
                 }
                 Err(error) => {
                     pass.errors = true;
-                    out.error = errors::log_error_code(&error);
+                    out.error = error.code();
                 }
             }
             partitions.push(out);

@@ -13,12 +13,12 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{
     ApiKey, ListOffsetsRequest, ListOffsetsResponse, ResponseKind, TopicName,
 };
-use spool_log::LogError;
+
 use spool_model::{Offset, Timestamp};
 
 use super::ApiDecl;
-use crate::errors::{self, code};
-use crate::partitions::{PartitionHandle, per_partition};
+use crate::errors::code;
+use crate::partitions::{PartitionError, PartitionHandle, per_partition};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -96,7 +96,7 @@ struct Found {
 }
 
 fn lookup(partition: &PartitionHandle, timestamp: i64) -> Result<Found, i16> {
-    let storage = |error: LogError| errors::log_error_code(&error);
+    let storage = |error: PartitionError| error.code();
     let log = &partition.log;
     let offsets = log.offsets();
     let at = |offset: Offset, timestamp: i64| Found {
@@ -105,17 +105,17 @@ fn lookup(partition: &PartitionHandle, timestamp: i64) -> Result<Found, i16> {
         leader_epoch: log.leader_epoch_at(offset),
     };
     let found = match timestamp {
-        EARLIEST | EARLIEST_LOCAL => Some(at(offsets.log_start, -1)),
+        EARLIEST | EARLIEST_LOCAL => Some(at(partition.log_start(), -1)),
         LATEST => Some(Found {
             offset: offsets.high_watermark.0,
             timestamp: -1,
             leader_epoch: partition.leader_epoch,
         }),
-        MAX_TIMESTAMP => log
+        MAX_TIMESTAMP => partition
             .max_timestamp_offset()
             .map_err(storage)?
             .map(|(offset, t)| at(offset, t.0)),
-        t if t >= 0 => log
+        t if t >= 0 => partition
             .offset_for_timestamp(Timestamp(t))
             .map_err(storage)?
             .map(|(offset, t)| at(offset, t.0)),

@@ -11,7 +11,7 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use spool_log::{AppendInfo, LogError, PartitionLog};
+use spool_log::{AppendInfo, LogError};
 use spool_model::{Timestamp, TimestampType, TopicPartition};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
 use spool_protocol::compression::CodecError;
@@ -20,7 +20,7 @@ use spool_protocol::recompress::recompress;
 
 use super::ApiDecl;
 use crate::errors::{self, code};
-use crate::partitions::per_partition;
+use crate::partitions::{PartitionHandle, per_partition};
 use crate::server::Shared;
 use crate::topics::{self, Recompression, Topic};
 
@@ -33,7 +33,7 @@ pub(crate) const API: ApiDecl = ApiDecl {
 /// One partition's part of the request, validated and appended or refused.
 struct PartitionOutcome {
     index: i32,
-    result: Result<(Arc<PartitionLog>, AppendInfo), Refused>,
+    result: Result<(PartitionHandle, AppendInfo), Refused>,
 }
 
 /// Why a partition's batches were refused: the code, and for bad records (KIP-467,
@@ -157,11 +157,10 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                             })
                             .collect(),
                     ),
-                Ok((log, info)) => {
+                Ok((partition, info)) => {
                     let durable = if acks == -1 {
-                        match tokio::time::timeout(timeout, log.wait_durable(info.next_offset()))
-                            .await
-                        {
+                        let written = partition.log.wait_durable(info.next_offset());
+                        match tokio::time::timeout(timeout, written).await {
                             Ok(Ok(())) => code::NONE,
                             Ok(Err(error)) => errors::log_error_code(&error),
                             Err(_) => code::REQUEST_TIMED_OUT,
@@ -173,7 +172,7 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
                         .with_error_code(durable)
                         .with_base_offset(info.base_offset.0)
                         .with_log_append_time_ms(info.log_append_time.map_or(-1, |t| t.0))
-                        .with_log_start_offset(log.offsets().log_start.0)
+                        .with_log_start_offset(partition.log_start().0)
                 }
             };
             partitions.push(response);
@@ -191,13 +190,13 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
 
 /// Validates the batches (CRC once per batch, never per record) and appends them.
 /// Blocking: runs on the blocking pool.
-fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, AppendInfo), Refused> {
+fn append(shared: &Shared, work: Appending) -> Result<(PartitionHandle, AppendInfo), Refused> {
     let Appending {
         index,
         records,
         topic,
     } = work;
-    let partition = TopicPartition::new(topic.record.name.clone(), index);
+    let name = TopicPartition::new(topic.record.name.clone(), index);
     let max_message_bytes = topic.max_message_bytes;
     let check_timestamps =
         topic.log.timestamp_type == TimestampType::CreateTime && !topic.timestamps.is_unlimited();
@@ -210,7 +209,7 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
             return Err(code::MESSAGE_TOO_LARGE.into());
         }
         let header = batch::validate_batch(bytes, BatchRules::Produce).map_err(|error| {
-            tracing::debug!(%partition, %error, "refusing a produced batch");
+            tracing::debug!(partition = %name, %error, "refusing a produced batch");
             errors::batch_error_code(&error)
         })?;
         // Kafka checks every record; the header's first and newest timestamps are the
@@ -222,33 +221,35 @@ fn append(shared: &Shared, work: Appending) -> Result<(Arc<PartitionLog>, Append
             return Err(code::INVALID_TIMESTAMP.into());
         }
         if topic.log.cleanup.compact {
-            refuse_keyless(bytes, &partition)?;
+            refuse_keyless(bytes, &name)?;
         }
         batches.push(match topic.recompression {
             None => Cow::Borrowed(bytes),
-            Some(target) => recompressed(bytes, target, max_message_bytes, &partition)?,
+            Some(target) => recompressed(bytes, target, max_message_bytes, &name)?,
         });
     }
     if batches.is_empty() {
         return Err(code::CORRUPT_MESSAGE.into());
     }
     let slices: Vec<&[u8]> = batches.iter().map(AsRef::as_ref).collect();
-    let log = shared
+    let partition = shared
         .partition_of(topic.clone(), index, -1)
-        .map_err(|e| e.code())?
-        .log;
+        .map_err(|e| e.code())?;
+    let log = partition.log.clone();
     let info = log.append(&slices).map_err(|e| {
         if let LogError::Producer(refused) = &e {
-            tracing::info!(%partition, %refused, "refusing an idempotent batch");
+            tracing::info!(partition = %name, %refused, "refusing an idempotent batch");
         } else {
-            tracing::error!(%partition, %e, "append failed");
+            tracing::error!(partition = %name, %e, "append failed");
         }
         errors::log_error_code(&e)
     })?;
     if info.duplicate {
-        tracing::debug!(%partition, base = %info.base_offset, "a retried batch was already written");
+        tracing::debug!(partition = %name, base = %info.base_offset, "a retried batch was already written");
+    } else {
+        partition.appended(slices.iter().map(|s| s.len()).sum());
     }
-    Ok((log, info))
+    Ok((partition, info))
 }
 
 /// A compacted topic keeps the latest record of each key, so a record without a key

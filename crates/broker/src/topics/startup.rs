@@ -55,14 +55,22 @@ pub(crate) fn move_name_keyed_logs(
 
 /// Builds the topic table from the store's records: resolves their settings, removes
 /// logs that no topic owns, creates missing ones, and raises every partition's leader
-/// epoch (this broker takes ownership).
+/// epoch (this broker takes ownership). In shared-storage mode every local log goes:
+/// the data directory is a cache, and tails are opened from the catalogue.
 pub(crate) async fn load_topics(
     metadata: &dyn MetadataStore,
     records: Vec<TopicRecord>,
     logs: &LogManager,
     settings: &BrokerConfig,
 ) -> Result<TopicTable, BrokerError> {
-    remove_unowned_logs(logs, &records)?;
+    let shared_storage = settings.storage.url.is_some();
+    if shared_storage {
+        for partition in logs.partitions() {
+            logs.delete_partition(&partition)?;
+        }
+    } else {
+        remove_unowned_logs(logs, &records)?;
+    }
     // One transaction for every partition: a start with thousands of topics must not
     // wait for thousands of commits.
     let mut epochs = metadata.bump_all_leader_epochs().await?;
@@ -76,7 +84,7 @@ pub(crate) async fn load_topics(
             let Some(partition) = topic.log_partition(index) else {
                 continue;
             };
-            if logs.partition(&partition)?.is_none() {
+            if !shared_storage && logs.partition(&partition)?.is_none() {
                 tracing::warn!(topic = %topic.record.name, partition = index, "partition missing from the data directory; creating it");
                 logs.create_partition(&partition)?;
             }

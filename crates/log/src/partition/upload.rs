@@ -154,6 +154,9 @@ impl PartitionLog {
     /// the next object.
     pub fn take_for_upload(&self) -> Option<UploadChunk> {
         let mut state = self.lock();
+        if state.failed {
+            return None;
+        }
         let leader_epoch = state.leader_epochs.latest().unwrap_or(-1);
         let producers = state.producers.clone();
         let buffer = state.upload.as_mut()?;

@@ -1,0 +1,257 @@
+//! Shared-storage mode (`--storage-url`): partition data lives in object storage and
+//! the catalogue of the metadata store says what is where; the broker keeps only each
+//! partition's tail (what it appended and has not yet seen committed, plus recent
+//! data for readers) in the data directory, which is a cache: a broker started on an
+//! empty one serves everything.
+//!
+//! - Opening a partition ([`SharedStorage::open_tail`]) reads its committed state from
+//!   the catalogue (high watermark, producers, epochs) and starts an empty tail there.
+//! - Appends go to the tail as in embedded mode; the [`uploader`] gathers every
+//!   partition's appends into one object per flush and commits them; `acks=all` waits
+//!   for that commit.
+//! - Reads below the tail go to the [`reader`]: a bounded catalogue lookup and ranged
+//!   GETs, through a local cache.
+//!
+//! The catalogue calls are async and the partition seam is blocking (it runs on the
+//! blocking pool): [`wait_for`] runs a call on the runtime and waits for it there.
+
+mod counts;
+mod reader;
+mod uploader;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use spool_log::{LogManager, PartitionLog, TailStart};
+use spool_metadata::{MetadataError, MetadataStore, PartitionKey};
+use spool_model::{Offset, TopicPartition};
+use spool_objects::ObjectStorage;
+use tokio::sync::watch;
+
+pub(crate) use self::counts::StorageCounts;
+pub use self::counts::{Latency, StorageStats};
+pub(crate) use self::reader::ObjectReader;
+use self::uploader::Uploader;
+use crate::config::StorageConfig;
+use crate::partitions::PartitionError;
+
+/// Object storage, the catalogue, and the tails this broker leads.
+#[derive(Debug)]
+pub(crate) struct SharedStorage {
+    catalogue: Arc<dyn MetadataStore>,
+    uploader: Arc<Uploader>,
+    pub(crate) reader: ObjectReader,
+    pub(crate) counts: Arc<StorageCounts>,
+    /// Held while a tail is opened, so that two requests open a partition once.
+    opening: Mutex<()>,
+    /// Each open tail's log start, as the catalogue has it (the tail itself starts
+    /// at the committed end it was opened at).
+    log_starts: RwLock<HashMap<TopicPartition, Arc<AtomicI64>>>,
+    runtime: tokio::runtime::Handle,
+    /// Tells the flush loop to take what is left and stop.
+    closing: watch::Sender<bool>,
+    flush_loop: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// A tail already open and its log start.
+type OpenTail = (Arc<PartitionLog>, Arc<AtomicI64>);
+
+/// A partition of shared-storage mode as the partition seam hands it out.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedPartition {
+    pub(crate) key: PartitionKey,
+    pub(crate) storage: Arc<SharedStorage>,
+    log_start: Arc<AtomicI64>,
+}
+
+impl SharedPartition {
+    /// The partition's log start (the catalogue's, not the tail's).
+    pub(crate) fn log_start(&self) -> Offset {
+        Offset(self.log_start.load(Ordering::Acquire))
+    }
+
+    /// Moves the log start to `offset` (DeleteRecords, retention) in the catalogue
+    /// and in the tail; returns the new log start.
+    pub(crate) fn advance_log_start(
+        &self,
+        log: &PartitionLog,
+        offset: Offset,
+    ) -> Result<Offset, PartitionError> {
+        let catalogue = self.storage.catalogue.clone();
+        let key = self.key;
+        let start = self
+            .storage
+            .wait_for(async move { catalogue.advance_log_start(key, offset.0).await })??;
+        self.log_start.fetch_max(start, Ordering::AcqRel);
+        let local = log.offsets();
+        if start > local.log_start.0 {
+            log.advance_log_start(Offset(start).min(local.high_watermark))?;
+        }
+        Ok(Offset(start))
+    }
+
+    /// Notes an append to the tail: the uploader takes it with the next flush.
+    pub(crate) fn appended(&self, log: &Arc<PartitionLog>, bytes: usize) {
+        self.storage.uploader.note(self.key, log, bytes);
+    }
+}
+
+impl SharedStorage {
+    /// Starts the uploader, until [`SharedStorage::close`].
+    pub(crate) fn start(
+        objects: ObjectStorage,
+        catalogue: Arc<dyn MetadataStore>,
+        settings: &StorageConfig,
+    ) -> Arc<SharedStorage> {
+        let counts = Arc::new(StorageCounts::default());
+        let (closing, closed) = watch::channel(false);
+        let (uploader, flush_loop) = Uploader::start(
+            objects.clone(),
+            catalogue.clone(),
+            settings,
+            counts.clone(),
+            closed,
+        );
+        Arc::new(SharedStorage {
+            reader: ObjectReader::new(
+                objects,
+                catalogue.clone(),
+                counts.clone(),
+                settings.cache_bytes,
+            ),
+            catalogue,
+            uploader,
+            counts,
+            opening: Mutex::new(()),
+            log_starts: RwLock::new(HashMap::new()),
+            runtime: tokio::runtime::Handle::current(),
+            closing,
+            flush_loop: Mutex::new(Some(flush_loop)),
+        })
+    }
+
+    /// Uploads what is waiting, waits for every upload to be committed (or to
+    /// fail), and stops the uploader.
+    pub(crate) async fn close(&self) {
+        let _ = self.closing.send(true);
+        let flush_loop = self
+            .flush_loop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(flush_loop) = flush_loop {
+            let _ = flush_loop.await;
+        }
+        self.uploader.drain().await;
+    }
+
+    /// The counts of the write and read paths.
+    pub(crate) fn stats(&self) -> StorageStats {
+        self.counts.snapshot()
+    }
+
+    /// The partition's tail, opened from the catalogue if this broker has none (or
+    /// its tail failed): blocking. `leader_epoch` is the epoch this broker leads the
+    /// partition under; a catalogue at another epoch means another leader has it.
+    pub(crate) fn open_tail(
+        self: &Arc<Self>,
+        logs: &LogManager,
+        log_key: &TopicPartition,
+        key: PartitionKey,
+        leader_epoch: i32,
+    ) -> Result<(Arc<PartitionLog>, SharedPartition), PartitionError> {
+        let shared = |log_start| SharedPartition {
+            key,
+            storage: self.clone(),
+            log_start,
+        };
+        if let Some((log, log_start)) = self.open_already(logs, log_key)? {
+            return Ok((log, shared(log_start)));
+        }
+        let _opening = self
+            .opening
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((log, log_start)) = self.open_already(logs, log_key)? {
+            return Ok((log, shared(log_start)));
+        }
+        let catalogue = self.catalogue.clone();
+        let state = self
+            .wait_for(async move { catalogue.partition_state(key).await })??
+            .ok_or(PartitionError::UnknownTopicOrPartition)?;
+        if state.leader_epoch != leader_epoch {
+            return Err(PartitionError::NotLeader);
+        }
+        if state.epochs.last().is_none_or(|(e, _)| *e < leader_epoch) {
+            let catalogue = self.catalogue.clone();
+            let start = state.high_watermark;
+            self.wait_for(async move { catalogue.begin_epoch(key, leader_epoch, start).await })??;
+        }
+        let mut epochs: Vec<(i32, Offset)> = state
+            .epochs
+            .iter()
+            .map(|(epoch, start)| (*epoch, Offset(*start)))
+            .collect();
+        if epochs.last().is_none_or(|(e, _)| *e < leader_epoch) {
+            epochs.push((leader_epoch, Offset(state.high_watermark)));
+        }
+        let start = TailStart {
+            next_offset: Offset(state.high_watermark),
+            producer_state: state.producer_state,
+            epochs,
+        };
+        let log = logs.open_tail(log_key, start)?;
+        log.become_leader(leader_epoch)?;
+        let log_start = Arc::new(AtomicI64::new(state.log_start));
+        self.log_starts
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(log_key.clone(), log_start.clone());
+        tracing::debug!(partition = %log_key, high_watermark = state.high_watermark, "opened a tail");
+        Ok((log, shared(log_start)))
+    }
+
+    /// The tail already open for the partition and its log start, unless it failed.
+    fn open_already(
+        &self,
+        logs: &LogManager,
+        log_key: &TopicPartition,
+    ) -> Result<Option<OpenTail>, PartitionError> {
+        let Some(log) = logs.partition(log_key)? else {
+            return Ok(None);
+        };
+        if !log.is_tail() || log.has_failed() {
+            return Ok(None);
+        }
+        let start = self
+            .log_starts
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(log_key)
+            .cloned();
+        Ok(start.map(|start| (log, start)))
+    }
+
+    /// Runs `work` on the runtime and waits for it: for the blocking partition seam.
+    /// Not to be called from an async task of a single-threaded runtime, which would
+    /// wait for itself.
+    pub(crate) fn wait_for<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> Result<T, PartitionError> {
+        let (done, answer) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = done.send(work.await);
+        });
+        answer
+            .recv()
+            .map_err(|_| PartitionError::Interrupted("the runtime stopped".to_owned()))
+    }
+}
+
+impl From<MetadataError> for PartitionError {
+    fn from(error: MetadataError) -> PartitionError {
+        PartitionError::Catalogue(error)
+    }
+}

@@ -1,0 +1,137 @@
+//! What the shared-storage mode counts, for operators and benchmarks: requests and
+//! bytes each way, commits, and the latencies of each stage of the write path (how
+//! long appends waited for their flush, the PUT, the commit).
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Latency samples kept per stage: the most recent ones.
+const SAMPLES: usize = 8_192;
+
+/// Counters of the write and read paths.
+#[derive(Debug, Default)]
+pub(crate) struct StorageCounts {
+    pub(crate) puts: AtomicU64,
+    pub(crate) put_bytes: AtomicU64,
+    pub(crate) put_failures: AtomicU64,
+    pub(crate) gets: AtomicU64,
+    pub(crate) get_bytes: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+    pub(crate) commits: AtomicU64,
+    pub(crate) commit_failures: AtomicU64,
+    /// Ranges the catalogue refused (their partition had moved on).
+    pub(crate) fenced_ranges: AtomicU64,
+    flush_wait: Samples,
+    put_latency: Samples,
+    commit_latency: Samples,
+}
+
+#[derive(Debug, Default)]
+struct Samples(Mutex<VecDeque<u64>>);
+
+impl Samples {
+    fn record(&self, took: Duration) {
+        let mut samples = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if samples.len() == SAMPLES {
+            samples.pop_front();
+        }
+        samples.push_back(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
+    }
+
+    fn percentiles(&self) -> Latency {
+        let mut sorted: Vec<u64> = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .copied()
+            .collect();
+        sorted.sort_unstable();
+        let at = |fraction: f64| -> u64 {
+            if sorted.is_empty() {
+                return 0;
+            }
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            let index = ((sorted.len() - 1) as f64 * fraction).round() as usize;
+            sorted.get(index).copied().unwrap_or(0)
+        };
+        Latency {
+            samples: sorted.len() as u64,
+            p50_us: at(0.5),
+            p99_us: at(0.99),
+            max_us: sorted.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// Percentiles of one stage's recent latencies, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Latency {
+    pub samples: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+/// A snapshot of [`StorageCounts`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StorageStats {
+    pub puts: u64,
+    pub put_bytes: u64,
+    pub put_failures: u64,
+    pub gets: u64,
+    pub get_bytes: u64,
+    pub cache_hits: u64,
+    pub commits: u64,
+    pub commit_failures: u64,
+    pub fenced_ranges: u64,
+    /// From an append to the start of its object's PUT.
+    pub flush_wait: Latency,
+    pub put: Latency,
+    pub commit: Latency,
+}
+
+impl StorageCounts {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn flush_waited(&self, took: Duration) {
+        self.flush_wait.record(took);
+    }
+
+    pub(crate) fn put_took(&self, took: Duration) {
+        self.put_latency.record(took);
+    }
+
+    pub(crate) fn commit_took(&self, took: Duration) {
+        self.commit_latency.record(took);
+    }
+
+    pub(crate) fn snapshot(&self) -> StorageStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        StorageStats {
+            puts: get(&self.puts),
+            put_bytes: get(&self.put_bytes),
+            put_failures: get(&self.put_failures),
+            gets: get(&self.gets),
+            get_bytes: get(&self.get_bytes),
+            cache_hits: get(&self.cache_hits),
+            commits: get(&self.commits),
+            commit_failures: get(&self.commit_failures),
+            fenced_ranges: get(&self.fenced_ranges),
+            flush_wait: self.flush_wait.percentiles(),
+            put: self.put_latency.percentiles(),
+            commit: self.commit_latency.percentiles(),
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The read path of shared-storage mode for offsets below a partition's tail: a
+//! bounded catalogue lookup (the ranges covering the bytes wanted, found by two index
+//! seeks whatever the consumer's lag), ranged GETs of just those bytes, and a
+//! size-bounded cache of what was fetched. A read also fetches, in the background,
+//! the ranges that follow the ones it returns (read-ahead), so a consumer reading
+//! sequentially finds its next fetch in the cache.
+//!
+//! The cache is in memory, keyed by object and byte range: objects are never
+//! rewritten under the same name, so a cached range is never stale.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use object_store::ObjectStoreExt;
+use spool_metadata::{MetadataStore, PartitionKey, StoredRange};
+use spool_model::{Offset, Timestamp, TimestampType};
+use spool_objects::ObjectStorage;
+use spool_protocol::batch::BatchFrames;
+
+use super::counts::StorageCounts;
+use crate::partitions::PartitionError;
+
+/// Ranges looked up per read: enough for any fetch budget, bounded whatever the lag.
+const RANGES_PER_LOOKUP: i64 = 64;
+
+/// Reads committed batches from objects.
+#[derive(Debug, Clone)]
+pub(crate) struct ObjectReader {
+    objects: ObjectStorage,
+    catalogue: Arc<dyn MetadataStore>,
+    counts: Arc<StorageCounts>,
+    cache: Arc<RangeCache>,
+}
+
+/// Whole batches read from objects, in offset order.
+#[derive(Debug, Default)]
+pub(crate) struct RemoteRead {
+    pub(crate) batches: Vec<Bytes>,
+}
+
+impl ObjectReader {
+    pub(super) fn new(
+        objects: ObjectStorage,
+        catalogue: Arc<dyn MetadataStore>,
+        counts: Arc<StorageCounts>,
+        cache_bytes: u64,
+    ) -> ObjectReader {
+        ObjectReader {
+            objects,
+            catalogue,
+            counts,
+            cache: Arc::new(RangeCache::new(cache_bytes)),
+        }
+    }
+
+    /// Whole batches from the one holding `offset`, up to `max_bytes` (the first one
+    /// whole even if larger when `first_whole`, as local reads do).
+    pub(crate) async fn read(
+        &self,
+        key: PartitionKey,
+        offset: Offset,
+        max_bytes: u64,
+        first_whole: bool,
+    ) -> Result<RemoteRead, PartitionError> {
+        let budget = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        // Twice the budget: what is not needed now is read ahead.
+        let ranges = self
+            .catalogue
+            .ranges_from(key, offset.0, budget.saturating_mul(2), RANGES_PER_LOOKUP)
+            .await?;
+        let mut read = RemoteRead::default();
+        let mut used = 0;
+        let mut total = 0_u64;
+        'ranges: for range in &ranges {
+            let bytes = self.range_bytes(range).await?;
+            used += 1;
+            for frame in BatchFrames::new(&bytes) {
+                let (header, batch) = frame.map_err(|error| corrupt(range, &error))?;
+                if header.next_offset() <= offset {
+                    continue;
+                }
+                let len = batch.len() as u64;
+                let first = read.batches.is_empty();
+                if total + len > max_bytes && !(first && first_whole) {
+                    break 'ranges;
+                }
+                total += len;
+                read.batches.push(bytes.slice_ref(batch));
+            }
+            if total >= max_bytes {
+                break;
+            }
+        }
+        self.read_ahead(ranges.into_iter().skip(used).collect());
+        Ok(read)
+    }
+
+    /// The first offset whose record timestamp is at or after `target`, with that
+    /// timestamp (exact to the record for uncompressed CreateTime batches, else the
+    /// batch's first offset, as local lookups are); `None` if every record is older.
+    pub(crate) async fn offset_for_timestamp(
+        &self,
+        key: PartitionKey,
+        target: Timestamp,
+        log_start: Offset,
+    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+        let Some(range) = self.catalogue.range_for_timestamp(key, target.0).await? else {
+            return Ok(None);
+        };
+        self.first_at_or_after(&range, target, log_start).await
+    }
+
+    /// The first record with the largest timestamp, with that timestamp.
+    pub(crate) async fn max_timestamp_offset(
+        &self,
+        key: PartitionKey,
+        log_start: Offset,
+    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+        let Some(range) = self.catalogue.range_with_max_timestamp(key).await? else {
+            return Ok(None);
+        };
+        self.first_at_or_after(&range, Timestamp(range.max_timestamp), log_start)
+            .await
+    }
+
+    async fn first_at_or_after(
+        &self,
+        range: &StoredRange,
+        target: Timestamp,
+        log_start: Offset,
+    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+        let bytes = self.range_bytes(range).await?;
+        for frame in BatchFrames::new(&bytes) {
+            let (header, batch) = frame.map_err(|error| corrupt(range, &error))?;
+            if header.max_timestamp < target || header.next_offset() <= log_start {
+                continue;
+            }
+            let batch_level = (header.base_offset, header.max_timestamp);
+            let exact = (header.timestamp_type() == TimestampType::CreateTime)
+                .then(|| spool_protocol::records::record_stamps(batch))
+                .flatten()
+                .and_then(|stamps| {
+                    stamps.iter().find_map(|stamp| {
+                        let at = Timestamp(
+                            header
+                                .base_timestamp
+                                .0
+                                .saturating_add(stamp.timestamp_delta),
+                        );
+                        (at >= target).then(|| (header.base_offset.plus(stamp.offset_delta), at))
+                    })
+                });
+            let (offset, timestamp) = exact.unwrap_or(batch_level);
+            return Ok(Some((offset.max(log_start), timestamp)));
+        }
+        Ok(None)
+    }
+
+    /// A range's bytes, from the cache or a ranged GET.
+    async fn range_bytes(&self, range: &StoredRange) -> Result<Bytes, PartitionError> {
+        let key = CacheKey::of(range);
+        if let Some(bytes) = self.cache.get(&key) {
+            StorageCounts::add(&self.counts.cache_hits, 1);
+            return Ok(bytes);
+        }
+        let bytes = fetch(&self.objects, &self.counts, range).await?;
+        self.cache.insert(key, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// Fetches `ranges` into the cache in the background.
+    fn read_ahead(&self, ranges: Vec<StoredRange>) {
+        let ranges: Vec<StoredRange> = ranges
+            .into_iter()
+            .filter(|range| !self.cache.contains(&CacheKey::of(range)))
+            .collect();
+        if ranges.is_empty() {
+            return;
+        }
+        let reader = self.clone();
+        tokio::spawn(async move {
+            for range in ranges {
+                match fetch(&reader.objects, &reader.counts, &range).await {
+                    Ok(bytes) => reader.cache.insert(CacheKey::of(&range), bytes),
+                    Err(error) => {
+                        tracing::debug!(object = %range.object, %error, "read-ahead failed");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// A ranged GET of one range.
+async fn fetch(
+    objects: &ObjectStorage,
+    counts: &StorageCounts,
+    range: &StoredRange,
+) -> Result<Bytes, PartitionError> {
+    let start = u64::try_from(range.position).unwrap_or(0);
+    let end = start + u64::try_from(range.length).unwrap_or(0);
+    let bytes = objects
+        .store
+        .get_range(&objects.path(&range.object), start..end)
+        .await
+        .map_err(|error| {
+            tracing::warn!(object = %range.object, %error, "reading an object failed");
+            PartitionError::ObjectRead(error.to_string())
+        })?;
+    StorageCounts::add(&counts.gets, 1);
+    StorageCounts::add(&counts.get_bytes, bytes.len() as u64);
+    Ok(bytes)
+}
+
+fn corrupt(range: &StoredRange, error: &dyn std::fmt::Display) -> PartitionError {
+    tracing::error!(object = %range.object, position = range.position, %error, "an object's range holds no valid batches");
+    PartitionError::ObjectRead(format!("object {}: {error}", range.object))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CacheKey {
+    object: String,
+    position: i64,
+}
+
+impl CacheKey {
+    fn of(range: &StoredRange) -> CacheKey {
+        CacheKey {
+            object: range.object.clone(),
+            position: range.position,
+        }
+    }
+}
+
+/// Ranges read, least recently inserted evicted first, within a byte budget.
+#[derive(Debug)]
+struct RangeCache {
+    limit: u64,
+    entries: Mutex<CacheEntries>,
+}
+
+#[derive(Debug, Default)]
+struct CacheEntries {
+    bytes: u64,
+    map: HashMap<CacheKey, Bytes>,
+    order: VecDeque<CacheKey>,
+}
+
+impl RangeCache {
+    fn new(limit: u64) -> RangeCache {
+        RangeCache {
+            limit,
+            entries: Mutex::new(CacheEntries::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheEntries> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, key: &CacheKey) -> Option<Bytes> {
+        self.lock().map.get(key).cloned()
+    }
+
+    fn contains(&self, key: &CacheKey) -> bool {
+        self.lock().map.contains_key(key)
+    }
+
+    fn insert(&self, key: CacheKey, bytes: Bytes) {
+        let len = bytes.len() as u64;
+        if len > self.limit {
+            return;
+        }
+        let mut entries = self.lock();
+        if entries.map.contains_key(&key) {
+            return;
+        }
+        while entries.bytes + len > self.limit {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some(evicted) = entries.map.remove(&oldest) {
+                entries.bytes -= evicted.len() as u64;
+            }
+        }
+        entries.bytes += len;
+        entries.order.push_back(key.clone());
+        entries.map.insert(key, bytes);
+    }
+}

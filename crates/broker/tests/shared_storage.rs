@@ -1,0 +1,244 @@
+//! Shared-storage mode end to end over raw requests: partition data in an object
+//! store (in memory here, wrapped to fail on purpose; `compat/` runs real clients on
+//! moto's S3 server), the catalogue in a metadata store outside the data directory.
+//! A broker started on an empty data directory serves everything committed;
+//! `acks=all` is answered after the commit; a failed PUT (or a lost answer) is a
+//! retriable error that loses nothing and writes nothing twice; one object per flush
+//! whatever the partition count.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, RequestKind, ResponseKind};
+use kafka_protocol::records::RecordBatchDecoder;
+use object_store::memory::InMemory;
+use spool_broker::{MetadataUrl, ObjectStorage};
+use spool_objects::FaultyObjectStore;
+use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestBroker, topic_name};
+
+const KAFKA_STORAGE_ERROR: i16 = 56;
+
+/// An object store kept across broker runs, and the metadata store's URL (outside
+/// any data directory, so that one can be thrown away).
+struct Cluster {
+    objects: Arc<FaultyObjectStore>,
+    metadata: MetadataUrl,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        Cluster {
+            objects: Arc::new(FaultyObjectStore::new(Arc::new(InMemory::new()))),
+            metadata: MetadataUrl::Sqlite(dir.path().join("catalogue.db")),
+            _dir: dir,
+        }
+    }
+
+    /// A broker on a fresh, empty data directory.
+    async fn broker(&self, settings: &[(&str, &str)]) -> TestBroker {
+        let objects = ObjectStorage::new(self.objects.clone(), "spool".into());
+        let data = tempfile::tempdir().unwrap();
+        TestBroker::start_shared(data, objects, Some(self.metadata.clone()), settings).await
+    }
+}
+
+/// Every record value of `topic`'s partition from `offset` to the high watermark,
+/// fetched `max_bytes` at a time (so cold reads span several objects).
+async fn values(client: &mut RawClient, topic: &str, partition: i32, max_bytes: i32) -> Vec<Bytes> {
+    let mut offset = 0;
+    let mut values = Vec::new();
+    loop {
+        let at = FetchAt {
+            partition,
+            offset,
+            max_bytes,
+        };
+        let answer = client.fetch(12, topic, &[at], 0, 0, max_bytes).await;
+        let answer = &answer[0];
+        assert_eq!(answer.error_code, 0, "fetch at {offset}");
+        let Some(mut records) = answer.records.clone() else {
+            break;
+        };
+        if records.is_empty() {
+            break;
+        }
+        for batch in RecordBatchDecoder::decode_all(&mut records).unwrap() {
+            for record in batch.records {
+                if record.offset >= offset {
+                    let next = i64::try_from(values.len()).unwrap();
+                    assert_eq!(record.offset, next, "offsets follow each other");
+                    values.push(record.value.unwrap_or_default());
+                }
+            }
+        }
+        offset = i64::try_from(values.len()).unwrap();
+        if offset >= answer.high_watermark {
+            break;
+        }
+    }
+    values
+}
+
+fn batch(tag: &str, n: usize) -> Vec<u8> {
+    let mut builder = BatchBuilder::new().timestamp(1_000 + i64::try_from(n).unwrap());
+    for i in 0..n {
+        builder = builder.record(spool_testkit::TestRecord::value(format!("{tag}-{i}")));
+    }
+    builder.build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_on_an_empty_data_dir_serves_everything_committed() {
+    let cluster = Cluster::new();
+    let broker = cluster.broker(&[("storage.flush.ms", "5")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("orders", 2).await, 0);
+    let mut expected: [Vec<String>; 2] = Default::default();
+    for round in 0..20 {
+        for partition in 0..2 {
+            let tag = format!("p{partition}r{round}");
+            let (error, base) = client.produce("orders", partition, batch(&tag, 5)).await;
+            assert_eq!(error, 0);
+            assert_eq!(base, round * 5);
+            expected[usize::try_from(partition).unwrap()]
+                .extend((0..5).map(|i| format!("{tag}-{i}")));
+        }
+    }
+    let stats = broker.broker().unwrap().storage_stats().unwrap();
+    assert!(stats.puts >= 1 && stats.commits >= 1, "{stats:?}");
+    drop(client);
+    // The data directory goes with the broker.
+    drop(broker.stop().await);
+
+    let broker = cluster.broker(&[]).await;
+    let mut client = broker.client().await;
+    for partition in 0..2 {
+        let want = &expected[usize::try_from(partition).unwrap()];
+        for max_bytes in [1 << 20, 300] {
+            let got: Vec<String> = values(&mut client, "orders", partition, max_bytes)
+                .await
+                .into_iter()
+                .map(|v| String::from_utf8(v.to_vec()).unwrap())
+                .collect();
+            assert_eq!(
+                &got, want,
+                "partition {partition}, {max_bytes} bytes a fetch"
+            );
+        }
+        let latest = client.list_offset(7, "orders", partition, -1).await;
+        assert_eq!(latest.offset, 100);
+        let earliest = client.list_offset(7, "orders", partition, -2).await;
+        assert_eq!(earliest.offset, 0);
+        // Timestamps 1005 in every batch: the first record at or after it is the first.
+        let by_time = client.list_offset(7, "orders", partition, 1_005).await;
+        assert_eq!((by_time.error_code, by_time.offset), (0, 0));
+        let beyond = client.list_offset(7, "orders", partition, 9_999).await;
+        assert_eq!(beyond.offset, -1);
+    }
+    // Appends go on where the catalogue says the partition ends.
+    assert_eq!(
+        client.produce("orders", 0, batch("after", 2)).await,
+        (0, 100)
+    );
+    let stats = broker.broker().unwrap().storage_stats().unwrap();
+    assert!(stats.gets >= 2, "cold reads came from objects: {stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_put_is_a_retriable_error_that_writes_nothing() {
+    let cluster = Cluster::new();
+    let broker = cluster.broker(&[("storage.flush.ms", "5")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("events", 1).await, 0);
+    assert_eq!(client.produce("events", 0, batch("a", 3)).await, (0, 0));
+    cluster.objects.fail_next_puts(1);
+    let (error, _) = client.produce("events", 0, batch("lost", 3)).await;
+    assert_eq!(error, KAFKA_STORAGE_ERROR);
+    // The partition reopens from the catalogue: the refused batch is not there.
+    assert_eq!(client.produce("events", 0, batch("b", 3)).await, (0, 3));
+    let got: Vec<Bytes> = values(&mut client, "events", 0, 1 << 20).await;
+    let got: Vec<&[u8]> = got.iter().map(|v| v.as_ref()).collect();
+    assert_eq!(
+        got,
+        vec![&b"a-0"[..], b"a-1", b"a-2", b"b-0", b"b-1", b"b-2"]
+    );
+    drop(client);
+    drop(broker.stop().await);
+    let broker = cluster.broker(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(values(&mut client, "events", 0, 1 << 20).await.len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_retry_after_a_lost_put_answer_is_written_once() {
+    let cluster = Cluster::new();
+    let broker = cluster.broker(&[("storage.flush.ms", "5")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("payments", 1).await, 0);
+    let first = BatchBuilder::new().producer(42, 0, 0).values(2, 10).build();
+    assert_eq!(client.produce("payments", 0, first).await, (0, 0));
+    // The object is written but the broker hears it failed: nothing is committed.
+    cluster.objects.lose_next_put_answers(1);
+    let second = BatchBuilder::new().producer(42, 0, 2).values(2, 10).build();
+    assert_eq!(
+        client.produce("payments", 0, second.clone()).await.0,
+        KAFKA_STORAGE_ERROR
+    );
+    assert_eq!(client.produce("payments", 0, second.clone()).await, (0, 2));
+    // A retry of a committed batch is recognised from the committed producer state,
+    // also by a broker that never saw it.
+    drop(client);
+    drop(broker.stop().await);
+    let broker = cluster.broker(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.produce("payments", 0, second).await, (0, 2));
+    assert_eq!(values(&mut client, "payments", 0, 1 << 20).await.len(), 4);
+    let third = BatchBuilder::new().producer(42, 0, 4).values(1, 10).build();
+    assert_eq!(client.produce("payments", 0, third).await, (0, 4));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_object_carries_a_flush_of_every_partition() {
+    let cluster = Cluster::new();
+    // A long flush interval: everything below goes out in one flush.
+    let broker = cluster.broker(&[("storage.flush.ms", "2000")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("wide", 200).await, 0);
+    let puts_before = cluster.objects.counts().puts;
+    let data = (0..200)
+        .map(|index| {
+            PartitionProduceData::default()
+                .with_index(index)
+                .with_records(Some(Bytes::from(batch(&format!("p{index}"), 2))))
+        })
+        .collect();
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(topic_name("wide"))
+                .with_partition_data(data),
+        ]);
+    let ResponseKind::Produce(response) = client.call(RequestKind::Produce(request), 9).await
+    else {
+        panic!("not a Produce response")
+    };
+    let answers = &response.responses[0].partition_responses;
+    assert_eq!(answers.len(), 200);
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.error_code == 0 && a.base_offset == 0)
+    );
+    assert_eq!(
+        cluster.objects.counts().puts - puts_before,
+        1,
+        "one PUT for 200 partitions"
+    );
+}
