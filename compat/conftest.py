@@ -17,6 +17,31 @@ SPOOL_BIN = os.environ.get("SPOOL_BIN", "target/debug/spool")
 # SPOOL_TEST_POSTGRES_URL names (scripts/test starts one); "sqlite" (the default) keeps
 # the metadata in the data directory.
 METADATA = os.environ.get("SPOOL_COMPAT_METADATA", "sqlite")
+# "s3" keeps partition data in the S3 bucket that SPOOL_TEST_S3_URL names (moto's
+# server, started by scripts/test), under a prefix of its own per data directory;
+# "local" (the default) keeps it in the data directory.
+STORAGE = os.environ.get("SPOOL_COMPAT_STORAGE", "local")
+
+
+def remembered(data_dir, name, make):
+    """A value made once per data directory and kept there, for restarts."""
+    path = os.path.join(data_dir, name)
+    if os.path.exists(path):
+        with open(path) as f:
+            return f.read()
+    value = make()
+    with open(path, "w") as f:
+        f.write(value)
+    return value
+
+
+def storage_url(data_dir):
+    """The storage URL of the brokers of a data directory: a fresh prefix in the
+    test bucket the first time."""
+    if STORAGE != "s3":
+        return None
+    bucket = os.environ["SPOOL_TEST_S3_URL"].rstrip("/")
+    return remembered(data_dir, "storage-url", lambda: f"{bucket}/compat-{uuid.uuid4().hex}")
 
 
 def metadata_url(data_dir):
@@ -25,16 +50,13 @@ def metadata_url(data_dir):
     if METADATA != "postgres":
         return None
     server = os.environ["SPOOL_TEST_POSTGRES_URL"]
-    remembered = os.path.join(data_dir, "metadata-url")
-    if os.path.exists(remembered):
-        with open(remembered) as f:
-            return f.read()
-    name = "compat_" + uuid.uuid4().hex
-    subprocess.run(["psql", server, "-qAtc", f"CREATE DATABASE {name}"], check=True)
-    url = f"{server.rsplit('/', 1)[0]}/{name}"
-    with open(remembered, "w") as f:
-        f.write(url)
-    return url
+
+    def fresh_database():
+        name = "compat_" + uuid.uuid4().hex
+        subprocess.run(["psql", server, "-qAtc", f"CREATE DATABASE {name}"], check=True)
+        return f"{server.rsplit('/', 1)[0]}/{name}"
+
+    return remembered(data_dir, "metadata-url", fresh_database)
 
 
 def free_port():
@@ -62,6 +84,9 @@ class Broker:
         url = metadata_url(self.data_dir)
         if url:
             args += ["--metadata-url", url]
+        storage = storage_url(self.data_dir)
+        if storage:
+            args += ["--storage-url", storage]
         for setting in self.settings:
             args += ["--set", setting]
         args += self.extra_args

@@ -11,6 +11,8 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
 from kafka.errors import InvalidRecordError
 
+from conftest import STORAGE
+
 # A cleaner that looks every 200 ms; topics with small segments and any dirt due.
 SETTINGS = ("log.cleaner.backoff.ms=200",)
 COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01",
@@ -57,6 +59,7 @@ def read_all_librdkafka(broker, topic):
     return records
 
 
+@pytest.mark.skipif(STORAGE == "s3", reason="compaction in object storage is not built yet (issue 15)")
 @pytest.mark.parametrize("codec", ["none", "zstd"])
 def test_the_cleaner_keeps_the_latest_value_of_each_key(make_broker, codec):
     broker = make_broker(*SETTINGS)
@@ -118,7 +121,9 @@ def test_records_without_a_key_are_refused_by_a_compacted_topic(make_broker):
     producer.flush(10)
     assert outcomes[0] is not None and outcomes[0].code() == KafkaError.INVALID_RECORD, outcomes
     assert outcomes[1] is None, outcomes
-    kp = KafkaProducer(bootstrap_servers=broker.address, retries=0)
+    # acks=all: a write is visible to readers once it is committed, which acks=1
+    # does not wait for (in shared-storage mode, the commit follows the flush).
+    kp = KafkaProducer(bootstrap_servers=broker.address, retries=0, acks="all")
     with pytest.raises(InvalidRecordError):
         kp.send("keys-only", value=b"no key either").get(timeout=10)
     kp.send("keys-only", key=b"k2", value=b"fine").get(timeout=10)

@@ -54,6 +54,15 @@ function metadataArgs() {
   return ['--metadata-url', `${server.slice(0, server.lastIndexOf('/'))}/${name}`];
 }
 
+// With SPOOL_COMPAT_STORAGE=s3, partition data lives under a fresh prefix of the
+// bucket SPOOL_TEST_S3_URL names (moto's server, started by scripts/test).
+function storageArgs() {
+  if (process.env.SPOOL_COMPAT_STORAGE !== 's3') return [];
+  const bucket = process.env.SPOOL_TEST_S3_URL;
+  assert.ok(bucket, 'SPOOL_COMPAT_STORAGE=s3 needs SPOOL_TEST_S3_URL');
+  return ['--storage-url', `${bucket.replace(/\/+$/, '')}/kafkajs-${process.pid}-${Date.now()}`];
+}
+
 before(async () => {
   const port = await freePort();
   address = `127.0.0.1:${port}`;
@@ -62,7 +71,7 @@ before(async () => {
     'log.cleaner.backoff.ms=200']
     .flatMap((s) => ['--set', s]);
   broker = spawn(SPOOL_BIN, ['--listen', address, '--data-dir', path.join(dataDir, 'data'),
-    ...metadataArgs(), ...settings], { stdio: 'ignore' });
+    ...metadataArgs(), ...storageArgs(), ...settings], { stdio: 'ignore' });
   await waitForPort(port);
 });
 
@@ -210,7 +219,11 @@ test('a consumer group of two shares the partitions, commits, and resumes', asyn
   await admin.disconnect();
 });
 
-test('a compacted topic keeps the latest value of each key and refuses records without one', async () => {
+// Compaction in object storage is not built yet (issue 15).
+const compactionSkipped = process.env.SPOOL_COMPAT_STORAGE === 's3'
+  && 'compaction in object storage is not built yet';
+
+test('a compacted topic keeps the latest value of each key and refuses records without one', { skip: compactionSkipped }, async () => {
   const admin = kafka().admin();
   await admin.connect();
   await admin.createTopics({
