@@ -55,6 +55,51 @@ fn machine_crashes_that_garble_unsynced_writes_lose_nothing_acknowledged() {
     clean_run("machine", "garble");
 }
 
+/// Over moto's S3 server (`SPOOL_TEST_S3_URL`, with the `AWS_*` variables that
+/// `scripts/test` sets): every life starts on an empty data directory.
+#[test]
+fn kill_cycles_over_object_storage_on_empty_data_dirs_lose_nothing_acknowledged() {
+    let Ok(bucket) = std::env::var("SPOOL_TEST_S3_URL") else {
+        assert!(
+            std::env::var("SPOOL_REQUIRE_S3").as_deref() != Ok("1"),
+            "SPOOL_REQUIRE_S3=1 but SPOOL_TEST_S3_URL is not set"
+        );
+        eprintln!("SPOOL_TEST_S3_URL not set: skipped");
+        return;
+    };
+    let url = format!(
+        "{}/faultcheck-{}",
+        bucket.trim_end_matches('/'),
+        std::process::id()
+    );
+    let (code, stdout, stderr) = faultcheck(&[
+        "--mode",
+        "kill",
+        "--storage-url",
+        &url,
+        "--cycles",
+        "4",
+        "--seed",
+        "7",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["storage_url"], url.as_str());
+    assert!(
+        report["findings"]["violations"]
+            .as_object()
+            .unwrap()
+            .is_empty(),
+        "{report}"
+    );
+    let acknowledged = report["acknowledged"].as_u64().unwrap();
+    assert!(acknowledged > 1000, "{report}");
+    assert!(report["log_records"].as_u64().unwrap() >= acknowledged);
+    assert!(report["commits"].as_u64().unwrap() > 0, "{report}");
+}
+
 #[test]
 fn impossible_settings_are_usage_errors() {
     let (code, _, stderr) = faultcheck(&["--up-min-ms", "500", "--up-max-ms", "100"]);

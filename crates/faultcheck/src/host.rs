@@ -35,11 +35,20 @@ pub(crate) struct Host {
     kind: Kind,
 }
 
+/// Kill mode over shared storage: where partitions and metadata live, while every
+/// life of the broker starts on an empty data directory.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedStorage {
+    pub(crate) storage_url: String,
+    pub(crate) metadata_url: String,
+}
+
 #[derive(Debug)]
 enum Kind {
     Process {
         binary: PathBuf,
         child: Option<Child>,
+        shared: Option<SharedStorage>,
     },
     Machine {
         store: FaultyStore,
@@ -65,6 +74,7 @@ impl Host {
         data_dir: &Path,
         binary: PathBuf,
         seed: u64,
+        shared: Option<SharedStorage>,
     ) -> Result<Host, CheckError> {
         std::fs::create_dir_all(data_dir).map_err(CheckError::io("create", data_dir))?;
         let address = free_port()?;
@@ -72,6 +82,7 @@ impl Host {
             Mode::Kill => Kind::Process {
                 binary,
                 child: None,
+                shared,
             },
             Mode::Machine => Kind::Machine {
                 store: FaultyStore::new(seed),
@@ -98,8 +109,27 @@ impl Host {
     pub(crate) fn start(&mut self) -> Result<(), CheckError> {
         let deadline = Instant::now() + START_TIMEOUT;
         match &mut self.kind {
-            Kind::Process { binary, child } => {
+            Kind::Process {
+                binary,
+                child,
+                shared,
+            } => {
                 let log = self.data_dir.join("broker.log");
+                let broker_dir = self.data_dir.join("broker");
+                let mut shared_args = Vec::new();
+                if let Some(shared) = shared {
+                    // Nothing of the last life's data directory is kept.
+                    if broker_dir.exists() {
+                        std::fs::remove_dir_all(&broker_dir)
+                            .map_err(CheckError::io("empty", &broker_dir))?;
+                    }
+                    shared_args = vec![
+                        "--storage-url".to_owned(),
+                        shared.storage_url.clone(),
+                        "--metadata-url".to_owned(),
+                        shared.metadata_url.clone(),
+                    ];
+                }
                 let open_log = || {
                     std::fs::OpenOptions::new()
                         .create(true)
@@ -112,7 +142,8 @@ impl Host {
                     .arg("--listen")
                     .arg(self.address.to_string())
                     .arg("--data-dir")
-                    .arg(self.data_dir.join("broker"))
+                    .arg(&broker_dir)
+                    .args(&shared_args)
                     .arg("--set")
                     .arg("group.initial.rebalance.delay.ms=0")
                     .stdin(Stdio::null())

@@ -97,6 +97,15 @@ pub struct FaultCheck {
     /// acknowledges writes before they are fsynced, which machine mode must catch.
     #[arg(long = "topic-config", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub topic_config: Vec<(String, String)>,
+    /// Kill mode over shared storage: the broker keeps its partitions at this storage
+    /// URL (`s3://bucket/prefix`; credentials and endpoint from the `AWS_*` variables)
+    /// and is started on an empty data directory in every life.
+    #[arg(long)]
+    pub storage_url: Option<String>,
+    /// With `--storage-url`: where the metadata and catalogue live [default: a SQLite
+    /// file next to the data directory, which every life keeps].
+    #[arg(long)]
+    pub metadata_url: Option<String>,
 }
 
 /// Why a run could not be carried out (violations are not errors: see [`Report`]).
@@ -148,6 +157,12 @@ impl FaultCheck {
         if self.up_min_ms > self.up_max_ms {
             return invalid("--up-min-ms must not exceed --up-max-ms");
         }
+        if self.storage_url.is_some() && self.mode != Mode::Kill {
+            return invalid("--storage-url works with --mode kill");
+        }
+        if self.metadata_url.is_some() && self.storage_url.is_none() {
+            return invalid("--metadata-url goes with --storage-url");
+        }
         Ok(())
     }
 }
@@ -167,7 +182,17 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool")))?,
     };
     let started = Instant::now();
-    let mut host = Host::new(check.mode, check.crash, &data_dir, binary, seed)?;
+    let shared = check
+        .storage_url
+        .as_ref()
+        .map(|storage| host::SharedStorage {
+            storage_url: storage.clone(),
+            metadata_url: check
+                .metadata_url
+                .clone()
+                .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("metadata.db").display())),
+        });
+    let mut host = Host::new(check.mode, check.crash, &data_dir, binary, seed, shared)?;
     host.start()?;
     let mut config = ClientConfig::new();
     config

@@ -13,6 +13,8 @@ pub struct Report {
     pub mode: Mode,
     /// What machine crashes kept of unsynced bytes (machine mode only).
     pub crash: Option<Crash>,
+    /// Kill mode over shared storage: the storage URL (each life on an empty data dir).
+    pub storage_url: Option<String>,
     pub seed: u64,
     pub cycles: u32,
     pub partitions: i32,
@@ -57,6 +59,7 @@ impl Report {
         Report {
             mode: check.mode,
             crash: (check.mode == Mode::Machine).then_some(check.crash),
+            storage_url: check.storage_url.clone(),
             seed,
             cycles: check.cycles,
             partitions: check.partitions,
@@ -95,6 +98,9 @@ impl Report {
     pub fn to_text(&self) -> String {
         let mut text = String::new();
         let mode = match (self.mode, self.crash) {
+            (Mode::Kill, _) if self.storage_url.is_some() => {
+                "kill -9 of the broker process, restarted on an empty data dir over shared storage"
+            }
             (Mode::Kill, _) => "kill -9 of the broker process",
             (Mode::Machine, Some(Crash::Tear)) => "machine crash (unsynced writes torn)",
             (Mode::Machine, Some(Crash::Garble)) => "machine crash (unsynced writes garbled)",
