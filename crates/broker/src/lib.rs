@@ -28,5 +28,5 @@ pub use config::{BrokerConfig, CleanerConfig, StorageConfig, setting_names};
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};
 pub use shared_storage::{Latency, StorageStats};
-pub use spool_metadata::MetadataUrl;
+pub use spool_metadata::{MetadataStore, MetadataUrl};
 pub use spool_objects::{ObjectStorage, StorageUrl};

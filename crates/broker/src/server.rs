@@ -110,30 +110,41 @@ impl Broker {
     /// Locks and opens the data directory (a second process on it is refused),
     /// binds the listener and starts accepting.
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
-        Broker::start_locked(config, None).await
+        Broker::start_locked(config, None, None).await
     }
 
     /// Like [`Broker::start`], in shared-storage mode over `objects` (whatever
     /// `config.storage.url` says): tests share one in-memory store between brokers,
     /// or between runs of one, and wrap it to make it fail.
     pub async fn start_with_objects(
-        mut config: BrokerConfig,
+        config: BrokerConfig,
         objects: ObjectStorage,
     ) -> Result<Broker, BrokerError> {
+        Broker::start_with_stores(config, objects, None).await
+    }
+
+    /// [`Broker::start_with_objects`], with `metadata` as the metadata store when
+    /// given (whatever `config.metadata_url` says): tests wrap it to make it fail.
+    pub async fn start_with_stores(
+        mut config: BrokerConfig,
+        objects: ObjectStorage,
+        metadata: Option<Arc<dyn MetadataStore>>,
+    ) -> Result<Broker, BrokerError> {
         config.storage.url.get_or_insert(StorageUrl::Memory);
-        Broker::start_locked(config, Some(objects)).await
+        Broker::start_locked(config, Some(objects), metadata).await
     }
 
     async fn start_locked(
         config: BrokerConfig,
         objects: Option<ObjectStorage>,
+        metadata: Option<Arc<dyn MetadataStore>>,
     ) -> Result<Broker, BrokerError> {
         let lock = DataDirLock::acquire(&config.data_dir)?;
         let store = LocalStore::open(&config.data_dir).map_err(|source| BrokerError::DataDir {
             path: config.data_dir.clone(),
             source,
         })?;
-        let mut broker = Broker::start_with(config, Arc::new(store), objects).await?;
+        let mut broker = Broker::start_from(config, Arc::new(store), objects, metadata).await?;
         broker.data_dir_lock = Some(lock);
         Ok(broker)
     }
@@ -157,6 +168,15 @@ impl Broker {
         store: Arc<dyn spool_store::Store>,
         objects: Option<ObjectStorage>,
     ) -> Result<Broker, BrokerError> {
+        Broker::start_from(config, store, objects, None).await
+    }
+
+    async fn start_from(
+        config: BrokerConfig,
+        store: Arc<dyn spool_store::Store>,
+        objects: Option<ObjectStorage>,
+        metadata: Option<Arc<dyn MetadataStore>>,
+    ) -> Result<Broker, BrokerError> {
         let objects = match (objects, &config.storage.url) {
             (_, None) => None,
             (Some(objects), Some(_)) => Some(objects),
@@ -179,7 +199,10 @@ impl Broker {
             .metadata_url
             .clone()
             .unwrap_or_else(|| MetadataUrl::in_data_dir(&config.data_dir));
-        let metadata = spool_metadata::open(&metadata_url).await?;
+        let metadata = match metadata {
+            Some(metadata) => metadata,
+            None => spool_metadata::open(&metadata_url).await?,
+        };
         tracing::info!(metadata = %metadata_url.redacted(), "metadata store open");
         // Before anything is read or removed: a data directory of another store would
         // have all its topics taken for data that no topic owns.

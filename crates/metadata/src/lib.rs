@@ -17,6 +17,7 @@
 mod catalogue;
 mod catalogue_sql;
 mod error;
+mod faulty;
 mod postgres;
 mod sql;
 mod sqlite;
@@ -31,6 +32,7 @@ pub use catalogue::{
     Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
 };
 pub use error::MetadataError;
+pub use faulty::FaultyMetadata;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use url::{MetadataUrl, open};

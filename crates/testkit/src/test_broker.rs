@@ -57,6 +57,24 @@ impl TestBroker {
         }
     }
 
+    /// [`TestBroker::start_shared`] with `metadata` as the metadata store (a test
+    /// wraps it to make it fail).
+    pub async fn start_shared_on(
+        data: tempfile::TempDir,
+        objects: spool_broker::ObjectStorage,
+        metadata: std::sync::Arc<dyn spool_broker::MetadataStore>,
+        settings: &[(&str, &str)],
+    ) -> TestBroker {
+        let config = TestBroker::config(&data, None, settings);
+        let broker = Broker::start_with_stores(config, objects, Some(metadata))
+            .await
+            .expect("broker starts");
+        TestBroker {
+            broker: Some(broker),
+            data,
+        }
+    }
+
     fn config(
         data: &tempfile::TempDir,
         metadata: Option<spool_broker::MetadataUrl>,

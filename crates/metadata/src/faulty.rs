@@ -1,0 +1,199 @@
+//! A metadata store that fails on purpose, for tests of the shared-storage write
+//! path: an object commit that fails before it happens (the store refused it, or the
+//! connection dropped before the commit), or one that happens but whose answer is lost
+//! (the connection dropped during the commit: the caller cannot know); reads of the
+//! catalogue that fail while the store is "down". Everything else passes through.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use uuid::Uuid;
+
+use crate::{
+    Catalogue, CommittedOffset, ConfigChange, MetadataError, MetadataStore, ObjectCommit,
+    PartitionKey, PartitionState, Result, StoredRange, TopicRecord,
+};
+
+/// Wraps a store; see the module doc.
+#[derive(Debug)]
+pub struct FaultyMetadata {
+    inner: Arc<dyn MetadataStore>,
+    fail_commits: AtomicU64,
+    lose_commit_answers: AtomicU64,
+    down: AtomicBool,
+}
+
+impl FaultyMetadata {
+    #[must_use]
+    pub fn new(inner: Arc<dyn MetadataStore>) -> FaultyMetadata {
+        FaultyMetadata {
+            inner,
+            fail_commits: AtomicU64::new(0),
+            lose_commit_answers: AtomicU64::new(0),
+            down: AtomicBool::new(false),
+        }
+    }
+
+    /// The next `n` object commits fail without happening.
+    pub fn fail_next_commits(&self, n: u64) {
+        self.fail_commits.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` object commits happen, but the caller hears they failed.
+    pub fn lose_next_commit_answers(&self, n: u64) {
+        self.lose_commit_answers.store(n, Ordering::SeqCst);
+    }
+
+    /// While down, every catalogue call fails as an unreachable store does.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+
+    fn check_up(&self) -> Result<()> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(MetadataError::Retriable(
+                "injected: the metadata store is down".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Takes one from a countdown; whether there was one to take.
+fn take(counter: &AtomicU64) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+#[async_trait::async_trait]
+impl Catalogue for FaultyMetadata {
+    async fn commit_object(&self, commit: &ObjectCommit) -> Result<Vec<bool>> {
+        self.check_up()?;
+        if take(&self.fail_commits) {
+            return Err(MetadataError::Retriable(
+                "injected: the commit failed".to_owned(),
+            ));
+        }
+        let answer = self.inner.commit_object(commit).await?;
+        if take(&self.lose_commit_answers) {
+            return Err(MetadataError::Retriable(
+                "injected: the connection dropped during the commit".to_owned(),
+            ));
+        }
+        Ok(answer)
+    }
+
+    async fn partition_state(&self, key: PartitionKey) -> Result<Option<PartitionState>> {
+        self.check_up()?;
+        self.inner.partition_state(key).await
+    }
+
+    async fn begin_epoch(&self, key: PartitionKey, epoch: i32, start_offset: i64) -> Result<()> {
+        self.check_up()?;
+        self.inner.begin_epoch(key, epoch, start_offset).await
+    }
+
+    async fn ranges_from(
+        &self,
+        key: PartitionKey,
+        offset: i64,
+        max_bytes: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredRange>> {
+        self.check_up()?;
+        self.inner.ranges_from(key, offset, max_bytes, limit).await
+    }
+
+    async fn range_for_timestamp(
+        &self,
+        key: PartitionKey,
+        timestamp: i64,
+    ) -> Result<Option<StoredRange>> {
+        self.check_up()?;
+        self.inner.range_for_timestamp(key, timestamp).await
+    }
+
+    async fn range_with_max_timestamp(&self, key: PartitionKey) -> Result<Option<StoredRange>> {
+        self.check_up()?;
+        self.inner.range_with_max_timestamp(key).await
+    }
+
+    async fn advance_log_start(&self, key: PartitionKey, offset: i64) -> Result<i64> {
+        self.check_up()?;
+        self.inner.advance_log_start(key, offset).await
+    }
+}
+
+#[async_trait::async_trait]
+impl MetadataStore for FaultyMetadata {
+    async fn create_topic(&self, topic: &TopicRecord) -> Result<()> {
+        self.inner.create_topic(topic).await
+    }
+    async fn delete_topic(&self, id: Uuid) -> Result<()> {
+        self.inner.delete_topic(id).await
+    }
+    async fn topics(&self) -> Result<Vec<TopicRecord>> {
+        self.inner.topics().await
+    }
+    async fn store_id(&self) -> Result<Uuid> {
+        self.inner.store_id().await
+    }
+    async fn topics_version(&self) -> Result<i64> {
+        self.inner.topics_version().await
+    }
+    async fn add_partitions(&self, id: Uuid, partitions: i32) -> Result<()> {
+        self.inner.add_partitions(id, partitions).await
+    }
+    async fn alter_topic_configs(&self, id: Uuid, changes: &[ConfigChange]) -> Result<()> {
+        self.inner.alter_topic_configs(id, changes).await
+    }
+    async fn bump_leader_epochs(&self, id: Uuid) -> Result<Vec<i32>> {
+        self.inner.bump_leader_epochs(id).await
+    }
+    async fn bump_all_leader_epochs(&self) -> Result<HashMap<Uuid, Vec<i32>>> {
+        self.inner.bump_all_leader_epochs().await
+    }
+    async fn broker_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+        self.inner.broker_configs().await
+    }
+    async fn alter_broker_configs(&self, scope: &str, changes: &[ConfigChange]) -> Result<()> {
+        self.inner.alter_broker_configs(scope, changes).await
+    }
+    async fn claim_group(&self, group: &str, node_id: i32) -> Result<i64> {
+        self.inner.claim_group(group, node_id).await
+    }
+    async fn group_claimant(&self, group: &str) -> Result<Option<i32>> {
+        self.inner.group_claimant(group).await
+    }
+    async fn group_offsets(&self, group: &str) -> Result<Vec<CommittedOffset>> {
+        self.inner.group_offsets(group).await
+    }
+    async fn committed_offsets(&self) -> Result<Vec<CommittedOffset>> {
+        self.inner.committed_offsets().await
+    }
+    async fn commit_offsets(
+        &self,
+        group: &str,
+        coordinator_epoch: i64,
+        offsets: &[CommittedOffset],
+    ) -> Result<()> {
+        self.inner
+            .commit_offsets(group, coordinator_epoch, offsets)
+            .await
+    }
+    async fn delete_offsets(
+        &self,
+        group: &str,
+        coordinator_epoch: i64,
+        partitions: Option<&[(Uuid, i32)]>,
+    ) -> Result<()> {
+        self.inner
+            .delete_offsets(group, coordinator_epoch, partitions)
+            .await
+    }
+    async fn allocate_producer_ids(&self, count: i64) -> Result<i64> {
+        self.inner.allocate_producer_ids(count).await
+    }
+}
