@@ -51,6 +51,8 @@ pub struct BrokerConfig {
     pub cleaner: CleanerConfig,
     /// Where partition data lives (`--storage-url`, `storage.*`).
     pub storage: StorageConfig,
+    /// `log.retention.check.interval.ms`: how often retention runs.
+    pub retention_check_interval: Duration,
 }
 
 /// Shared-storage mode's settings: with a URL, partition data lives in object storage
@@ -67,6 +69,9 @@ pub struct StorageConfig {
     pub uploads_in_flight: usize,
     /// `storage.cache.bytes`: the local cache of object bytes read.
     pub cache_bytes: u64,
+    /// `storage.gc.grace.ms`: how long an object nothing refers to any more stays
+    /// before it is deleted (reads that found it just before finish).
+    pub gc_grace: Duration,
 }
 
 impl Default for StorageConfig {
@@ -77,6 +82,7 @@ impl Default for StorageConfig {
             flush_bytes: 8 << 20,
             uploads_in_flight: 4,
             cache_bytes: 256 << 20,
+            gc_grace: Duration::from_secs(60),
         }
     }
 }
@@ -121,6 +127,7 @@ impl Default for BrokerConfig {
             io_threads: 8,
             cleaner: CleanerConfig::default(),
             storage: StorageConfig::default(),
+            retention_check_interval: Duration::from_secs(300),
         }
     }
 }
@@ -144,7 +151,25 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 20] = [
+const SETTINGS: [Setting; 22] = [
+    Setting {
+        name: "log.retention.check.interval.ms",
+        dynamic: false,
+        get: |c| c.retention_check_interval.as_millis().to_string(),
+        set: |c, v| {
+            c.retention_check_interval = millis(v, 1)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "storage.gc.grace.ms",
+        dynamic: false,
+        get: |c| c.storage.gc_grace.as_millis().to_string(),
+        set: |c, v| {
+            c.storage.gc_grace = millis(v, 0)?;
+            Ok(())
+        },
+    },
     Setting {
         name: "storage.flush.ms",
         dynamic: false,

@@ -188,6 +188,7 @@ impl Broker {
         })?;
         let manager_config = ManagerConfig {
             flush_threads: config.io_threads,
+            retention_check_interval: config.retention_check_interval,
             // Shared-storage mode cleans compacted topics in object storage, not in
             // the tails (not yet: docs/storage.md).
             cleaner: (config.cleaner.enabled && objects.is_none())
@@ -263,6 +264,12 @@ impl Broker {
             topics_version,
             stopped.clone(),
         ));
+        if shared.storage.is_some() {
+            tokio::spawn(crate::shared_storage::maintenance::run(
+                shared.clone(),
+                stopped.clone(),
+            ));
+        }
         let accept = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(Broker {
             local_addr,

@@ -16,6 +16,7 @@
 //! blocking pool): [`wait_for`] runs a call on the runtime and waits for it there.
 
 mod counts;
+pub(crate) mod maintenance;
 mod reader;
 mod uploader;
 
@@ -40,6 +41,9 @@ use crate::partitions::PartitionError;
 #[derive(Debug)]
 pub(crate) struct SharedStorage {
     catalogue: Arc<dyn MetadataStore>,
+    objects: ObjectStorage,
+    /// `storage.gc.grace.ms`: how long an unreferenced object stays.
+    gc_grace: std::time::Duration,
     uploader: Arc<Uploader>,
     pub(crate) reader: ObjectReader,
     pub(crate) counts: Arc<StorageCounts>,
@@ -113,7 +117,10 @@ impl SharedStorage {
             counts.clone(),
             closed,
         );
+        tokio::spawn(log_stats(counts.clone(), closing.subscribe()));
         Arc::new(SharedStorage {
+            gc_grace: settings.gc_grace,
+            objects: objects.clone(),
             reader: ObjectReader::new(
                 objects,
                 catalogue.clone(),
@@ -212,6 +219,15 @@ impl SharedStorage {
         Ok((log, shared(log_start)))
     }
 
+    /// The log start of the partition's open tail, if it has one.
+    pub(crate) fn log_start_of(&self, log_key: &TopicPartition) -> Option<Arc<AtomicI64>> {
+        self.log_starts
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(log_key)
+            .cloned()
+    }
+
     /// The tail already open for the partition and its log start, unless it failed.
     fn open_already(
         &self,
@@ -247,6 +263,42 @@ impl SharedStorage {
         answer
             .recv()
             .map_err(|_| PartitionError::Interrupted("the runtime stopped".to_owned()))
+    }
+}
+
+/// Logs the counts every ten seconds while they move (operators and benchmarks read
+/// them there until the broker serves metrics), and once more at the end.
+async fn log_stats(counts: Arc<StorageCounts>, mut closing: watch::Receiver<bool>) {
+    let mut last = StorageStats::default();
+    loop {
+        let stopping = tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_secs(10)) => false,
+            _ = closing.changed() => true,
+        };
+        let stats = counts.snapshot();
+        if stats != last {
+            tracing::info!(
+                puts = stats.puts,
+                put_bytes = stats.put_bytes,
+                put_failures = stats.put_failures,
+                gets = stats.gets,
+                get_bytes = stats.get_bytes,
+                cache_hits = stats.cache_hits,
+                commits = stats.commits,
+                commit_failures = stats.commit_failures,
+                fenced_ranges = stats.fenced_ranges,
+                flush_wait_p99_us = stats.flush_wait.p99_us,
+                put_p50_us = stats.put.p50_us,
+                put_p99_us = stats.put.p99_us,
+                commit_p50_us = stats.commit.p50_us,
+                commit_p99_us = stats.commit.p99_us,
+                "object storage"
+            );
+            last = stats;
+        }
+        if stopping {
+            return;
+        }
     }
 }
 

@@ -242,3 +242,122 @@ async fn one_object_carries_a_flush_of_every_partition() {
         "one PUT for 200 partitions"
     );
 }
+
+/// Objects under the storage prefix's `wal/`.
+async fn wal_objects(cluster: &Cluster) -> usize {
+    use futures::TryStreamExt;
+    use object_store::ObjectStore;
+    let prefix = object_store::path::Path::from("spool/wal");
+    let listed: Vec<_> = cluster
+        .objects
+        .list(Some(&prefix))
+        .try_collect()
+        .await
+        .unwrap();
+    listed.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_moves_the_log_start_and_unreferenced_objects_are_deleted() {
+    let cluster = Cluster::new();
+    let broker = cluster
+        .broker(&[
+            ("storage.flush.ms", "1"),
+            ("log.retention.check.interval.ms", "50"),
+            ("storage.gc.grace.ms", "0"),
+            ("log.retention.bytes", "1000"),
+        ])
+        .await;
+    let mut client = broker.client().await;
+    // An object no commit made visible, written long ago (its name says when), and
+    // one written just now (its commit may still be coming).
+    let put = |name: &str| {
+        use object_store::ObjectStoreExt;
+        let objects = cluster.objects.clone();
+        let path = object_store::path::Path::from(format!("spool/{name}"));
+        async move {
+            objects
+                .put(&path, Bytes::from_static(b"x").into())
+                .await
+                .unwrap()
+        }
+    };
+    put("wal/0000000001000-00000000000000000000000000000000").await;
+    let recent = format!(
+        "wal/{}-00000000000000000000000000000000",
+        spool_model::Timestamp::now().0
+    );
+    put(&recent).await;
+    assert_eq!(client.create_topic("short", 1).await, 0);
+    for round in 0..20 {
+        // About 300 bytes a batch, each in an object of its own (acks=all waits).
+        let values = BatchBuilder::new().values(4, 60).build();
+        assert_eq!(client.produce("short", 0, values).await, (0, round * 4));
+    }
+    assert!(wal_objects(&cluster).await >= 20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let earliest = client.list_offset(7, "short", 0, -2).await.offset;
+        let objects = wal_objects(&cluster).await;
+        // 1,000 bytes keep the last three or four batches; the recent unknown
+        // object stays.
+        if earliest >= 64 && objects <= 5 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "retention did not run: earliest {earliest}, {objects} objects"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let earliest = client.list_offset(7, "short", 0, -2).await.offset;
+    let below = FetchAt {
+        partition: 0,
+        offset: earliest - 1,
+        max_bytes: 1 << 20,
+    };
+    assert_eq!(
+        client.fetch(12, "short", &[below], 0, 0, 1 << 20).await[0].error_code,
+        1
+    );
+    let stats = broker.broker().unwrap().storage_stats().unwrap();
+    assert!(stats.deletes >= 16, "{stats:?}");
+    let left = {
+        use futures::TryStreamExt;
+        use object_store::ObjectStore;
+        let listed: Vec<_> = cluster
+            .objects
+            .list(Some(&"spool/wal".into()))
+            .try_collect()
+            .await
+            .unwrap();
+        listed
+            .into_iter()
+            .map(|m| m.location.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(left.contains(&format!("spool/{recent}")), "{left:?}");
+    assert!(
+        !left.iter().any(|name| name.contains("0000000001000")),
+        "{left:?}"
+    );
+    // What is left reads back, from a broker that never saw it.
+    drop(client);
+    drop(broker.stop().await);
+    let broker = cluster.broker(&[]).await;
+    let mut client = broker.client().await;
+    let at = FetchAt {
+        partition: 0,
+        offset: earliest,
+        max_bytes: 1 << 20,
+    };
+    let answer = client.fetch(12, "short", &[at], 0, 0, 1 << 20).await;
+    assert_eq!(answer[0].error_code, 0);
+    assert_eq!(answer[0].log_start_offset, earliest);
+    let mut records = answer[0].records.clone().unwrap();
+    let batches = RecordBatchDecoder::decode_all(&mut records).unwrap();
+    assert_eq!(
+        batches.iter().map(|b| b.records.len()).sum::<usize>(),
+        usize::try_from(80 - earliest).unwrap()
+    );
+}

@@ -105,4 +105,14 @@ pub trait Catalogue: Send + Sync {
     /// Moves the log start up to `offset` (never past the high watermark, never
     /// back) and forgets the ranges wholly below it; returns the new log start.
     async fn advance_log_start(&self, key: PartitionKey, offset: i64) -> Result<i64>;
+    /// Notes, at `now_ms`, the objects no range refers to any more (those not noted
+    /// already); returns how many were noted.
+    async fn note_unreferenced_objects(&self, now_ms: i64) -> Result<u64>;
+    /// Objects noted unreferenced before `before_ms`, at most `limit`: to delete.
+    async fn unreferenced_objects(&self, before_ms: i64, limit: i64) -> Result<Vec<String>>;
+    /// Forgets objects (once deleted from the object store).
+    async fn forget_objects(&self, names: &[String]) -> Result<()>;
+    /// Which of `names` the catalogue knows (an object it does not know and that is
+    /// old enough was written by a commit that never happened).
+    async fn known_objects(&self, names: &[String]) -> Result<Vec<String>>;
 }

@@ -108,6 +108,28 @@ pub(crate) const ADVANCE_LOG_START: &str = "UPDATE partitions SET log_start_offs
 pub(crate) const FORGET_RANGES_BELOW: &str = "DELETE FROM batch_ranges \
      WHERE topic_id = $1 AND partition = $2 AND last_offset < $3";
 
+pub(crate) const NOTE_UNREFERENCED: &str = "UPDATE objects SET unreferenced_ms = $1 \
+     WHERE unreferenced_ms IS NULL \
+     AND NOT EXISTS (SELECT 1 FROM batch_ranges r WHERE r.object_id = objects.id)";
+pub(crate) const UNREFERENCED: &str = "SELECT name FROM objects \
+     WHERE unreferenced_ms < $1 ORDER BY unreferenced_ms LIMIT $2";
+
+/// `DELETE FROM objects WHERE name IN ($1, …)` for `rows` names.
+pub(crate) fn forget_objects(rows: usize) -> String {
+    format!(
+        "DELETE FROM objects WHERE name IN {}",
+        placeholders(1, rows)
+    )
+}
+
+/// `SELECT name FROM objects WHERE name IN ($1, …)` for `rows` names.
+pub(crate) fn known_objects(rows: usize) -> String {
+    format!(
+        "SELECT name FROM objects WHERE name IN {}",
+        placeholders(1, rows)
+    )
+}
+
 #[derive(sqlx::FromRow)]
 pub(crate) struct PartitionRow {
     pub(crate) leader_epoch: i32,
@@ -308,6 +330,53 @@ macro_rules! impl_catalogue {
                     .fetch_optional(&self.pool)
                     .await?;
                 Ok(row.map(Into::into))
+            }
+
+            async fn note_unreferenced_objects(&self, now_ms: i64) -> $crate::Result<u64> {
+                let noted = sqlx::query($crate::catalogue_sql::NOTE_UNREFERENCED)
+                    .bind(now_ms)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(noted.rows_affected())
+            }
+
+            async fn unreferenced_objects(
+                &self,
+                before_ms: i64,
+                limit: i64,
+            ) -> $crate::Result<Vec<String>> {
+                Ok(sqlx::query_scalar($crate::catalogue_sql::UNREFERENCED)
+                    .bind(before_ms)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await?)
+            }
+
+            async fn forget_objects(&self, names: &[String]) -> $crate::Result<()> {
+                use $crate::catalogue_sql as sql;
+                for chunk in names.chunks(sql::ROWS_PER_STATEMENT) {
+                    let text = sql::forget_objects(chunk.len());
+                    let mut query = sqlx::query(&text);
+                    for name in chunk {
+                        query = query.bind(name);
+                    }
+                    query.execute(&self.pool).await?;
+                }
+                Ok(())
+            }
+
+            async fn known_objects(&self, names: &[String]) -> $crate::Result<Vec<String>> {
+                use $crate::catalogue_sql as sql;
+                let mut known = Vec::new();
+                for chunk in names.chunks(sql::ROWS_PER_STATEMENT) {
+                    let text = sql::known_objects(chunk.len());
+                    let mut query = sqlx::query_scalar::<_, String>(&text);
+                    for name in chunk {
+                        query = query.bind(name);
+                    }
+                    known.extend(query.fetch_all(&self.pool).await?);
+                }
+                Ok(known)
             }
 
             async fn advance_log_start(

@@ -124,6 +124,26 @@ impl Catalogue for FaultyMetadata {
         self.check_up()?;
         self.inner.advance_log_start(key, offset).await
     }
+
+    async fn note_unreferenced_objects(&self, now_ms: i64) -> Result<u64> {
+        self.check_up()?;
+        self.inner.note_unreferenced_objects(now_ms).await
+    }
+
+    async fn unreferenced_objects(&self, before_ms: i64, limit: i64) -> Result<Vec<String>> {
+        self.check_up()?;
+        self.inner.unreferenced_objects(before_ms, limit).await
+    }
+
+    async fn forget_objects(&self, names: &[String]) -> Result<()> {
+        self.check_up()?;
+        self.inner.forget_objects(names).await
+    }
+
+    async fn known_objects(&self, names: &[String]) -> Result<Vec<String>> {
+        self.check_up()?;
+        self.inner.known_objects(names).await
+    }
 }
 
 #[async_trait::async_trait]

@@ -323,3 +323,65 @@ async fn concurrent_commits_of_one_range_accept_exactly_one() {
         assert_eq!(ranges.len(), accepted as usize, "{}", backend.label);
     }
 }
+
+#[tokio::test]
+async fn objects_without_ranges_are_noted_then_listed_after_the_grace_and_forgotten() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 2).await;
+        let key = |partition| PartitionKey {
+            topic_id: id,
+            partition,
+        };
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        let kept = object("wal/kept", vec![range(key(0), epoch, 0, 10, 0)]);
+        let emptied = object("wal/emptied", vec![range(key(1), epoch, 0, 10, 0)]);
+        // Every range refused: the object is recorded with nothing in it.
+        let refused = object("wal/refused", vec![range(key(1), epoch - 1, 10, 1, 0)]);
+        for commit in [&kept, &emptied, &refused] {
+            store.commit_object(commit).await.unwrap();
+        }
+        assert_eq!(store.advance_log_start(key(1), 10).await.unwrap(), 10);
+        assert_eq!(
+            store.note_unreferenced_objects(1_000).await.unwrap(),
+            2,
+            "{}",
+            backend.label
+        );
+        assert_eq!(
+            store.note_unreferenced_objects(2_000).await.unwrap(),
+            0,
+            "noted once"
+        );
+        assert!(
+            store
+                .unreferenced_objects(1_000, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "grace"
+        );
+        let mut doomed = store.unreferenced_objects(1_001, 10).await.unwrap();
+        doomed.sort();
+        assert_eq!(
+            doomed,
+            vec!["wal/emptied".to_owned(), "wal/refused".to_owned()]
+        );
+        let names = ["wal/kept", "wal/emptied", "wal/never"].map(str::to_owned);
+        let mut known = store.known_objects(&names).await.unwrap();
+        known.sort();
+        assert_eq!(known, vec!["wal/emptied".to_owned(), "wal/kept".to_owned()]);
+        store.forget_objects(&doomed).await.unwrap();
+        assert_eq!(
+            store.known_objects(&names).await.unwrap(),
+            vec!["wal/kept".to_owned()]
+        );
+        assert!(
+            store
+                .unreferenced_objects(i64::MAX, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -19,6 +19,8 @@ pub(crate) struct StorageCounts {
     pub(crate) gets: AtomicU64,
     pub(crate) get_bytes: AtomicU64,
     pub(crate) cache_hits: AtomicU64,
+    /// Objects deleted (retention, collection, orphans).
+    pub(crate) deletes: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) commit_failures: AtomicU64,
     /// Ranges the catalogue refused (their partition had moved on).
@@ -91,6 +93,7 @@ pub struct StorageStats {
     pub gets: u64,
     pub get_bytes: u64,
     pub cache_hits: u64,
+    pub deletes: u64,
     pub commits: u64,
     pub commit_failures: u64,
     pub fenced_ranges: u64,
@@ -126,6 +129,7 @@ impl StorageCounts {
             gets: get(&self.gets),
             get_bytes: get(&self.get_bytes),
             cache_hits: get(&self.cache_hits),
+            deletes: get(&self.deletes),
             commits: get(&self.commits),
             commit_failures: get(&self.commit_failures),
             fenced_ranges: get(&self.fenced_ranges),

@@ -13,7 +13,9 @@ CREATE TABLE objects (
     id          BIGSERIAL PRIMARY KEY,
     name        TEXT NOT NULL UNIQUE,
     size        BIGINT NOT NULL,
-    created_ms  BIGINT NOT NULL
+    created_ms  BIGINT NOT NULL,
+    -- When a collection pass first found no range in it; deleted a grace period later.
+    unreferenced_ms  BIGINT
 );
 
 -- One partition's consecutive batches in one object: offsets base..=last, at byte

@@ -13,7 +13,9 @@ CREATE TABLE objects (
     id          INTEGER PRIMARY KEY,
     name        TEXT NOT NULL UNIQUE,
     size        INTEGER NOT NULL,
-    created_ms  INTEGER NOT NULL
+    created_ms  INTEGER NOT NULL,
+    -- When a collection pass first found no range in it; deleted a grace period later.
+    unreferenced_ms  INTEGER
 );
 
 -- One partition's consecutive batches in one object: offsets base..=last, at byte
