@@ -69,6 +69,9 @@ pub struct StorageConfig {
     pub uploads_in_flight: usize,
     /// `storage.cache.bytes`: the local cache of object bytes read.
     pub cache_bytes: u64,
+    /// `storage.tail.bytes`: committed bytes a partition's tail keeps locally (for
+    /// readers near the end) before its oldest segments leave it.
+    pub tail_bytes: u64,
     /// `storage.gc.grace.ms`: how long an object nothing refers to any more stays
     /// before it is deleted (reads that found it just before finish).
     pub gc_grace: Duration,
@@ -83,6 +86,7 @@ impl Default for StorageConfig {
             uploads_in_flight: 4,
             cache_bytes: 256 << 20,
             gc_grace: Duration::from_secs(60),
+            tail_bytes: 64 << 20,
         }
     }
 }
@@ -151,7 +155,16 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 22] = [
+const SETTINGS: [Setting; 23] = [
+    Setting {
+        name: "storage.tail.bytes",
+        dynamic: false,
+        get: |c| c.storage.tail_bytes.to_string(),
+        set: |c, v| {
+            c.storage.tail_bytes = at_least(v, 0)?;
+            Ok(())
+        },
+    },
     Setting {
         name: "log.retention.check.interval.ms",
         dynamic: false,

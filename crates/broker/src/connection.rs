@@ -4,9 +4,12 @@
 //! is allocated for them) and queues them, so the client can pipeline. The worker
 //! handles the queued requests one at a time, in order, as Kafka's broker does: two
 //! produce requests for one partition on one connection are appended in the order
-//! they were sent. The writer sends the replies. At most
-//! `max_in_flight_per_connection` requests wait in the queue; reading pauses beyond
-//! that.
+//! they were sent. The writer sends the replies, in the same order. A reply may be
+//! [`Reply::Later`]: a produce whose appends are done and whose answer waits for
+//! durability; the writer waits for it while the worker goes on, so requests in
+//! flight share an fsync or an object upload. At most `max_in_flight_per_connection`
+//! requests wait in the queue and as many replies behind the writer; reading pauses
+//! beyond that.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,7 +26,6 @@ use crate::response::Response;
 use crate::server::Shared;
 
 /// What to do after a request.
-#[derive(Debug)]
 pub(crate) enum Reply {
     /// Send this response.
     Send(Response),
@@ -31,6 +33,19 @@ pub(crate) enum Reply {
     Nothing,
     /// The request was unacceptable: close the connection.
     Close,
+    /// The reply once this is done (a produce waiting for durability).
+    Later(std::pin::Pin<Box<dyn std::future::Future<Output = Reply> + Send>>),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Send(response) => f.debug_tuple("Send").field(response).finish(),
+            Reply::Nothing => f.write_str("Nothing"),
+            Reply::Close => f.write_str("Close"),
+            Reply::Later(_) => f.write_str("Later"),
+        }
+    }
 }
 
 pub(crate) async fn serve(
@@ -110,6 +125,10 @@ async fn write_replies(
     peer: SocketAddr,
 ) {
     while let Some(reply) = pending.recv().await {
+        let reply = match reply {
+            Reply::Later(answer) => answer.await,
+            ready => ready,
+        };
         match reply {
             Reply::Send(response) => {
                 if let Err(error) = response.write_to(&mut writer).await {
@@ -118,7 +137,7 @@ async fn write_replies(
                 }
             }
             Reply::Nothing => {}
-            Reply::Close => break,
+            Reply::Close | Reply::Later(_) => break,
         }
     }
     let _ = closing.send(true);

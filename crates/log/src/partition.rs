@@ -466,7 +466,13 @@ impl PartitionLog {
         if size == 0 {
             return false;
         }
-        let too_big = size + batch.len() as u64 > config.segment_bytes.min(MAX_SEGMENT_BYTES);
+        // A tail rolls small segments, so that what is committed can leave it soon.
+        let limit = if state.upload.is_some() {
+            config.segment_bytes.min(upload::TAIL_SEGMENT_BYTES)
+        } else {
+            config.segment_bytes.min(MAX_SEGMENT_BYTES)
+        };
+        let too_big = size + batch.len() as u64 > limit;
         // The jitter's hash only when there is jitter: this runs on every append.
         let seed = if config.segment_jitter_ms > 0 {
             self.jitter_seed(active.base)

@@ -127,3 +127,27 @@ async fn a_failed_upload_fails_its_waiters_and_everything_after_it() {
         Err(LogError::NotLeader { .. })
     ));
 }
+
+#[test]
+fn committed_segments_leave_the_tail_beyond_its_budget() {
+    let files = Arc::new(FileCache::new(Arc::new(MemoryStore::new()), 16));
+    let log = tail(&files, TailStart::default());
+    for _ in 0..40 {
+        log.append(&[&common::batch(5, 50, 1_000)]).unwrap();
+    }
+    // Nothing committed yet: nothing leaves, whatever the budget.
+    assert_eq!(log.trim_tail(0).unwrap(), Offset(0));
+    let chunk = log.take_for_upload().unwrap();
+    log.uploaded(&chunk);
+    let start = log.trim_tail(4096).unwrap();
+    assert!(start > Offset(100), "{start:?}");
+    let offsets = log.offsets();
+    assert_eq!(offsets.log_start, start);
+    assert_eq!(offsets.high_watermark, Offset(200));
+    assert!(matches!(log.read(Offset(0), 1 << 20), Err(LogError::OffsetBelowLogStart { .. })));
+    assert!(log.read(start, 1 << 20).unwrap().len() > 0);
+    // The active segment always stays.
+    let last = log.trim_tail(0).unwrap();
+    assert!(last <= Offset(200));
+    assert_eq!(log.append(&[&common::batch(1, 10, 1_000)]).unwrap().base_offset, Offset(200));
+}

@@ -132,10 +132,15 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         RequestKind::ApiVersions(_) => api_versions::handle(),
         RequestKind::Metadata(request) => metadata::handle(request, version, shared).await,
         RequestKind::CreateTopics(request) => create_topics::handle(request, version, shared).await,
-        RequestKind::Produce(request) => match produce::handle(request, shared).await {
-            Some(response) => response,
-            None => return Reply::Nothing,
-        },
+        RequestKind::Produce(request) => {
+            let appended = produce::append(request, shared).await;
+            return Reply::Later(Box::pin(async move {
+                match appended.answer().await {
+                    Some(response) => encode(&envelope, version, &response),
+                    None => Reply::Nothing,
+                }
+            }));
+        }
         RequestKind::Fetch(request) => {
             let body = fetch::handle(request, shared).await;
             return encode_fetch(&envelope, version, &body);

@@ -1,6 +1,13 @@
 //! Produce (key 0): validate each batch once (framing, CRC-32C, header fields), append
 //! every partition's batches with one write, and answer per `acks`: 0 not at all, 1
 //! once written, -1 (all) once durable.
+//!
+//! Two phases: [`append`] runs in request order on the connection's worker, so that
+//! two requests' batches for one partition land in the order they were sent;
+//! [`Appended::answer`] waits for durability, and the connection runs it while it
+//! goes on with the next requests (answers still leave in request order). A client
+//! with several produce requests in flight thus shares one fsync, or one object
+//! upload in shared-storage mode, instead of waiting for each in turn.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -80,7 +87,15 @@ fn unknown_topic_code(name: &str) -> i16 {
 }
 
 /// `None` for `acks=0`: no response at all.
-pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Option<ResponseKind> {
+/// Appended batches, waiting to be answered.
+pub(crate) struct Appended {
+    acks: i16,
+    timeout: Duration,
+    topics: Vec<(TopicName, Vec<PartitionOutcome>)>,
+}
+
+/// The first phase: appends every partition's batches.
+pub(crate) async fn append(request: ProduceRequest, shared: Arc<Shared>) -> Appended {
     let acks = request.acks;
     // What each partition gets: an error found up front, or an append.
     let mut planned: Plan = Vec::with_capacity(request.topic_data.len());
@@ -113,7 +128,7 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
     let topics = per_partition(&shared, planned, |shared, _, _, plan| {
         Ok(plan
             .map_err(Refused::from)
-            .and_then(|work| append(shared, work)))
+            .and_then(|work| append_partition(shared, work)))
     })
     .await
     .into_iter()
@@ -130,10 +145,34 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
         (name, outcomes)
     })
     .collect::<Vec<_>>();
-    if acks == 0 {
-        return None;
+    Appended {
+        acks,
+        timeout: Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0)),
+        topics,
     }
-    let timeout = Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0));
+}
+
+impl Appended {
+    /// The second phase: waits (with acks=all) until the batches are durable; `None`
+    /// for acks=0, which is not answered.
+    pub(crate) async fn answer(self) -> Option<ResponseKind> {
+        let Appended {
+            acks,
+            timeout,
+            topics,
+        } = self;
+        if acks == 0 {
+            return None;
+        }
+        answer(acks, timeout, topics).await
+    }
+}
+
+async fn answer(
+    acks: i16,
+    timeout: Duration,
+    topics: Vec<(TopicName, Vec<PartitionOutcome>)>,
+) -> Option<ResponseKind> {
     let mut responses = Vec::with_capacity(topics.len());
     for (name, outcomes) in topics {
         let mut partitions = Vec::with_capacity(outcomes.len());
@@ -190,7 +229,10 @@ pub(crate) async fn handle(request: ProduceRequest, shared: Arc<Shared>) -> Opti
 
 /// Validates the batches (CRC once per batch, never per record) and appends them.
 /// Blocking: runs on the blocking pool.
-fn append(shared: &Shared, work: Appending) -> Result<(PartitionHandle, AppendInfo), Refused> {
+fn append_partition(
+    shared: &Shared,
+    work: Appending,
+) -> Result<(PartitionHandle, AppendInfo), Refused> {
     let Appending {
         index,
         records,

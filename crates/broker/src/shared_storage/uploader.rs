@@ -36,6 +36,8 @@ pub(super) struct Uploader {
     wake: Notify,
     flush_after: Duration,
     flush_bytes: u64,
+    /// `storage.tail.bytes`: what a tail keeps of its committed data.
+    tail_bytes: u64,
     /// Objects made, and objects whose commit (or failure) is done.
     started: AtomicU64,
     finished: watch::Sender<u64>,
@@ -80,6 +82,7 @@ impl Uploader {
             wake: Notify::new(),
             flush_after: settings.flush,
             flush_bytes: settings.flush_bytes,
+            tail_bytes: settings.tail_bytes,
             started: AtomicU64::new(0),
             finished: watch::Sender::new(0),
         });
@@ -145,8 +148,9 @@ impl FlushLoop {
                 );
                 let uploader = self.uploader.clone();
                 tokio::spawn(async move {
-                    upload_and_commit(upload, context).await;
+                    let committed = upload_and_commit(upload, context).await;
                     uploader.finished.send_modify(|done| *done += 1);
+                    trim_tails(committed, uploader.tail_bytes).await;
                 });
             }
             if stopping {
@@ -276,10 +280,27 @@ fn object_name() -> String {
     )
 }
 
+/// Drops the committed data that tails hold beyond `keep_bytes` (it is in objects).
+async fn trim_tails(logs: Vec<Arc<PartitionLog>>, keep_bytes: u64) {
+    if logs.is_empty() {
+        return;
+    }
+    let trimmed = tokio::task::spawn_blocking(move || {
+        for log in logs {
+            if let Err(error) = log.trim_tail(keep_bytes) {
+                tracing::warn!(dir = %log.dir().display(), %error, "trimming a tail failed");
+            }
+        }
+    });
+    let _ = trimmed.await;
+}
+
+/// PUTs an object and commits it after the one before; returns the tails whose
+/// range was committed.
 async fn upload_and_commit(
     upload: Upload,
     (objects, catalogue, counts): (ObjectStorage, Arc<dyn MetadataStore>, Arc<StorageCounts>),
-) {
+) -> Vec<Arc<PartitionLog>> {
     let Upload {
         name,
         object,
@@ -309,7 +330,7 @@ async fn upload_and_commit(
         StorageCounts::add(&counts.put_failures, 1);
         fail_all(&parts);
         let _ = done.send(());
-        return;
+        return Vec::new();
     }
     StorageCounts::add(&counts.puts, 1);
     StorageCounts::add(&counts.put_bytes, size);
@@ -319,6 +340,7 @@ async fn upload_and_commit(
         ranges: parts.iter().map(|part| part.range.clone()).collect(),
     };
     let started = Instant::now();
+    let mut committed = Vec::new();
     match catalogue.commit_object(&commit).await {
         Ok(accepted) => {
             counts.commit_took(started.elapsed());
@@ -326,6 +348,7 @@ async fn upload_and_commit(
             for (part, accepted) in parts.iter().zip(accepted) {
                 if accepted {
                     part.log.uploaded(&part.chunk);
+                    committed.push(part.log.clone());
                 } else {
                     StorageCounts::add(&counts.fenced_ranges, 1);
                     tracing::warn!(key = ?part.range.key, "the catalogue refused a range: another leader has the partition");
@@ -342,4 +365,5 @@ async fn upload_and_commit(
         }
     }
     let _ = done.send(());
+    committed
 }

@@ -111,7 +111,7 @@ impl PartitionLog {
         Ok(offset)
     }
 
-    fn delete_front_segments(&self, state: &mut LogState, count: usize) -> Result<()> {
+    pub(super) fn delete_front_segments(&self, state: &mut LogState, count: usize) -> Result<()> {
         let doomed: Vec<Segment> = state.segments.drain(..count).collect();
         for segment in doomed {
             for path in [

@@ -24,6 +24,9 @@ use crate::file_cache::FileCache;
 use crate::leader_epochs::LeaderEpochs;
 use crate::producers::{self, ProducerStates};
 
+/// The largest segment of a tail: committed data leaves the tail a segment at a time.
+pub(crate) const TAIL_SEGMENT_BYTES: u64 = 8 << 20;
+
 /// Where a tail starts: the partition's committed state in the catalogue.
 #[derive(Debug, Clone, Default)]
 pub struct TailStart {
@@ -209,6 +212,40 @@ impl PartitionLog {
         let durable = state.durable.offset;
         drop(state);
         self.durable_tx.send_replace(durable);
+    }
+
+    /// Drops the tail's oldest segments while the rest hold more than `keep_bytes`,
+    /// only segments wholly committed (the data is in objects); returns the tail's new
+    /// first offset. Reads below it go to objects.
+    pub fn trim_tail(&self, keep_bytes: u64) -> Result<Offset> {
+        let mut state = self.lock();
+        if state.upload.is_none() {
+            return Ok(state.log_start);
+        }
+        let committed_end = state.high_watermark.offset;
+        let mut total: u64 = state.segments.iter().map(|s| s.size).sum();
+        let mut doomed = 0;
+        for pair in state.segments.windows(2) {
+            let (Some(segment), Some(next)) = (pair.first(), pair.get(1)) else {
+                break;
+            };
+            if total <= keep_bytes || next.base > committed_end {
+                break;
+            }
+            total -= segment.size;
+            doomed += 1;
+        }
+        if doomed == 0 {
+            return Ok(state.log_start);
+        }
+        let start = state
+            .segments
+            .get(doomed)
+            .map_or(state.log_start, |segment| segment.base);
+        self.delete_front_segments(&mut state, doomed)?;
+        state.log_start = state.log_start.max(start);
+        state.assert_invariants();
+        Ok(state.log_start)
     }
 
     /// Whether the tail failed (an upload or a write) and must be reopened.
