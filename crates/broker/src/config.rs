@@ -75,6 +75,27 @@ pub struct StorageConfig {
     /// `storage.gc.grace.ms`: how long an object nothing refers to any more stays
     /// before it is deleted (reads that found it just before finish).
     pub gc_grace: Duration,
+    /// When and how small ranges are rewritten into segment objects.
+    pub compaction: CompactionConfig,
+}
+
+/// `storage.compaction.*`: a partition's run of at least `min_ranges` ranges smaller
+/// than half a block is rewritten into a segment object of blocks of `block_bytes`.
+#[derive(Debug, Clone, Copy)]
+pub struct CompactionConfig {
+    /// `storage.compaction.block.bytes`.
+    pub block_bytes: u64,
+    /// `storage.compaction.min.ranges`.
+    pub min_ranges: usize,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            block_bytes: 1 << 20,
+            min_ranges: 16,
+        }
+    }
 }
 
 impl Default for StorageConfig {
@@ -87,6 +108,7 @@ impl Default for StorageConfig {
             cache_bytes: 256 << 20,
             gc_grace: Duration::from_secs(60),
             tail_bytes: 64 << 20,
+            compaction: CompactionConfig::default(),
         }
     }
 }
@@ -155,7 +177,26 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 23] = [
+const SETTINGS: [Setting; 25] = [
+    Setting {
+        name: "storage.compaction.block.bytes",
+        dynamic: false,
+        get: |c| c.storage.compaction.block_bytes.to_string(),
+        set: |c, v| {
+            c.storage.compaction.block_bytes = between(v, 1 << 10, 64 << 20)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "storage.compaction.min.ranges",
+        dynamic: false,
+        get: |c| c.storage.compaction.min_ranges.to_string(),
+        set: |c, v| {
+            c.storage.compaction.min_ranges = usize::try_from(between(v, 2, 100_000)?)
+                .map_err(|_| expected(v, "a number from 2 to 100000"))?;
+            Ok(())
+        },
+    },
     Setting {
         name: "storage.tail.bytes",
         dynamic: false,

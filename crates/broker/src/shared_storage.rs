@@ -15,6 +15,7 @@
 //! The catalogue calls are async and the partition seam is blocking (it runs on the
 //! blocking pool): [`wait_for`] runs a call on the runtime and waits for it there.
 
+mod compaction;
 mod counts;
 pub(crate) mod maintenance;
 mod reader;
@@ -44,6 +45,7 @@ pub(crate) struct SharedStorage {
     objects: ObjectStorage,
     /// `storage.gc.grace.ms`: how long an unreferenced object stays.
     gc_grace: std::time::Duration,
+    compaction: crate::config::CompactionConfig,
     uploader: Arc<Uploader>,
     pub(crate) reader: ObjectReader,
     pub(crate) counts: Arc<StorageCounts>,
@@ -120,6 +122,7 @@ impl SharedStorage {
         tokio::spawn(log_stats(counts.clone(), closing.subscribe()));
         Arc::new(SharedStorage {
             gc_grace: settings.gc_grace,
+            compaction: settings.compaction,
             objects: objects.clone(),
             reader: ObjectReader::new(
                 objects,

@@ -85,7 +85,12 @@ async fn values(client: &mut RawClient, topic: &str, partition: i32, max_bytes: 
 }
 
 fn batch(tag: &str, n: usize) -> Vec<u8> {
-    let mut builder = BatchBuilder::new().timestamp(1_000 + i64::try_from(n).unwrap());
+    batch_at(tag, n, 1_000 + i64::try_from(n).unwrap())
+}
+
+/// `n` records `<tag>-<i>` stamped `timestamp`.
+fn batch_at(tag: &str, n: usize, timestamp: i64) -> Vec<u8> {
+    let mut builder = BatchBuilder::new().timestamp(timestamp);
     for i in 0..n {
         builder = builder.record(spool_testkit::TestRecord::value(format!("{tag}-{i}")));
     }
@@ -359,5 +364,87 @@ async fn retention_moves_the_log_start_and_unreferenced_objects_are_deleted() {
     assert_eq!(
         batches.iter().map(|b| b.records.len()).sum::<usize>(),
         usize::try_from(80 - earliest).unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_ranges_are_compacted_into_a_segment_object_and_read_back() {
+    use spool_metadata::PartitionKey;
+    let cluster = Cluster::new();
+    let broker = cluster
+        .broker(&[
+            ("storage.flush.ms", "1"),
+            ("log.retention.check.interval.ms", "50"),
+            ("storage.gc.grace.ms", "0"),
+            ("storage.compaction.min.ranges", "4"),
+            ("storage.compaction.block.bytes", "2048"),
+        ])
+        .await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("compacted", 1).await, 0);
+    let mut expected = Vec::new();
+    // Recent timestamps: retention (7 days by default) keeps them.
+    let now = spool_model::Timestamp::now().0;
+    for round in 0..30 {
+        let tag = format!("r{round}");
+        let records = batch_at(&tag, 3, now + round);
+        assert_eq!(
+            client.produce("compacted", 0, records).await,
+            (0, round * 3)
+        );
+        expected.extend((0..3).map(|i| format!("{tag}-{i}")));
+    }
+    let catalogue = spool_metadata::open(&cluster.metadata).await.unwrap();
+    let topic_id = catalogue
+        .topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name.as_str() == "compacted")
+        .unwrap()
+        .id;
+    let key = PartitionKey {
+        topic_id,
+        partition: 0,
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let ranges = catalogue
+            .ranges_from(key, 0, i64::MAX, 1_000)
+            .await
+            .unwrap();
+        let in_segments = ranges
+            .iter()
+            .filter(|r| r.object.starts_with("seg/"))
+            .count();
+        // Blocks of about 2 KiB hold ten or so batches of ~200 bytes.
+        if ranges.len() <= 6 && in_segments >= 2 && wal_objects(&cluster).await <= 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not compacted: {} ranges, {in_segments} in segments, {} WAL objects",
+            ranges.len(),
+            wal_objects(&cluster).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    drop(client);
+    drop(broker.stop().await);
+    let broker = cluster.broker(&[]).await;
+    let mut client = broker.client().await;
+    for max_bytes in [1 << 20, 250] {
+        let got: Vec<String> = values(&mut client, "compacted", 0, max_bytes)
+            .await
+            .into_iter()
+            .map(|v| String::from_utf8(v.to_vec()).unwrap())
+            .collect();
+        assert_eq!(got, expected, "{max_bytes} bytes a fetch");
+    }
+    let by_time = client.list_offset(7, "compacted", 0, now + 17).await;
+    assert_eq!((by_time.error_code, by_time.offset), (0, 51));
+    assert_eq!(
+        client.produce("compacted", 0, batch("after", 1)).await,
+        (0, 90)
     );
 }

@@ -144,10 +144,18 @@ fn committed_segments_leave_the_tail_beyond_its_budget() {
     let offsets = log.offsets();
     assert_eq!(offsets.log_start, start);
     assert_eq!(offsets.high_watermark, Offset(200));
-    assert!(matches!(log.read(Offset(0), 1 << 20), Err(LogError::OffsetBelowLogStart { .. })));
-    assert!(log.read(start, 1 << 20).unwrap().len() > 0);
+    assert!(matches!(
+        log.read(Offset(0), 1 << 20),
+        Err(LogError::OffsetBelowLogStart { .. })
+    ));
+    assert!(!log.read(start, 1 << 20).unwrap().is_empty());
     // The active segment always stays.
     let last = log.trim_tail(0).unwrap();
     assert!(last <= Offset(200));
-    assert_eq!(log.append(&[&common::batch(1, 10, 1_000)]).unwrap().base_offset, Offset(200));
+    assert_eq!(
+        log.append(&[&common::batch(1, 10, 1_000)])
+            .unwrap()
+            .base_offset,
+        Offset(200)
+    );
 }

@@ -108,6 +108,20 @@ pub(crate) const ADVANCE_LOG_START: &str = "UPDATE partitions SET log_start_offs
 pub(crate) const FORGET_RANGES_BELOW: &str = "DELETE FROM batch_ranges \
      WHERE topic_id = $1 AND partition = $2 AND last_offset < $3";
 
+/// Matches (and locks) the partition's row only while it is at epoch `$3`.
+pub(crate) const FENCE_PARTITION: &str = "UPDATE partitions SET leader_epoch = leader_epoch \
+     WHERE topic_id = $1 AND partition = $2 AND leader_epoch = $3";
+
+/// Deletes the partition's ranges starting at `rows` base offsets (`$3`, …).
+pub(crate) fn delete_ranges(rows: usize) -> String {
+    let bases: Vec<String> = (0..rows).map(|i| format!("${}", i + 3)).collect();
+    format!(
+        "DELETE FROM batch_ranges WHERE topic_id = $1 AND partition = $2 \
+         AND base_offset IN ({})",
+        bases.join(", ")
+    )
+}
+
 pub(crate) const NOTE_UNREFERENCED: &str = "UPDATE objects SET unreferenced_ms = $1 \
      WHERE unreferenced_ms IS NULL \
      AND NOT EXISTS (SELECT 1 FROM batch_ranges r WHERE r.object_id = objects.id)";
@@ -330,6 +344,62 @@ macro_rules! impl_catalogue {
                     .fetch_optional(&self.pool)
                     .await?;
                 Ok(row.map(Into::into))
+            }
+
+            async fn replace_ranges(
+                &self,
+                key: $crate::PartitionKey,
+                leader_epoch: i32,
+                replaced: &[i64],
+                object: &$crate::ObjectCommit,
+            ) -> $crate::Result<bool> {
+                use $crate::catalogue_sql as sql;
+                let mut tx = self.pool.begin().await?;
+                let fenced = sqlx::query(sql::FENCE_PARTITION)
+                    .bind(key.topic_id)
+                    .bind(key.partition)
+                    .bind(leader_epoch)
+                    .execute(&mut *tx)
+                    .await?;
+                if fenced.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                let mut deleted = 0;
+                for chunk in replaced.chunks(sql::ROWS_PER_STATEMENT) {
+                    let text = sql::delete_ranges(chunk.len());
+                    let mut query = sqlx::query(&text).bind(key.topic_id).bind(key.partition);
+                    for base in chunk {
+                        query = query.bind(base);
+                    }
+                    deleted += query.execute(&mut *tx).await?.rows_affected();
+                }
+                if deleted != replaced.len() as u64 {
+                    return Ok(false);
+                }
+                let object_id: i64 = sqlx::query_scalar(sql::INSERT_OBJECT)
+                    .bind(&object.name)
+                    .bind(object.size)
+                    .bind($crate::sql::now_ms())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                for chunk in object.ranges.chunks(sql::ROWS_PER_STATEMENT) {
+                    let text = sql::insert_ranges(chunk.len());
+                    let mut query = sqlx::query(&text);
+                    for range in chunk {
+                        query = query
+                            .bind(range.key.topic_id)
+                            .bind(range.key.partition)
+                            .bind(range.base_offset)
+                            .bind(range.last_offset)
+                            .bind(range.max_timestamp)
+                            .bind(object_id)
+                            .bind(range.position)
+                            .bind(range.length);
+                    }
+                    query.execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
+                Ok(true)
             }
 
             async fn note_unreferenced_objects(&self, now_ms: i64) -> $crate::Result<u64> {

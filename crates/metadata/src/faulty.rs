@@ -125,6 +125,19 @@ impl Catalogue for FaultyMetadata {
         self.inner.advance_log_start(key, offset).await
     }
 
+    async fn replace_ranges(
+        &self,
+        key: PartitionKey,
+        leader_epoch: i32,
+        replaced: &[i64],
+        object: &ObjectCommit,
+    ) -> Result<bool> {
+        self.check_up()?;
+        self.inner
+            .replace_ranges(key, leader_epoch, replaced, object)
+            .await
+    }
+
     async fn note_unreferenced_objects(&self, now_ms: i64) -> Result<u64> {
         self.check_up()?;
         self.inner.note_unreferenced_objects(now_ms).await

@@ -385,3 +385,92 @@ async fn objects_without_ranges_are_noted_then_listed_after_the_grace_and_forgot
         );
     }
 }
+
+#[tokio::test]
+async fn compaction_swaps_ranges_only_while_they_are_all_there_at_the_epoch() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 1).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        for n in 0..6 {
+            let commit = object(&format!("wal/{n}"), vec![range(key, epoch, n * 10, 10, 0)]);
+            store.commit_object(&commit).await.unwrap();
+        }
+        // Blocks of 30 offsets each replace ranges 0-29 and 30-59.
+        let block = |base: i64, position: i64| RangeCommit {
+            producer_state: None,
+            ..range(key, epoch, base, 30, position)
+        };
+        let segment = object("seg/1", vec![block(0, 100), block(30, 3_100)]);
+        let all = [0, 10, 20, 30, 40, 50];
+        assert!(
+            !store
+                .replace_ranges(key, epoch + 1, &all, &segment)
+                .await
+                .unwrap(),
+            "{}: epoch",
+            backend.label
+        );
+        assert!(
+            !store
+                .replace_ranges(key, epoch, &[0, 10, 20, 30, 40, 60], &segment)
+                .await
+                .unwrap(),
+            "a range missing"
+        );
+        assert_eq!(
+            store
+                .ranges_from(key, 0, i64::MAX, 100)
+                .await
+                .unwrap()
+                .len(),
+            6,
+            "nothing changed"
+        );
+        assert!(
+            store
+                .replace_ranges(key, epoch, &all, &segment)
+                .await
+                .unwrap(),
+            "{}",
+            backend.label
+        );
+        let ranges = store.ranges_from(key, 0, i64::MAX, 100).await.unwrap();
+        let found: Vec<(i64, i64, &str)> = ranges
+            .iter()
+            .map(|r| (r.base_offset, r.position, r.object.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![(0, 100, "seg/1"), (30, 3_100, "seg/1")],
+            "{}",
+            backend.label
+        );
+        let found = store.ranges_from(key, 45, 1, 100).await.unwrap();
+        assert_eq!(
+            found[0].base_offset, 30,
+            "{}: lookups find blocks",
+            backend.label
+        );
+        // The WAL objects are no longer referenced.
+        assert_eq!(
+            store.note_unreferenced_objects(1).await.unwrap(),
+            6,
+            "{}",
+            backend.label
+        );
+        assert_eq!(
+            store
+                .partition_state(key)
+                .await
+                .unwrap()
+                .unwrap()
+                .high_watermark,
+            60
+        );
+    }
+}

@@ -1,4 +1,5 @@
-//! WAL objects: what a broker uploads per flush in shared-storage mode. One object
+//! WAL objects: what a broker uploads per flush in shared-storage mode (and, with one
+//! entry per block of one partition, the segment objects compaction writes). One object
 //! holds the appends of every partition the broker leads (a thousand partitions are
 //! one PUT, not a thousand), as Kafka record batches ready to serve unchanged, grouped
 //! by partition. The catalogue records each partition's range in it (object, byte
@@ -51,11 +52,13 @@ pub enum WalError {
     TooLarge,
 }
 
-/// Gathers the appends of one flush into one object.
+/// Gathers the appends of one flush into one object (or, for a segment object, one
+/// partition's blocks).
 #[derive(Debug, Default)]
 pub struct WalObjectBuilder {
-    /// (topic id, partition) → (base, last, max timestamp, bytes), merged per partition.
-    parts: std::collections::BTreeMap<(Uuid, i32), Part>,
+    /// (topic id, partition) → its entries in offset order: appends merged into the
+    /// last one, blocks each an entry of their own.
+    parts: std::collections::BTreeMap<(Uuid, i32), Vec<Part>>,
 }
 
 #[derive(Debug)]
@@ -86,7 +89,11 @@ impl WalObjectBuilder {
         if last_offset < base_offset {
             return Err(WalError::Disordered);
         }
-        match self.parts.get_mut(&(topic_id, partition)) {
+        match self
+            .parts
+            .get_mut(&(topic_id, partition))
+            .and_then(|parts| parts.last_mut())
+        {
             Some(part) => {
                 if base_offset <= part.last_offset {
                     return Err(WalError::Disordered);
@@ -104,15 +111,50 @@ impl WalObjectBuilder {
                 }
                 self.parts.insert(
                     (topic_id, partition),
-                    Part {
+                    vec![Part {
                         base_offset,
                         last_offset,
                         max_timestamp,
                         bytes: BytesMut::from(batches),
-                    },
+                    }],
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Adds a partition's batches as an entry of their own (a block of a segment
+    /// object: the index then holds each block's offsets and newest timestamp, the
+    /// object's offset and time index). Blocks of a partition must follow each
+    /// other's offsets.
+    pub fn add_block(
+        &mut self,
+        topic_id: Uuid,
+        partition: i32,
+        base_offset: i64,
+        last_offset: i64,
+        max_timestamp: i64,
+        batches: &[u8],
+    ) -> Result<(), WalError> {
+        if last_offset < base_offset {
+            return Err(WalError::Disordered);
+        }
+        if batches.len() > u32::MAX as usize {
+            return Err(WalError::TooLarge);
+        }
+        let parts = self.parts.entry((topic_id, partition)).or_default();
+        if parts
+            .last()
+            .is_some_and(|part| base_offset <= part.last_offset)
+        {
+            return Err(WalError::Disordered);
+        }
+        parts.push(Part {
+            base_offset,
+            last_offset,
+            max_timestamp,
+            bytes: BytesMut::from(batches),
+        });
         Ok(())
     }
 
@@ -124,16 +166,26 @@ impl WalObjectBuilder {
     /// The object's bytes and its entries (what the catalogue records).
     #[must_use]
     pub fn finish(self) -> (Bytes, Vec<WalEntry>) {
-        let index_len = HEADER_LEN + ENTRY_LEN * self.parts.len() + 4;
-        let data_len: usize = self.parts.values().map(|part| part.bytes.len()).sum();
+        let count: usize = self.parts.values().map(Vec::len).sum();
+        let index_len = HEADER_LEN + ENTRY_LEN * count + 4;
+        let data_len: usize = self
+            .parts
+            .values()
+            .flatten()
+            .map(|part| part.bytes.len())
+            .sum();
         let mut out = BytesMut::with_capacity(index_len + data_len);
         out.put_slice(MAGIC);
         out.put_u8(VERSION);
         out.put_u8(0);
-        out.put_u32(u32::try_from(self.parts.len()).unwrap_or(u32::MAX));
-        let mut entries = Vec::with_capacity(self.parts.len());
+        out.put_u32(u32::try_from(count).unwrap_or(u32::MAX));
+        let mut entries = Vec::with_capacity(count);
         let mut position = index_len as u64;
-        for ((topic_id, partition), part) in &self.parts {
+        let flat = self
+            .parts
+            .iter()
+            .flat_map(|(key, parts)| parts.iter().map(move |part| (key, part)));
+        for ((topic_id, partition), part) in flat {
             let length = u32::try_from(part.bytes.len()).unwrap_or(u32::MAX);
             out.put_slice(topic_id.as_bytes());
             out.put_i32(*partition);
@@ -154,7 +206,7 @@ impl WalObjectBuilder {
         }
         let crc = crc32c::crc32c(&out);
         out.put_u32(crc);
-        for part in self.parts.into_values() {
+        for part in self.parts.into_values().flatten() {
             out.put_slice(&part.bytes);
         }
         (out.freeze(), entries)
@@ -211,7 +263,11 @@ pub fn read_index(object: &[u8]) -> Result<Vec<WalEntry>, WalError> {
         };
         let ordered = entry.base_offset <= entry.last_offset
             && entries.last().is_none_or(|before| {
-                (before.topic_id, before.partition) < (entry.topic_id, entry.partition)
+                let (was, is) = (
+                    (before.topic_id, before.partition),
+                    (entry.topic_id, entry.partition),
+                );
+                was < is || (was == is && before.last_offset < entry.base_offset)
             });
         if !ordered {
             return Err(WalError::Disordered);
@@ -227,6 +283,37 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn blocks_of_a_partition_are_entries_of_their_own_in_offset_order() {
+        let id = Uuid::from_u128(7);
+        let mut builder = WalObjectBuilder::new();
+        builder.add_block(id, 2, 0, 9, 100, b"first").unwrap();
+        builder.add_block(id, 2, 10, 19, 300, b"second").unwrap();
+        assert_eq!(
+            builder.add_block(id, 2, 19, 25, 0, b"x"),
+            Err(WalError::Disordered)
+        );
+        let (object, entries) = builder.finish();
+        assert_eq!(read_index(&object).unwrap(), entries);
+        let blocks: Vec<(i64, i64, i64, u32)> = entries
+            .iter()
+            .map(|e| (e.base_offset, e.last_offset, e.max_timestamp, e.length))
+            .collect();
+        assert_eq!(blocks, vec![(0, 9, 100, 5), (10, 19, 300, 6)]);
+        let second = &entries[1];
+        let start = usize::try_from(second.position).unwrap();
+        assert_eq!(&object[start..start + 6], b"second");
+        // An index whose entries of one partition overlap is refused.
+        let mut overlapping = object.to_vec();
+        // The second entry's base offset (entry 1, field at 20) set to 5.
+        let at = HEADER_LEN + ENTRY_LEN + 20;
+        overlapping[at..at + 8].copy_from_slice(&5_i64.to_be_bytes());
+        let body_len = HEADER_LEN + 2 * ENTRY_LEN;
+        let crc = crc32c::crc32c(&overlapping[..body_len]);
+        overlapping[body_len..body_len + 4].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(read_index(&overlapping), Err(WalError::Disordered));
+    }
 
     #[test]
     fn appends_of_a_partition_merge_and_partitions_come_in_order() {

@@ -5,12 +5,14 @@
 //!   `retention.ms`, and past the oldest ranges while the rest is larger than
 //!   `retention.bytes` (the last range always stays, as Kafka keeps the active
 //!   segment); the catalogue forgets the ranges below it;
+//! - **compaction** of small ranges into segment objects (see `compaction`);
 //! - **collection**: objects no range refers to any more (all their ranges expired,
 //!   deleted or refused at commit) are noted, and deleted from the object store
 //!   `storage.gc.grace.ms` later (a reader that looked a range up just before keeps
 //!   its GET), then forgotten;
 //! - **orphans**: objects under `wal/` that the catalogue never knew (a PUT whose
-//!   commit never happened: the broker died, or the commit failed) are deleted once
+//!   commit never happened: the broker died, or the commit failed), and under `seg/`
+//!   (a compaction swap that was refused), are deleted once
 //!   [`ORPHAN_AGE`] old (by the time in their name), long past any commit in flight.
 
 use std::sync::Arc;
@@ -54,11 +56,16 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
     };
     let now = Timestamp::now().0;
     for topic in shared.topics.all() {
-        if !topic.log.cleanup.delete
-            || (topic.log.retention_ms.is_none() && topic.log.retention_bytes.is_none())
-        {
-            continue;
-        }
+        let retains = topic.log.cleanup.delete
+            && (topic.log.retention_ms.is_some() || topic.log.retention_bytes.is_some());
+        let retention_ms = topic
+            .log
+            .retention_ms
+            .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
+        let retention_bytes = topic
+            .log
+            .retention_bytes
+            .map(|b| i64::try_from(b).unwrap_or(i64::MAX));
         for partition in 0..topic.record.partitions {
             let key = PartitionKey {
                 topic_id: topic.record.id,
@@ -67,26 +74,22 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
             let Some(state) = storage.catalogue.partition_state(key).await? else {
                 continue;
             };
-            let ranges = storage
+            let mut ranges = storage
                 .catalogue
                 .ranges_from(key, state.log_start, i64::MAX, RANGES_PER_PASS)
                 .await?;
-            let retention_ms = topic
-                .log
-                .retention_ms
-                .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
-            let retention_bytes = topic
-                .log
-                .retention_bytes
-                .map(|b| i64::try_from(b).unwrap_or(i64::MAX));
-            let Some(start) = retention_start(&ranges, now, retention_ms, retention_bytes) else {
-                continue;
-            };
-            if start > state.log_start {
+            let start = retains
+                .then(|| retention_start(&ranges, now, retention_ms, retention_bytes))
+                .flatten()
+                .filter(|start| *start > state.log_start);
+            if let Some(start) = start {
                 let start = storage.catalogue.advance_log_start(key, start).await?;
                 note_log_start(shared, storage, &topic, partition, start).await;
                 tracing::debug!(topic = %topic.record.name, partition, start, "retention moved the log start");
+                ranges.retain(|range| range.last_offset >= start);
             }
+            let epoch = topic.leader_epoch(partition);
+            super::compaction::compact(storage, key, epoch, &ranges).await?;
         }
     }
     collect(storage, now).await?;
@@ -192,10 +195,21 @@ async fn delete(storage: &super::SharedStorage, names: Vec<String>) -> Vec<Strin
     gone
 }
 
-/// Deletes the objects under `wal/` that the catalogue does not know and that are
-/// older than [`ORPHAN_AGE`].
+/// Deletes the objects under `wal/` and `seg/` that the catalogue does not know and
+/// that are older than [`ORPHAN_AGE`].
 async fn delete_orphans(storage: &super::SharedStorage, now: i64) -> Result<(), MetadataError> {
-    let prefix = storage.objects.path("wal");
+    for directory in ["wal", "seg"] {
+        delete_orphans_in(storage, directory, now).await?;
+    }
+    Ok(())
+}
+
+async fn delete_orphans_in(
+    storage: &super::SharedStorage,
+    directory: &str,
+    now: i64,
+) -> Result<(), MetadataError> {
+    let prefix = storage.objects.path(directory);
     let cutoff = now.saturating_sub(i64::try_from(ORPHAN_AGE.as_millis()).unwrap_or(i64::MAX));
     let listed: Vec<object_store::ObjectMeta> = match storage
         .objects
@@ -239,9 +253,12 @@ async fn delete_orphans(storage: &super::SharedStorage, now: i64) -> Result<(), 
     Ok(())
 }
 
-/// The time in a WAL object's name (`wal/<ms>-<id>`).
+/// The time in an object's name (`wal/<ms>-<id>`, `seg/<ms>-<id>`).
 fn written_at(name: &str) -> Option<i64> {
-    let rest = name.strip_prefix("wal/")?;
+    let (directory, rest) = name.split_once('/')?;
+    if !matches!(directory, "wal" | "seg") {
+        return None;
+    }
     rest.split_once('-')?.0.parse().ok()
 }
 
@@ -287,7 +304,8 @@ mod tests {
     #[test]
     fn names_carry_their_time() {
         assert_eq!(written_at("wal/1764547200000-abc"), Some(1_764_547_200_000));
-        assert_eq!(written_at("segments/x"), None);
+        assert_eq!(written_at("seg/1000-abc"), Some(1_000));
+        assert_eq!(written_at("other/1000-abc"), None);
         assert_eq!(written_at("wal/x-y"), None);
     }
 }

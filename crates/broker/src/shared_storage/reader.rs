@@ -158,7 +158,7 @@ impl ObjectReader {
     }
 
     /// A range's bytes, from the cache or a ranged GET.
-    async fn range_bytes(&self, range: &StoredRange) -> Result<Bytes, PartitionError> {
+    pub(crate) async fn range_bytes(&self, range: &StoredRange) -> Result<Bytes, PartitionError> {
         let key = CacheKey::of(range);
         if let Some(bytes) = self.cache.get(&key) {
             StorageCounts::add(&self.counts.cache_hits, 1);
