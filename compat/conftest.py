@@ -11,6 +11,14 @@ import time
 import uuid
 
 import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+
+# kafka-python gives its version probe 2 s by default and reports NoBrokersAvailable
+# when it is slower; on a busy 2-core machine (CI runs the fuzzers and the brokers of
+# other suites on the same cores) it sometimes is. The probe's speed is not what
+# these tests check: give every kafka-python client 15 s.
+for _client in (KafkaAdminClient, KafkaConsumer, KafkaProducer):
+    _client.DEFAULT_CONFIG["api_version_auto_timeout_ms"] = 15000
 
 SPOOL_BIN = os.environ.get("SPOOL_BIN", "target/debug/spool")
 # "postgres" runs every broker on a database of its own on the server that

@@ -77,6 +77,9 @@ pub struct StorageConfig {
     pub gc_grace: Duration,
     /// When and how small ranges are rewritten into segment objects.
     pub compaction: CompactionConfig,
+    /// `storage.s3.endpoint`, `storage.s3.region`, `storage.s3.allow.http`: override
+    /// the `AWS_*` variables (credentials come from the environment only).
+    pub s3: spool_objects::S3Options,
 }
 
 /// `storage.compaction.*`: a partition's run of at least `min_ranges` ranges smaller
@@ -109,6 +112,7 @@ impl Default for StorageConfig {
             gc_grace: Duration::from_secs(60),
             tail_bytes: 64 << 20,
             compaction: CompactionConfig::default(),
+            s3: spool_objects::S3Options::default(),
         }
     }
 }
@@ -177,7 +181,40 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 25] = [
+const SETTINGS: [Setting; 28] = [
+    Setting {
+        name: "storage.s3.endpoint",
+        dynamic: false,
+        get: |c| c.storage.s3.endpoint.clone().unwrap_or_default(),
+        set: |c, v| {
+            c.storage.s3.endpoint = (!v.is_empty()).then(|| v.to_owned());
+            Ok(())
+        },
+    },
+    Setting {
+        name: "storage.s3.region",
+        dynamic: false,
+        get: |c| c.storage.s3.region.clone().unwrap_or_default(),
+        set: |c, v| {
+            c.storage.s3.region = (!v.is_empty()).then(|| v.to_owned());
+            Ok(())
+        },
+    },
+    Setting {
+        name: "storage.s3.allow.http",
+        dynamic: false,
+        get: |c| {
+            c.storage
+                .s3
+                .allow_http
+                .map(|a| a.to_string())
+                .unwrap_or_default()
+        },
+        set: |c, v| {
+            c.storage.s3.allow_http = Some(v.parse().map_err(|_| expected(v, "true or false"))?);
+            Ok(())
+        },
+    },
     Setting {
         name: "storage.compaction.block.bytes",
         dynamic: false,

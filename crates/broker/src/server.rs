@@ -180,7 +180,7 @@ impl Broker {
         let objects = match (objects, &config.storage.url) {
             (_, None) => None,
             (Some(objects), Some(_)) => Some(objects),
-            (None, Some(url)) => Some(url.open()?),
+            (None, Some(url)) => Some(url.open_with(&config.storage.s3)?),
         };
         std::fs::create_dir_all(&config.data_dir).map_err(|source| BrokerError::DataDir {
             path: config.data_dir.clone(),

@@ -4,9 +4,9 @@
 //! Storage are reached by the same code; [`FaultyObjectStore`] wraps a store to make
 //! it fail on purpose in tests.
 //!
-//! This crate is the first layer of the shared-storage mode (issue 15): the URL, the
-//! store, and the format of WAL objects ([`wal`]). The write path, the catalogue and
-//! the read cache build on it.
+//! This crate holds the URL, the store, and the format of WAL and segment objects
+//! ([`wal`]); the write path, the read cache and compaction are the broker's
+//! (`crates/broker/src/shared_storage`), the catalogue the metadata store's.
 
 mod faulty;
 mod url;
@@ -18,7 +18,7 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 pub use faulty::{FaultyObjectStore, ObjectCounts};
-pub use url::StorageUrl;
+pub use url::{S3Options, StorageUrl};
 
 /// Why object storage could not be opened.
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,19 @@ use object_store::path::Path;
 
 use crate::{ObjectStorage, ObjectsError};
 
+/// Settings of an S3 store that override the environment's (`storage.s3.*`).
+/// Credentials are not among them: they come from the environment (or the instance's
+/// role) only, so that no settings listing can show them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct S3Options {
+    /// The endpoint of an S3-compatible server (`AWS_ENDPOINT_URL`).
+    pub endpoint: Option<String>,
+    /// `AWS_REGION`.
+    pub region: Option<String>,
+    /// Whether plain HTTP is allowed (`AWS_ALLOW_HTTP`).
+    pub allow_http: Option<bool>,
+}
+
 /// Where partition data lives in shared-storage mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageUrl {
@@ -57,20 +70,30 @@ impl StorageUrl {
 
     /// Builds the store the URL names, configured from the environment.
     pub fn open(&self) -> Result<ObjectStorage, ObjectsError> {
+        self.open_with(&S3Options::default())
+    }
+
+    /// [`StorageUrl::open`], with `s3` overriding what the environment says of an S3
+    /// store (the other stores take theirs from the environment only).
+    pub fn open_with(&self, s3: &S3Options) -> Result<ObjectStorage, ObjectsError> {
         let failed = |source| ObjectsError::Store {
             url: self.to_string(),
             source,
         };
         let (store, prefix): (Arc<dyn object_store::ObjectStore>, &str) = match self {
-            StorageUrl::S3 { bucket, prefix } => (
-                Arc::new(
-                    AmazonS3Builder::from_env()
-                        .with_bucket_name(bucket)
-                        .build()
-                        .map_err(failed)?,
-                ),
-                prefix,
-            ),
+            StorageUrl::S3 { bucket, prefix } => {
+                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                if let Some(endpoint) = &s3.endpoint {
+                    builder = builder.with_endpoint(endpoint);
+                }
+                if let Some(region) = &s3.region {
+                    builder = builder.with_region(region);
+                }
+                if let Some(allow_http) = s3.allow_http {
+                    builder = builder.with_allow_http(allow_http);
+                }
+                (Arc::new(builder.build().map_err(failed)?), prefix)
+            }
             StorageUrl::Gcs { bucket, prefix } => (
                 Arc::new(
                     GoogleCloudStorageBuilder::from_env()

@@ -180,3 +180,47 @@ async fn faults_fail_puts_lose_their_answers_slow_them_and_fail_gets() {
     let counts = faulty.counts();
     assert_eq!((counts.puts, counts.put_bytes, counts.gets), (3, 3, 2));
 }
+
+/// `storage.s3.*` settings override the environment: an endpoint where nothing
+/// listens makes writes fail; the server's own endpoint, given as a setting, works.
+#[tokio::test]
+async fn s3_options_override_the_environment() {
+    let (Ok(url), Ok(endpoint)) = (
+        std::env::var("SPOOL_TEST_S3_URL"),
+        std::env::var("AWS_ENDPOINT_URL"),
+    ) else {
+        eprintln!("SPOOL_TEST_S3_URL or AWS_ENDPOINT_URL not set: skipped");
+        return;
+    };
+    let base = StorageUrl::parse(&format!("{url}/options")).unwrap();
+    let nowhere = spool_objects::S3Options {
+        endpoint: Some("http://127.0.0.1:9".to_owned()),
+        region: None,
+        allow_http: Some(true),
+    };
+    let wrong = base.open_with(&nowhere).unwrap();
+    // It fails, or keeps retrying (object_store retries refused connections).
+    let put = tokio::time::timeout(
+        Duration::from_secs(5),
+        wrong
+            .store
+            .put(&wrong.path("x"), PutPayload::from(Bytes::from_static(b"x"))),
+    )
+    .await;
+    assert!(
+        !matches!(put, Ok(Ok(_))),
+        "a PUT to a closed port succeeded"
+    );
+    let right = base
+        .open_with(&spool_objects::S3Options {
+            endpoint: Some(endpoint),
+            region: Some("us-east-1".to_owned()),
+            allow_http: Some(true),
+        })
+        .unwrap();
+    right
+        .store
+        .put(&right.path("x"), PutPayload::from(Bytes::from_static(b"x")))
+        .await
+        .unwrap();
+}
