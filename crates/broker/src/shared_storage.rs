@@ -186,6 +186,13 @@ impl SharedStorage {
         if let Some((log, log_start)) = self.open_already(logs, log_key)? {
             return Ok((log, shared(log_start)));
         }
+        if logs.partition(log_key)?.is_some_and(|log| log.has_failed()) {
+            // Replacing a failed tail: its uploads still in flight commit (or fail)
+            // first, so that the catalogue's end is final when the new tail starts
+            // there (else the new tail's first commits would be refused).
+            let uploader = self.uploader.clone();
+            self.wait_for(async move { uploader.drain().await })?;
+        }
         let catalogue = self.catalogue.clone();
         let state = self
             .wait_for(async move { catalogue.partition_state(key).await })??

@@ -351,7 +351,7 @@ async fn upload_and_commit(
                     committed.push(part.log.clone());
                 } else {
                     StorageCounts::add(&counts.fenced_ranges, 1);
-                    tracing::warn!(key = ?part.range.key, "the catalogue refused a range: another leader has the partition");
+                    tracing::warn!(key = ?part.range.key, "the catalogue refused a range: the partition moved on (another leader, or an earlier upload of it failed); its tail reopens");
                     part.log.upload_failed(UploadFailure::Fenced);
                 }
             }
