@@ -77,6 +77,10 @@ pub struct StorageConfig {
     pub gc_grace: Duration,
     /// When and how small ranges are rewritten into segment objects.
     pub compaction: CompactionConfig,
+    /// `storage.orphan.age.ms`: how old (by the object store's clock) an object that
+    /// no commit made visible must be before it is deleted; the uploader commits an
+    /// object within half of it or not at all.
+    pub orphan_age: Duration,
     /// `storage.s3.endpoint`, `storage.s3.region`, `storage.s3.allow.http`: override
     /// the `AWS_*` variables (credentials come from the environment only).
     pub s3: spool_objects::S3Options,
@@ -112,6 +116,7 @@ impl Default for StorageConfig {
             gc_grace: Duration::from_secs(60),
             tail_bytes: 64 << 20,
             compaction: CompactionConfig::default(),
+            orphan_age: Duration::from_secs(15 * 60),
             s3: spool_objects::S3Options::default(),
         }
     }
@@ -181,7 +186,16 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 28] = [
+const SETTINGS: [Setting; 29] = [
+    Setting {
+        name: "storage.orphan.age.ms",
+        dynamic: false,
+        get: |c| c.storage.orphan_age.as_millis().to_string(),
+        set: |c, v| {
+            c.storage.orphan_age = millis(v, 1_000)?;
+            Ok(())
+        },
+    },
     Setting {
         name: "storage.s3.endpoint",
         dynamic: false,

@@ -264,36 +264,58 @@ impl PartitionHandle {
         max_bytes: u64,
         first_whole: bool,
     ) -> Result<ReadResult, PartitionError> {
-        if let Some(shared) = &self.shared {
-            let local = self.log.offsets();
-            let log_start = shared.log_start();
-            if offset < local.log_start {
-                if offset < log_start {
-                    return Err(LogError::OffsetBelowLogStart {
-                        requested: offset,
-                        log_start,
-                    }
-                    .into());
-                }
-                let reader = shared.storage.reader.clone();
-                let key = shared.key;
-                let read = shared.storage.wait_for(async move {
-                    reader.read(key, offset, max_bytes, first_whole).await
-                })??;
-                return Ok(ReadResult {
-                    chunks: read.batches.into_iter().map(ReadChunk::Memory).collect(),
-                    log_start,
-                    high_watermark: local.high_watermark,
-                });
-            }
+        if let Some(shared) = &self.shared
+            && offset < self.log.offsets().log_start
+        {
+            return self.read_objects(shared, offset, max_bytes, first_whole);
         }
-        let mut result = if first_whole {
-            self.log.read(offset, max_bytes)?
+        let read = if first_whole {
+            self.log.read(offset, max_bytes)
         } else {
-            self.log.read_within(offset, max_bytes)?
+            self.log.read_within(offset, max_bytes)
         };
-        result.log_start = self.log_start();
-        Ok(result)
+        match (read, &self.shared) {
+            (Ok(mut result), _) => {
+                result.log_start = self.log_start();
+                Ok(result)
+            }
+            // The tail dropped the offset's segment meanwhile (it was committed).
+            (Err(LogError::OffsetBelowLogStart { .. }), Some(shared)) => {
+                self.read_objects(shared, offset, max_bytes, first_whole)
+            }
+            (Err(error), _) => Err(error.into()),
+        }
+    }
+
+    /// A read below the tail, from objects, up to the tail's high watermark.
+    fn read_objects(
+        &self,
+        shared: &SharedPartition,
+        offset: Offset,
+        max_bytes: u64,
+        first_whole: bool,
+    ) -> Result<ReadResult, PartitionError> {
+        let log_start = shared.log_start();
+        if offset < log_start {
+            return Err(LogError::OffsetBelowLogStart {
+                requested: offset,
+                log_start,
+            }
+            .into());
+        }
+        let high_watermark = self.log.offsets().high_watermark;
+        let reader = shared.storage.reader.clone();
+        let key = shared.key;
+        let read = shared.storage.wait_for(async move {
+            reader
+                .read(key, offset, high_watermark, max_bytes, first_whole)
+                .await
+        })??;
+        Ok(ReadResult {
+            chunks: read.batches.into_iter().map(ReadChunk::Memory).collect(),
+            log_start,
+            high_watermark,
+        })
     }
 
     /// The first offset whose record timestamp is at or after `target`, with that

@@ -46,6 +46,8 @@ pub(crate) struct SharedStorage {
     /// `storage.gc.grace.ms`: how long an unreferenced object stays.
     gc_grace: std::time::Duration,
     compaction: crate::config::CompactionConfig,
+    /// `storage.orphan.age.ms`.
+    orphan_age: std::time::Duration,
     uploader: Arc<Uploader>,
     pub(crate) reader: ObjectReader,
     pub(crate) counts: Arc<StorageCounts>,
@@ -123,6 +125,7 @@ impl SharedStorage {
         Arc::new(SharedStorage {
             gc_grace: settings.gc_grace,
             compaction: settings.compaction,
+            orphan_age: settings.orphan_age,
             objects: objects.clone(),
             reader: ObjectReader::new(
                 objects,
@@ -179,19 +182,20 @@ impl SharedStorage {
         if let Some((log, log_start)) = self.open_already(logs, log_key)? {
             return Ok((log, shared(log_start)));
         }
+        if logs.partition(log_key)?.is_some_and(|log| log.has_failed()) {
+            // Replacing a failed tail: its uploads still in flight commit (or fail)
+            // first, so that the catalogue's end is final when the new tail starts
+            // there (else the new tail's first commits would be refused). Waited for
+            // outside the lock below, which other partitions' opens take.
+            let uploader = self.uploader.clone();
+            self.wait_for(async move { uploader.drain().await })?;
+        }
         let _opening = self
             .opening
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((log, log_start)) = self.open_already(logs, log_key)? {
             return Ok((log, shared(log_start)));
-        }
-        if logs.partition(log_key)?.is_some_and(|log| log.has_failed()) {
-            // Replacing a failed tail: its uploads still in flight commit (or fail)
-            // first, so that the catalogue's end is final when the new tail starts
-            // there (else the new tail's first commits would be refused).
-            let uploader = self.uploader.clone();
-            self.wait_for(async move { uploader.drain().await })?;
         }
         let catalogue = self.catalogue.clone();
         let state = self

@@ -57,12 +57,15 @@ pub(super) async fn compact(
         data.extend_from_slice(&bytes);
         if i64::try_from(data.len()).unwrap_or(i64::MAX) >= block_bytes
             && let Some((base, last, max_timestamp, data)) = block.take()
+            && !add_block(&mut builder, key, base, last, max_timestamp, &data)
         {
-            add_block(&mut builder, key, base, last, max_timestamp, &data);
+            return Ok(0);
         }
     }
-    if let Some((base, last, max_timestamp, data)) = block.take() {
-        add_block(&mut builder, key, base, last, max_timestamp, &data);
+    if let Some((base, last, max_timestamp, data)) = block.take()
+        && !add_block(&mut builder, key, base, last, max_timestamp, &data)
+    {
+        return Ok(0);
     }
     let (object, entries) = builder.finish();
     let name = format!(
@@ -114,6 +117,8 @@ pub(super) async fn compact(
     }
 }
 
+/// Adds a block; `false` (and the compaction is abandoned: a swap without every
+/// block would leave a gap) if the builder refuses it.
 fn add_block(
     builder: &mut WalObjectBuilder,
     key: PartitionKey,
@@ -121,12 +126,13 @@ fn add_block(
     last: i64,
     max_timestamp: i64,
     data: &[u8],
-) {
-    // Blocks come from consecutive ranges in offset order: they cannot overlap.
-    if let Err(error) =
-        builder.add_block(key.topic_id, key.partition, base, last, max_timestamp, data)
-    {
-        tracing::error!(?key, %error, "a compaction block was refused");
+) -> bool {
+    match builder.add_block(key.topic_id, key.partition, base, last, max_timestamp, data) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::error!(?key, %error, "a compaction block was refused; compaction abandoned");
+            false
+        }
     }
 }
 

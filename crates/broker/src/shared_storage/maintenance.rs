@@ -13,10 +13,11 @@
 //! - **orphans**: objects under `wal/` that the catalogue never knew (a PUT whose
 //!   commit never happened: the broker died, or the commit failed), and under `seg/`
 //!   (a compaction swap that was refused), are deleted once
-//!   [`ORPHAN_AGE`] old (by the time in their name), long past any commit in flight.
+//!   `storage.orphan.age.ms` old by the object store's own clock (its last-modified
+//!   time); the uploader never commits an object after half that age, so no commit
+//!   can follow the deletion.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
@@ -25,9 +26,6 @@ use spool_model::Timestamp;
 use tokio::sync::watch;
 
 use crate::server::Shared;
-
-/// How old an object the catalogue does not know must be before it is deleted.
-pub(crate) const ORPHAN_AGE: Duration = Duration::from_secs(15 * 60);
 
 /// Objects deleted per pass at most (the rest wait for the next).
 const DELETIONS_PER_PASS: i64 = 1_000;
@@ -196,7 +194,7 @@ async fn delete(storage: &super::SharedStorage, names: Vec<String>) -> Vec<Strin
 }
 
 /// Deletes the objects under `wal/` and `seg/` that the catalogue does not know and
-/// that are older than [`ORPHAN_AGE`].
+/// that are older than `storage.orphan.age.ms`.
 async fn delete_orphans(storage: &super::SharedStorage, now: i64) -> Result<(), MetadataError> {
     for directory in ["wal", "seg"] {
         delete_orphans_in(storage, directory, now).await?;
@@ -210,7 +208,8 @@ async fn delete_orphans_in(
     now: i64,
 ) -> Result<(), MetadataError> {
     let prefix = storage.objects.path(directory);
-    let cutoff = now.saturating_sub(i64::try_from(ORPHAN_AGE.as_millis()).unwrap_or(i64::MAX));
+    let age = i64::try_from(storage.orphan_age.as_millis()).unwrap_or(i64::MAX);
+    let cutoff = now.saturating_sub(age);
     let listed: Vec<object_store::ObjectMeta> = match storage
         .objects
         .store
@@ -232,7 +231,8 @@ async fn delete_orphans_in(
                 .map(|part| part.as_ref().to_owned())
                 .collect::<Vec<_>>()
                 .join("/");
-            (written_at(&name)? < cutoff).then_some(name)
+            let in_directory = name.starts_with(&format!("{directory}/"));
+            (in_directory && meta.last_modified.timestamp_millis() < cutoff).then_some(name)
         })
         .collect();
     if old.is_empty() {
@@ -251,15 +251,6 @@ async fn delete_orphans_in(
         delete(storage, orphans).await;
     }
     Ok(())
-}
-
-/// The time in an object's name (`wal/<ms>-<id>`, `seg/<ms>-<id>`).
-fn written_at(name: &str) -> Option<i64> {
-    let (directory, rest) = name.split_once('/')?;
-    if !matches!(directory, "wal" | "seg") {
-        return None;
-    }
-    rest.split_once('-')?.0.parse().ok()
 }
 
 #[cfg(test)]
@@ -299,13 +290,5 @@ mod tests {
         // A newer range before an old one stops time retention (Kafka's rule).
         let mixed = [range(0, 900, 10), range(10, 100, 10), range(20, 300, 10)];
         assert_eq!(retention_start(&mixed, 1_000, Some(500), None), None);
-    }
-
-    #[test]
-    fn names_carry_their_time() {
-        assert_eq!(written_at("wal/1764547200000-abc"), Some(1_764_547_200_000));
-        assert_eq!(written_at("seg/1000-abc"), Some(1_000));
-        assert_eq!(written_at("other/1000-abc"), None);
-        assert_eq!(written_at("wal/x-y"), None);
     }
 }

@@ -55,11 +55,13 @@ impl ObjectReader {
     }
 
     /// Whole batches from the one holding `offset`, up to `max_bytes` (the first one
-    /// whole even if larger when `first_whole`, as local reads do).
+    /// whole even if larger when `first_whole`, as local reads do), none at or past
+    /// `high_watermark` (a range committed but not yet visible here stays unseen).
     pub(crate) async fn read(
         &self,
         key: PartitionKey,
         offset: Offset,
+        high_watermark: Offset,
         max_bytes: u64,
         first_whole: bool,
     ) -> Result<RemoteRead, PartitionError> {
@@ -79,6 +81,9 @@ impl ObjectReader {
                 let (header, batch) = frame.map_err(|error| corrupt(range, &error))?;
                 if header.next_offset() <= offset {
                     continue;
+                }
+                if header.base_offset >= high_watermark {
+                    break 'ranges;
                 }
                 let len = batch.len() as u64;
                 let first = read.batches.is_empty();

@@ -38,6 +38,8 @@ pub(super) struct Uploader {
     flush_bytes: u64,
     /// `storage.tail.bytes`: what a tail keeps of its committed data.
     tail_bytes: u64,
+    /// `storage.orphan.age.ms`: an object is committed within half of it, or never.
+    orphan_age: Duration,
     /// Objects made, and objects whose commit (or failure) is done.
     started: AtomicU64,
     finished: watch::Sender<u64>,
@@ -83,6 +85,7 @@ impl Uploader {
             flush_after: settings.flush,
             flush_bytes: settings.flush_bytes,
             tail_bytes: settings.tail_bytes,
+            orphan_age: settings.orphan_age,
             started: AtomicU64::new(0),
             finished: watch::Sender::new(0),
         });
@@ -148,7 +151,7 @@ impl FlushLoop {
                 );
                 let uploader = self.uploader.clone();
                 tokio::spawn(async move {
-                    let committed = upload_and_commit(upload, context).await;
+                    let committed = upload_and_commit(upload, context, uploader.orphan_age).await;
                     uploader.finished.send_modify(|done| *done += 1);
                     trim_tails(committed, uploader.tail_bytes).await;
                 });
@@ -195,6 +198,8 @@ impl FlushLoop {
         let permit = self.in_flight.clone().acquire_owned().await.ok()?;
         let (logs, since) = {
             let mut pending = self.uploader.lock();
+            // Counted before any chunk is taken, so that a drain started from now on
+            // waits for this object (balanced below if it turns out empty).
             let taken = std::mem::take(&mut *pending);
             (taken.logs, taken.since)
         };
@@ -229,6 +234,7 @@ impl FlushLoop {
             taken.push((key, log, chunk));
         }
         if builder.is_empty() {
+            self.uploader.finished.send_modify(|done| *done += 1);
             return None;
         }
         let (object, entries) = builder.finish();
@@ -300,6 +306,7 @@ async fn trim_tails(logs: Vec<Arc<PartitionLog>>, keep_bytes: u64) {
 async fn upload_and_commit(
     upload: Upload,
     (objects, catalogue, counts): (ObjectStorage, Arc<dyn MetadataStore>, Arc<StorageCounts>),
+    orphan_age: Duration,
 ) -> Vec<Arc<PartitionLog>> {
     let Upload {
         name,
@@ -334,16 +341,36 @@ async fn upload_and_commit(
     }
     StorageCounts::add(&counts.puts, 1);
     StorageCounts::add(&counts.put_bytes, size);
+    // An object older than half the orphan age is never committed: the collection
+    // of orphans (by the store's own time of the object) may be about to delete it.
+    let deadline = orphan_age / 2;
+    if started.elapsed() >= deadline {
+        tracing::warn!(object = %name, "an object waited too long for its commit; its partitions reopen");
+        StorageCounts::add(&counts.commit_failures, 1);
+        fail_all(&parts);
+        let _ = done.send(());
+        return Vec::new();
+    }
     let commit = ObjectCommit {
         name: name.clone(),
         size: i64::try_from(size).unwrap_or(i64::MAX),
         ranges: parts.iter().map(|part| part.range.clone()).collect(),
     };
-    let started = Instant::now();
+    let commit_started = Instant::now();
     let mut committed = Vec::new();
-    match catalogue.commit_object(&commit).await {
+    let outcome = tokio::time::timeout(
+        deadline.saturating_sub(started.elapsed()),
+        catalogue.commit_object(&commit),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(spool_metadata::MetadataError::Retriable(
+            "the commit took too long".to_owned(),
+        ))
+    });
+    match outcome {
         Ok(accepted) => {
-            counts.commit_took(started.elapsed());
+            counts.commit_took(commit_started.elapsed());
             StorageCounts::add(&counts.commits, 1);
             for (part, accepted) in parts.iter().zip(accepted) {
                 if accepted {
