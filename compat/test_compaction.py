@@ -11,8 +11,6 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
 from kafka.errors import InvalidRecordError
 
-from conftest import STORAGE
-
 # A cleaner that looks every 200 ms; topics with small segments and any dirt due.
 SETTINGS = ("log.cleaner.backoff.ms=200",)
 COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01",
@@ -59,7 +57,6 @@ def read_all_librdkafka(broker, topic):
     return records
 
 
-@pytest.mark.skipif(STORAGE == "s3", reason="compaction in object storage is not built yet (issue 15)")
 @pytest.mark.parametrize("codec", ["none", "zstd"])
 def test_the_cleaner_keeps_the_latest_value_of_each_key(make_broker, codec):
     broker = make_broker(*SETTINGS)

@@ -264,8 +264,10 @@ impl PartitionHandle {
         max_bytes: u64,
         first_whole: bool,
     ) -> Result<ReadResult, PartitionError> {
+        // Below the tail, or below where a compacted partition is clean in objects
+        // (the tail keeps what it appended as it was).
         if let Some(shared) = &self.shared
-            && offset < self.log.offsets().log_start
+            && (offset < self.log.offsets().log_start || offset < shared.cleaned())
         {
             return self.read_objects(shared, offset, max_bytes, first_whole);
         }

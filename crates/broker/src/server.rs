@@ -190,7 +190,7 @@ impl Broker {
             flush_threads: config.io_threads,
             retention_check_interval: config.retention_check_interval,
             // Shared-storage mode cleans compacted topics in object storage, not in
-            // the tails (not yet: docs/storage.md).
+            // the tails (`shared_storage::cleaning`).
             cleaner: (config.cleaner.enabled && objects.is_none())
                 .then_some(config.cleaner.settings),
             cleaner_backoff: config.cleaner.backoff,
@@ -266,6 +266,10 @@ impl Broker {
         ));
         if shared.storage.is_some() {
             tokio::spawn(crate::shared_storage::maintenance::run(
+                shared.clone(),
+                stopped.clone(),
+            ));
+            tokio::spawn(crate::shared_storage::cleaning::run(
                 shared.clone(),
                 stopped.clone(),
             ));

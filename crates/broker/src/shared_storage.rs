@@ -15,6 +15,7 @@
 //! The catalogue calls are async and the partition seam is blocking (it runs on the
 //! blocking pool): [`wait_for`] runs a call on the runtime and waits for it there.
 
+pub(crate) mod cleaning;
 mod compaction;
 mod counts;
 pub(crate) mod maintenance;
@@ -53,30 +54,45 @@ pub(crate) struct SharedStorage {
     pub(crate) counts: Arc<StorageCounts>,
     /// Held while a tail is opened, so that two requests open a partition once.
     opening: Mutex<()>,
-    /// Each open tail's log start, as the catalogue has it (the tail itself starts
-    /// at the committed end it was opened at).
-    log_starts: RwLock<HashMap<TopicPartition, Arc<AtomicI64>>>,
+    /// Each open tail's catalogue marks.
+    marks: RwLock<HashMap<TopicPartition, Arc<TailMarks>>>,
     runtime: tokio::runtime::Handle,
     /// Tells the flush loop to take what is left and stop.
     closing: watch::Sender<bool>,
     flush_loop: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-/// A tail already open and its log start.
-type OpenTail = (Arc<PartitionLog>, Arc<AtomicI64>);
+/// What the catalogue says of a partition whose tail is open here, kept up to date
+/// by the broker's own changes.
+#[derive(Debug)]
+pub(crate) struct TailMarks {
+    /// The log start (the tail itself starts at the committed end it was opened at).
+    pub(crate) log_start: AtomicI64,
+    /// A compacted partition is clean below it in object storage: reads below it go
+    /// there, not to the tail's uncleaned copy.
+    pub(crate) cleaned: AtomicI64,
+}
+
+/// A tail already open and its marks.
+type OpenTail = (Arc<PartitionLog>, Arc<TailMarks>);
 
 /// A partition of shared-storage mode as the partition seam hands it out.
 #[derive(Debug, Clone)]
 pub(crate) struct SharedPartition {
     pub(crate) key: PartitionKey,
     pub(crate) storage: Arc<SharedStorage>,
-    log_start: Arc<AtomicI64>,
+    marks: Arc<TailMarks>,
 }
 
 impl SharedPartition {
     /// The partition's log start (the catalogue's, not the tail's).
     pub(crate) fn log_start(&self) -> Offset {
-        Offset(self.log_start.load(Ordering::Acquire))
+        Offset(self.marks.log_start.load(Ordering::Acquire))
+    }
+
+    /// Below it the partition is clean in object storage (compacted topics).
+    pub(crate) fn cleaned(&self) -> Offset {
+        Offset(self.marks.cleaned.load(Ordering::Acquire))
     }
 
     /// Moves the log start to `offset` (DeleteRecords, retention) in the catalogue
@@ -91,7 +107,7 @@ impl SharedPartition {
         let start = self
             .storage
             .wait_for(async move { catalogue.advance_log_start(key, offset.0).await })??;
-        self.log_start.fetch_max(start, Ordering::AcqRel);
+        self.marks.log_start.fetch_max(start, Ordering::AcqRel);
         let local = log.offsets();
         if start > local.log_start.0 {
             log.advance_log_start(Offset(start).min(local.high_watermark))?;
@@ -137,7 +153,7 @@ impl SharedStorage {
             uploader,
             counts,
             opening: Mutex::new(()),
-            log_starts: RwLock::new(HashMap::new()),
+            marks: RwLock::new(HashMap::new()),
             runtime: tokio::runtime::Handle::current(),
             closing,
             flush_loop: Mutex::new(Some(flush_loop)),
@@ -174,13 +190,13 @@ impl SharedStorage {
         key: PartitionKey,
         leader_epoch: i32,
     ) -> Result<(Arc<PartitionLog>, SharedPartition), PartitionError> {
-        let shared = |log_start| SharedPartition {
+        let shared = |marks| SharedPartition {
             key,
             storage: self.clone(),
-            log_start,
+            marks,
         };
-        if let Some((log, log_start)) = self.open_already(logs, log_key)? {
-            return Ok((log, shared(log_start)));
+        if let Some((log, marks)) = self.open_already(logs, log_key)? {
+            return Ok((log, shared(marks)));
         }
         if logs.partition(log_key)?.is_some_and(|log| log.has_failed()) {
             // Replacing a failed tail: its uploads still in flight commit (or fail)
@@ -194,8 +210,8 @@ impl SharedStorage {
             .opening
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((log, log_start)) = self.open_already(logs, log_key)? {
-            return Ok((log, shared(log_start)));
+        if let Some((log, marks)) = self.open_already(logs, log_key)? {
+            return Ok((log, shared(marks)));
         }
         let catalogue = self.catalogue.clone();
         let state = self
@@ -224,18 +240,21 @@ impl SharedStorage {
         };
         let log = logs.open_tail(log_key, start)?;
         log.become_leader(leader_epoch)?;
-        let log_start = Arc::new(AtomicI64::new(state.log_start));
-        self.log_starts
+        let marks = Arc::new(TailMarks {
+            log_start: AtomicI64::new(state.log_start),
+            cleaned: AtomicI64::new(state.cleaned_offset),
+        });
+        self.marks
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(log_key.clone(), log_start.clone());
+            .insert(log_key.clone(), marks.clone());
         tracing::debug!(partition = %log_key, high_watermark = state.high_watermark, "opened a tail");
-        Ok((log, shared(log_start)))
+        Ok((log, shared(marks)))
     }
 
-    /// The log start of the partition's open tail, if it has one.
-    pub(crate) fn log_start_of(&self, log_key: &TopicPartition) -> Option<Arc<AtomicI64>> {
-        self.log_starts
+    /// The catalogue marks of the partition's open tail, if it has one.
+    pub(crate) fn marks_of(&self, log_key: &TopicPartition) -> Option<Arc<TailMarks>> {
+        self.marks
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(log_key)
@@ -254,13 +273,13 @@ impl SharedStorage {
         if !log.is_tail() || log.has_failed() {
             return Ok(None);
         }
-        let start = self
-            .log_starts
+        let marks = self
+            .marks
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(log_key)
             .cloned();
-        Ok(start.map(|start| (log, start)))
+        Ok(marks.map(|marks| (log, marks)))
     }
 
     /// Runs `work` on the runtime and waits for it: for the blocking partition seam.

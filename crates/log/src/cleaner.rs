@@ -34,6 +34,7 @@
 //! for the swap, which checks that they are all still there.
 
 mod offset_map;
+pub mod rules;
 pub(crate) mod swap;
 
 use std::path::Path;
@@ -42,10 +43,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use spool_model::{BATCH_HEADER_LEN, Offset, RecordBatchHeader, Timestamp};
-use spool_protocol::keyed::{self, BatchRecords};
 use spool_store::{OpenMode, StoreFile};
 
-use self::offset_map::OffsetMap;
+use self::rules::{Cleaned, OffsetMap, Retain};
 use self::swap::SwapGroup;
 use crate::config::LogConfig;
 use crate::error::{LogError, Result};
@@ -84,8 +84,6 @@ pub struct CleanStats {
     pub cleaned_up_to: Offset,
 }
 
-/// The most a batch may inflate to in the cleaner.
-const MAX_INFLATED_BATCH: usize = 256 << 20;
 /// Bytes of a cleaned segment gathered before they are written.
 const WRITE_CHUNK: usize = 1 << 20;
 
@@ -317,22 +315,8 @@ impl PartitionLog {
                 }
                 throttle.spend(len);
                 stats.bytes_read += len;
-                if !header.is_control() {
-                    let records = BatchRecords::read(&buffer, MAX_INFLATED_BATCH)
-                        .map_err(|error| self.unreadable(&header, &error))?;
-                    for record in records
-                        .records()
-                        .map_err(|error| self.unreadable(&header, &error))?
-                    {
-                        let offset =
-                            record_offset(&header, record.offset_delta).ok_or_else(|| {
-                                self.unreadable(&header, &"a record offset outside its batch")
-                            })?;
-                        if let Some(key) = record.key {
-                            map.put(key, offset);
-                        }
-                    }
-                }
+                rules::map_keys(map, &header, &buffer)
+                    .map_err(|error| self.unreadable(&header, &error))?;
                 mapped_end = Some(header.next_offset());
             }
         }
@@ -429,44 +413,7 @@ impl PartitionLog {
         batch: &[u8],
         retain: &Retain<'_>,
     ) -> Result<Cleaned> {
-        if header.is_control() || header.base_offset >= retain.mapped_end {
-            return Ok(Cleaned::Whole);
-        }
-        let records = BatchRecords::read(batch, MAX_INFLATED_BATCH)
-            .map_err(|error| self.unreadable(header, &error))?;
-        let all = records
-            .records()
-            .map_err(|error| self.unreadable(header, &error))?;
-        if all
-            .iter()
-            .any(|record| record_offset(header, record.offset_delta).is_none())
-        {
-            return Err(self.unreadable(header, &"a record offset outside its batch"));
-        }
-        let was_clean = header.next_offset() <= retain.first_dirty;
-        let tombstones_expired = was_clean && header.max_timestamp < retain.delete_horizon;
-        let kept: Vec<_> = all
-            .iter()
-            .copied()
-            .filter(|record| {
-                let offset = header.base_offset.0.saturating_add(record.offset_delta);
-                let Some(key) = record.key else {
-                    return false;
-                };
-                let latest = retain.map.latest(key).is_none_or(|latest| offset >= latest);
-                latest && !(record.is_tombstone() && tombstones_expired)
-            })
-            .collect();
-        let removed = (all.len() - kept.len()) as u64;
-        if removed == 0 {
-            return Ok(Cleaned::Whole);
-        }
-        if kept.is_empty() {
-            return Ok(Cleaned::Gone(removed));
-        }
-        let rebuilt =
-            keyed::rebuild_batch(batch, &kept).map_err(|error| self.unreadable(header, &error))?;
-        Ok(Cleaned::Rebuilt(rebuilt, removed))
+        rules::clean_batch(header, batch, retain).map_err(|error| self.unreadable(header, &error))
     }
 
     /// Puts the cleaned segments in place (see [`swap`]); `false` when the log changed
@@ -526,27 +473,6 @@ impl PartitionLog {
             path: self.dir.clone(),
         }
     }
-}
-
-/// The rule of what stays.
-struct Retain<'a> {
-    map: &'a OffsetMap,
-    mapped_end: Offset,
-    first_dirty: Offset,
-    delete_horizon: Timestamp,
-}
-
-enum Cleaned {
-    Whole,
-    Rebuilt(Vec<u8>, u64),
-    Gone(u64),
-}
-
-/// A record's offset, if its delta lies within its batch.
-fn record_offset(header: &RecordBatchHeader, delta: i64) -> Option<i64> {
-    (0..=i64::from(header.last_offset_delta))
-        .contains(&delta)
-        .then(|| header.base_offset.0.saturating_add(delta))
 }
 
 /// Reads the whole batch at `position` into `buffer`, checking its CRC.

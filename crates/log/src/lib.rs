@@ -32,7 +32,7 @@ mod segment;
 mod small_file;
 mod tail_cache;
 
-pub use cleaner::{CleanStats, CleanerSettings};
+pub use cleaner::{CleanStats, CleanerSettings, rules as cleaning};
 pub use config::{Cleanup, ConfigError, FlushPolicy, LogConfig};
 pub use error::LogError;
 pub use file_cache::FileCache;

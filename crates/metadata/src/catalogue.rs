@@ -30,6 +30,9 @@ pub struct PartitionState {
     /// The idempotent producers' state as of the high watermark, as the log encodes
     /// it; `None` before the first commit.
     pub producer_state: Option<Vec<u8>>,
+    /// A compacted partition is clean below it (each key has at most one record
+    /// there); zero if never cleaned.
+    pub cleaned_offset: i64,
     /// Which leader epoch began at which offset, oldest first.
     pub epochs: Vec<(i32, i64)>,
 }
@@ -115,6 +118,14 @@ pub trait Catalogue: Send + Sync {
         leader_epoch: i32,
         replaced: &[i64],
         object: &ObjectCommit,
+    ) -> Result<bool>;
+    /// The cleaner's mark: moves the partition's cleaned offset up to `offset` (never
+    /// back) while it is at `leader_epoch`; `false` if the epoch moved.
+    async fn advance_cleaned_offset(
+        &self,
+        key: PartitionKey,
+        leader_epoch: i32,
+        offset: i64,
     ) -> Result<bool>;
     /// Notes, at `now_ms`, the objects no range refers to any more (those not noted
     /// already); returns how many were noted.

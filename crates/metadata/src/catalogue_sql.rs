@@ -62,7 +62,7 @@ fn placeholders(rows: usize, columns: usize) -> String {
 }
 
 pub(crate) const PARTITION_ROW: &str = "SELECT leader_epoch, log_start_offset, high_watermark, \
-     producer_state FROM partitions WHERE topic_id = $1 AND partition = $2";
+     producer_state, cleaned_offset FROM partitions WHERE topic_id = $1 AND partition = $2";
 pub(crate) const PARTITION_EPOCHS: &str = "SELECT epoch, start_offset FROM partition_epochs \
      WHERE topic_id = $1 AND partition = $2 ORDER BY epoch";
 pub(crate) const BEGIN_EPOCH: &str = "INSERT INTO partition_epochs \
@@ -108,6 +108,12 @@ pub(crate) const ADVANCE_LOG_START: &str = "UPDATE partitions SET log_start_offs
 pub(crate) const FORGET_RANGES_BELOW: &str = "DELETE FROM batch_ranges \
      WHERE topic_id = $1 AND partition = $2 AND last_offset < $3";
 
+/// Moves the cleaned offset up to `$4` (never back) while the partition is at epoch
+/// `$3`.
+pub(crate) const ADVANCE_CLEANED_OFFSET: &str = "UPDATE partitions SET cleaned_offset = CASE \
+     WHEN $4 > cleaned_offset THEN $4 ELSE cleaned_offset END \
+     WHERE topic_id = $1 AND partition = $2 AND leader_epoch = $3";
+
 /// Matches (and locks) the partition's row only while it is at epoch `$3`.
 pub(crate) const FENCE_PARTITION: &str = "UPDATE partitions SET leader_epoch = leader_epoch \
      WHERE topic_id = $1 AND partition = $2 AND leader_epoch = $3";
@@ -150,6 +156,7 @@ pub(crate) struct PartitionRow {
     pub(crate) log_start_offset: i64,
     pub(crate) high_watermark: i64,
     pub(crate) producer_state: Option<Vec<u8>>,
+    pub(crate) cleaned_offset: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -280,6 +287,7 @@ macro_rules! impl_catalogue {
                     log_start: row.log_start_offset,
                     high_watermark: row.high_watermark,
                     producer_state: row.producer_state,
+                    cleaned_offset: row.cleaned_offset,
                     epochs,
                 }))
             }
@@ -400,6 +408,22 @@ macro_rules! impl_catalogue {
                 }
                 tx.commit().await?;
                 Ok(true)
+            }
+
+            async fn advance_cleaned_offset(
+                &self,
+                key: $crate::PartitionKey,
+                leader_epoch: i32,
+                offset: i64,
+            ) -> $crate::Result<bool> {
+                let moved = sqlx::query($crate::catalogue_sql::ADVANCE_CLEANED_OFFSET)
+                    .bind(key.topic_id)
+                    .bind(key.partition)
+                    .bind(leader_epoch)
+                    .bind(offset)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(moved.rows_affected() > 0)
             }
 
             async fn note_unreferenced_objects(&self, now_ms: i64) -> $crate::Result<u64> {

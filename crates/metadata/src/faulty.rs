@@ -125,6 +125,18 @@ impl Catalogue for FaultyMetadata {
         self.inner.advance_log_start(key, offset).await
     }
 
+    async fn advance_cleaned_offset(
+        &self,
+        key: PartitionKey,
+        leader_epoch: i32,
+        offset: i64,
+    ) -> Result<bool> {
+        self.check_up()?;
+        self.inner
+            .advance_cleaned_offset(key, leader_epoch, offset)
+            .await
+    }
+
     async fn replace_ranges(
         &self,
         key: PartitionKey,

@@ -474,3 +474,34 @@ async fn compaction_swaps_ranges_only_while_they_are_all_there_at_the_epoch() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_cleaned_offset_moves_up_only_at_the_epoch() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 1).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        let cleaned = |state: Option<spool_metadata::PartitionState>| state.unwrap().cleaned_offset;
+        assert_eq!(cleaned(store.partition_state(key).await.unwrap()), 0);
+        assert!(store.advance_cleaned_offset(key, epoch, 40).await.unwrap());
+        assert!(
+            !store
+                .advance_cleaned_offset(key, epoch + 1, 90)
+                .await
+                .unwrap(),
+            "{}: another epoch",
+            backend.label
+        );
+        assert!(store.advance_cleaned_offset(key, epoch, 20).await.unwrap());
+        assert_eq!(
+            cleaned(store.partition_state(key).await.unwrap()),
+            40,
+            "{}: never back",
+            backend.label
+        );
+    }
+}

@@ -3,7 +3,7 @@
 #![allow(clippy::panic)]
 
 use bytes::Bytes;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -86,13 +86,33 @@ pub fn produce_request(topic: &str, partition: i32, records: Vec<u8>) -> Request
 impl RawClient {
     /// Creates `topic` (CreateTopics v7); returns the topic's error code.
     pub async fn create_topic(&mut self, topic: &str, partitions: i32) -> i16 {
+        self.create_topic_with(topic, partitions, &[]).await
+    }
+
+    /// Creates `topic` with topic configs (CreateTopics v7); returns the topic's error
+    /// code.
+    pub async fn create_topic_with(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        configs: &[(&str, &str)],
+    ) -> i16 {
+        let configs = configs
+            .iter()
+            .map(|(name, value)| {
+                CreatableTopicConfig::default()
+                    .with_name(StrBytes::from_string((*name).to_owned()))
+                    .with_value(Some(StrBytes::from_string((*value).to_owned())))
+            })
+            .collect();
         let request = CreateTopicsRequest::default()
             .with_timeout_ms(5000)
             .with_topics(vec![
                 CreatableTopic::default()
                     .with_name(topic_name(topic))
                     .with_num_partitions(partitions)
-                    .with_replication_factor(1),
+                    .with_replication_factor(1)
+                    .with_configs(configs),
             ]);
         let ResponseKind::CreateTopics(response) =
             self.call(RequestKind::CreateTopics(request), 7).await

@@ -5,7 +5,8 @@
 //!   `retention.ms`, and past the oldest ranges while the rest is larger than
 //!   `retention.bytes` (the last range always stays, as Kafka keeps the active
 //!   segment); the catalogue forgets the ranges below it;
-//! - **compaction** of small ranges into segment objects (see `compaction`);
+//! - **compaction** of small ranges into segment objects (see `compaction`), except
+//!   for compacted topics, which the cleaner rewrites (see `cleaning`);
 //! - **collection**: objects no range refers to any more (all their ranges expired,
 //!   deleted or refused at commit) are noted, and deleted from the object store
 //!   `storage.gc.grace.ms` later (a reader that looked a range up just before keeps
@@ -53,6 +54,7 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
         return Ok(());
     };
     let now = Timestamp::now().0;
+    let cleaner_enabled = shared.started_config().cleaner.enabled;
     for topic in shared.topics.all() {
         let retains = topic.log.cleanup.delete
             && (topic.log.retention_ms.is_some() || topic.log.retention_bytes.is_some());
@@ -86,8 +88,12 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
                 tracing::debug!(topic = %topic.record.name, partition, start, "retention moved the log start");
                 ranges.retain(|range| range.last_offset >= start);
             }
-            let epoch = topic.leader_epoch(partition);
-            super::compaction::compact(storage, key, epoch, &ranges).await?;
+            // The cleaner rewrites a compacted topic's ranges into segment objects
+            // itself.
+            if !(topic.log.cleanup.compact && cleaner_enabled) {
+                let epoch = topic.leader_epoch(partition);
+                super::compaction::compact(storage, key, epoch, &ranges).await?;
+            }
         }
     }
     collect(storage, now).await?;
@@ -106,10 +112,12 @@ async fn note_log_start(
     let Some(log_key) = topic.log_partition(partition) else {
         return;
     };
-    let Some(log_start) = storage.log_start_of(&log_key) else {
+    let Some(marks) = storage.marks_of(&log_key) else {
         return;
     };
-    log_start.fetch_max(start, std::sync::atomic::Ordering::AcqRel);
+    marks
+        .log_start
+        .fetch_max(start, std::sync::atomic::Ordering::AcqRel);
     let shared = shared.clone();
     let trimmed = crate::partitions::on_blocking_pool(move || {
         let Ok(Some(log)) = shared.logs.partition(&log_key) else {

@@ -174,6 +174,21 @@ impl ObjectReader {
         Ok(bytes)
     }
 
+    /// A range's bytes for a reader that goes through a whole log once (the cleaner):
+    /// from the cache if there, else fetched without filling the cache.
+    pub(crate) async fn range_bytes_passing(
+        &self,
+        range: &StoredRange,
+    ) -> Result<Bytes, PartitionError> {
+        match self.cache.get(&CacheKey::of(range)) {
+            Some(bytes) => {
+                StorageCounts::add(&self.counts.cache_hits, 1);
+                Ok(bytes)
+            }
+            None => fetch(&self.objects, &self.counts, range).await,
+        }
+    }
+
     /// Fetches `ranges` into the cache in the background.
     fn read_ahead(&self, ranges: Vec<StoredRange>) {
         let ranges: Vec<StoredRange> = ranges

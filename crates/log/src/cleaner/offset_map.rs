@@ -14,7 +14,7 @@ use std::hash::{BuildHasher, RandomState};
 pub(crate) const BYTES_PER_ENTRY: u64 = 32;
 
 #[derive(Debug)]
-pub(crate) struct OffsetMap {
+pub struct OffsetMap {
     entries: HashMap<u128, i64, PassThrough>,
     capacity: usize,
     keys: (RandomState, RandomState),
@@ -22,7 +22,7 @@ pub(crate) struct OffsetMap {
 
 impl OffsetMap {
     /// A map that holds at most what `budget_bytes` pays for.
-    pub(crate) fn with_budget(budget_bytes: u64) -> OffsetMap {
+    pub fn with_budget(budget_bytes: u64) -> OffsetMap {
         let capacity = usize::try_from(budget_bytes / BYTES_PER_ENTRY).unwrap_or(usize::MAX);
         OffsetMap {
             entries: HashMap::with_hasher(PassThrough),
@@ -32,7 +32,7 @@ impl OffsetMap {
     }
 
     /// Whether `more` new keys would still fit.
-    pub(crate) fn has_room_for(&self, more: usize) -> bool {
+    pub fn has_room_for(&self, more: usize) -> bool {
         self.entries.len().saturating_add(more) <= self.capacity
     }
 
@@ -47,7 +47,7 @@ impl OffsetMap {
     }
 
     /// The latest offset of `key`, if the map has seen it.
-    pub(crate) fn latest(&self, key: &[u8]) -> Option<i64> {
+    pub fn latest(&self, key: &[u8]) -> Option<i64> {
         self.entries.get(&self.hash(key)).copied()
     }
 
