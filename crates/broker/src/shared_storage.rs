@@ -195,11 +195,12 @@ impl SharedStorage {
             storage: self.clone(),
             marks,
         };
-        if let Some((log, marks)) = self.open_already(logs, log_key)? {
+        if let Some((log, marks)) = self.open_already(logs, log_key, leader_epoch)? {
             return Ok((log, shared(marks)));
         }
-        if logs.partition(log_key)?.is_some_and(|log| log.has_failed()) {
-            // Replacing a failed tail: its uploads still in flight commit (or fail)
+        if logs.partition(log_key)?.is_some_and(|log| log.is_tail()) {
+            // Replacing a failed tail, or one of an older leader epoch (the partition
+            // moved away and back): its uploads still in flight commit (or fail)
             // first, so that the catalogue's end is final when the new tail starts
             // there (else the new tail's first commits would be refused). Waited for
             // outside the lock below, which other partitions' opens take.
@@ -210,7 +211,7 @@ impl SharedStorage {
             .opening
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((log, marks)) = self.open_already(logs, log_key)? {
+        if let Some((log, marks)) = self.open_already(logs, log_key, leader_epoch)? {
             return Ok((log, shared(marks)));
         }
         let catalogue = self.catalogue.clone();
@@ -261,16 +262,18 @@ impl SharedStorage {
             .cloned()
     }
 
-    /// The tail already open for the partition and its log start, unless it failed.
+    /// The tail already open for the partition and its marks, unless it failed or was
+    /// opened under an older leader epoch than `leader_epoch`.
     fn open_already(
         &self,
         logs: &LogManager,
         log_key: &TopicPartition,
+        leader_epoch: i32,
     ) -> Result<Option<OpenTail>, PartitionError> {
         let Some(log) = logs.partition(log_key)? else {
             return Ok(None);
         };
-        if !log.is_tail() || log.has_failed() {
+        if !log.is_tail() || log.has_failed() || log.leader_epoch() < leader_epoch {
             return Ok(None);
         }
         let marks = self

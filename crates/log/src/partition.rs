@@ -232,6 +232,12 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// The latest leader epoch recorded (-1 for none).
+    #[must_use]
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch.load(AtomicOrdering::Acquire)
+    }
+
     pub(crate) fn note_leader_epoch(&self, latest: Option<i32>) {
         self.leader_epoch
             .fetch_max(latest.unwrap_or(-1), AtomicOrdering::AcqRel);

@@ -108,15 +108,16 @@ pub trait Catalogue: Send + Sync {
     /// Moves the log start up to `offset` (never past the high watermark, never
     /// back) and forgets the ranges wholly below it; returns the new log start.
     async fn advance_log_start(&self, key: PartitionKey, offset: i64) -> Result<i64>;
-    /// Compaction's swap: in one transaction, while the partition is at
-    /// `leader_epoch`, records `object` and puts its ranges in place of the ranges
-    /// starting at `replaced` (base offsets). Refused (`false`, nothing changed) if the
-    /// epoch moved or any of those ranges is gone (retention or DeleteRecords took it).
+    /// Compaction's and the cleaner's swap: in one transaction, while the partition
+    /// is at `leader_epoch`, records `object` and puts its ranges in place of the
+    /// `replaced` ones (matched by offsets, object and position). Refused (`false`,
+    /// nothing changed) if the epoch moved or any of those ranges is gone (retention,
+    /// DeleteRecords or another rewrite took it).
     async fn replace_ranges(
         &self,
         key: PartitionKey,
         leader_epoch: i32,
-        replaced: &[i64],
+        replaced: &[StoredRange],
         object: &ObjectCommit,
     ) -> Result<bool>;
     /// The cleaner's mark: moves the partition's cleaned offset up to `offset` (never

@@ -42,7 +42,7 @@ pub(crate) fn insert_ranges(rows: usize) -> String {
 }
 
 /// `($1, $2), ($3, $4)` for `rows` rows of `columns` parameters.
-fn placeholders(rows: usize, columns: usize) -> String {
+pub(crate) fn placeholders(rows: usize, columns: usize) -> String {
     let mut text = String::with_capacity(rows * columns * 5);
     for row in 0..rows {
         if row > 0 {
@@ -118,13 +118,30 @@ pub(crate) const ADVANCE_CLEANED_OFFSET: &str = "UPDATE partitions SET cleaned_o
 pub(crate) const FENCE_PARTITION: &str = "UPDATE partitions SET leader_epoch = leader_epoch \
      WHERE topic_id = $1 AND partition = $2 AND leader_epoch = $3";
 
-/// Deletes the partition's ranges starting at `rows` base offsets (`$3`, …).
-pub(crate) fn delete_ranges(rows: usize) -> String {
-    let bases: Vec<String> = (0..rows).map(|i| format!("${}", i + 3)).collect();
+/// Parameters per row of [`delete_exact_ranges`]: base offset, last offset, position
+/// and object name.
+pub(crate) const EXACT_RANGE_COLUMNS: usize = 4;
+
+/// Deletes `rows` of the partition's ranges, each matched by its offsets and its place
+/// (object and position), so that a range another rewrite replaced meanwhile (with
+/// the same base offset, say) is not taken for it.
+pub(crate) fn delete_exact_ranges(rows: usize) -> String {
+    let matches: Vec<String> = (0..rows)
+        .map(|row| {
+            let first = 3 + row * EXACT_RANGE_COLUMNS;
+            format!(
+                "(base_offset = ${} AND last_offset = ${} AND position = ${} \
+                 AND object_id = (SELECT id FROM objects WHERE name = ${}))",
+                first,
+                first + 1,
+                first + 2,
+                first + 3
+            )
+        })
+        .collect();
     format!(
-        "DELETE FROM batch_ranges WHERE topic_id = $1 AND partition = $2 \
-         AND base_offset IN ({})",
-        bases.join(", ")
+        "DELETE FROM batch_ranges WHERE topic_id = $1 AND partition = $2 AND ({})",
+        matches.join(" OR ")
     )
 }
 
@@ -358,7 +375,7 @@ macro_rules! impl_catalogue {
                 &self,
                 key: $crate::PartitionKey,
                 leader_epoch: i32,
-                replaced: &[i64],
+                replaced: &[$crate::StoredRange],
                 object: &$crate::ObjectCommit,
             ) -> $crate::Result<bool> {
                 use $crate::catalogue_sql as sql;
@@ -374,10 +391,14 @@ macro_rules! impl_catalogue {
                 }
                 let mut deleted = 0;
                 for chunk in replaced.chunks(sql::ROWS_PER_STATEMENT) {
-                    let text = sql::delete_ranges(chunk.len());
+                    let text = sql::delete_exact_ranges(chunk.len());
                     let mut query = sqlx::query(&text).bind(key.topic_id).bind(key.partition);
-                    for base in chunk {
-                        query = query.bind(base);
+                    for range in chunk {
+                        query = query
+                            .bind(range.base_offset)
+                            .bind(range.last_offset)
+                            .bind(range.position)
+                            .bind(&range.object);
                     }
                     deleted += query.execute(&mut *tx).await?.rows_affected();
                 }

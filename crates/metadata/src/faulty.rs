@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use uuid::Uuid;
 
 use crate::{
-    Catalogue, CommittedOffset, ConfigChange, MetadataError, MetadataStore, ObjectCommit,
-    PartitionKey, PartitionState, Result, StoredRange, TopicRecord,
+    BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange, ControllerLease,
+    Leadership, MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionState, Result,
+    StoredRange, TopicRecord,
 };
 
 /// Wraps a store; see the module doc.
@@ -141,7 +142,7 @@ impl Catalogue for FaultyMetadata {
         &self,
         key: PartitionKey,
         leader_epoch: i32,
-        replaced: &[i64],
+        replaced: &[StoredRange],
         object: &ObjectCommit,
     ) -> Result<bool> {
         self.check_up()?;
@@ -168,6 +169,66 @@ impl Catalogue for FaultyMetadata {
     async fn known_objects(&self, names: &[String]) -> Result<Vec<String>> {
         self.check_up()?;
         self.inner.known_objects(names).await
+    }
+}
+
+/// Membership and control fail while the store is "down", as catalogue reads do.
+#[async_trait::async_trait]
+impl Cluster for FaultyMetadata {
+    async fn register_broker(&self, lease: &BrokerLease, lease_ms: i64) -> Result<Vec<Leadership>> {
+        self.check_up()?;
+        self.inner.register_broker(lease, lease_ms).await
+    }
+
+    async fn renew_lease(&self, node_id: i32, incarnation: Uuid, lease_ms: i64) -> Result<bool> {
+        self.check_up()?;
+        self.inner.renew_lease(node_id, incarnation, lease_ms).await
+    }
+
+    async fn set_draining(&self, node_id: i32, draining: bool) -> Result<bool> {
+        self.check_up()?;
+        self.inner.set_draining(node_id, draining).await
+    }
+
+    async fn deregister_broker(&self, node_id: i32, incarnation: Uuid) -> Result<()> {
+        self.check_up()?;
+        self.inner.deregister_broker(node_id, incarnation).await
+    }
+
+    async fn brokers(&self) -> Result<Vec<BrokerRecord>> {
+        self.check_up()?;
+        self.inner.brokers().await
+    }
+
+    async fn claim_controller(
+        &self,
+        node_id: i32,
+        incarnation: Uuid,
+        lease_ms: i64,
+    ) -> Result<Option<ControllerLease>> {
+        self.check_up()?;
+        self.inner
+            .claim_controller(node_id, incarnation, lease_ms)
+            .await
+    }
+
+    async fn leaderships(&self) -> Result<Vec<Leadership>> {
+        self.check_up()?;
+        self.inner.leaderships().await
+    }
+
+    async fn assignments_version(&self) -> Result<i64> {
+        self.check_up()?;
+        self.inner.assignments_version().await
+    }
+
+    async fn move_partitions(
+        &self,
+        controller_epoch: i64,
+        moves: &[(PartitionKey, i32)],
+    ) -> Result<Option<Vec<Leadership>>> {
+        self.check_up()?;
+        self.inner.move_partitions(controller_epoch, moves).await
     }
 }
 

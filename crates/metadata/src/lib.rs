@@ -1,7 +1,8 @@
 //! Spool's metadata: which topics exist (keyed by their id), with how many partitions,
 //! their configs and leader epochs; the broker configs changed at run time; consumer
 //! groups' committed offsets and coordinator epochs; the producer ids handed out; and,
-//! in shared-storage mode, the [`Catalogue`] of what is where in object storage.
+//! in shared-storage mode, the [`Catalogue`] of what is where in object storage and
+//! the [`Cluster`]'s membership, controller lease and partition leaders.
 //!
 //! [`MetadataStore`] is the one interface the broker uses. Two backends implement it
 //! with the same SQL and the same semantics (the conformance suite in
@@ -16,6 +17,8 @@
 
 mod catalogue;
 mod catalogue_sql;
+mod cluster;
+mod cluster_sql;
 mod error;
 mod faulty;
 mod postgres;
@@ -31,6 +34,7 @@ use uuid::Uuid;
 pub use catalogue::{
     Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
 };
+pub use cluster::{BrokerLease, BrokerRecord, Cluster, ControllerLease, Leadership};
 pub use error::MetadataError;
 pub use faulty::FaultyMetadata;
 pub use postgres::PostgresStore;
@@ -101,7 +105,7 @@ pub type Result<T> = std::result::Result<T, MetadataError>;
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
 /// returns, and visible to every broker sharing the store.
 #[async_trait::async_trait]
-pub trait MetadataStore: Catalogue + Send + Sync + std::fmt::Debug {
+pub trait MetadataStore: Catalogue + Cluster + Send + Sync + std::fmt::Debug {
     /// Creates a topic with its configs and its partitions at leader epoch 0;
     /// `TopicExists` if one of that name exists.
     async fn create_topic(&self, topic: &TopicRecord) -> Result<()>;

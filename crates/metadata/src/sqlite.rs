@@ -36,6 +36,7 @@ impl SqliteStore {
 
 crate::sql::impl_metadata_store!(SqliteStore);
 crate::catalogue_sql::impl_catalogue!(SqliteStore);
+crate::cluster_sql::impl_cluster!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

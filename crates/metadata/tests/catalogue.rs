@@ -406,7 +406,8 @@ async fn compaction_swaps_ranges_only_while_they_are_all_there_at_the_epoch() {
             ..range(key, epoch, base, 30, position)
         };
         let segment = object("seg/1", vec![block(0, 100), block(30, 3_100)]);
-        let all = [0, 10, 20, 30, 40, 50];
+        let all = store.ranges_from(key, 0, i64::MAX, 100).await.unwrap();
+        assert_eq!(all.len(), 6);
         assert!(
             !store
                 .replace_ranges(key, epoch + 1, &all, &segment)
@@ -415,12 +416,35 @@ async fn compaction_swaps_ranges_only_while_they_are_all_there_at_the_epoch() {
             "{}: epoch",
             backend.label
         );
+        let mut missing = all.clone();
+        missing[5].base_offset = 60;
+        missing[5].last_offset = 69;
         assert!(
             !store
-                .replace_ranges(key, epoch, &[0, 10, 20, 30, 40, 60], &segment)
+                .replace_ranges(key, epoch, &missing, &segment)
                 .await
                 .unwrap(),
             "a range missing"
+        );
+        let mut elsewhere = all.clone();
+        elsewhere[5].object = "wal/other".to_owned();
+        assert!(
+            !store
+                .replace_ranges(key, epoch, &elsewhere, &segment)
+                .await
+                .unwrap(),
+            "{}: a range at the same offsets in another object is not the one",
+            backend.label
+        );
+        let mut longer = all.clone();
+        longer[5].last_offset += 5;
+        assert!(
+            !store
+                .replace_ranges(key, epoch, &longer, &segment)
+                .await
+                .unwrap(),
+            "{}: nor one with other offsets",
+            backend.label
         );
         assert_eq!(
             store

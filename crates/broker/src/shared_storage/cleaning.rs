@@ -15,17 +15,20 @@
 //!    bounded by `log.cleaner.dedupe.buffer.size`; when it is full the pass cleans up
 //!    to the last whole batch mapped.
 //! 4. **Rewrite**: the cleanable ranges below that point are read again, each batch
-//!    kept whole, rebuilt without the records that go, or dropped, by the local
-//!    cleaner's rule; the result goes into segment objects of blocks of about
-//!    `storage.compaction.block.bytes` (one object per 64 MiB read), each swapped
-//!    into the catalogue in one transaction fenced by the leader epoch and refused if
-//!    retention or DeleteRecords took a range meanwhile. Offsets never change; a
+//!    checked whole (CRC included) and kept whole, rebuilt without the records that
+//!    go, or dropped, by the local cleaner's rule; the result goes into segment
+//!    objects of blocks of about `storage.compaction.block.bytes` (one object per
+//!    64 MiB read; ranges that lose nothing stay as they are), each swapped into the
+//!    catalogue in one transaction fenced by the leader epoch and refused unless every
+//!    range it replaces is still there as it was. Offsets never change; a
 //!    range whose every record went leaves a gap, which readers skip.
 //! 5. **Mark**: once every object is swapped, the catalogue's cleaned offset moves to
 //!    that point; reads below it go to object storage, not to the tail (which keeps
 //!    what it appended, uncleaned).
 //!
-//! Reading and writing are held to `log.cleaner.io.max.bytes.per.second`.
+//! When no pass is due, the partition's small ranges are merged as the other topics'
+//! are (`compaction`, which the maintenance pass leaves to this task for compacted
+//! topics). Reading and writing are held to `log.cleaner.io.max.bytes.per.second`.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -36,9 +39,9 @@ use object_store::{ObjectStoreExt, PutPayload};
 use spool_log::cleaning::{self, Cleaned, OffsetMap, Retain};
 use spool_log::{CleanerSettings, Cleanup};
 use spool_metadata::{MetadataError, ObjectCommit, PartitionKey, RangeCommit, StoredRange};
-use spool_model::{Offset, Timestamp};
-use spool_objects::wal::WalObjectBuilder;
-use spool_protocol::batch::BatchFrames;
+use spool_model::{Offset, RecordBatchHeader, Timestamp};
+use spool_objects::wal::{WalEntry, WalObjectBuilder};
+use spool_protocol::batch::{BatchFrames, BatchRules, validate_batch};
 use tokio::sync::watch;
 
 use super::{SharedStorage, StorageCounts};
@@ -72,19 +75,15 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
             () = tokio::time::sleep(cleaner.backoff) => {}
             _ = stopped.changed() => return,
         }
-        if let Err(error) = pass(&shared, &cleaner.settings).await {
-            tracing::warn!(%error, "cleaning compacted topics failed; trying again later");
-        }
+        pass(&shared, &cleaner.settings).await;
     }
 }
 
-/// One pass over every partition of every compacted topic.
-pub(crate) async fn pass(
-    shared: &Arc<Shared>,
-    settings: &CleanerSettings,
-) -> Result<(), MetadataError> {
+/// One pass over every partition of every compacted topic; a partition that fails
+/// (logged) waits for the next pass, the others go on.
+pub(crate) async fn pass(shared: &Arc<Shared>, settings: &CleanerSettings) {
     let Some(storage) = &shared.storage else {
-        return Ok(());
+        return;
     };
     for topic in shared.topics.all() {
         if !topic.log.cleanup.compact {
@@ -96,11 +95,15 @@ pub(crate) async fn pass(
                 partition,
             };
             let epoch = topic.leader_epoch(partition);
-            let now = Timestamp::now();
-            let Some(stats) =
-                clean_partition(storage, key, epoch, &topic.log.cleanup, settings, now).await?
-            else {
-                continue;
+            let stats = match clean_or_compact(storage, key, epoch, &topic.log.cleanup, settings)
+                .await
+            {
+                Ok(Some(stats)) => stats,
+                Ok(None) => continue,
+                Err(error) => {
+                    tracing::warn!(topic = %topic.record.name, partition, %error, "cleaning a partition failed; trying again later");
+                    continue;
+                }
             };
             tracing::info!(
                 topic = %topic.record.name,
@@ -108,8 +111,8 @@ pub(crate) async fn pass(
                 ranges = stats.ranges_read,
                 blocks = stats.blocks_written,
                 removed = stats.records_removed,
-                bytes_before = stats.bytes_read,
-                bytes_after = stats.bytes_written,
+                bytes_read = stats.bytes_read,
+                bytes_written = stats.bytes_written,
                 cleaned_up_to = stats.cleaned_up_to,
                 "cleaned a partition in object storage"
             );
@@ -123,17 +126,16 @@ pub(crate) async fn pass(
             }
         }
     }
-    Ok(())
 }
 
-/// One pass over one partition (see the module docs); `None`: nothing was done.
-pub(crate) async fn clean_partition(
+/// Cleans the partition if it is due; else merges its small ranges as the other
+/// topics' are (`compaction`), which would otherwise pile up, one per flush.
+async fn clean_or_compact(
     storage: &SharedStorage,
     key: PartitionKey,
     leader_epoch: i32,
     rules: &Cleanup,
     settings: &CleanerSettings,
-    now: Timestamp,
 ) -> Result<Option<PassStats>, MetadataError> {
     let Some(state) = storage.catalogue.partition_state(key).await? else {
         return Ok(None);
@@ -145,10 +147,41 @@ pub(crate) async fn clean_partition(
         .catalogue
         .ranges_from(key, state.log_start, i64::MAX, RANGES_PER_PASS)
         .await?;
+    let partition = Partition {
+        key,
+        leader_epoch,
+        cleaned_offset: state.cleaned_offset,
+    };
+    let now = Timestamp::now();
+    if let Some(stats) = clean_partition(storage, &partition, &ranges, rules, settings, now).await?
+    {
+        return Ok(Some(stats));
+    }
+    super::compaction::compact(storage, key, leader_epoch, &ranges).await?;
+    Ok(None)
+}
+
+/// The partition a pass works on, as the catalogue had it at the start.
+struct Partition {
+    key: PartitionKey,
+    leader_epoch: i32,
+    cleaned_offset: i64,
+}
+
+/// One pass over one partition's `ranges` (see the module docs); `None`: nothing was
+/// done.
+async fn clean_partition(
+    storage: &SharedStorage,
+    partition: &Partition,
+    ranges: &[StoredRange],
+    rules: &Cleanup,
+    settings: &CleanerSettings,
+    now: Timestamp,
+) -> Result<Option<PassStats>, MetadataError> {
     let Some((_, cleanable)) = ranges.split_last() else {
         return Ok(None);
     };
-    let first_dirty = state.cleaned_offset;
+    let first_dirty = partition.cleaned_offset;
     let Some(dirty) = dirty_part(cleanable, first_dirty, rules, now) else {
         return Ok(None);
     };
@@ -161,10 +194,9 @@ pub(crate) async fn clean_partition(
     else {
         return Ok(None);
     };
-    let map = Arc::new(map);
     let delete_retention = i64::try_from(rules.delete_retention_ms).unwrap_or(i64::MAX);
     let retain = RetainRule {
-        map,
+        map: Arc::new(map),
         mapped_end,
         first_dirty,
         delete_horizon: now.0.saturating_sub(delete_retention),
@@ -175,23 +207,14 @@ pub(crate) async fn clean_partition(
         .cloned()
         .collect();
     for group in groups(&rewrite, BYTES_PER_OBJECT) {
-        let swapped = rewrite_group(
-            storage,
-            key,
-            leader_epoch,
-            group,
-            &retain,
-            &mut io,
-            &mut stats,
-        )
-        .await?;
-        if !swapped {
+        if !rewrite_group(storage, partition, group, &retain, &mut io, &mut stats).await? {
             return Ok(None);
         }
     }
+    let (key, epoch) = (partition.key, partition.leader_epoch);
     if !storage
         .catalogue
-        .advance_cleaned_offset(key, leader_epoch, mapped_end)
+        .advance_cleaned_offset(key, epoch, mapped_end)
         .await?
     {
         return Ok(None);
@@ -245,15 +268,15 @@ async fn map_dirty_keys(
     let mut mapped_end = None;
     for range in dirty {
         let bytes = read(storage, range, io).await?;
-        let object = range.object.clone();
+        let owned = range.clone();
         let (returned, mapped) =
-            tokio::task::spawn_blocking(move || map_range(map, &bytes, first_dirty))
+            tokio::task::spawn_blocking(move || map_range(map, &owned, &bytes, first_dirty))
                 .await
                 .ok()?;
         map = returned;
         match mapped {
             Err(error) => {
-                tracing::error!(%object, %error, "the cleaner cannot read a range; not cleaning");
+                tracing::error!(object = %range.object, %error, "the cleaner cannot read a range; not cleaning");
                 return None;
             }
             Ok((end, full)) => {
@@ -276,15 +299,16 @@ async fn map_dirty_keys(
 /// its last batch mapped with whether the map filled up before the range's end.
 fn map_range(
     mut map: OffsetMap,
+    range: &StoredRange,
     bytes: &[u8],
     first_dirty: i64,
 ) -> (OffsetMap, Result<(Option<i64>, bool), String>) {
+    let batches = match checked_batches(range, bytes) {
+        Ok(batches) => batches,
+        Err(error) => return (map, Err(error)),
+    };
     let mut end = None;
-    for frame in BatchFrames::new(bytes) {
-        let (header, batch) = match frame {
-            Ok(frame) => frame,
-            Err(error) => return (map, Err(error.to_string())),
-        };
+    for (header, batch) in batches {
         if header.next_offset().0 <= first_dirty {
             continue;
         }
@@ -299,12 +323,191 @@ fn map_range(
     (map, Ok((end, false)))
 }
 
+/// A range's batches, each checked whole (CRC included: a corrupt batch must not be
+/// rewritten under a fresh CRC) and within the range's offsets.
+fn checked_batches<'a>(
+    range: &StoredRange,
+    bytes: &'a [u8],
+) -> Result<Vec<(RecordBatchHeader, &'a [u8])>, String> {
+    let mut out = Vec::new();
+    for frame in BatchFrames::new(bytes) {
+        let (_, batch) = frame.map_err(|error| error.to_string())?;
+        let header =
+            validate_batch(batch, BatchRules::Stored).map_err(|error| error.to_string())?;
+        if header.base_offset.0 < range.base_offset || header.last_offset().0 > range.last_offset {
+            return Err(format!(
+                "a batch at offsets {}..={} lies outside its range {}..={}",
+                header.base_offset,
+                header.last_offset(),
+                range.base_offset,
+                range.last_offset
+            ));
+        }
+        out.push((header, batch));
+    }
+    Ok(out)
+}
+
 /// The rule of what stays, shareable with the blocking pool.
+#[derive(Clone)]
 struct RetainRule {
     map: Arc<OffsetMap>,
     mapped_end: i64,
     first_dirty: i64,
     delete_horizon: i64,
+}
+
+/// A group of ranges cleaned, as a segment object to swap in.
+struct Rewritten {
+    records_removed: u64,
+    object: Bytes,
+    entries: Vec<WalEntry>,
+}
+
+/// Rewrites a group of ranges into one segment object and swaps it in (not if no
+/// record went: the ranges stay as they are); `false` if the swap was refused or a
+/// range could not be read (the pass stops).
+async fn rewrite_group(
+    storage: &SharedStorage,
+    partition: &Partition,
+    group: &[StoredRange],
+    retain: &RetainRule,
+    io: &mut Throttle,
+    stats: &mut PassStats,
+) -> Result<bool, MetadataError> {
+    let mut parts = Vec::with_capacity(group.len());
+    for range in group {
+        let Some(bytes) = read(storage, range, io).await else {
+            return Ok(false);
+        };
+        stats.ranges_read += 1;
+        stats.bytes_read += bytes.len() as u64;
+        parts.push((range.clone(), bytes));
+    }
+    let block_bytes = usize::try_from(storage.compaction.block_bytes).unwrap_or(usize::MAX);
+    let (key, rule) = (partition.key, retain.clone());
+    let rewritten =
+        tokio::task::spawn_blocking(move || clean_group(key, &parts, &rule, block_bytes)).await;
+    let rewritten = match rewritten {
+        Ok(Ok(rewritten)) => rewritten,
+        Ok(Err(error)) => {
+            tracing::error!(?key, %error, "the cleaner cannot rewrite ranges; not cleaning");
+            return Ok(false);
+        }
+        Err(error) => {
+            tracing::error!(%error, "a cleaning task failed");
+            return Ok(false);
+        }
+    };
+    if rewritten.records_removed == 0 {
+        return Ok(true);
+    }
+    stats.records_removed += rewritten.records_removed;
+    let name = format!(
+        "seg/{:013}-{}",
+        Timestamp::now().0,
+        uuid::Uuid::new_v4().simple()
+    );
+    let size = rewritten.object.len() as u64;
+    // A group whose every record went has no blocks: its ranges only go.
+    if !rewritten.entries.is_empty() {
+        io.spend(size).await;
+        let put = storage
+            .objects
+            .store
+            .put(
+                &storage.objects.path(&name),
+                PutPayload::from(rewritten.object),
+            )
+            .await;
+        if let Err(error) = put {
+            tracing::warn!(%error, "writing a cleaned segment object failed; trying again later");
+            StorageCounts::add(&storage.counts.put_failures, 1);
+            return Ok(false);
+        }
+        StorageCounts::add(&storage.counts.puts, 1);
+        StorageCounts::add(&storage.counts.put_bytes, size);
+    }
+    let commit = ObjectCommit {
+        name: name.clone(),
+        size: i64::try_from(size).unwrap_or(i64::MAX),
+        ranges: rewritten
+            .entries
+            .iter()
+            .map(|entry| RangeCommit {
+                key,
+                leader_epoch: partition.leader_epoch,
+                base_offset: entry.base_offset,
+                last_offset: entry.last_offset,
+                max_timestamp: entry.max_timestamp,
+                position: i64::try_from(entry.position).unwrap_or(i64::MAX),
+                length: i64::from(entry.length),
+                producer_state: None,
+            })
+            .collect(),
+    };
+    if !storage
+        .catalogue
+        .replace_ranges(key, partition.leader_epoch, group, &commit)
+        .await?
+    {
+        tracing::info!(?key, object = %name, "a cleaning swap was refused (the ranges moved on); its object goes as an orphan");
+        return Ok(false);
+    }
+    stats.blocks_written += rewritten.entries.len();
+    stats.bytes_written += rewritten
+        .entries
+        .iter()
+        .map(|e| u64::from(e.length))
+        .sum::<u64>();
+    Ok(true)
+}
+
+/// Cleans a group's ranges into the blocks of one segment object: blocking.
+fn clean_group(
+    key: PartitionKey,
+    parts: &[(StoredRange, Bytes)],
+    rule: &RetainRule,
+    block_bytes: usize,
+) -> Result<Rewritten, String> {
+    let retain = Retain {
+        map: &rule.map,
+        mapped_end: Offset(rule.mapped_end),
+        first_dirty: Offset(rule.first_dirty),
+        delete_horizon: Timestamp(rule.delete_horizon),
+    };
+    let mut blocks = Blocks::new(key, block_bytes);
+    let mut records_removed = 0;
+    for (range, bytes) in parts {
+        for (header, batch) in checked_batches(range, bytes)? {
+            let stays = |bytes: Bytes| KeptBatch {
+                base_offset: header.base_offset.0,
+                last_offset: header.last_offset().0,
+                max_timestamp: header.max_timestamp.0,
+                bytes,
+            };
+            let cleaned = cleaning::clean_batch(&header, batch, &retain)
+                .map_err(|error| error.to_string())?;
+            let kept = match cleaned {
+                Cleaned::Whole => stays(bytes.slice_ref(batch)),
+                Cleaned::Rebuilt(rebuilt, gone) => {
+                    records_removed += gone;
+                    stays(Bytes::from(rebuilt))
+                }
+                Cleaned::Gone(gone) => {
+                    records_removed += gone;
+                    continue;
+                }
+            };
+            blocks.push(kept)?;
+        }
+    }
+    let (object, entries) = blocks.finish()?.finish();
+    Ok(Rewritten {
+        records_removed,
+        object,
+        entries,
+    })
 }
 
 /// A batch that stays, rebuilt or as it was.
@@ -315,142 +518,12 @@ struct KeptBatch {
     bytes: Bytes,
 }
 
-/// Rewrites a group of ranges into one segment object and swaps it in; `false` if the
-/// swap was refused or a range could not be read (the pass stops).
-async fn rewrite_group(
-    storage: &SharedStorage,
-    key: PartitionKey,
-    leader_epoch: i32,
-    group: &[StoredRange],
-    retain: &RetainRule,
-    io: &mut Throttle,
-    stats: &mut PassStats,
-) -> Result<bool, MetadataError> {
-    let block_bytes = usize::try_from(storage.compaction.block_bytes).unwrap_or(usize::MAX);
-    let mut blocks = Blocks::new(key, block_bytes);
-    for range in group {
-        let Some(bytes) = read(storage, range, io).await else {
-            return Ok(false);
-        };
-        stats.ranges_read += 1;
-        stats.bytes_read += bytes.len() as u64;
-        let map = retain.map.clone();
-        let (mapped_end, first_dirty, horizon) =
-            (retain.mapped_end, retain.first_dirty, retain.delete_horizon);
-        let cleaned = tokio::task::spawn_blocking(move || {
-            let rule = Retain {
-                map: &map,
-                mapped_end: Offset(mapped_end),
-                first_dirty: Offset(first_dirty),
-                delete_horizon: Timestamp(horizon),
-            };
-            clean_range(&bytes, &rule)
-        })
-        .await;
-        let (kept, removed) = match cleaned {
-            Ok(Ok(cleaned)) => cleaned,
-            Ok(Err(error)) => {
-                tracing::error!(object = %range.object, %error, "the cleaner cannot read a range; not cleaning");
-                return Ok(false);
-            }
-            Err(error) => {
-                tracing::error!(%error, "a cleaning task failed");
-                return Ok(false);
-            }
-        };
-        stats.records_removed += removed;
-        for batch in kept {
-            if !blocks.push(batch) {
-                return Ok(false);
-            }
-        }
-    }
-    let Some((builder, block_count)) = blocks.finish() else {
-        return Ok(false);
-    };
-    let (object, entries) = builder.finish();
-    let name = format!(
-        "seg/{:013}-{}",
-        Timestamp::now().0,
-        uuid::Uuid::new_v4().simple()
-    );
-    let size = object.len() as u64;
-    io.spend(size).await;
-    if let Err(error) = storage
-        .objects
-        .store
-        .put(&storage.objects.path(&name), PutPayload::from(object))
-        .await
-    {
-        tracing::warn!(%error, "writing a cleaned segment object failed; trying again later");
-        StorageCounts::add(&storage.counts.put_failures, 1);
-        return Ok(false);
-    }
-    StorageCounts::add(&storage.counts.puts, 1);
-    StorageCounts::add(&storage.counts.put_bytes, size);
-    let commit = ObjectCommit {
-        name: name.clone(),
-        size: i64::try_from(size).unwrap_or(i64::MAX),
-        ranges: entries
-            .iter()
-            .map(|entry| RangeCommit {
-                key,
-                leader_epoch,
-                base_offset: entry.base_offset,
-                last_offset: entry.last_offset,
-                max_timestamp: entry.max_timestamp,
-                position: i64::try_from(entry.position).unwrap_or(i64::MAX),
-                length: i64::from(entry.length),
-                producer_state: None,
-            })
-            .collect(),
-    };
-    let replaced: Vec<i64> = group.iter().map(|range| range.base_offset).collect();
-    if !storage
-        .catalogue
-        .replace_ranges(key, leader_epoch, &replaced, &commit)
-        .await?
-    {
-        tracing::info!(?key, object = %name, "a cleaning swap was refused (the ranges moved on); its object goes as an orphan");
-        return Ok(false);
-    }
-    stats.blocks_written += block_count;
-    stats.bytes_written += entries.iter().map(|e| u64::from(e.length)).sum::<u64>();
-    Ok(true)
-}
-
-/// What stays of a range's batches, and how many records went.
-fn clean_range(bytes: &Bytes, retain: &Retain<'_>) -> Result<(Vec<KeptBatch>, u64), String> {
-    let mut kept = Vec::new();
-    let mut removed = 0;
-    for frame in BatchFrames::new(bytes) {
-        let (header, batch) = frame.map_err(|error| error.to_string())?;
-        let stays = |bytes: Bytes| KeptBatch {
-            base_offset: header.base_offset.0,
-            last_offset: header.last_offset().0,
-            max_timestamp: header.max_timestamp.0,
-            bytes,
-        };
-        match cleaning::clean_batch(&header, batch, retain).map_err(|e| e.to_string())? {
-            Cleaned::Whole => kept.push(stays(bytes.slice_ref(batch))),
-            Cleaned::Rebuilt(rebuilt, gone) => {
-                removed += gone;
-                kept.push(stays(Bytes::from(rebuilt)));
-            }
-            Cleaned::Gone(gone) => removed += gone,
-        }
-    }
-    Ok((kept, removed))
-}
-
 /// Kept batches gathered into blocks of about `block_bytes` for one segment object.
 struct Blocks {
     key: PartitionKey,
     block_bytes: usize,
     builder: WalObjectBuilder,
     open: Option<(i64, i64, i64, BytesMut)>,
-    count: usize,
-    failed: bool,
 }
 
 impl Blocks {
@@ -460,14 +533,12 @@ impl Blocks {
             block_bytes,
             builder: WalObjectBuilder::new(),
             open: None,
-            count: 0,
-            failed: false,
         }
     }
 
-    /// Adds a batch; `false` if the object refused a block (the rewrite is
+    /// Adds a batch; an error if the object refused a block (the rewrite is
     /// abandoned: a swap without every block would lose records).
-    fn push(&mut self, batch: KeptBatch) -> bool {
+    fn push(&mut self, batch: KeptBatch) -> Result<(), String> {
         let (_, last, max_timestamp, data) = self.open.get_or_insert_with(|| {
             (
                 batch.base_offset,
@@ -480,32 +551,25 @@ impl Blocks {
         *max_timestamp = (*max_timestamp).max(batch.max_timestamp);
         data.extend_from_slice(&batch.bytes);
         if data.len() >= self.block_bytes {
-            self.close_block();
+            self.close_block()?;
         }
-        !self.failed
+        Ok(())
     }
 
-    fn close_block(&mut self) {
+    fn close_block(&mut self) -> Result<(), String> {
         let Some((base, last, max_timestamp, data)) = self.open.take() else {
-            return;
+            return Ok(());
         };
         let (topic_id, partition) = (self.key.topic_id, self.key.partition);
-        match self
-            .builder
+        self.builder
             .add_block(topic_id, partition, base, last, max_timestamp, &data)
-        {
-            Ok(()) => self.count += 1,
-            Err(error) => {
-                tracing::error!(key = ?self.key, %error, "a cleaned block was refused; cleaning abandoned");
-                self.failed = true;
-            }
-        }
+            .map_err(|error| format!("a cleaned block was refused: {error}"))
     }
 
-    /// The object's builder and its block count (`None` if a block was refused).
-    fn finish(mut self) -> Option<(WalObjectBuilder, usize)> {
-        self.close_block();
-        (!self.failed).then_some((self.builder, self.count))
+    /// The object's builder, every block added.
+    fn finish(mut self) -> Result<WalObjectBuilder, String> {
+        self.close_block()?;
+        Ok(self.builder)
     }
 }
 
@@ -634,6 +698,28 @@ mod tests {
         );
         assert_eq!(dirty_part(&ranges, 40, &rules(0, 0, u64::MAX), now), None);
         assert_eq!(dirty_part(&[], 0, &rules(0, 0, u64::MAX), now), None);
+    }
+
+    #[test]
+    fn a_batch_is_cleaned_only_if_whole_and_within_its_range() {
+        let batch = spool_testkit::BatchBuilder::new()
+            .base_offset(10)
+            .record(spool_testkit::TestRecord {
+                key: Some(b"k".to_vec()),
+                ..spool_testkit::TestRecord::value(b"v".to_vec())
+            })
+            .build();
+        let within = range(10, 0, i64::try_from(batch.len()).unwrap());
+        assert_eq!(checked_batches(&within, &batch).unwrap().len(), 1);
+        let mut corrupt = batch.clone();
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0xff;
+        assert!(
+            checked_batches(&within, &corrupt).is_err(),
+            "a CRC mismatch stops the pass"
+        );
+        let elsewhere = range(20, 0, within.length);
+        assert!(checked_batches(&elsewhere, &batch).is_err());
     }
 
     #[test]

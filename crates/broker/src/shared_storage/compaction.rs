@@ -103,14 +103,13 @@ pub(super) async fn compact(
             })
             .collect(),
     };
-    let replaced: Vec<i64> = run.iter().map(|range| range.base_offset).collect();
     if storage
         .catalogue
-        .replace_ranges(key, leader_epoch, &replaced, &commit)
+        .replace_ranges(key, leader_epoch, run, &commit)
         .await?
     {
-        tracing::debug!(?key, ranges = replaced.len(), blocks = entries.len(), object = %name, "compacted");
-        Ok(replaced.len())
+        tracing::debug!(?key, ranges = run.len(), blocks = entries.len(), object = %name, "compacted");
+        Ok(run.len())
     } else {
         tracing::info!(?key, object = %name, "a compaction swap was refused (the ranges moved on); its object goes as an orphan");
         Ok(0)

@@ -1,0 +1,101 @@
+//! Membership and control of a cluster of brokers sharing one metadata store (and one
+//! object store): each broker holds a **lease** it renews; one broker holds the
+//! **controller** lease and assigns partitions to live brokers; each move raises the
+//! partition's leader epoch, which fences the old owner's commits.
+//!
+//! A broker process has an *incarnation* (a random id drawn at start). Registering
+//! under a node id replaces whatever incarnation held it (a restart must not wait for
+//! its old lease to lapse) and raises the epoch of every partition the node led, so
+//! that the old incarnation, were it still running, can commit nothing more; its
+//! next renewal finds another incarnation and it knows it was replaced.
+
+use uuid::Uuid;
+
+use crate::{PartitionKey, Result};
+
+/// A broker as it registers and renews.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerLease {
+    pub node_id: i32,
+    pub incarnation: Uuid,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+}
+
+/// A broker as the store has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerRecord {
+    pub node_id: i32,
+    pub incarnation: Uuid,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+    /// The lease runs until then (ms since the epoch, by the store's clock).
+    pub lease_expires_ms: i64,
+    /// Asked to hand its partitions over (`spool cluster drain`, SIGTERM): the
+    /// controller assigns it nothing and moves what it leads.
+    pub draining: bool,
+}
+
+/// Who holds the controller lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerLease {
+    pub node_id: i32,
+    /// The holding process (`None` from a store written before incarnations).
+    pub incarnation: Option<Uuid>,
+    /// Raised each time the lease changes hands: the controller's moves carry it and
+    /// are refused once another controller took over.
+    pub epoch: i64,
+    pub lease_expires_ms: i64,
+}
+
+/// A partition's leader and leader epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leadership {
+    pub key: PartitionKey,
+    /// The node leading it; -1 for none yet.
+    pub leader: i32,
+    pub leader_epoch: i32,
+}
+
+/// Membership, the controller lease and partition assignment. Leases are instants
+/// by the brokers' clocks, which must agree within a small part of a lease (NTP).
+#[async_trait::async_trait]
+pub trait Cluster: Send + Sync {
+    /// Registers `lease` (replacing another incarnation of its node) with a lease of
+    /// `lease_ms`, and raises the leader epoch of every partition the node leads;
+    /// returns those partitions at their new epochs.
+    async fn register_broker(&self, lease: &BrokerLease, lease_ms: i64) -> Result<Vec<Leadership>>;
+    /// Renews the broker's lease for `lease_ms`; `false` if its node is held by another
+    /// incarnation now (this one was replaced) or it is not registered.
+    async fn renew_lease(&self, node_id: i32, incarnation: Uuid, lease_ms: i64) -> Result<bool>;
+    /// Marks the broker draining (or not); `false` if the node is not registered.
+    async fn set_draining(&self, node_id: i32, draining: bool) -> Result<bool>;
+    /// Removes the broker (a clean stop, once its partitions moved): its lease ends
+    /// at once. Only the given incarnation's row goes.
+    async fn deregister_broker(&self, node_id: i32, incarnation: Uuid) -> Result<()>;
+    /// Every registered broker (a lease is judged by the caller's clock).
+    async fn brokers(&self) -> Result<Vec<BrokerRecord>>;
+    /// Takes or renews the controller lease for `lease_ms` if it is free, lapsed, or
+    /// already this incarnation's; returns the lease as it stands after the attempt
+    /// (held by another broker if the attempt failed).
+    async fn claim_controller(
+        &self,
+        node_id: i32,
+        incarnation: Uuid,
+        lease_ms: i64,
+    ) -> Result<Option<ControllerLease>>;
+    /// Every partition's leader and epoch.
+    async fn leaderships(&self) -> Result<Vec<Leadership>>;
+    /// Raised by every change of leadership: brokers poll it.
+    async fn assignments_version(&self) -> Result<i64>;
+    /// The controller's moves, in one transaction fenced by its `controller_epoch`
+    /// (and refused whole, `None`, once another controller took over): each partition
+    /// gets its new leader and a raised leader epoch. Returns the new leaderships.
+    async fn move_partitions(
+        &self,
+        controller_epoch: i64,
+        moves: &[(PartitionKey, i32)],
+    ) -> Result<Option<Vec<Leadership>>>;
+}

@@ -1,0 +1,262 @@
+//! The SQL of [`Cluster`](crate::Cluster), shared by both backends as `sql.rs` is.
+//! Leases are instants in ms since the epoch by the brokers' clocks (see
+//! `docs/cluster.md`: they must agree within a small part of a lease).
+
+pub(crate) const UPSERT_BROKER: &str = "INSERT INTO brokers \
+     (node_id, incarnation, host, port, rack, lease_expires_ms, draining) \
+     VALUES ($1, $2, $3, $4, $5, $6, FALSE) \
+     ON CONFLICT (node_id) DO UPDATE SET incarnation = excluded.incarnation, \
+     host = excluded.host, port = excluded.port, rack = excluded.rack, \
+     lease_expires_ms = excluded.lease_expires_ms, draining = FALSE";
+/// Raises the epoch of every partition node `$1` leads.
+pub(crate) const BUMP_NODE_EPOCHS: &str = "UPDATE partitions \
+     SET leader_epoch = leader_epoch + 1 WHERE leader = $1 \
+     RETURNING topic_id, partition, leader, leader_epoch";
+pub(crate) const BUMP_ASSIGNMENTS_VERSION: &str =
+    "UPDATE catalog SET assignments_version = assignments_version + 1 WHERE id = 1";
+pub(crate) const RENEW_LEASE: &str = "UPDATE brokers SET lease_expires_ms = $3 \
+     WHERE node_id = $1 AND incarnation = $2";
+pub(crate) const SET_DRAINING: &str = "UPDATE brokers SET draining = $2 WHERE node_id = $1";
+pub(crate) const DELETE_BROKER: &str =
+    "DELETE FROM brokers WHERE node_id = $1 AND incarnation = $2";
+pub(crate) const BROKERS: &str = "SELECT node_id, incarnation, host, port, rack, \
+     lease_expires_ms, draining FROM brokers ORDER BY node_id";
+
+/// Takes or renews the controller lease for node `$1`, incarnation `$2`, until `$4`,
+/// when it is free, lapsed at `$3`, held by a process its node no longer runs, or
+/// already this one's; the epoch rises when the holder changes.
+pub(crate) const CLAIM_CONTROLLER: &str = "UPDATE catalog SET \
+     controller_epoch = CASE WHEN controller = $1 AND controller_incarnation = $2 \
+       THEN controller_epoch ELSE controller_epoch + 1 END, \
+     controller = $1, controller_incarnation = $2, controller_expires_ms = $4 \
+     WHERE id = 1 AND (controller IS NULL OR controller_expires_ms < $3 \
+       OR (controller = $1 AND controller_incarnation = $2) \
+       OR NOT EXISTS (SELECT 1 FROM brokers b WHERE b.node_id = catalog.controller \
+         AND b.incarnation = catalog.controller_incarnation))";
+pub(crate) const CONTROLLER: &str = "SELECT controller, controller_incarnation, \
+     controller_epoch, controller_expires_ms FROM catalog WHERE id = 1";
+
+pub(crate) const LEADERSHIPS: &str = "SELECT topic_id, partition, leader, leader_epoch \
+     FROM partitions ORDER BY topic_id, partition";
+pub(crate) const ASSIGNMENTS_VERSION: &str = "SELECT assignments_version FROM catalog WHERE id = 1";
+/// Fences the controller's moves by its epoch `$1`.
+pub(crate) const FENCE_CONTROLLER: &str = "UPDATE catalog \
+     SET assignments_version = assignments_version + 1 \
+     WHERE id = 1 AND controller_epoch = $1";
+
+/// Parameters per row of [`move_partitions`]: topic id, partition, new leader.
+pub(crate) const MOVE_COLUMNS: usize = 3;
+
+/// Gives each listed partition its new leader and a raised epoch.
+pub(crate) fn move_partitions(rows: usize) -> String {
+    format!(
+        "UPDATE partitions SET leader = v.column3, leader_epoch = partitions.leader_epoch + 1 \
+         FROM (VALUES {}) AS v \
+         WHERE partitions.topic_id = v.column1 AND partitions.partition = v.column2 \
+         RETURNING partitions.topic_id, partitions.partition, partitions.leader, \
+         partitions.leader_epoch",
+        crate::catalogue_sql::placeholders(rows, MOVE_COLUMNS)
+    )
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct BrokerRow {
+    pub(crate) node_id: i32,
+    pub(crate) incarnation: uuid::Uuid,
+    pub(crate) host: String,
+    pub(crate) port: i32,
+    pub(crate) rack: Option<String>,
+    pub(crate) lease_expires_ms: i64,
+    pub(crate) draining: bool,
+}
+
+impl From<BrokerRow> for crate::BrokerRecord {
+    fn from(row: BrokerRow) -> crate::BrokerRecord {
+        crate::BrokerRecord {
+            node_id: row.node_id,
+            incarnation: row.incarnation,
+            host: row.host,
+            port: row.port,
+            rack: row.rack,
+            lease_expires_ms: row.lease_expires_ms,
+            draining: row.draining,
+        }
+    }
+}
+
+/// (topic id, partition, leader, leader epoch) as rows come back.
+pub(crate) type LeadershipRow = (uuid::Uuid, i32, i32, i32);
+
+pub(crate) fn leadership(row: LeadershipRow) -> crate::Leadership {
+    let (topic_id, partition, leader, leader_epoch) = row;
+    crate::Leadership {
+        key: crate::PartitionKey {
+            topic_id,
+            partition,
+        },
+        leader,
+        leader_epoch,
+    }
+}
+
+/// Implements [`Cluster`](crate::Cluster) for a struct with a `pool` field.
+macro_rules! impl_cluster {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::Cluster for $store {
+            async fn register_broker(
+                &self,
+                lease: &$crate::BrokerLease,
+                lease_ms: i64,
+            ) -> $crate::Result<Vec<$crate::Leadership>> {
+                use $crate::cluster_sql as sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::UPSERT_BROKER)
+                    .bind(lease.node_id)
+                    .bind(lease.incarnation)
+                    .bind(&lease.host)
+                    .bind(lease.port)
+                    .bind(lease.rack.as_deref())
+                    .bind($crate::sql::now_ms().saturating_add(lease_ms))
+                    .execute(&mut *tx)
+                    .await?;
+                let rows: Vec<sql::LeadershipRow> = sqlx::query_as(sql::BUMP_NODE_EPOCHS)
+                    .bind(lease.node_id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                if !rows.is_empty() {
+                    sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(rows.into_iter().map(sql::leadership).collect())
+            }
+
+            async fn renew_lease(
+                &self,
+                node_id: i32,
+                incarnation: uuid::Uuid,
+                lease_ms: i64,
+            ) -> $crate::Result<bool> {
+                let renewed = sqlx::query($crate::cluster_sql::RENEW_LEASE)
+                    .bind(node_id)
+                    .bind(incarnation)
+                    .bind($crate::sql::now_ms().saturating_add(lease_ms))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(renewed.rows_affected() > 0)
+            }
+
+            async fn set_draining(&self, node_id: i32, draining: bool) -> $crate::Result<bool> {
+                let set = sqlx::query($crate::cluster_sql::SET_DRAINING)
+                    .bind(node_id)
+                    .bind(draining)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(set.rows_affected() > 0)
+            }
+
+            async fn deregister_broker(
+                &self,
+                node_id: i32,
+                incarnation: uuid::Uuid,
+            ) -> $crate::Result<()> {
+                sqlx::query($crate::cluster_sql::DELETE_BROKER)
+                    .bind(node_id)
+                    .bind(incarnation)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn brokers(&self) -> $crate::Result<Vec<$crate::BrokerRecord>> {
+                let rows: Vec<$crate::cluster_sql::BrokerRow> =
+                    sqlx::query_as($crate::cluster_sql::BROKERS)
+                        .fetch_all(&self.pool)
+                        .await?;
+                Ok(rows.into_iter().map(Into::into).collect())
+            }
+
+            async fn claim_controller(
+                &self,
+                node_id: i32,
+                incarnation: uuid::Uuid,
+                lease_ms: i64,
+            ) -> $crate::Result<Option<$crate::ControllerLease>> {
+                use $crate::cluster_sql as sql;
+                let now = $crate::sql::now_ms();
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::CLAIM_CONTROLLER)
+                    .bind(node_id)
+                    .bind(incarnation)
+                    .bind(now)
+                    .bind(now.saturating_add(lease_ms))
+                    .execute(&mut *tx)
+                    .await?;
+                let row: (Option<i32>, Option<uuid::Uuid>, i64, i64) =
+                    sqlx::query_as(sql::CONTROLLER).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                let (controller, incarnation, epoch, lease_expires_ms) = row;
+                Ok(controller.map(|node_id| $crate::ControllerLease {
+                    node_id,
+                    incarnation,
+                    epoch,
+                    lease_expires_ms,
+                }))
+            }
+
+            async fn leaderships(&self) -> $crate::Result<Vec<$crate::Leadership>> {
+                let rows: Vec<$crate::cluster_sql::LeadershipRow> =
+                    sqlx::query_as($crate::cluster_sql::LEADERSHIPS)
+                        .fetch_all(&self.pool)
+                        .await?;
+                Ok(rows
+                    .into_iter()
+                    .map($crate::cluster_sql::leadership)
+                    .collect())
+            }
+
+            async fn assignments_version(&self) -> $crate::Result<i64> {
+                Ok(sqlx::query_scalar($crate::cluster_sql::ASSIGNMENTS_VERSION)
+                    .fetch_one(&self.pool)
+                    .await?)
+            }
+
+            async fn move_partitions(
+                &self,
+                controller_epoch: i64,
+                moves: &[($crate::PartitionKey, i32)],
+            ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
+                use $crate::cluster_sql as sql;
+                let mut tx = self.pool.begin().await?;
+                let fenced = sqlx::query(sql::FENCE_CONTROLLER)
+                    .bind(controller_epoch)
+                    .execute(&mut *tx)
+                    .await?;
+                if fenced.rows_affected() == 0 {
+                    return Ok(None);
+                }
+                let mut moved = Vec::with_capacity(moves.len());
+                for chunk in moves.chunks($crate::catalogue_sql::ROWS_PER_STATEMENT) {
+                    let text = sql::move_partitions(chunk.len());
+                    let mut query = sqlx::query_as::<_, sql::LeadershipRow>(&text);
+                    for (key, leader) in chunk {
+                        query = query.bind(key.topic_id).bind(key.partition).bind(*leader);
+                    }
+                    moved.extend(
+                        query
+                            .fetch_all(&mut *tx)
+                            .await?
+                            .into_iter()
+                            .map(sql::leadership),
+                    );
+                }
+                tx.commit().await?;
+                Ok(Some(moved))
+            }
+        }
+    };
+}
+
+pub(crate) use impl_cluster;

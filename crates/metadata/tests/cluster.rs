@@ -1,0 +1,214 @@
+//! Membership and control of a cluster, on every backend (see `common`): leases and
+//! incarnations, the controller lease and its epoch, partition moves fenced by it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    unreachable_pub
+)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use spool_metadata::{BrokerLease, MetadataStore, PartitionKey, TopicRecord};
+use spool_model::TopicName;
+use uuid::Uuid;
+
+async fn topic(store: &dyn MetadataStore, partitions: i32) -> Uuid {
+    let record = TopicRecord {
+        name: TopicName::new(format!("t{}", Uuid::new_v4().simple())).unwrap(),
+        id: Uuid::new_v4(),
+        partitions,
+        configs: BTreeMap::new(),
+    };
+    store.create_topic(&record).await.unwrap();
+    record.id
+}
+
+fn lease(node_id: i32) -> BrokerLease {
+    BrokerLease {
+        node_id,
+        incarnation: Uuid::new_v4(),
+        host: "127.0.0.1".to_owned(),
+        port: 9000 + node_id,
+        rack: None,
+    }
+}
+
+const LEASE_MS: i64 = 60_000;
+
+#[tokio::test]
+async fn a_new_incarnation_replaces_the_old_and_raises_its_partitions_epochs() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 3).await;
+        let first = lease(1);
+        assert!(
+            store
+                .register_broker(&first, LEASE_MS)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .renew_lease(1, first.incarnation, LEASE_MS)
+                .await
+                .unwrap()
+        );
+        let controller = store
+            .claim_controller(1, first.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        let key = |partition| PartitionKey {
+            topic_id: id,
+            partition,
+        };
+        let moved = store
+            .move_partitions(controller.epoch, &[(key(0), 1), (key(1), 1), (key(2), 2)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(moved.len(), 3, "{}", backend.label);
+        assert!(moved.iter().all(|l| l.leader_epoch == 1));
+
+        let second = lease(1);
+        let mut raised = store.register_broker(&second, LEASE_MS).await.unwrap();
+        raised.sort_by_key(|l| l.key.partition);
+        let raised: Vec<(i32, i32, i32)> = raised
+            .iter()
+            .map(|l| (l.key.partition, l.leader, l.leader_epoch))
+            .collect();
+        assert_eq!(raised, vec![(0, 1, 2), (1, 1, 2)], "{}", backend.label);
+        assert!(
+            !store
+                .renew_lease(1, first.incarnation, LEASE_MS)
+                .await
+                .unwrap(),
+            "{}: the old incarnation learns it was replaced",
+            backend.label
+        );
+        assert!(
+            store
+                .renew_lease(1, second.incarnation, LEASE_MS)
+                .await
+                .unwrap()
+        );
+        let brokers = store.brokers().await.unwrap();
+        assert_eq!(brokers.len(), 1);
+        assert_eq!(brokers[0].incarnation, second.incarnation);
+        let epochs: Vec<(i32, i32)> = store
+            .leaderships()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|l| l.key.topic_id == id)
+            .map(|l| (l.leader, l.leader_epoch))
+            .collect();
+        assert_eq!(epochs, vec![(1, 2), (1, 2), (2, 1)], "{}", backend.label);
+
+        // A clean stop removes only its own incarnation's row.
+        store.deregister_broker(1, first.incarnation).await.unwrap();
+        assert_eq!(store.brokers().await.unwrap().len(), 1);
+        store
+            .deregister_broker(1, second.incarnation)
+            .await
+            .unwrap();
+        assert!(store.brokers().await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 2).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        let (a, b) = (lease(1), lease(2));
+        store.register_broker(&a, LEASE_MS).await.unwrap();
+        store.register_broker(&b, LEASE_MS).await.unwrap();
+        let version = store.assignments_version().await.unwrap();
+        let held = store
+            .claim_controller(1, a.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(held.node_id, 1);
+        let refused = store
+            .claim_controller(2, b.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (refused.node_id, refused.epoch),
+            (1, held.epoch),
+            "{}: a live lease is not taken",
+            backend.label
+        );
+        let renewed = store
+            .claim_controller(1, a.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(renewed.epoch, held.epoch, "renewing keeps the epoch");
+        assert!(
+            store
+                .move_partitions(held.epoch, &[(key, 2)])
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(store.assignments_version().await.unwrap() > version);
+
+        // The controller's lease lapses (renewed with a lease already over): another
+        // broker takes it, and the old controller's moves are refused.
+        store
+            .claim_controller(1, a.incarnation, -1_000)
+            .await
+            .unwrap();
+        let taken = store
+            .claim_controller(2, b.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(taken.node_id, 2, "{}", backend.label);
+        assert!(taken.epoch > held.epoch);
+        assert!(
+            store
+                .move_partitions(held.epoch, &[(key, 1)])
+                .await
+                .unwrap()
+                .is_none(),
+            "{}: a deposed controller moves nothing",
+            backend.label
+        );
+        let leader = |store: std::sync::Arc<dyn MetadataStore>| async move {
+            store
+                .leaderships()
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|l| l.key == key)
+                .unwrap()
+        };
+        assert_eq!(leader(store.clone()).await.leader, 2);
+        assert_eq!(leader(store.clone()).await.leader_epoch, 1);
+
+        // A controller whose process was replaced loses the lease at once.
+        let b_again = lease(2);
+        store.register_broker(&b_again, LEASE_MS).await.unwrap();
+        let after = store
+            .claim_controller(1, a.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(after.node_id, 1, "{}", backend.label);
+        assert!(after.epoch > taken.epoch);
+    }
+}
