@@ -51,8 +51,30 @@ pub struct BrokerConfig {
     pub cleaner: CleanerConfig,
     /// Where partition data lives (`--storage-url`, `storage.*`).
     pub storage: StorageConfig,
+    /// Membership of a cluster (`cluster.*`), in shared-storage mode.
+    pub cluster: ClusterConfig,
     /// `log.retention.check.interval.ms`: how often retention runs.
     pub retention_check_interval: Duration,
+}
+
+/// `cluster.*`: in shared-storage mode, brokers sharing the metadata store form a
+/// cluster; each renews its lease every `heartbeat`, and one whose lease (`lease`)
+/// lapsed is dead to the others.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterConfig {
+    /// `cluster.lease.ms`.
+    pub lease: Duration,
+    /// `cluster.heartbeat.ms`.
+    pub heartbeat: Duration,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            lease: Duration::from_millis(3_000),
+            heartbeat: Duration::from_millis(500),
+        }
+    }
 }
 
 /// Shared-storage mode's settings: with a URL, partition data lives in object storage
@@ -161,6 +183,7 @@ impl Default for BrokerConfig {
             groups: CoordinatorConfig::default(),
             io_threads: 8,
             cleaner: CleanerConfig::default(),
+            cluster: ClusterConfig::default(),
             storage: StorageConfig::default(),
             retention_check_interval: Duration::from_secs(300),
         }
@@ -186,7 +209,7 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 29] = [
+const SETTINGS: [Setting; 31] = [
     Setting {
         name: "storage.orphan.age.ms",
         dynamic: false,
@@ -263,6 +286,24 @@ const SETTINGS: [Setting; 29] = [
         get: |c| c.retention_check_interval.as_millis().to_string(),
         set: |c, v| {
             c.retention_check_interval = millis(v, 1)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cluster.lease.ms",
+        dynamic: false,
+        get: |c| c.cluster.lease.as_millis().to_string(),
+        set: |c, v| {
+            c.cluster.lease = Duration::from_millis(between(v, 200, 600_000)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cluster.heartbeat.ms",
+        dynamic: false,
+        get: |c| c.cluster.heartbeat.as_millis().to_string(),
+        set: |c, v| {
+            c.cluster.heartbeat = Duration::from_millis(between(v, 20, 60_000)?);
             Ok(())
         },
     },

@@ -10,6 +10,7 @@ pub(crate) mod code {
     pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
     pub(crate) const CORRUPT_MESSAGE: i16 = 2;
     pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
     pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
     pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
     pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;

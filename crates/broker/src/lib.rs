@@ -8,6 +8,7 @@
 //!   the ApiVersions response is built from those declarations;
 //! - `response`: encoded bytes plus segment-file ranges sent with `sendfile`.
 
+mod cluster;
 mod config;
 mod connection;
 mod data_dir_lock;
@@ -24,7 +25,7 @@ mod store_binding;
 mod topic_configs;
 mod topics;
 
-pub use config::{BrokerConfig, CleanerConfig, StorageConfig, setting_names};
+pub use config::{BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names};
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};
 pub use shared_storage::{Latency, StorageStats};

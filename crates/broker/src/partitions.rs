@@ -119,6 +119,32 @@ impl Topic {
 }
 
 impl Shared {
+    /// The partition's leader and leader epoch: this broker, at the epoch it took, in
+    /// embedded mode; the cluster's in shared-storage mode (`None`: no leader yet).
+    pub(crate) fn leadership(&self, topic: &Topic, index: i32) -> Option<(i32, i32)> {
+        let Some(view) = &self.cluster else {
+            let node = self.started_config().node_id;
+            return Some((node, topic.leader_epoch(index)));
+        };
+        let key = PartitionKey {
+            topic_id: topic.record.id,
+            partition: index,
+        };
+        view.leader_of(key)
+            .map(|leadership| (leadership.leader, leadership.leader_epoch))
+    }
+
+    /// The epoch this broker leads the partition under, if it leads it.
+    pub(crate) fn led_epoch(&self, topic: &Topic, index: i32) -> Option<i32> {
+        match &self.cluster {
+            None => Some(topic.leader_epoch(index)),
+            Some(view) => view.led_epoch(PartitionKey {
+                topic_id: topic.record.id,
+                partition: index,
+            }),
+        }
+    }
+
     /// The partition `index` of the topic named `topic`, opening (and recovering) its
     /// log on first use, so blocking. `current_leader_epoch` is the epoch the client
     /// knows, -1 for none: older is fenced, newer unknown.
@@ -145,7 +171,9 @@ impl Shared {
         let key = topic
             .log_partition(index)
             .ok_or(PartitionError::UnknownTopicOrPartition)?;
-        let leader_epoch = topic.leader_epoch(index);
+        let leader_epoch = self
+            .led_epoch(&topic, index)
+            .ok_or(PartitionError::NotLeader)?;
         if current_leader_epoch >= 0 {
             if current_leader_epoch < leader_epoch {
                 return Err(PartitionError::FencedLeaderEpoch {

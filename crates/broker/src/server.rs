@@ -22,6 +22,7 @@ use spool_coordinator::GroupCoordinator;
 use spool_metadata::{MetadataStore, MetadataUrl};
 use spool_objects::{ObjectStorage, StorageUrl};
 
+use crate::cluster::ClusterView;
 use crate::shared_storage::SharedStorage;
 
 /// Why the broker could not start or stop cleanly.
@@ -81,6 +82,9 @@ pub(crate) struct Shared {
     pub(crate) cluster_id: String,
     /// Shared-storage mode's objects and uploader; `None` in embedded mode.
     pub(crate) storage: Option<Arc<SharedStorage>>,
+    /// The cluster this broker is a member of (shared-storage mode); `None` in
+    /// embedded mode, where it leads every partition.
+    pub(crate) cluster: Option<Arc<ClusterView>>,
 }
 
 impl Shared {
@@ -220,13 +224,6 @@ impl Broker {
             })
             .await??
         };
-        let topics =
-            topics::load_topics(metadata.as_ref(), records, &logs, &dynamic.current()).await?;
-        let group_config = spool_coordinator::CoordinatorConfig {
-            node_id: config.node_id,
-            ..config.groups.clone()
-        };
-        let groups = Arc::new(GroupCoordinator::open(metadata.clone(), group_config).await?);
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -241,6 +238,22 @@ impl Broker {
                 source,
             })?;
         let advertised = advertised_address(config.advertise.as_deref(), local_addr);
+        // In shared-storage mode, this broker joins the cluster of the brokers
+        // sharing the metadata store.
+        let cluster = if objects.is_some() {
+            let view =
+                ClusterView::join(&metadata, config.node_id, &advertised, config.cluster).await?;
+            Some(Arc::new(view))
+        } else {
+            None
+        };
+        let topics =
+            topics::load_topics(metadata.as_ref(), records, &logs, &dynamic.current()).await?;
+        let group_config = spool_coordinator::CoordinatorConfig {
+            node_id: config.node_id,
+            ..config.groups.clone()
+        };
+        let groups = Arc::new(GroupCoordinator::open(metadata.clone(), group_config).await?);
         let storage = objects.map(|objects| {
             tracing::info!(objects = %objects.prefix, "partition data in object storage");
             SharedStorage::start(objects, metadata.clone(), &config.storage)
@@ -256,7 +269,13 @@ impl Broker {
             producer_ids: ProducerIds::new(metadata.clone()),
             cluster_id: "spool-cluster".to_owned(),
             storage,
+            cluster,
         });
+        if let Some(view) = &shared.cluster {
+            // A broker that holds (or can take) the controller lease assigns what has
+            // no leader before it serves: a cluster of one leads everything at once.
+            crate::cluster::assign_now(&shared, view).await;
+        }
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(groups.run(stopped.clone()));
         tokio::spawn(topics::follow_metadata_store(
@@ -274,6 +293,7 @@ impl Broker {
                 stopped.clone(),
             ));
         }
+        crate::cluster::start(&shared, &stopped);
         let accept = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(Broker {
             local_addr,
@@ -311,6 +331,9 @@ impl Broker {
         if let Some(storage) = &self.shared.storage {
             // What was appended (and answered, with acks=1) goes to object storage.
             storage.close().await;
+        }
+        if let Some(view) = &self.shared.cluster {
+            view.leave(&self.shared.metadata).await;
         }
         let shared = self.shared.clone();
         tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;

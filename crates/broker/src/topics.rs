@@ -214,6 +214,9 @@ pub(crate) async fn create(
     created?;
     tracing::info!(topic = %name, partitions, "created topic");
     shared.topics.insert(topic);
+    if let Some(view) = &shared.cluster {
+        crate::cluster::assign_now(shared, view).await;
+    }
     shared
         .topics
         .get(name.as_str())
@@ -364,6 +367,9 @@ pub(crate) async fn add_partitions(
     };
     created?;
     shared.topics.insert(grown);
+    if let Some(view) = &shared.cluster {
+        crate::cluster::assign_now(shared, view).await;
+    }
     tracing::info!(topic = name, from = current, to = count, "added partitions");
     Ok(())
 }

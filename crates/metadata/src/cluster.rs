@@ -59,6 +59,15 @@ pub struct Leadership {
     pub leader_epoch: i32,
 }
 
+/// A partition the controller moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PartitionMove {
+    pub key: PartitionKey,
+    /// The leader the move was planned from (-1 for none).
+    pub from: i32,
+    pub to: i32,
+}
+
 /// Membership, the controller lease and partition assignment. Leases are instants
 /// by the brokers' clocks, which must agree within a small part of a lease (NTP).
 #[async_trait::async_trait]
@@ -92,10 +101,11 @@ pub trait Cluster: Send + Sync {
     async fn assignments_version(&self) -> Result<i64>;
     /// The controller's moves, in one transaction fenced by its `controller_epoch`
     /// (and refused whole, `None`, once another controller took over): each partition
-    /// gets its new leader and a raised leader epoch. Returns the new leaderships.
+    /// still led by the move's `from` gets its new leader and a raised leader epoch (one
+    /// that moved meanwhile stays). Returns the new leaderships.
     async fn move_partitions(
         &self,
         controller_epoch: i64,
-        moves: &[(PartitionKey, i32)],
+        moves: &[PartitionMove],
     ) -> Result<Option<Vec<Leadership>>>;
 }

@@ -44,15 +44,18 @@ pub(crate) const FENCE_CONTROLLER: &str = "UPDATE catalog \
      SET assignments_version = assignments_version + 1 \
      WHERE id = 1 AND controller_epoch = $1";
 
-/// Parameters per row of [`move_partitions`]: topic id, partition, new leader.
-pub(crate) const MOVE_COLUMNS: usize = 3;
+/// Parameters per row of [`move_partitions`]: topic id, partition, new leader, the
+/// leader the move was planned from.
+pub(crate) const MOVE_COLUMNS: usize = 4;
 
-/// Gives each listed partition its new leader and a raised epoch.
+/// Gives each listed partition still led by the leader the move was planned from its
+/// new leader and a raised epoch.
 pub(crate) fn move_partitions(rows: usize) -> String {
     format!(
         "UPDATE partitions SET leader = v.column3, leader_epoch = partitions.leader_epoch + 1 \
          FROM (VALUES {}) AS v \
          WHERE partitions.topic_id = v.column1 AND partitions.partition = v.column2 \
+         AND partitions.leader = v.column4 \
          RETURNING partitions.topic_id, partitions.partition, partitions.leader, \
          partitions.leader_epoch",
         crate::catalogue_sql::placeholders(rows, MOVE_COLUMNS)
@@ -226,7 +229,7 @@ macro_rules! impl_cluster {
             async fn move_partitions(
                 &self,
                 controller_epoch: i64,
-                moves: &[($crate::PartitionKey, i32)],
+                moves: &[$crate::PartitionMove],
             ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
                 use $crate::cluster_sql as sql;
                 let mut tx = self.pool.begin().await?;
@@ -241,8 +244,12 @@ macro_rules! impl_cluster {
                 for chunk in moves.chunks($crate::catalogue_sql::ROWS_PER_STATEMENT) {
                     let text = sql::move_partitions(chunk.len());
                     let mut query = sqlx::query_as::<_, sql::LeadershipRow>(&text);
-                    for (key, leader) in chunk {
-                        query = query.bind(key.topic_id).bind(key.partition).bind(*leader);
+                    for planned in chunk {
+                        query = query
+                            .bind(planned.key.topic_id)
+                            .bind(planned.key.partition)
+                            .bind(planned.to)
+                            .bind(planned.from);
                     }
                     moved.extend(
                         query

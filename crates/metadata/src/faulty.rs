@@ -12,8 +12,8 @@ use uuid::Uuid;
 
 use crate::{
     BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange, ControllerLease,
-    Leadership, MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionState, Result,
-    StoredRange, TopicRecord,
+    Leadership, MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove,
+    PartitionState, Result, StoredRange, TopicRecord,
 };
 
 /// Wraps a store; see the module doc.
@@ -225,7 +225,7 @@ impl Cluster for FaultyMetadata {
     async fn move_partitions(
         &self,
         controller_epoch: i64,
-        moves: &[(PartitionKey, i32)],
+        moves: &[PartitionMove],
     ) -> Result<Option<Vec<Leadership>>> {
         self.check_up()?;
         self.inner.move_partitions(controller_epoch, moves).await

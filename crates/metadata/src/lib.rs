@@ -34,7 +34,7 @@ use uuid::Uuid;
 pub use catalogue::{
     Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
 };
-pub use cluster::{BrokerLease, BrokerRecord, Cluster, ControllerLease, Leadership};
+pub use cluster::{BrokerLease, BrokerRecord, Cluster, ControllerLease, Leadership, PartitionMove};
 pub use error::MetadataError;
 pub use faulty::FaultyMetadata;
 pub use postgres::PostgresStore;

@@ -12,7 +12,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use spool_metadata::{BrokerLease, MetadataStore, PartitionKey, TopicRecord};
+use spool_metadata::{BrokerLease, MetadataStore, PartitionKey, PartitionMove, TopicRecord};
 use spool_model::TopicName;
 use uuid::Uuid;
 
@@ -38,6 +38,10 @@ fn lease(node_id: i32) -> BrokerLease {
 }
 
 const LEASE_MS: i64 = 60_000;
+
+fn moved(key: PartitionKey, from: i32, to: i32) -> PartitionMove {
+    PartitionMove { key, from, to }
+}
 
 #[tokio::test]
 async fn a_new_incarnation_replaces_the_old_and_raises_its_partitions_epochs() {
@@ -68,7 +72,14 @@ async fn a_new_incarnation_replaces_the_old_and_raises_its_partitions_epochs() {
             partition,
         };
         let moved = store
-            .move_partitions(controller.epoch, &[(key(0), 1), (key(1), 1), (key(2), 2)])
+            .move_partitions(
+                controller.epoch,
+                &[
+                    moved(key(0), -1, 1),
+                    moved(key(1), -1, 1),
+                    moved(key(2), -1, 2),
+                ],
+            )
             .await
             .unwrap()
             .unwrap();
@@ -159,7 +170,7 @@ async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
         assert_eq!(renewed.epoch, held.epoch, "renewing keeps the epoch");
         assert!(
             store
-                .move_partitions(held.epoch, &[(key, 2)])
+                .move_partitions(held.epoch, &[moved(key, -1, 2)])
                 .await
                 .unwrap()
                 .is_some()
@@ -181,7 +192,7 @@ async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
         assert!(taken.epoch > held.epoch);
         assert!(
             store
-                .move_partitions(held.epoch, &[(key, 1)])
+                .move_partitions(held.epoch, &[moved(key, 2, 1)])
                 .await
                 .unwrap()
                 .is_none(),
@@ -197,6 +208,16 @@ async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
                 .find(|l| l.key == key)
                 .unwrap()
         };
+        let stale = store
+            .move_partitions(taken.epoch, &[moved(key, -1, 1)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            stale.is_empty(),
+            "{}: a move planned from a leader the partition no longer has is dropped",
+            backend.label
+        );
         assert_eq!(leader(store.clone()).await.leader, 2);
         assert_eq!(leader(store.clone()).await.leader_epoch, 1);
 

@@ -1,5 +1,6 @@
-//! Metadata (key 3): this broker, and the topics and partitions it holds (it leads
-//! them all: a single node). Unknown topics are auto-created when allowed.
+//! Metadata (key 3): the brokers and the topics with each partition's leader — this
+//! broker for every partition in embedded mode, the cluster's leaders in
+//! shared-storage mode. Unknown topics are auto-created when allowed.
 
 use std::sync::Arc;
 
@@ -43,11 +44,7 @@ pub(crate) async fn handle(
     shared: Arc<Shared>,
 ) -> ResponseKind {
     let node = BrokerId(shared.started_config().node_id);
-    let (host, port) = &shared.advertised;
-    let broker = MetadataResponseBroker::default()
-        .with_node_id(node)
-        .with_host(StrBytes::from_string(host.clone()))
-        .with_port(*port);
+    let brokers = brokers(&shared);
     // v0: an empty list means all topics; v1+: a null list means all topics.
     let requested = match request.topics {
         None => None,
@@ -61,7 +58,7 @@ pub(crate) async fn handle(
     match requested {
         None => {
             for topic in shared.topics.all() {
-                topics.push(describe(&topic, node, version, topic_operations));
+                topics.push(describe(&shared, &topic, version, topic_operations));
             }
         }
         Some(requested) => {
@@ -81,7 +78,7 @@ pub(crate) async fn handle(
                     by_id.is_none() && name.is_some_and(|n| topics::is_illegal_name(n.0.as_str()))
                 };
                 let response = match found {
-                    Some(topic) => describe(&topic, node, version, topic_operations),
+                    Some(topic) => describe(&shared, &topic, version, topic_operations),
                     None if illegal(wanted.name.as_ref()) => MetadataResponseTopic::default()
                         .with_name(wanted.name)
                         .with_error_code(code::INVALID_TOPIC_EXCEPTION),
@@ -103,10 +100,14 @@ pub(crate) async fn handle(
         }
     }
     let mut response = MetadataResponse::default()
-        .with_brokers(vec![broker])
+        .with_brokers(brokers)
         .with_topics(topics);
     if version >= 1 {
-        response = response.with_controller_id(node);
+        let controller = shared
+            .cluster
+            .as_ref()
+            .map_or(node, |view| BrokerId(view.controller()));
+        response = response.with_controller_id(controller);
     }
     if version >= 2 {
         response = response.with_cluster_id(Some(StrBytes::from_string(shared.cluster_id.clone())));
@@ -117,20 +118,56 @@ pub(crate) async fn handle(
     ResponseKind::Metadata(response)
 }
 
+/// This broker alone in embedded mode; the live brokers of the cluster (this one
+/// always among them) in shared-storage mode.
+fn brokers(shared: &Shared) -> Vec<MetadataResponseBroker> {
+    let node = shared.started_config().node_id;
+    let (host, port) = &shared.advertised;
+    let me = MetadataResponseBroker::default()
+        .with_node_id(BrokerId(node))
+        .with_host(StrBytes::from_string(host.clone()))
+        .with_port(*port);
+    let Some(view) = &shared.cluster else {
+        return vec![me];
+    };
+    let mut brokers: Vec<MetadataResponseBroker> = view
+        .live_brokers()
+        .into_iter()
+        .filter(|broker| broker.node_id != node)
+        .map(|broker| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(broker.node_id))
+                .with_host(StrBytes::from_string(broker.host))
+                .with_port(broker.port)
+                .with_rack(broker.rack.map(StrBytes::from_string))
+        })
+        .collect();
+    brokers.push(me);
+    brokers.sort_by_key(|broker| broker.node_id);
+    brokers
+}
+
 fn describe(
+    shared: &Shared,
     topic: &Topic,
-    node: BrokerId,
     version: i16,
     operations: Option<i32>,
 ) -> MetadataResponseTopic {
     let partitions = (0..topic.record.partitions)
         .map(|index| {
-            MetadataResponsePartition::default()
-                .with_partition_index(index)
-                .with_leader_id(node)
-                .with_leader_epoch(topic.leader_epoch(index))
-                .with_replica_nodes(vec![node])
-                .with_isr_nodes(vec![node])
+            let described = MetadataResponsePartition::default().with_partition_index(index);
+            match shared.leadership(topic, index) {
+                Some((leader, epoch)) => described
+                    .with_leader_id(BrokerId(leader))
+                    .with_leader_epoch(epoch)
+                    .with_replica_nodes(vec![BrokerId(leader)])
+                    .with_isr_nodes(vec![BrokerId(leader)]),
+                // Not assigned yet (a new partition the controller has not seen).
+                None => described
+                    .with_error_code(code::LEADER_NOT_AVAILABLE)
+                    .with_leader_id(BrokerId(-1))
+                    .with_leader_epoch(-1),
+            }
         })
         .collect();
     let name = TopicName(StrBytes::from_string(topic.record.name.as_str().to_owned()));

@@ -94,7 +94,9 @@ pub(crate) async fn pass(shared: &Arc<Shared>, settings: &CleanerSettings) {
                 topic_id: topic.record.id,
                 partition,
             };
-            let epoch = topic.leader_epoch(partition);
+            let Some(epoch) = shared.led_epoch(&topic, partition) else {
+                continue;
+            };
             let stats = match clean_or_compact(storage, key, epoch, &topic.log.cleanup, settings)
                 .await
             {

@@ -67,6 +67,10 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
             .retention_bytes
             .map(|b| i64::try_from(b).unwrap_or(i64::MAX));
         for partition in 0..topic.record.partitions {
+            // A partition's leader keeps it (in a cluster, each broker its own).
+            let Some(epoch) = shared.led_epoch(&topic, partition) else {
+                continue;
+            };
             let key = PartitionKey {
                 topic_id: topic.record.id,
                 partition,
@@ -91,7 +95,6 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
             // The cleaner rewrites a compacted topic's ranges into segment objects
             // itself.
             if !(topic.log.cleanup.compact && cleaner_enabled) {
-                let epoch = topic.leader_epoch(partition);
                 super::compaction::compact(storage, key, epoch, &ranges).await?;
             }
         }

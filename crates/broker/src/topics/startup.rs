@@ -54,9 +54,10 @@ pub(crate) fn move_name_keyed_logs(
 }
 
 /// Builds the topic table from the store's records: resolves their settings, removes
-/// logs that no topic owns, creates missing ones, and raises every partition's leader
-/// epoch (this broker takes ownership). In shared-storage mode every local log goes:
-/// the data directory is a cache, and tails are opened from the catalogue.
+/// logs that no topic owns, creates missing ones, and (embedded mode) raises every
+/// partition's leader epoch: this broker takes ownership. In shared-storage mode every
+/// local log goes: the data directory is a cache, tails are opened from the catalogue,
+/// and leadership is the cluster's (`crate::cluster`).
 pub(crate) async fn load_topics(
     metadata: &dyn MetadataStore,
     records: Vec<TopicRecord>,
@@ -73,7 +74,11 @@ pub(crate) async fn load_topics(
     }
     // One transaction for every partition: a start with thousands of topics must not
     // wait for thousands of commits.
-    let mut epochs = metadata.bump_all_leader_epochs().await?;
+    let mut epochs = if shared_storage {
+        std::collections::HashMap::new()
+    } else {
+        metadata.bump_all_leader_epochs().await?
+    };
     let table = TopicTable::default();
     let topic_defaults = settings.topic_defaults();
     for record in records {

@@ -1,0 +1,215 @@
+//! Cluster mode: in shared-storage mode, the brokers sharing a metadata store form one
+//! cluster (a single broker is a cluster of one). Nothing else is needed to join.
+//!
+//! - **Membership**: a broker registers at start under its node id with a new
+//!   incarnation (replacing a previous process of that node at once, and raising the
+//!   epochs of the partitions the node led, which fences that process), then renews
+//!   its lease every `cluster.heartbeat.ms`; one whose lease (`cluster.lease.ms`)
+//!   lapsed is dead to the others. A broker that finds its node taken by another
+//!   incarnation serves nothing more.
+//! - **Control**: every broker tries, each heartbeat, to take or renew the controller
+//!   lease; the one holding it assigns partitions (see [`controller`]).
+//! - **Leadership**: each broker follows the store's assignments version and keeps
+//!   every partition's leader and epoch. It serves only the partitions it leads
+//!   (`NOT_LEADER_OR_FOLLOWER` for the others); Metadata lists the live brokers and
+//!   each partition's leader. A partition's new leader takes over from the catalogue
+//!   (its tail opens at the catalogue's high watermark): no data is copied.
+
+pub(crate) mod controller;
+mod membership;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, RwLock};
+
+use spool_metadata::{
+    BrokerLease, BrokerRecord, Leadership, MetadataError, MetadataStore, PartitionKey,
+};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::config::ClusterConfig;
+use crate::server::Shared;
+
+pub(crate) use self::membership::run;
+
+/// This broker's view of the cluster.
+#[derive(Debug)]
+pub(crate) struct ClusterView {
+    pub(crate) node_id: i32,
+    pub(crate) incarnation: Uuid,
+    pub(crate) settings: ClusterConfig,
+    /// The brokers whose lease was live at the last heartbeat, by node id.
+    brokers: RwLock<Vec<BrokerRecord>>,
+    /// Each partition's leader and epoch as of the last assignments version read.
+    leaders: RwLock<HashMap<PartitionKey, Leadership>>,
+    /// Another process registered this node id: this one serves nothing more.
+    replaced: AtomicBool,
+    /// The controller's node id as last seen (-1: none).
+    controller: AtomicI32,
+    /// Held through a controller round.
+    controller_round: tokio::sync::Mutex<()>,
+}
+
+impl ClusterView {
+    /// Registers this broker (see the module docs) and reads the cluster.
+    pub(crate) async fn join(
+        metadata: &Arc<dyn MetadataStore>,
+        node_id: i32,
+        advertised: &(String, i32),
+        settings: ClusterConfig,
+    ) -> Result<ClusterView, MetadataError> {
+        let lease = BrokerLease {
+            node_id,
+            incarnation: Uuid::new_v4(),
+            host: advertised.0.clone(),
+            port: advertised.1,
+            rack: None,
+        };
+        let taken = metadata
+            .register_broker(&lease, lease_ms(&settings))
+            .await?;
+        tracing::info!(
+            node = node_id,
+            incarnation = %lease.incarnation,
+            partitions = taken.len(),
+            "joined the cluster"
+        );
+        let view = ClusterView {
+            node_id,
+            incarnation: lease.incarnation,
+            settings,
+            brokers: RwLock::new(Vec::new()),
+            leaders: RwLock::new(HashMap::new()),
+            replaced: AtomicBool::new(false),
+            controller: AtomicI32::new(-1),
+            controller_round: tokio::sync::Mutex::new(()),
+        };
+        view.refresh_brokers(metadata).await?;
+        view.reload_leaders(metadata).await?;
+        Ok(view)
+    }
+
+    /// The partition's leader and epoch, if it has a leader.
+    pub(crate) fn leader_of(&self, key: PartitionKey) -> Option<Leadership> {
+        self.leaders
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+            .copied()
+            .filter(|leadership| leadership.leader >= 0)
+    }
+
+    /// The epoch this broker leads the partition under, if it does.
+    pub(crate) fn led_epoch(&self, key: PartitionKey) -> Option<i32> {
+        if self.is_replaced() {
+            return None;
+        }
+        self.leader_of(key)
+            .filter(|leadership| leadership.leader == self.node_id)
+            .map(|leadership| leadership.leader_epoch)
+    }
+
+    /// The brokers alive at the last heartbeat.
+    pub(crate) fn live_brokers(&self) -> Vec<BrokerRecord> {
+        self.brokers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads the registered brokers and keeps those whose lease is live.
+    async fn refresh_brokers(
+        &self,
+        metadata: &Arc<dyn MetadataStore>,
+    ) -> Result<(), MetadataError> {
+        let now = spool_model::Timestamp::now().0;
+        let live: Vec<BrokerRecord> = metadata
+            .brokers()
+            .await?
+            .into_iter()
+            .filter(|broker| broker.lease_expires_ms > now)
+            .collect();
+        *self
+            .brokers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = live;
+        Ok(())
+    }
+
+    /// Reads every partition's leader and epoch again.
+    pub(crate) async fn reload_leaders(
+        &self,
+        metadata: &Arc<dyn MetadataStore>,
+    ) -> Result<(), MetadataError> {
+        let leaderships = metadata.leaderships().await?;
+        let map = leaderships
+            .into_iter()
+            .map(|leadership| (leadership.key, leadership))
+            .collect();
+        *self
+            .leaders
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = map;
+        Ok(())
+    }
+
+    /// The controller's node id as last seen (-1: none).
+    pub(crate) fn controller(&self) -> i32 {
+        self.controller.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn note_controller(&self, node_id: i32) {
+        self.controller.store(node_id, Ordering::Release);
+    }
+
+    /// Whether another process took this node id.
+    pub(crate) fn is_replaced(&self) -> bool {
+        self.replaced.load(Ordering::Acquire)
+    }
+
+    /// Notes that another process took this node id.
+    fn note_replaced(&self) {
+        if !self.replaced.swap(true, Ordering::AcqRel) {
+            tracing::error!(
+                node = self.node_id,
+                "another broker process registered this node id: this one serves nothing more"
+            );
+        }
+    }
+
+    /// Leaves the cluster at a clean stop: the lease ends at once, so the controller
+    /// moves this broker's partitions without waiting for it to lapse.
+    pub(crate) async fn leave(&self, metadata: &Arc<dyn MetadataStore>) {
+        if let Err(error) = metadata
+            .deregister_broker(self.node_id, self.incarnation)
+            .await
+        {
+            tracing::warn!(%error, "could not leave the cluster; the lease will lapse instead");
+        }
+    }
+}
+
+/// `cluster.lease.ms` in ms.
+fn lease_ms(settings: &ClusterConfig) -> i64 {
+    i64::try_from(settings.lease.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The controller's round now, if this broker holds (or can take) the controller
+/// lease, and the leaders read again: at start, and after this broker made partitions
+/// (a cluster of one serves them at once; in a larger one, the controller's next
+/// heartbeat assigns them).
+pub(crate) async fn assign_now(shared: &Arc<Shared>, view: &ClusterView) {
+    if let Err(error) = controller::tick(shared, view).await {
+        tracing::warn!(%error, "the controller's round failed; the next heartbeat tries again");
+    }
+    if let Err(error) = view.reload_leaders(&shared.metadata).await {
+        tracing::warn!(%error, "cannot read the partitions' leaders");
+    }
+}
+
+/// Starts following the cluster: heartbeats (with the controller's work) and the
+/// assignments version, until `stopped`.
+pub(crate) fn start(shared: &Arc<Shared>, stopped: &watch::Receiver<bool>) {
+    tokio::spawn(run(shared.clone(), stopped.clone()));
+}

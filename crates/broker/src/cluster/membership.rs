@@ -1,0 +1,100 @@
+//! The loops of a cluster member: every `cluster.heartbeat.ms` it renews its lease,
+//! reads who is alive and does the controller's work if it holds (or can take) the
+//! controller lease; every [`FOLLOW_INTERVAL`] it reads the assignments version and,
+//! when it moved, every partition's leader and epoch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{ClusterView, controller, lease_ms};
+use crate::server::Shared;
+
+/// How often the assignments version is read: a partition that moved is served by its
+/// new leader (and refused by the old) within about this.
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Runs the heartbeat and the follower until `stopped`.
+pub(crate) async fn run(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let Some(view) = shared.cluster.clone() else {
+        return;
+    };
+    let heartbeat = tokio::spawn(heartbeats(shared.clone(), view.clone(), stopped.clone()));
+    follow(shared, view, stopped).await;
+    let _ = heartbeat.await;
+}
+
+async fn heartbeats(
+    shared: Arc<Shared>,
+    view: Arc<ClusterView>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    // A heartbeat at most a third of the lease, so that two may fail in a row.
+    let every = view.settings.heartbeat.min(view.settings.lease / 3);
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => return,
+            _ = ticks.tick() => {}
+        }
+        match heartbeat(&shared, &view).await {
+            Ok(()) if failing => {
+                tracing::info!("the metadata store answers heartbeats again");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(error) => {
+                if !failing {
+                    tracing::warn!(%error, "a heartbeat failed; the lease lapses if this goes on");
+                }
+                failing = true;
+            }
+        }
+    }
+}
+
+/// One heartbeat: renew, read the live brokers, the controller's work.
+async fn heartbeat(
+    shared: &Arc<Shared>,
+    view: &ClusterView,
+) -> Result<(), spool_metadata::MetadataError> {
+    let renewed = shared
+        .metadata
+        .renew_lease(view.node_id, view.incarnation, lease_ms(&view.settings))
+        .await?;
+    if !renewed {
+        view.note_replaced();
+        return Ok(());
+    }
+    view.refresh_brokers(&shared.metadata).await?;
+    if controller::tick(shared, view).await? {
+        view.reload_leaders(&shared.metadata).await?;
+    }
+    Ok(())
+}
+
+async fn follow(shared: Arc<Shared>, view: Arc<ClusterView>, mut stopped: watch::Receiver<bool>) {
+    let mut ticks = tokio::time::interval(FOLLOW_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut seen = None;
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => return,
+            _ = ticks.tick() => {}
+        }
+        let Ok(version) = shared.metadata.assignments_version().await else {
+            // The heartbeat reports a store that does not answer.
+            continue;
+        };
+        if seen == Some(version) {
+            continue;
+        }
+        match view.reload_leaders(&shared.metadata).await {
+            Ok(()) => seen = Some(version),
+            Err(error) => tracing::warn!(%error, "cannot read the partitions' leaders"),
+        }
+    }
+}
