@@ -118,6 +118,26 @@ impl ClusterView {
             .clone()
     }
 
+    /// The broker coordinating a group: of the live brokers not draining (all live
+    /// ones if every one drains), the one whose hash with the group is highest
+    /// (rendezvous hashing: when a broker comes or goes, only its groups move). Every
+    /// broker computes the same answer from the same membership; while views differ
+    /// (a heartbeat apart), two brokers may both take a group, and the coordinator
+    /// epoch the store fences offset writes with keeps its offsets safe.
+    pub(crate) fn coordinator_of(&self, group_id: &str) -> Option<BrokerRecord> {
+        let brokers = self.live_brokers();
+        let serving: Vec<&BrokerRecord> = brokers.iter().filter(|b| !b.draining).collect();
+        let candidates = if serving.is_empty() {
+            brokers.iter().collect()
+        } else {
+            serving
+        };
+        candidates
+            .into_iter()
+            .max_by_key(|broker| (rendezvous(group_id, broker.node_id), -broker.node_id))
+            .cloned()
+    }
+
     /// Reads the registered brokers and keeps those whose lease is live.
     async fn refresh_brokers(
         &self,
@@ -188,6 +208,21 @@ impl ClusterView {
             tracing::warn!(%error, "could not leave the cluster; the lease will lapse instead");
         }
     }
+}
+
+impl spool_coordinator::GroupOwnership for ClusterView {
+    fn owns(&self, group_id: &str) -> bool {
+        !self.is_replaced()
+            && self
+                .coordinator_of(group_id)
+                .is_some_and(|broker| broker.node_id == self.node_id)
+    }
+}
+
+/// A group's score on a node: CRC-32C of both, stable across processes and builds
+/// (every broker must agree on it).
+fn rendezvous(group_id: &str, node_id: i32) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(group_id.as_bytes()), &node_id.to_be_bytes())
 }
 
 /// `cluster.lease.ms` in ms.

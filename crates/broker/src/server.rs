@@ -272,6 +272,8 @@ impl Broker {
             cluster,
         });
         if let Some(view) = &shared.cluster {
+            // Each group has one coordinator among the brokers.
+            shared.groups.set_ownership(view.clone());
             // A broker that holds (or can take) the controller lease assigns what has
             // no leader before it serves: a cluster of one leads everything at once.
             crate::cluster::assign_now(&shared, view).await;

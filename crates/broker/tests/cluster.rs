@@ -238,3 +238,158 @@ async fn partitions_spread_over_the_brokers_and_move_when_one_leaves_or_joins() 
         cluster.stop(node).await;
     }
 }
+
+const NOT_COORDINATOR: i16 = 16;
+
+/// The coordinator of `group` as broker `asked` answers (-1 with an error).
+async fn coordinator(cluster: &Cluster, asked: i32, group: &str) -> i32 {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+    let mut client = cluster.client(asked).await;
+    let request = FindCoordinatorRequest::default().with_key(
+        kafka_protocol::protocol::StrBytes::from_string(group.to_owned()),
+    );
+    let ResponseKind::FindCoordinator(response) =
+        client.call(RequestKind::FindCoordinator(request), 3).await
+    else {
+        panic!("not a FindCoordinator response")
+    };
+    if response.error_code == 0 {
+        // (A broker that just stopped may still be named, for a heartbeat.)
+        if let Some((broker, _)) = cluster.brokers.get(&response.node_id.0) {
+            assert_eq!(
+                response.port,
+                i32::from(broker.local_addr().port()),
+                "the coordinator's address"
+            );
+        }
+        response.node_id.0
+    } else {
+        -1
+    }
+}
+
+/// Commits `offset` for `group` on spread/0 through `node` (a simple commit, no
+/// generation); returns the partition's error code.
+async fn commit(cluster: &Cluster, node: i32, group: &str, offset: i64) -> i16 {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetCommitRequest};
+    let mut client = cluster.client(node).await;
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(kafka_protocol::protocol::StrBytes::from_string(
+            group.to_owned(),
+        )))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![
+            OffsetCommitRequestTopic::default()
+                .with_name(topic_name("spread"))
+                .with_partitions(vec![
+                    OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(offset),
+                ]),
+        ]);
+    let ResponseKind::OffsetCommit(response) =
+        client.call(RequestKind::OffsetCommit(request), 2).await
+    else {
+        panic!("not an OffsetCommit response")
+    };
+    response.topics[0].partitions[0].error_code
+}
+
+/// (error, offset) of `group`'s commit on spread/0 as `node` answers OffsetFetch v3.
+async fn fetch_committed(cluster: &Cluster, node: i32, group: &str) -> (i16, i64) {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{GroupId, OffsetFetchRequest};
+    let mut client = cluster.client(node).await;
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(kafka_protocol::protocol::StrBytes::from_string(
+            group.to_owned(),
+        )))
+        .with_topics(Some(vec![
+            OffsetFetchRequestTopic::default()
+                .with_name(topic_name("spread"))
+                .with_partition_indexes(vec![0]),
+        ]));
+    let ResponseKind::OffsetFetch(response) =
+        client.call(RequestKind::OffsetFetch(request), 3).await
+    else {
+        panic!("not an OffsetFetch response")
+    };
+    let offset = response
+        .topics
+        .first()
+        .map_or(-1, |t| t.partitions[0].committed_offset);
+    (response.error_code, offset)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_group_has_one_coordinator_and_its_offsets_survive_a_move() {
+    let mut cluster = Cluster::new();
+    for node in [1, 2, 3] {
+        cluster.start(node).await;
+    }
+    let mut client = cluster.client(1).await;
+    assert_eq!(client.create_topic("spread", 6).await, 0);
+    // Every broker knows the topic (commits name it).
+    for node in [1, 2, 3] {
+        settled(&cluster, node, "spread", &[1, 2, 3], 2).await;
+    }
+
+    // Every broker names the same coordinator; the groups spread over the brokers.
+    let groups: Vec<String> = (0..12).map(|g| format!("group-{g}")).collect();
+    let mut coordinators = BTreeMap::new();
+    for group in &groups {
+        let chosen = coordinator(&cluster, 1, group).await;
+        for asked in [2, 3] {
+            assert_eq!(coordinator(&cluster, asked, group).await, chosen, "{group}");
+        }
+        coordinators.insert(group.clone(), chosen);
+    }
+    let used: std::collections::BTreeSet<i32> = coordinators.values().copied().collect();
+    assert!(
+        used.len() >= 2,
+        "groups spread over brokers: {coordinators:?}"
+    );
+
+    // A group is served by its coordinator only.
+    let group = &groups[0];
+    let chosen = coordinators[group];
+    let other = [1, 2, 3].into_iter().find(|n| *n != chosen).unwrap();
+    assert_eq!(commit(&cluster, other, group, 7).await, NOT_COORDINATOR);
+    assert_eq!(
+        fetch_committed(&cluster, other, group).await.0,
+        NOT_COORDINATOR
+    );
+    assert_eq!(commit(&cluster, chosen, group, 42).await, 0);
+    assert_eq!(fetch_committed(&cluster, chosen, group).await, (0, 42));
+
+    // Its coordinator stops: another takes the group, with its committed offsets
+    // (read from the store, not from what that broker had cached).
+    let remaining: Vec<i32> = [1, 2, 3].into_iter().filter(|n| *n != chosen).collect();
+    // Until it moves, the other brokers refuse the group.
+    assert_eq!(
+        fetch_committed(&cluster, remaining[0], group).await.0,
+        NOT_COORDINATOR
+    );
+    cluster.stop(chosen).await;
+    let started = Instant::now();
+    let next = loop {
+        let next = coordinator(&cluster, remaining[0], group).await;
+        if remaining.contains(&next) && coordinator(&cluster, remaining[1], group).await == next {
+            break next;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no new coordinator"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(fetch_committed(&cluster, next, group).await, (0, 42));
+    assert_eq!(commit(&cluster, next, group, 43).await, 0);
+    assert_eq!(fetch_committed(&cluster, next, group).await, (0, 43));
+    for node in remaining {
+        cluster.stop(node).await;
+    }
+}

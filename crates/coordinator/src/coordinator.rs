@@ -38,7 +38,18 @@ pub struct GroupCoordinator {
     /// When this coordinator started (wall-clock ms): groups known only by their
     /// offsets count as empty since then, since their state before is not kept.
     started_ms: i64,
+    /// Which groups this broker coordinates when several brokers share the metadata
+    /// store (set by the broker's cluster membership); `None`: every group.
+    ownership: std::sync::RwLock<Option<Ownership>>,
 }
+
+/// Which groups this broker coordinates (the broker's cluster membership says).
+pub trait GroupOwnership: Send + Sync + std::fmt::Debug {
+    fn owns(&self, group_id: &str) -> bool;
+}
+
+/// The ownership a coordinator follows.
+pub type Ownership = Arc<dyn GroupOwnership>;
 
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -71,12 +82,62 @@ impl GroupCoordinator {
             state: Mutex::new(state),
             writes: tokio::sync::Mutex::new(()),
             started_ms: now_ms(),
+            ownership: std::sync::RwLock::new(None),
         })
     }
 
     #[must_use]
     pub fn config(&self) -> &CoordinatorConfig {
         &self.config
+    }
+
+    /// Makes this coordinator answer only for the groups `owns` says (a cluster's
+    /// brokers share the groups out); the others get `NOT_COORDINATOR`, and committed
+    /// offsets are read from the store before they are fetched (another broker may
+    /// have coordinated the group since).
+    pub fn set_ownership(&self, owns: Ownership) {
+        *self
+            .ownership
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(owns);
+    }
+
+    /// Whether this broker coordinates the group.
+    #[must_use]
+    pub fn owns(&self, group_id: &str) -> bool {
+        self.ownership
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_none_or(|ownership| ownership.owns(group_id))
+    }
+
+    /// Whether groups are shared out among brokers.
+    pub(super) fn is_shared(&self) -> bool {
+        self.ownership
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Forgets the groups this broker no longer coordinates: their members (who find
+    /// the new coordinator and join it) and the claim (taken again, with the offsets
+    /// reloaded, should the group come back).
+    pub fn release_unowned(&self) {
+        let mut state = self.lock();
+        let released: Vec<String> = state
+            .groups
+            .keys()
+            .chain(state.coordinator_epochs.keys())
+            .filter(|group_id| !self.owns(group_id))
+            .cloned()
+            .collect();
+        for group_id in released {
+            if state.groups.remove(&group_id).is_some() {
+                tracing::info!(group = %group_id, "the group moved to another coordinator");
+            }
+            state.coordinator_epochs.remove(&group_id);
+        }
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
@@ -106,6 +167,9 @@ impl GroupCoordinator {
         if request.group_id.is_empty() {
             return JoinResponse::failed(GroupError::InvalidGroupId, &request.member_id);
         }
+        if !self.owns(&request.group_id) {
+            return JoinResponse::failed(GroupError::NotCoordinator, &request.member_id);
+        }
         let member_id = request.member_id.clone();
         let group_id = request.group_id.clone();
         let step = self.with_group(&group_id, |group| {
@@ -121,6 +185,9 @@ impl GroupCoordinator {
 
     /// SyncGroup: this member's assignment, once the leader has sent it.
     pub async fn sync(&self, request: SyncRequest) -> Result<SyncResponse, GroupError> {
+        if !self.owns(&request.group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
         if !self.has_group(&request.group_id) {
             return Err(GroupError::UnknownMemberId);
         }
@@ -146,6 +213,9 @@ impl GroupCoordinator {
         instance_id: Option<&str>,
         generation: i32,
     ) -> Result<(), GroupError> {
+        if !self.owns(group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
         if !self.has_group(group_id) {
             return Err(GroupError::UnknownMemberId);
         }
@@ -161,6 +231,9 @@ impl GroupCoordinator {
         group_id: &str,
         members: &[(String, Option<String>)],
     ) -> Vec<Result<(), GroupError>> {
+        if !self.owns(group_id) {
+            return vec![Err(GroupError::NotCoordinator); members.len()];
+        }
         if !self.has_group(group_id) {
             return vec![Err(GroupError::UnknownMemberId); members.len()];
         }
@@ -169,15 +242,16 @@ impl GroupCoordinator {
         })
     }
 
-    /// Every group: those with state in memory and those with only committed offsets.
+    /// Every group this broker coordinates: those with state in memory and those with
+    /// only committed offsets.
     #[must_use]
     pub fn list(&self) -> Vec<GroupListing> {
         let state = self.lock();
         let mut listed: BTreeMap<&String, GroupListing> = BTreeMap::new();
-        for group_id in state.offsets.keys() {
+        for group_id in state.offsets.keys().filter(|group_id| self.owns(group_id)) {
             listed.insert(group_id, listing(group_id, GroupState::Empty, ""));
         }
-        for (group_id, group) in &state.groups {
+        for (group_id, group) in state.groups.iter().filter(|(id, _)| self.owns(id)) {
             let protocol_type = group.protocol_type().unwrap_or_default();
             listed.insert(group_id, listing(group_id, group.state, protocol_type));
         }

@@ -19,7 +19,7 @@ pub mod group;
 mod offsets;
 
 pub use config::CoordinatorConfig;
-pub use coordinator::GroupCoordinator;
+pub use coordinator::{GroupCoordinator, GroupOwnership, Ownership};
 pub use error::GroupError;
 pub use group::{
     GroupDescription, GroupState, JoinRequest, JoinResponse, JoinedMember, MemberDescription,

@@ -70,6 +70,8 @@ async fn heartbeat(
         return Ok(());
     }
     view.refresh_brokers(&shared.metadata).await?;
+    // Groups whose coordinator is another broker now: their members find it.
+    shared.groups.release_unowned();
     if controller::tick(shared, view).await? {
         view.reload_leaders(&shared.metadata).await?;
     }

@@ -1,5 +1,6 @@
 //! DescribeGroups (key 15): state, protocol and members (with their metadata and
-//! assignment) of each group; an unknown group is described as `Dead`, as in Kafka.
+//! assignment) of each group; an unknown group is described as `Dead`, as in Kafka,
+//! and one another broker of the cluster coordinates gets `NOT_COORDINATOR`.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{
@@ -8,6 +9,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
+use crate::errors::code;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -28,10 +30,15 @@ pub(crate) fn handle(
         .groups
         .into_iter()
         .map(|group_id| {
+            let owned = shared.groups.owns(group_id.0.as_str());
             let described = shared.groups.describe(group_id.0.as_str());
             let mut group = DescribedGroup::default().with_group_id(group_id);
             if version >= 3 && request.include_authorized_operations {
                 group = group.with_authorized_operations(GROUP_OPERATIONS);
+            }
+            if !owned {
+                // Another broker of the cluster coordinates it.
+                return group.with_error_code(code::NOT_COORDINATOR);
             }
             let Some(described) = described else {
                 return group.with_group_state(StrBytes::from_static_str("Dead"));

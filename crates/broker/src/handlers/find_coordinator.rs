@@ -1,5 +1,6 @@
-//! FindCoordinator (key 10): this broker coordinates every group (one node). Batched
-//! keys (v4+) get one answer each. Transaction coordinators do not exist yet.
+//! FindCoordinator (key 10): the broker coordinating a group — this one in embedded
+//! mode, the cluster's choice in shared-storage mode (`crate::cluster`). Batched keys
+//! (v4+) get one answer each. Transaction coordinators do not exist yet.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
@@ -20,49 +21,89 @@ pub(crate) const API: ApiDecl = ApiDecl {
 /// FindCoordinator key types.
 const GROUP: i8 = 0;
 
+/// One key's answer.
+struct Found {
+    error: i16,
+    message: Option<StrBytes>,
+    node: BrokerId,
+    host: StrBytes,
+    port: i32,
+}
+
+impl Found {
+    fn refused(error: i16, message: &'static str) -> Found {
+        Found {
+            error,
+            message: Some(StrBytes::from_static_str(message)),
+            node: BrokerId(-1),
+            host: StrBytes::default(),
+            port: -1,
+        }
+    }
+}
+
+fn find(key_type: i8, key: &str, shared: &Shared) -> Found {
+    if key_type != GROUP {
+        return Found::refused(
+            code::COORDINATOR_NOT_AVAILABLE,
+            "transactions are not supported yet: only group coordinators",
+        );
+    }
+    let Some(view) = &shared.cluster else {
+        let (host, port) = &shared.advertised;
+        return Found {
+            error: code::NONE,
+            message: None,
+            node: BrokerId(shared.started_config().node_id),
+            host: StrBytes::from_string(host.clone()),
+            port: *port,
+        };
+    };
+    match view.coordinator_of(key) {
+        Some(broker) => Found {
+            error: code::NONE,
+            message: None,
+            node: BrokerId(broker.node_id),
+            host: StrBytes::from_string(broker.host),
+            port: broker.port,
+        },
+        None => Found::refused(
+            code::COORDINATOR_NOT_AVAILABLE,
+            "no live broker is known to coordinate groups",
+        ),
+    }
+}
+
 pub(crate) fn handle(
     request: FindCoordinatorRequest,
     version: i16,
     shared: &Shared,
 ) -> ResponseKind {
-    let (host, port) = &shared.advertised;
-    let node = BrokerId(shared.started_config().node_id);
-    let refusal = (request.key_type != GROUP).then(|| {
-        StrBytes::from_static_str("transactions are not supported yet: only group coordinators")
-    });
-    let error = if refusal.is_some() {
-        code::COORDINATOR_NOT_AVAILABLE
-    } else {
-        code::NONE
-    };
-    let (node, host, port) = if refusal.is_some() {
-        (BrokerId(-1), StrBytes::default(), -1)
-    } else {
-        (node, StrBytes::from_string(host.clone()), *port)
-    };
     let response = if version >= 4 {
         let coordinators = request
             .coordinator_keys
             .into_iter()
             .map(|key| {
+                let found = find(request.key_type, key.as_str(), shared);
                 Coordinator::default()
                     .with_key(key)
-                    .with_node_id(node)
-                    .with_host(host.clone())
-                    .with_port(port)
-                    .with_error_code(error)
-                    .with_error_message(refusal.clone())
+                    .with_node_id(found.node)
+                    .with_host(found.host)
+                    .with_port(found.port)
+                    .with_error_code(found.error)
+                    .with_error_message(found.message)
             })
             .collect();
         FindCoordinatorResponse::default().with_coordinators(coordinators)
     } else {
+        let found = find(request.key_type, request.key.as_str(), shared);
         let response = FindCoordinatorResponse::default()
-            .with_error_code(error)
-            .with_node_id(node)
-            .with_host(host)
-            .with_port(port);
+            .with_error_code(found.error)
+            .with_node_id(found.node)
+            .with_host(found.host)
+            .with_port(found.port);
         if version >= 1 {
-            response.with_error_message(refusal)
+            response.with_error_message(found.message)
         } else {
             response
         }

@@ -166,7 +166,7 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         RequestKind::Heartbeat(request) => heartbeat::handle(&request, &shared),
         RequestKind::LeaveGroup(request) => leave_group::handle(request, version, &shared),
         RequestKind::OffsetCommit(request) => offset_commit::handle(request, shared).await,
-        RequestKind::OffsetFetch(request) => offset_fetch::handle(request, version, &shared),
+        RequestKind::OffsetFetch(request) => offset_fetch::handle(request, version, &shared).await,
         RequestKind::ListGroups(request) => list_groups::handle(&request, version, &shared),
         RequestKind::DescribeGroups(request) => describe_groups::handle(request, version, &shared),
         RequestKind::DeleteGroups(request) => delete_groups::handle(request, shared).await,

@@ -11,9 +11,11 @@ use kafka_protocol::messages::{
     ApiKey, OffsetFetchRequest, OffsetFetchResponse, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use spool_coordinator::GroupError;
 use spool_metadata::CommittedOffset;
 
 use super::ApiDecl;
+use crate::errors::group_error_code;
 use crate::server::Shared;
 
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
@@ -26,42 +28,56 @@ pub(crate) const API: ApiDecl = ApiDecl {
 /// One partition's answer: (offset, leader epoch, metadata).
 type Found = (i64, i32, String);
 
-pub(crate) fn handle(request: OffsetFetchRequest, version: i16, shared: &Shared) -> ResponseKind {
+pub(crate) async fn handle(
+    request: OffsetFetchRequest,
+    version: i16,
+    shared: &Shared,
+) -> ResponseKind {
     if version >= 8 {
-        let groups = request
-            .groups
-            .into_iter()
-            .map(|group| {
-                let wanted = group.topics.map(|topics| {
-                    topics
-                        .into_iter()
-                        .map(|t| (t.name, t.partition_indexes))
-                        .collect()
-                });
-                let topics = lookup(shared, group.group_id.0.as_str(), wanted)
+        let mut groups = Vec::with_capacity(request.groups.len());
+        for group in request.groups {
+            let wanted = group.topics.map(|topics| {
+                topics
                     .into_iter()
-                    .map(|(name, partitions)| {
-                        OffsetFetchResponseTopics::default()
-                            .with_name(name)
-                            .with_partitions(
-                                partitions
-                                    .into_iter()
-                                    .map(|(index, (offset, epoch, metadata))| {
-                                        OffsetFetchResponsePartitions::default()
-                                            .with_partition_index(index)
-                                            .with_committed_offset(offset)
-                                            .with_committed_leader_epoch(epoch)
-                                            .with_metadata(Some(StrBytes::from_string(metadata)))
-                                    })
-                                    .collect(),
-                            )
-                    })
-                    .collect();
+                    .map(|t| (t.name, t.partition_indexes))
+                    .collect()
+            });
+            let found = match lookup(shared, group.group_id.0.as_str(), wanted).await {
+                Ok(found) => found,
+                Err(error) => {
+                    groups.push(
+                        OffsetFetchResponseGroup::default()
+                            .with_group_id(group.group_id)
+                            .with_error_code(group_error_code(error)),
+                    );
+                    continue;
+                }
+            };
+            let topics = found
+                .into_iter()
+                .map(|(name, partitions)| {
+                    OffsetFetchResponseTopics::default()
+                        .with_name(name)
+                        .with_partitions(
+                            partitions
+                                .into_iter()
+                                .map(|(index, (offset, epoch, metadata))| {
+                                    OffsetFetchResponsePartitions::default()
+                                        .with_partition_index(index)
+                                        .with_committed_offset(offset)
+                                        .with_committed_leader_epoch(epoch)
+                                        .with_metadata(Some(StrBytes::from_string(metadata)))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect();
+            groups.push(
                 OffsetFetchResponseGroup::default()
                     .with_group_id(group.group_id)
-                    .with_topics(topics)
-            })
-            .collect();
+                    .with_topics(topics),
+            );
+        }
         return ResponseKind::OffsetFetch(OffsetFetchResponse::default().with_groups(groups));
     }
     let wanted = request.topics.map(|topics| {
@@ -70,7 +86,12 @@ pub(crate) fn handle(request: OffsetFetchRequest, version: i16, shared: &Shared)
             .map(|t| (t.name, t.partition_indexes))
             .collect()
     });
-    let topics = lookup(shared, request.group_id.0.as_str(), wanted)
+    let asked: Vec<(TopicName, Vec<i32>)> = wanted.clone().unwrap_or_default();
+    let found = match lookup(shared, request.group_id.0.as_str(), wanted).await {
+        Ok(found) => found,
+        Err(error) => return refused(version, asked, group_error_code(error)),
+    };
+    let topics = found
         .into_iter()
         .map(|(name, partitions)| {
             OffsetFetchResponseTopic::default()
@@ -98,11 +119,11 @@ pub(crate) fn handle(request: OffsetFetchRequest, version: i16, shared: &Shared)
 
 /// The committed offsets of `wanted` partitions (by topic), or of all partitions
 /// the group has committed when `None`.
-fn lookup(
+async fn lookup(
     shared: &Shared,
     group: &str,
     wanted: Option<Vec<(TopicName, Vec<i32>)>>,
-) -> Vec<(TopicName, Vec<(i32, Found)>)> {
+) -> Result<Vec<(TopicName, Vec<(i32, Found)>)>, GroupError> {
     let found = |o: &CommittedOffset| -> Found {
         (
             o.offset,
@@ -110,8 +131,8 @@ fn lookup(
             o.metadata.clone().unwrap_or_default(),
         )
     };
-    let all = shared.groups.committed(group, None);
-    match wanted {
+    let all = shared.groups.fetch_committed(group, None).await?;
+    Ok(match wanted {
         None => {
             let mut by_topic: BTreeMap<String, Vec<(i32, Found)>> = BTreeMap::new();
             for offset in all {
@@ -143,5 +164,34 @@ fn lookup(
                 (name, answers)
             })
             .collect(),
-    }
+    })
+}
+
+/// A v1–v7 answer refusing the group: the error at the top (v2+) and on every
+/// partition asked for (v1 has no top-level error).
+fn refused(version: i16, asked: Vec<(TopicName, Vec<i32>)>, error: i16) -> ResponseKind {
+    let topics = asked
+        .into_iter()
+        .map(|(name, partitions)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(name)
+                .with_partitions(
+                    partitions
+                        .into_iter()
+                        .map(|index| {
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(index)
+                                .with_committed_offset(-1)
+                                .with_error_code(error)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    let response = OffsetFetchResponse::default().with_topics(topics);
+    ResponseKind::OffsetFetch(if version >= 2 {
+        response.with_error_code(error)
+    } else {
+        response
+    })
 }

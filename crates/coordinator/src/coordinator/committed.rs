@@ -21,6 +21,9 @@ impl GroupCoordinator {
         &self,
         request: CommitRequest,
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        if !self.owns(&request.group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
         let _writes = self.writes.lock().await;
         if request.generation >= 0 && !self.has_group(&request.group_id) {
             // A member of a generation this coordinator never saw (e.g. from before
@@ -104,6 +107,30 @@ impl GroupCoordinator {
         }
     }
 
+    /// OffsetFetch: [`GroupCoordinator::committed`], for a group this broker
+    /// coordinates. When groups are shared out among brokers and this one has not
+    /// claimed the group yet, the offsets are read from the store first: another
+    /// broker may have coordinated it since they were cached.
+    pub async fn fetch_committed(
+        &self,
+        group_id: &str,
+        partitions: Option<&[(String, i32)]>,
+    ) -> Result<Vec<CommittedOffset>, GroupError> {
+        if !self.owns(group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
+        let claimed = self.lock().coordinator_epochs.contains_key(group_id);
+        if self.is_shared() && !claimed {
+            let _writes = self.writes.lock().await;
+            let stored = self.store.group_offsets(group_id).await.map_err(|error| {
+                tracing::error!(group = group_id, %error, "reading a group's offsets failed");
+                GroupError::StorageFailed
+            })?;
+            replace_offsets(&mut self.lock(), group_id, stored);
+        }
+        Ok(self.committed(group_id, partitions))
+    }
+
     /// Forgets every group's committed offsets of a deleted topic (the metadata store
     /// deleted them with the topic), so that a new topic of the same name is not read
     /// from the old positions.
@@ -119,6 +146,9 @@ impl GroupCoordinator {
     /// DeleteGroups for one group: only a group without members can go; its committed
     /// offsets go with it.
     pub async fn delete_group(&self, group_id: &str) -> Result<(), GroupError> {
+        if !self.owns(group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
         let _writes = self.writes.lock().await;
         {
             let state = self.lock();
@@ -152,6 +182,9 @@ impl GroupCoordinator {
         partitions: &[(String, i32)],
         subscribed: impl Fn(&str) -> bool,
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        if !self.owns(group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
         let _writes = self.writes.lock().await;
         let results: Vec<Result<(), GroupError>> = {
             let state = self.lock();
