@@ -49,6 +49,13 @@ pub(crate) struct ClusterView {
     controller: AtomicI32,
     /// Held through a controller round.
     controller_round: tokio::sync::Mutex<()>,
+    /// Held through a reading of the leaders, so that an older reading never
+    /// replaces a newer one.
+    reloading: tokio::sync::Mutex<()>,
+    /// When (by this broker's clock, ms) its lease was last renewed: once that is a
+    /// lease ago, the others may have moved its partitions and groups, so it serves
+    /// none of them until it renews again.
+    renewed_ms: std::sync::atomic::AtomicI64,
 }
 
 impl ClusterView {
@@ -84,6 +91,8 @@ impl ClusterView {
             replaced: AtomicBool::new(false),
             controller: AtomicI32::new(-1),
             controller_round: tokio::sync::Mutex::new(()),
+            reloading: tokio::sync::Mutex::new(()),
+            renewed_ms: std::sync::atomic::AtomicI64::new(spool_model::Timestamp::now().0),
         };
         view.refresh_brokers(metadata).await?;
         view.reload_leaders(metadata).await?;
@@ -100,9 +109,22 @@ impl ClusterView {
             .filter(|leadership| leadership.leader >= 0)
     }
 
+    /// Whether this broker may act as a member: not replaced by another process, and
+    /// its lease renewed less than a lease ago (by its own clock).
+    pub(crate) fn is_member(&self) -> bool {
+        let renewed = self.renewed_ms.load(Ordering::Acquire);
+        let lease = lease_ms(&self.settings);
+        !self.is_replaced() && spool_model::Timestamp::now().0.saturating_sub(renewed) < lease
+    }
+
+    /// Notes a renewal that began at `started_ms`.
+    fn note_renewed(&self, started_ms: i64) {
+        self.renewed_ms.fetch_max(started_ms, Ordering::AcqRel);
+    }
+
     /// The epoch this broker leads the partition under, if it does.
     pub(crate) fn led_epoch(&self, key: PartitionKey) -> Option<i32> {
-        if self.is_replaced() {
+        if !self.is_member() {
             return None;
         }
         self.leader_of(key)
@@ -157,12 +179,22 @@ impl ClusterView {
         Ok(())
     }
 
-    /// Reads every partition's leader and epoch again.
+    /// Reads every partition's leader and epoch again, then this node's registration:
+    /// a process that finds another incarnation registered (whose registration raised
+    /// the epochs just read) knows it was replaced before it could use them.
     pub(crate) async fn reload_leaders(
         &self,
         metadata: &Arc<dyn MetadataStore>,
     ) -> Result<(), MetadataError> {
+        let _one_at_a_time = self.reloading.lock().await;
         let leaderships = metadata.leaderships().await?;
+        let replaced =
+            metadata.brokers().await?.iter().any(|broker| {
+                broker.node_id == self.node_id && broker.incarnation != self.incarnation
+            });
+        if replaced {
+            self.note_replaced();
+        }
         let map = leaderships
             .into_iter()
             .map(|leadership| (leadership.key, leadership))
@@ -189,7 +221,7 @@ impl ClusterView {
     }
 
     /// Notes that another process took this node id.
-    fn note_replaced(&self) {
+    pub(crate) fn note_replaced(&self) {
         if !self.replaced.swap(true, Ordering::AcqRel) {
             tracing::error!(
                 node = self.node_id,
@@ -212,7 +244,7 @@ impl ClusterView {
 
 impl spool_coordinator::GroupOwnership for ClusterView {
     fn owns(&self, group_id: &str) -> bool {
-        !self.is_replaced()
+        self.is_member()
             && self
                 .coordinator_of(group_id)
                 .is_some_and(|broker| broker.node_id == self.node_id)
@@ -247,4 +279,68 @@ pub(crate) async fn assign_now(shared: &Arc<Shared>, view: &ClusterView) {
 /// assignments version, until `stopped`.
 pub(crate) fn start(shared: &Arc<Shared>, stopped: &watch::Receiver<bool>) {
     tokio::spawn(run(shared.clone(), stopped.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spool_coordinator::GroupOwnership;
+
+    fn view_with(brokers: &[i32]) -> ClusterView {
+        let view = ClusterView {
+            node_id: 1,
+            incarnation: Uuid::new_v4(),
+            settings: ClusterConfig::default(),
+            brokers: RwLock::new(Vec::new()),
+            leaders: RwLock::new(HashMap::new()),
+            replaced: AtomicBool::new(false),
+            controller: AtomicI32::new(-1),
+            controller_round: tokio::sync::Mutex::new(()),
+            reloading: tokio::sync::Mutex::new(()),
+            renewed_ms: std::sync::atomic::AtomicI64::new(spool_model::Timestamp::now().0),
+        };
+        *view.brokers.write().unwrap() = brokers
+            .iter()
+            .map(|node_id| BrokerRecord {
+                node_id: *node_id,
+                incarnation: Uuid::new_v4(),
+                host: "127.0.0.1".to_owned(),
+                port: 9000 + node_id,
+                rack: None,
+                lease_expires_ms: i64::MAX,
+                draining: false,
+            })
+            .collect();
+        view
+    }
+
+    #[test]
+    fn groups_spread_and_only_the_changed_brokers_groups_move() {
+        let three = view_with(&[1, 2, 3]);
+        let two = view_with(&[1, 2]);
+        let groups: Vec<String> = (0..300).map(|g| format!("g{g}")).collect();
+        let mut counts = HashMap::new();
+        for group in &groups {
+            let before = three.coordinator_of(group).unwrap().node_id;
+            *counts.entry(before).or_insert(0) += 1;
+            let after = two.coordinator_of(group).unwrap().node_id;
+            if before != 3 {
+                assert_eq!(before, after, "{group} stays where it was");
+            }
+        }
+        assert!(counts.values().all(|count| *count > 60), "{counts:?}");
+    }
+
+    #[test]
+    fn a_broker_whose_lease_lapsed_owns_nothing_until_it_renews() {
+        let view = view_with(&[1]);
+        assert!(view.owns("any"));
+        let lapsed = spool_model::Timestamp::now().0 - lease_ms(&view.settings) - 1;
+        view.renewed_ms.store(lapsed, Ordering::Release);
+        assert!(!view.owns("any"));
+        view.note_renewed(spool_model::Timestamp::now().0);
+        assert!(view.owns("any"));
+        view.note_replaced();
+        assert!(!view.owns("any"), "a replaced process owns nothing");
+    }
 }

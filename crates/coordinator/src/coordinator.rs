@@ -121,14 +121,15 @@ impl GroupCoordinator {
     }
 
     /// Forgets the groups this broker no longer coordinates: their members (who find
-    /// the new coordinator and join it) and the claim (taken again, with the offsets
-    /// reloaded, should the group come back).
+    /// the new coordinator and join it), the claim and the cached offsets (claimed
+    /// and read from the store again, should the group come back).
     pub fn release_unowned(&self) {
         let mut state = self.lock();
         let released: Vec<String> = state
             .groups
             .keys()
             .chain(state.coordinator_epochs.keys())
+            .chain(state.offsets.keys())
             .filter(|group_id| !self.owns(group_id))
             .cloned()
             .collect();
@@ -137,6 +138,7 @@ impl GroupCoordinator {
                 tracing::info!(group = %group_id, "the group moved to another coordinator");
             }
             state.coordinator_epochs.remove(&group_id);
+            state.offsets.remove(&group_id);
         }
     }
 

@@ -102,7 +102,8 @@ pub trait Cluster: Send + Sync {
     /// The controller's moves, in one transaction fenced by its `controller_epoch`
     /// (and refused whole, `None`, once another controller took over): each partition
     /// still led by the move's `from` gets its new leader and a raised leader epoch (one
-    /// that moved meanwhile stays). Returns the new leaderships.
+    /// that moved meanwhile stays; one never led keeps its epoch: there is no earlier
+    /// leader to fence). Returns the new leaderships.
     async fn move_partitions(
         &self,
         controller_epoch: i64,

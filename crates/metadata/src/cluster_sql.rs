@@ -49,10 +49,14 @@ pub(crate) const FENCE_CONTROLLER: &str = "UPDATE catalog \
 pub(crate) const MOVE_COLUMNS: usize = 4;
 
 /// Gives each listed partition still led by the leader the move was planned from its
-/// new leader and a raised epoch.
+/// new leader and a raised epoch; a partition never led before (leader -1) keeps its
+/// epoch (there is no earlier leader to fence), so a new partition starts at 0 as in
+/// embedded mode.
 pub(crate) fn move_partitions(rows: usize) -> String {
     format!(
-        "UPDATE partitions SET leader = v.column3, leader_epoch = partitions.leader_epoch + 1 \
+        "UPDATE partitions SET leader = v.column3, leader_epoch = CASE \
+         WHEN partitions.leader = -1 THEN partitions.leader_epoch \
+         ELSE partitions.leader_epoch + 1 END \
          FROM (VALUES {}) AS v \
          WHERE partitions.topic_id = v.column1 AND partitions.partition = v.column2 \
          AND partitions.leader = v.column4 \
@@ -114,6 +118,16 @@ macro_rules! impl_cluster {
             ) -> $crate::Result<Vec<$crate::Leadership>> {
                 use $crate::cluster_sql as sql;
                 let mut tx = self.pool.begin().await?;
+                // The catalog row first, as the controller's moves take it: the two
+                // never wait for each other's locks in opposite orders.
+                sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
+                // Partitions of topics from before leader epochs were kept get their
+                // rows (at epoch 0, no leader), so the controller assigns them.
+                sqlx::query($crate::sql::INSERT_ALL_PARTITIONS)
+                    .execute(&mut *tx)
+                    .await?;
                 sqlx::query(sql::UPSERT_BROKER)
                     .bind(lease.node_id)
                     .bind(lease.incarnation)
@@ -127,11 +141,6 @@ macro_rules! impl_cluster {
                     .bind(lease.node_id)
                     .fetch_all(&mut *tx)
                     .await?;
-                if !rows.is_empty() {
-                    sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
-                        .execute(&mut *tx)
-                        .await?;
-                }
                 tx.commit().await?;
                 Ok(rows.into_iter().map(sql::leadership).collect())
             }

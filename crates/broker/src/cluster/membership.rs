@@ -40,7 +40,11 @@ async fn heartbeats(
             _ = stopped.changed() => return,
             _ = ticks.tick() => {}
         }
-        match heartbeat(&shared, &view).await {
+        let outcome = heartbeat(&shared, &view).await;
+        // Groups whose coordinator is another broker now (or all of them, while this
+        // broker's lease is not renewed): their members find the coordinator again.
+        shared.groups.release_unowned();
+        match outcome {
             Ok(()) if failing => {
                 tracing::info!("the metadata store answers heartbeats again");
                 failing = false;
@@ -61,6 +65,7 @@ async fn heartbeat(
     shared: &Arc<Shared>,
     view: &ClusterView,
 ) -> Result<(), spool_metadata::MetadataError> {
+    let started = spool_model::Timestamp::now().0;
     let renewed = shared
         .metadata
         .renew_lease(view.node_id, view.incarnation, lease_ms(&view.settings))
@@ -69,9 +74,8 @@ async fn heartbeat(
         view.note_replaced();
         return Ok(());
     }
+    view.note_renewed(started);
     view.refresh_brokers(&shared.metadata).await?;
-    // Groups whose coordinator is another broker now: their members find it.
-    shared.groups.release_unowned();
     if controller::tick(shared, view).await? {
         view.reload_leaders(&shared.metadata).await?;
     }

@@ -339,6 +339,10 @@ impl GroupCoordinator {
                 .offsets
                 .iter()
                 .filter_map(|(group_id, offsets)| {
+                    // Another broker's group: its coordinator expires its offsets.
+                    if !self.owns(group_id) {
+                        return None;
+                    }
                     let group = state.groups.get(group_id);
                     if group.is_some_and(Group::has_members) {
                         return None;
