@@ -147,17 +147,7 @@ impl ClusterView {
     /// (a heartbeat apart), two brokers may both take a group, and the coordinator
     /// epoch the store fences offset writes with keeps its offsets safe.
     pub(crate) fn coordinator_of(&self, group_id: &str) -> Option<BrokerRecord> {
-        let brokers = self.live_brokers();
-        let serving: Vec<&BrokerRecord> = brokers.iter().filter(|b| !b.draining).collect();
-        let candidates = if serving.is_empty() {
-            brokers.iter().collect()
-        } else {
-            serving
-        };
-        candidates
-            .into_iter()
-            .max_by_key(|broker| (rendezvous(group_id, broker.node_id), -broker.node_id))
-            .cloned()
+        coordinator_among(group_id, &self.live_brokers()).cloned()
     }
 
     /// Reads the registered brokers and keeps those whose lease is live.
@@ -249,6 +239,20 @@ impl spool_coordinator::GroupOwnership for ClusterView {
                 .coordinator_of(group_id)
                 .is_some_and(|broker| broker.node_id == self.node_id)
     }
+}
+
+/// The coordinator of a group among `live` brokers (see
+/// [`ClusterView::coordinator_of`]); `spool cluster status` asks it too.
+pub fn coordinator_among<'a>(group_id: &str, live: &'a [BrokerRecord]) -> Option<&'a BrokerRecord> {
+    let serving: Vec<&BrokerRecord> = live.iter().filter(|b| !b.draining).collect();
+    let candidates = if serving.is_empty() {
+        live.iter().collect()
+    } else {
+        serving
+    };
+    candidates
+        .into_iter()
+        .max_by_key(|broker| (rendezvous(group_id, broker.node_id), -broker.node_id))
 }
 
 /// A group's score on a node: CRC-32C of both, stable across processes and builds

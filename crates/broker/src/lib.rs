@@ -25,9 +25,10 @@ mod store_binding;
 mod topic_configs;
 mod topics;
 
+pub use cluster::coordinator_among as group_coordinator;
 pub use config::{BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names};
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};
 pub use shared_storage::{Latency, StorageStats};
-pub use spool_metadata::{MetadataStore, MetadataUrl};
+pub use spool_metadata::{BrokerRecord, MetadataStore, MetadataUrl};
 pub use spool_objects::{ObjectStorage, StorageUrl};

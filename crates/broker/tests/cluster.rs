@@ -225,13 +225,35 @@ async fn partitions_spread_over_the_brokers_and_move_when_one_leaves_or_joins() 
         );
     }
 
+    // Broker 3 drains: everything moves to broker 1 (it stays up, leading nothing);
+    // undrained, it takes its share again.
+    let store = spool_metadata::open(&cluster.metadata).await.unwrap();
+    assert!(store.set_draining(3, true).await.unwrap());
+    settled(&cluster, 1, "spread", &[1, 3], 6).await;
+    let drained = settled(&cluster, 3, "spread", &[1, 3], 6).await;
+    assert!(
+        drained.iter().all(|(leader, _)| *leader == 1),
+        "{drained:?}"
+    );
+    let mut on_three = cluster.client(3).await;
+    assert_eq!(
+        on_three.produce("spread", 0, batch("no")).await.0,
+        NOT_LEADER_OR_FOLLOWER
+    );
+    assert!(store.set_draining(3, false).await.unwrap());
+    let back = settled(&cluster, 1, "spread", &[1, 3], 3).await;
+    for (partition, (leader, _)) in (0..).zip(&back) {
+        let tag = format!("d{partition}");
+        assert_eq!(produce(&cluster, *leader, partition, &tag).await, 2);
+    }
+
     // Broker 4 joins and takes its share.
     cluster.start(4).await;
     let joined = settled(&cluster, 4, "spread", &[1, 3, 4], 2).await;
     for (partition, (leader, _)) in (0..).zip(&joined) {
         assert_eq!(
             produce(&cluster, *leader, partition, &format!("c{partition}")).await,
-            2
+            3
         );
     }
     for node in [1, 3, 4] {

@@ -600,3 +600,98 @@ async fn a_closed_output_pipe_ends_commands_quietly() {
         assert!(run.stderr.trim().is_empty(), "{args:?}: {}", run.stderr);
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cluster_status_reads_brokers_leases_and_leaders_from_the_metadata_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalogue = dir.path().join("catalogue.db");
+    let objects = spool_broker::ObjectStorage::new(
+        std::sync::Arc::new(object_store::memory::InMemory::new()),
+        "spool".into(),
+    );
+    let broker = TestBroker::start_shared(
+        tempfile::tempdir().unwrap(),
+        objects,
+        Some(spool_broker::MetadataUrl::Sqlite(catalogue.clone())),
+        &[],
+    )
+    .await;
+    run(&broker, &["topic", "create", "four", "-p", "4"])
+        .await
+        .ok();
+    let url = format!("sqlite://{}", catalogue.display());
+    let status = run(
+        &broker,
+        &[
+            "cluster",
+            "status",
+            "--metadata-url",
+            &url,
+            "--format",
+            "json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(status["controller"], 1, "{status}");
+    assert_eq!(status["partitions"], 4);
+    assert_eq!(status["unassigned_partitions"], 0);
+    let brokers = status["brokers"].as_array().unwrap();
+    assert_eq!(brokers.len(), 1);
+    assert_eq!(brokers[0]["node_id"], 1);
+    assert_eq!(brokers[0]["live"], true);
+    assert_eq!(brokers[0]["partitions"], 4);
+    assert!(brokers[0]["lease_left_ms"].as_i64().unwrap() > 0);
+    let human = run(&broker, &["cluster", "status", "--metadata-url", &url])
+        .await
+        .ok()
+        .stdout;
+    assert!(human.contains("CONTROLLER  1"), "{human}");
+    assert!(human.contains("live"), "{human}");
+    // Drained: marked so in the store (alone, it keeps its partitions: there is no
+    // other broker to take them).
+    run(&broker, &["cluster", "drain", "1", "--metadata-url", &url])
+        .await
+        .ok();
+    let status = run(
+        &broker,
+        &[
+            "cluster",
+            "status",
+            "--metadata-url",
+            &url,
+            "--format",
+            "json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(status["brokers"][0]["draining"], true, "{status}");
+    run(
+        &broker,
+        &["cluster", "drain", "1", "--undo", "--metadata-url", &url],
+    )
+    .await
+    .ok();
+    let unknown = run(&broker, &["cluster", "drain", "9", "--metadata-url", &url]).await;
+    assert_ne!(unknown.code, 0, "an unknown broker is an error");
+    // A broker stopped cleanly leaves the cluster.
+    drop(broker.stop().await);
+    let status = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args([
+            "cluster",
+            "status",
+            "--metadata-url",
+            &url,
+            "--format",
+            "json",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["brokers"].as_array().unwrap().len(), 0, "{status}");
+    assert_eq!(status["unassigned_partitions"], 4);
+}

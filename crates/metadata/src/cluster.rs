@@ -95,6 +95,8 @@ pub trait Cluster: Send + Sync {
         incarnation: Uuid,
         lease_ms: i64,
     ) -> Result<Option<ControllerLease>>;
+    /// Who holds the controller lease, without trying to take it (lapsed or not).
+    async fn controller(&self) -> Result<Option<ControllerLease>>;
     /// Every partition's leader and epoch.
     async fn leaderships(&self) -> Result<Vec<Leadership>>;
     /// Raised by every change of leadership: brokers poll it.

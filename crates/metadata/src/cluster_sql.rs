@@ -218,6 +218,20 @@ macro_rules! impl_cluster {
                 }))
             }
 
+            async fn controller(&self) -> $crate::Result<Option<$crate::ControllerLease>> {
+                let row: (Option<i32>, Option<uuid::Uuid>, i64, i64) =
+                    sqlx::query_as($crate::cluster_sql::CONTROLLER)
+                        .fetch_one(&self.pool)
+                        .await?;
+                let (controller, incarnation, epoch, lease_expires_ms) = row;
+                Ok(controller.map(|node_id| $crate::ControllerLease {
+                    node_id,
+                    incarnation,
+                    epoch,
+                    lease_expires_ms,
+                }))
+            }
+
             async fn leaderships(&self) -> $crate::Result<Vec<$crate::Leadership>> {
                 let rows: Vec<$crate::cluster_sql::LeadershipRow> =
                     sqlx::query_as($crate::cluster_sql::LEADERSHIPS)

@@ -212,6 +212,11 @@ impl Cluster for FaultyMetadata {
             .await
     }
 
+    async fn controller(&self) -> Result<Option<ControllerLease>> {
+        self.check_up()?;
+        self.inner.controller().await
+    }
+
     async fn leaderships(&self) -> Result<Vec<Leadership>> {
         self.check_up()?;
         self.inner.leaderships().await

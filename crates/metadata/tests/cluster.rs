@@ -193,6 +193,12 @@ async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
             .unwrap()
             .unwrap();
         assert_eq!(taken.node_id, 2, "{}", backend.label);
+        assert_eq!(
+            store.controller().await.unwrap(),
+            Some(taken),
+            "{}",
+            backend.label
+        );
         assert!(taken.epoch > held.epoch);
         assert!(
             store

@@ -26,6 +26,25 @@ const MAX_RESPONSE: usize = 64 << 20;
 pub(crate) enum ClusterCommand {
     /// Show the cluster id, controller, brokers and supported API versions.
     Info,
+    /// Show a shared-storage cluster from its metadata store: brokers with their
+    /// leases, the controller, partitions and groups per broker.
+    Status {
+        /// The cluster's metadata store (`postgres://…` or `sqlite://PATH`).
+        #[arg(long, env = "SPOOL_METADATA_URL")]
+        metadata_url: String,
+    },
+    /// Move a broker's partitions and groups to the other brokers (it stays up,
+    /// leading nothing, until `--undo`).
+    Drain {
+        /// The broker's node id.
+        node: i32,
+        /// Let the broker take partitions and groups again.
+        #[arg(long)]
+        undo: bool,
+        /// The cluster's metadata store (`postgres://…` or `sqlite://PATH`).
+        #[arg(long, env = "SPOOL_METADATA_URL")]
+        metadata_url: String,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -58,6 +77,14 @@ struct ClusterView {
 pub(crate) async fn run(command: ClusterCommand, client: &ClientArgs) -> Result<(), CliError> {
     match command {
         ClusterCommand::Info => info(client).await,
+        ClusterCommand::Status { metadata_url } => {
+            super::cluster_status::status(&metadata_url, client.format).await
+        }
+        ClusterCommand::Drain {
+            node,
+            undo,
+            metadata_url,
+        } => super::cluster_status::drain(&metadata_url, node, !undo).await,
     }
 }
 

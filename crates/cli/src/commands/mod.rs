@@ -2,6 +2,7 @@
 
 pub(crate) mod bench;
 pub(crate) mod cluster;
+pub(crate) mod cluster_status;
 pub(crate) mod consume;
 pub(crate) mod faultcheck;
 pub(crate) mod group;
