@@ -82,9 +82,17 @@ impl ClusterView {
             partitions = taken.len(),
             "joined the cluster"
         );
-        let view = ClusterView {
+        let view = ClusterView::new(node_id, lease.incarnation, settings);
+        view.refresh_brokers(metadata).await?;
+        view.reload_leaders(metadata).await?;
+        Ok(view)
+    }
+
+    /// The view of a process just registered, before it read the cluster.
+    fn new(node_id: i32, incarnation: Uuid, settings: ClusterConfig) -> ClusterView {
+        ClusterView {
             node_id,
-            incarnation: lease.incarnation,
+            incarnation,
             settings,
             brokers: RwLock::new(Vec::new()),
             leaders: RwLock::new(HashMap::new()),
@@ -93,10 +101,7 @@ impl ClusterView {
             controller_round: tokio::sync::Mutex::new(()),
             reloading: tokio::sync::Mutex::new(()),
             renewed_ms: std::sync::atomic::AtomicI64::new(spool_model::Timestamp::now().0),
-        };
-        view.refresh_brokers(metadata).await?;
-        view.reload_leaders(metadata).await?;
-        Ok(view)
+        }
     }
 
     /// The partition's leader and epoch, if it has a leader.
@@ -291,18 +296,7 @@ mod tests {
     use spool_coordinator::GroupOwnership;
 
     fn view_with(brokers: &[i32]) -> ClusterView {
-        let view = ClusterView {
-            node_id: 1,
-            incarnation: Uuid::new_v4(),
-            settings: ClusterConfig::default(),
-            brokers: RwLock::new(Vec::new()),
-            leaders: RwLock::new(HashMap::new()),
-            replaced: AtomicBool::new(false),
-            controller: AtomicI32::new(-1),
-            controller_round: tokio::sync::Mutex::new(()),
-            reloading: tokio::sync::Mutex::new(()),
-            renewed_ms: std::sync::atomic::AtomicI64::new(spool_model::Timestamp::now().0),
-        };
+        let view = ClusterView::new(1, Uuid::new_v4(), ClusterConfig::default());
         *view.brokers.write().unwrap() = brokers
             .iter()
             .map(|node_id| BrokerRecord {

@@ -20,6 +20,7 @@ mod compaction;
 mod counts;
 pub(crate) mod maintenance;
 mod reader;
+mod segments;
 mod uploader;
 
 use std::collections::HashMap;

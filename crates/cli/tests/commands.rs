@@ -601,6 +601,26 @@ async fn a_closed_output_pipe_ends_commands_quietly() {
     }
 }
 
+/// `spool cluster status --format json` of the cluster whose metadata store is `url`
+/// (no broker address needed: it reads the store).
+async fn cluster_status(url: &str) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args([
+            "cluster",
+            "status",
+            "--metadata-url",
+            url,
+            "--format",
+            "json",
+        ])
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cluster_status_reads_brokers_leases_and_leaders_from_the_metadata_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -620,20 +640,7 @@ async fn cluster_status_reads_brokers_leases_and_leaders_from_the_metadata_store
         .await
         .ok();
     let url = format!("sqlite://{}", catalogue.display());
-    let status = run(
-        &broker,
-        &[
-            "cluster",
-            "status",
-            "--metadata-url",
-            &url,
-            "--format",
-            "json",
-        ],
-    )
-    .await
-    .ok()
-    .json();
+    let status = cluster_status(&url).await;
     assert_eq!(status["controller"], 1, "{status}");
     assert_eq!(status["partitions"], 4);
     assert_eq!(status["unassigned_partitions"], 0);
@@ -654,20 +661,7 @@ async fn cluster_status_reads_brokers_leases_and_leaders_from_the_metadata_store
     run(&broker, &["cluster", "drain", "1", "--metadata-url", &url])
         .await
         .ok();
-    let status = run(
-        &broker,
-        &[
-            "cluster",
-            "status",
-            "--metadata-url",
-            &url,
-            "--format",
-            "json",
-        ],
-    )
-    .await
-    .ok()
-    .json();
+    let status = cluster_status(&url).await;
     assert_eq!(status["brokers"][0]["draining"], true, "{status}");
     run(
         &broker,
@@ -679,19 +673,7 @@ async fn cluster_status_reads_brokers_leases_and_leaders_from_the_metadata_store
     assert_ne!(unknown.code, 0, "an unknown broker is an error");
     // A broker stopped cleanly leaves the cluster.
     drop(broker.stop().await);
-    let status = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args([
-            "cluster",
-            "status",
-            "--metadata-url",
-            &url,
-            "--format",
-            "json",
-        ])
-        .output()
-        .await
-        .unwrap();
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let status = cluster_status(&url).await;
     assert_eq!(status["brokers"].as_array().unwrap().len(), 0, "{status}");
     assert_eq!(status["unassigned_partitions"], 4);
 }

@@ -40,12 +40,12 @@ pub(crate) mod swap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use spool_model::{BATCH_HEADER_LEN, Offset, RecordBatchHeader, Timestamp};
 use spool_store::{OpenMode, StoreFile};
 
-use self::rules::{Cleaned, OffsetMap, Retain};
+use self::rules::{Cleaned, OffsetMap, Retain, Throttle};
 use self::swap::SwapGroup;
 use crate::config::LogConfig;
 use crate::error::{LogError, Result};
@@ -313,7 +313,7 @@ impl PartitionLog {
                     }
                     return Ok(mapped_end);
                 }
-                throttle.spend(len);
+                throttle.sleep(len);
                 stats.bytes_read += len;
                 rules::map_keys(map, &header, &buffer)
                     .map_err(|error| self.unreadable(&header, &error))?;
@@ -351,7 +351,7 @@ impl PartitionLog {
                 let header = read_batch(segment, position, &mut buffer, &self.dir)?;
                 let len = header.total_len() as u64;
                 position += len;
-                throttle.spend(len);
+                throttle.sleep(len);
                 stats.bytes_read += len;
                 match self.cleaned_batch(&header, &buffer, retain)? {
                     Cleaned::Whole => pending.extend_from_slice(&buffer),
@@ -401,7 +401,7 @@ impl PartitionLog {
         out.write_at(pending, at)
             .map_err(LogError::io("write", path))?;
         let len = pending.len() as u64;
-        throttle.spend(len);
+        throttle.sleep(len);
         pending.clear();
         Ok(len)
     }
@@ -522,35 +522,5 @@ fn group_swap(group: &[Cleanable]) -> SwapGroup {
     SwapGroup {
         base: group.first().map_or(Offset::ZERO, |s| s.base),
         old_bases: group.iter().map(|s| s.base).collect(),
-    }
-}
-
-/// Holds the cleaner to a byte rate by sleeping.
-#[derive(Debug)]
-struct Throttle {
-    rate: Option<u64>,
-    started: Instant,
-    bytes: u64,
-}
-
-impl Throttle {
-    fn new(rate: Option<u64>) -> Throttle {
-        Throttle {
-            rate,
-            started: Instant::now(),
-            bytes: 0,
-        }
-    }
-
-    fn spend(&mut self, bytes: u64) {
-        let Some(rate) = self.rate.filter(|r| *r > 0) else {
-            return;
-        };
-        self.bytes += bytes;
-        let due = Duration::from_secs_f64(self.bytes as f64 / rate as f64);
-        let elapsed = self.started.elapsed();
-        if due > elapsed {
-            std::thread::sleep(due - elapsed);
-        }
     }
 }

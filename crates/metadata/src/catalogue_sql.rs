@@ -213,6 +213,31 @@ pub(crate) fn enough_for(ranges: Vec<RangeRow>, max_bytes: i64) -> Vec<crate::St
     kept
 }
 
+/// Inserts `$ranges` (of object `$object_id`) in transaction `$tx`, a few hundred
+/// rows a statement.
+macro_rules! insert_object_ranges {
+    ($tx:ident, $ranges:expr, $object_id:expr) => {
+        for chunk in $ranges.chunks($crate::catalogue_sql::ROWS_PER_STATEMENT) {
+            let text = $crate::catalogue_sql::insert_ranges(chunk.len());
+            let mut query = sqlx::query(&text);
+            for range in chunk {
+                query = query
+                    .bind(range.key.topic_id)
+                    .bind(range.key.partition)
+                    .bind(range.base_offset)
+                    .bind(range.last_offset)
+                    .bind(range.max_timestamp)
+                    .bind($object_id)
+                    .bind(range.position)
+                    .bind(range.length);
+            }
+            query.execute(&mut *$tx).await?;
+        }
+    };
+}
+
+pub(crate) use insert_object_ranges;
+
 /// Implements [`Catalogue`](crate::Catalogue) for a struct with a `pool` field.
 macro_rules! impl_catalogue {
     ($store:ty) => {
@@ -255,22 +280,7 @@ macro_rules! impl_catalogue {
                     .iter()
                     .filter(|r| accepted.contains(&r.key))
                     .collect();
-                for chunk in kept.chunks(sql::ROWS_PER_STATEMENT) {
-                    let text = sql::insert_ranges(chunk.len());
-                    let mut query = sqlx::query(&text);
-                    for range in chunk {
-                        query = query
-                            .bind(range.key.topic_id)
-                            .bind(range.key.partition)
-                            .bind(range.base_offset)
-                            .bind(range.last_offset)
-                            .bind(range.max_timestamp)
-                            .bind(object_id)
-                            .bind(range.position)
-                            .bind(range.length);
-                    }
-                    query.execute(&mut *tx).await?;
-                }
+                sql::insert_object_ranges!(tx, kept, object_id);
                 tx.commit().await?;
                 Ok(commit
                     .ranges
@@ -411,22 +421,7 @@ macro_rules! impl_catalogue {
                     .bind($crate::sql::now_ms())
                     .fetch_one(&mut *tx)
                     .await?;
-                for chunk in object.ranges.chunks(sql::ROWS_PER_STATEMENT) {
-                    let text = sql::insert_ranges(chunk.len());
-                    let mut query = sqlx::query(&text);
-                    for range in chunk {
-                        query = query
-                            .bind(range.key.topic_id)
-                            .bind(range.key.partition)
-                            .bind(range.base_offset)
-                            .bind(range.last_offset)
-                            .bind(range.max_timestamp)
-                            .bind(object_id)
-                            .bind(range.position)
-                            .bind(range.length);
-                    }
-                    query.execute(&mut *tx).await?;
-                }
+                sql::insert_object_ranges!(tx, object.ranges, object_id);
                 tx.commit().await?;
                 Ok(true)
             }

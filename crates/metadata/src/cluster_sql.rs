@@ -91,6 +91,20 @@ impl From<BrokerRow> for crate::BrokerRecord {
     }
 }
 
+/// (holder node, incarnation, epoch, lease expiry) as [`CONTROLLER`] reads them.
+pub(crate) type ControllerRow = (Option<i32>, Option<uuid::Uuid>, i64, i64);
+
+/// The controller lease a row holds, if any broker holds it.
+pub(crate) fn controller_lease(row: ControllerRow) -> Option<crate::ControllerLease> {
+    let (controller, incarnation, epoch, lease_expires_ms) = row;
+    controller.map(|node_id| crate::ControllerLease {
+        node_id,
+        incarnation,
+        epoch,
+        lease_expires_ms,
+    })
+}
+
 /// (topic id, partition, leader, leader epoch) as rows come back.
 pub(crate) type LeadershipRow = (uuid::Uuid, i32, i32, i32);
 
@@ -206,30 +220,18 @@ macro_rules! impl_cluster {
                     .bind(now.saturating_add(lease_ms))
                     .execute(&mut *tx)
                     .await?;
-                let row: (Option<i32>, Option<uuid::Uuid>, i64, i64) =
+                let row: sql::ControllerRow =
                     sqlx::query_as(sql::CONTROLLER).fetch_one(&mut *tx).await?;
                 tx.commit().await?;
-                let (controller, incarnation, epoch, lease_expires_ms) = row;
-                Ok(controller.map(|node_id| $crate::ControllerLease {
-                    node_id,
-                    incarnation,
-                    epoch,
-                    lease_expires_ms,
-                }))
+                Ok(sql::controller_lease(row))
             }
 
             async fn controller(&self) -> $crate::Result<Option<$crate::ControllerLease>> {
-                let row: (Option<i32>, Option<uuid::Uuid>, i64, i64) =
+                let row: $crate::cluster_sql::ControllerRow =
                     sqlx::query_as($crate::cluster_sql::CONTROLLER)
                         .fetch_one(&self.pool)
                         .await?;
-                let (controller, incarnation, epoch, lease_expires_ms) = row;
-                Ok(controller.map(|node_id| $crate::ControllerLease {
-                    node_id,
-                    incarnation,
-                    epoch,
-                    lease_expires_ms,
-                }))
+                Ok($crate::cluster_sql::controller_lease(row))
             }
 
             async fn leaderships(&self) -> $crate::Result<Vec<$crate::Leadership>> {

@@ -86,40 +86,29 @@ impl WalObjectBuilder {
         max_timestamp: i64,
         batches: &[u8],
     ) -> Result<(), WalError> {
-        if last_offset < base_offset {
-            return Err(WalError::Disordered);
-        }
-        match self
+        let last = self
             .parts
             .get_mut(&(topic_id, partition))
-            .and_then(|parts| parts.last_mut())
-        {
-            Some(part) => {
-                if base_offset <= part.last_offset {
-                    return Err(WalError::Disordered);
-                }
-                if part.bytes.len() + batches.len() > u32::MAX as usize {
-                    return Err(WalError::TooLarge);
-                }
-                part.last_offset = last_offset;
-                part.max_timestamp = part.max_timestamp.max(max_timestamp);
-                part.bytes.extend_from_slice(batches);
-            }
-            None => {
-                if batches.len() > u32::MAX as usize {
-                    return Err(WalError::TooLarge);
-                }
-                self.parts.insert(
-                    (topic_id, partition),
-                    vec![Part {
-                        base_offset,
-                        last_offset,
-                        max_timestamp,
-                        bytes: BytesMut::from(batches),
-                    }],
-                );
-            }
+            .and_then(|parts| parts.last_mut());
+        let Some(part) = last else {
+            return self.add_block(
+                topic_id,
+                partition,
+                base_offset,
+                last_offset,
+                max_timestamp,
+                batches,
+            );
+        };
+        if last_offset < base_offset || base_offset <= part.last_offset {
+            return Err(WalError::Disordered);
         }
+        if part.bytes.len() + batches.len() > u32::MAX as usize {
+            return Err(WalError::TooLarge);
+        }
+        part.last_offset = last_offset;
+        part.max_timestamp = part.max_timestamp.max(max_timestamp);
+        part.bytes.extend_from_slice(batches);
         Ok(())
     }
 

@@ -32,19 +32,18 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
-use object_store::{ObjectStoreExt, PutPayload};
-use spool_log::cleaning::{self, Cleaned, OffsetMap, Retain};
+use bytes::Bytes;
+use spool_log::cleaning::{self, Cleaned, OffsetMap, Retain, Throttle};
 use spool_log::{CleanerSettings, Cleanup};
-use spool_metadata::{MetadataError, ObjectCommit, PartitionKey, RangeCommit, StoredRange};
+use spool_metadata::{MetadataError, PartitionKey, StoredRange};
 use spool_model::{Offset, RecordBatchHeader, Timestamp};
-use spool_objects::wal::{WalEntry, WalObjectBuilder};
+use spool_objects::wal::WalEntry;
 use spool_protocol::batch::{BatchFrames, BatchRules, validate_batch};
 use tokio::sync::watch;
 
-use super::{SharedStorage, StorageCounts};
+use super::SharedStorage;
+use super::segments::{Blocks, Piece, write_and_swap};
 use crate::server::Shared;
 
 /// Ranges of a partition looked at per pass.
@@ -405,63 +404,17 @@ async fn rewrite_group(
         return Ok(true);
     }
     stats.records_removed += rewritten.records_removed;
-    let name = format!(
-        "seg/{:013}-{}",
-        Timestamp::now().0,
-        uuid::Uuid::new_v4().simple()
-    );
-    let size = rewritten.object.len() as u64;
     // A group whose every record went has no blocks: its ranges only go.
     if !rewritten.entries.is_empty() {
-        io.spend(size).await;
-        let put = storage
-            .objects
-            .store
-            .put(
-                &storage.objects.path(&name),
-                PutPayload::from(rewritten.object),
-            )
-            .await;
-        if let Err(error) = put {
-            tracing::warn!(%error, "writing a cleaned segment object failed; trying again later");
-            StorageCounts::add(&storage.counts.put_failures, 1);
-            return Ok(false);
-        }
-        StorageCounts::add(&storage.counts.puts, 1);
-        StorageCounts::add(&storage.counts.put_bytes, size);
+        pace(io, rewritten.object.len() as u64).await;
     }
-    let commit = ObjectCommit {
-        name: name.clone(),
-        size: i64::try_from(size).unwrap_or(i64::MAX),
-        ranges: rewritten
-            .entries
-            .iter()
-            .map(|entry| RangeCommit {
-                key,
-                leader_epoch: partition.leader_epoch,
-                base_offset: entry.base_offset,
-                last_offset: entry.last_offset,
-                max_timestamp: entry.max_timestamp,
-                position: i64::try_from(entry.position).unwrap_or(i64::MAX),
-                length: i64::from(entry.length),
-                producer_state: None,
-            })
-            .collect(),
-    };
-    if !storage
-        .catalogue
-        .replace_ranges(key, partition.leader_epoch, group, &commit)
-        .await?
-    {
-        tracing::info!(?key, object = %name, "a cleaning swap was refused (the ranges moved on); its object goes as an orphan");
+    let (key, epoch, entries) = (partition.key, partition.leader_epoch, &rewritten.entries);
+    let swapped = write_and_swap(storage, key, epoch, group, rewritten.object, entries).await?;
+    if !swapped.is_some_and(|swapped| swapped.accepted) {
         return Ok(false);
     }
-    stats.blocks_written += rewritten.entries.len();
-    stats.bytes_written += rewritten
-        .entries
-        .iter()
-        .map(|e| u64::from(e.length))
-        .sum::<u64>();
+    stats.blocks_written += entries.len();
+    stats.bytes_written += entries.iter().map(|e| u64::from(e.length)).sum::<u64>();
     Ok(true)
 }
 
@@ -482,7 +435,7 @@ fn clean_group(
     let mut records_removed = 0;
     for (range, bytes) in parts {
         for (header, batch) in checked_batches(range, bytes)? {
-            let stays = |bytes: Bytes| KeptBatch {
+            let stays = |bytes: Bytes| Piece {
                 base_offset: header.base_offset.0,
                 last_offset: header.last_offset().0,
                 max_timestamp: header.max_timestamp.0,
@@ -504,75 +457,12 @@ fn clean_group(
             blocks.push(kept)?;
         }
     }
-    let (object, entries) = blocks.finish()?.finish();
+    let (object, entries) = blocks.finish()?;
     Ok(Rewritten {
         records_removed,
         object,
         entries,
     })
-}
-
-/// A batch that stays, rebuilt or as it was.
-struct KeptBatch {
-    base_offset: i64,
-    last_offset: i64,
-    max_timestamp: i64,
-    bytes: Bytes,
-}
-
-/// Kept batches gathered into blocks of about `block_bytes` for one segment object.
-struct Blocks {
-    key: PartitionKey,
-    block_bytes: usize,
-    builder: WalObjectBuilder,
-    open: Option<(i64, i64, i64, BytesMut)>,
-}
-
-impl Blocks {
-    fn new(key: PartitionKey, block_bytes: usize) -> Blocks {
-        Blocks {
-            key,
-            block_bytes,
-            builder: WalObjectBuilder::new(),
-            open: None,
-        }
-    }
-
-    /// Adds a batch; an error if the object refused a block (the rewrite is
-    /// abandoned: a swap without every block would lose records).
-    fn push(&mut self, batch: KeptBatch) -> Result<(), String> {
-        let (_, last, max_timestamp, data) = self.open.get_or_insert_with(|| {
-            (
-                batch.base_offset,
-                batch.last_offset,
-                batch.max_timestamp,
-                BytesMut::new(),
-            )
-        });
-        *last = batch.last_offset;
-        *max_timestamp = (*max_timestamp).max(batch.max_timestamp);
-        data.extend_from_slice(&batch.bytes);
-        if data.len() >= self.block_bytes {
-            self.close_block()?;
-        }
-        Ok(())
-    }
-
-    fn close_block(&mut self) -> Result<(), String> {
-        let Some((base, last, max_timestamp, data)) = self.open.take() else {
-            return Ok(());
-        };
-        let (topic_id, partition) = (self.key.topic_id, self.key.partition);
-        self.builder
-            .add_block(topic_id, partition, base, last, max_timestamp, &data)
-            .map_err(|error| format!("a cleaned block was refused: {error}"))
-    }
-
-    /// The object's builder, every block added.
-    fn finish(mut self) -> Result<WalObjectBuilder, String> {
-        self.close_block()?;
-        Ok(self.builder)
-    }
 }
 
 /// Consecutive ranges gathered while their bytes add up to at most `budget` (one at
@@ -599,7 +489,7 @@ fn groups(ranges: &[StoredRange], budget: i64) -> Vec<&[StoredRange]> {
 async fn read(storage: &SharedStorage, range: &StoredRange, io: &mut Throttle) -> Option<Bytes> {
     match storage.reader.range_bytes_passing(range).await {
         Ok(bytes) => {
-            io.spend(bytes.len() as u64).await;
+            pace(io, bytes.len() as u64).await;
             Some(bytes)
         }
         Err(error) => {
@@ -609,33 +499,10 @@ async fn read(storage: &SharedStorage, range: &StoredRange, io: &mut Throttle) -
     }
 }
 
-/// Holds the cleaner to `log.cleaner.io.max.bytes.per.second` by sleeping.
-#[derive(Debug)]
-struct Throttle {
-    rate: Option<u64>,
-    started: Instant,
-    bytes: u64,
-}
-
-impl Throttle {
-    fn new(rate: Option<u64>) -> Throttle {
-        Throttle {
-            rate,
-            started: Instant::now(),
-            bytes: 0,
-        }
-    }
-
-    async fn spend(&mut self, bytes: u64) {
-        let Some(rate) = self.rate.filter(|r| *r > 0) else {
-            return;
-        };
-        self.bytes += bytes;
-        let due = Duration::from_secs_f64(self.bytes as f64 / rate as f64);
-        let elapsed = self.started.elapsed();
-        if due > elapsed {
-            tokio::time::sleep(due - elapsed).await;
-        }
+/// Spends `bytes` of the cleaner's I/O rate, pausing as it says.
+async fn pace(io: &mut Throttle, bytes: u64) {
+    if let Some(pause) = io.spend(bytes) {
+        tokio::time::sleep(pause).await;
     }
 }
 

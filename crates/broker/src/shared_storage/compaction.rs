@@ -11,12 +11,10 @@
 //! the segment's offset and time index), under `seg/<ms>-<random id>`. A swap that is
 //! refused leaves an object the catalogue never knew, deleted as an orphan.
 
-use bytes::BytesMut;
-use object_store::{ObjectStoreExt, PutPayload};
-use spool_metadata::{MetadataError, ObjectCommit, PartitionKey, RangeCommit, StoredRange};
-use spool_objects::wal::WalObjectBuilder;
+use spool_metadata::{MetadataError, PartitionKey, StoredRange};
 
-use super::{SharedStorage, StorageCounts};
+use super::SharedStorage;
+use super::segments::{Blocks, Piece, write_and_swap};
 
 /// Bytes rewritten into one segment object at most.
 const SEGMENT_OBJECT_BYTES: i64 = 64 << 20;
@@ -34,8 +32,7 @@ pub(super) async fn compact(
     if run.len() < storage.compaction.min_ranges {
         return Ok(0);
     }
-    let mut builder = WalObjectBuilder::new();
-    let mut block: Option<(i64, i64, i64, BytesMut)> = None;
+    let mut blocks = Blocks::new(key, usize::try_from(block_bytes).unwrap_or(usize::MAX));
     for range in run {
         let bytes = match storage.reader.range_bytes(range).await {
             Ok(bytes) => bytes,
@@ -44,94 +41,30 @@ pub(super) async fn compact(
                 return Ok(0);
             }
         };
-        let (_, last, max_timestamp, data) = block.get_or_insert_with(|| {
-            (
-                range.base_offset,
-                range.last_offset,
-                range.max_timestamp,
-                BytesMut::new(),
-            )
-        });
-        *last = range.last_offset;
-        *max_timestamp = (*max_timestamp).max(range.max_timestamp);
-        data.extend_from_slice(&bytes);
-        if i64::try_from(data.len()).unwrap_or(i64::MAX) >= block_bytes
-            && let Some((base, last, max_timestamp, data)) = block.take()
-            && !add_block(&mut builder, key, base, last, max_timestamp, &data)
-        {
+        let piece = Piece {
+            base_offset: range.base_offset,
+            last_offset: range.last_offset,
+            max_timestamp: range.max_timestamp,
+            bytes,
+        };
+        if let Err(error) = blocks.push(piece) {
+            tracing::error!(?key, %error, "compaction abandoned");
             return Ok(0);
         }
     }
-    if let Some((base, last, max_timestamp, data)) = block.take()
-        && !add_block(&mut builder, key, base, last, max_timestamp, &data)
-    {
-        return Ok(0);
-    }
-    let (object, entries) = builder.finish();
-    let name = format!(
-        "seg/{:013}-{}",
-        spool_model::Timestamp::now().0,
-        uuid::Uuid::new_v4().simple()
-    );
-    let size = object.len() as u64;
-    if let Err(error) = storage
-        .objects
-        .store
-        .put(&storage.objects.path(&name), PutPayload::from(object))
-        .await
-    {
-        tracing::warn!(%error, "writing a segment object failed; trying again later");
-        StorageCounts::add(&storage.counts.put_failures, 1);
-        return Ok(0);
-    }
-    StorageCounts::add(&storage.counts.puts, 1);
-    StorageCounts::add(&storage.counts.put_bytes, size);
-    let commit = ObjectCommit {
-        name: name.clone(),
-        size: i64::try_from(size).unwrap_or(i64::MAX),
-        ranges: entries
-            .iter()
-            .map(|entry| RangeCommit {
-                key,
-                leader_epoch,
-                base_offset: entry.base_offset,
-                last_offset: entry.last_offset,
-                max_timestamp: entry.max_timestamp,
-                position: i64::try_from(entry.position).unwrap_or(i64::MAX),
-                length: i64::from(entry.length),
-                producer_state: None,
-            })
-            .collect(),
-    };
-    if storage
-        .catalogue
-        .replace_ranges(key, leader_epoch, run, &commit)
-        .await?
-    {
-        tracing::debug!(?key, ranges = run.len(), blocks = entries.len(), object = %name, "compacted");
-        Ok(run.len())
-    } else {
-        tracing::info!(?key, object = %name, "a compaction swap was refused (the ranges moved on); its object goes as an orphan");
-        Ok(0)
-    }
-}
-
-/// Adds a block; `false` (and the compaction is abandoned: a swap without every
-/// block would leave a gap) if the builder refuses it.
-fn add_block(
-    builder: &mut WalObjectBuilder,
-    key: PartitionKey,
-    base: i64,
-    last: i64,
-    max_timestamp: i64,
-    data: &[u8],
-) -> bool {
-    match builder.add_block(key.topic_id, key.partition, base, last, max_timestamp, data) {
-        Ok(()) => true,
+    let (object, entries) = match blocks.finish() {
+        Ok(finished) => finished,
         Err(error) => {
-            tracing::error!(?key, %error, "a compaction block was refused; compaction abandoned");
-            false
+            tracing::error!(?key, %error, "compaction abandoned");
+            return Ok(0);
         }
+    };
+    match write_and_swap(storage, key, leader_epoch, run, object, &entries).await? {
+        Some(swapped) if swapped.accepted => {
+            tracing::debug!(?key, ranges = run.len(), blocks = entries.len(), object = %swapped.name, "compacted");
+            Ok(run.len())
+        }
+        _ => Ok(0),
     }
 }
 

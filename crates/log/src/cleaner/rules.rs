@@ -3,6 +3,8 @@
 //! applies them to ranges read from object storage, so a compacted topic is cleaned
 //! by the same rules in both modes.
 
+use std::time::{Duration, Instant};
+
 use spool_model::{Offset, RecordBatchHeader, Timestamp};
 use spool_protocol::keyed::{self, BatchRecords, RecordsError};
 
@@ -119,4 +121,41 @@ fn record_offset(header: &RecordBatchHeader, delta: i64) -> Option<i64> {
     (0..=i64::from(header.last_offset_delta))
         .contains(&delta)
         .then(|| header.base_offset.0.saturating_add(delta))
+}
+
+/// Holds a cleaner to `log.cleaner.io.max.bytes.per.second`: each spending of bytes
+/// read or written says how long to pause to keep to the rate.
+#[derive(Debug)]
+pub struct Throttle {
+    rate: Option<u64>,
+    started: Instant,
+    bytes: u64,
+}
+
+impl Throttle {
+    /// `None` (or 0): no limit.
+    #[must_use]
+    pub fn new(rate: Option<u64>) -> Throttle {
+        Throttle {
+            rate,
+            started: Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    /// Notes `bytes` spent; the pause that keeps to the rate, if one is due.
+    pub fn spend(&mut self, bytes: u64) -> Option<Duration> {
+        let rate = self.rate.filter(|r| *r > 0)?;
+        self.bytes += bytes;
+        let due = Duration::from_secs_f64(self.bytes as f64 / rate as f64);
+        due.checked_sub(self.started.elapsed())
+            .filter(|pause| !pause.is_zero())
+    }
+
+    /// [`Throttle::spend`], pausing this thread (the local cleaner's own).
+    pub(crate) fn sleep(&mut self, bytes: u64) {
+        if let Some(pause) = self.spend(bytes) {
+            std::thread::sleep(pause);
+        }
+    }
 }
