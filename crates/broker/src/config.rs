@@ -66,6 +66,9 @@ pub struct ClusterConfig {
     pub lease: Duration,
     /// `cluster.heartbeat.ms`.
     pub heartbeat: Duration,
+    /// `cluster.handover.timeout.ms`: how long the controller lets a live leader
+    /// commit what it buffered and hand a partition over before moving it anyway.
+    pub handover_timeout: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -73,6 +76,7 @@ impl Default for ClusterConfig {
         ClusterConfig {
             lease: Duration::from_millis(3_000),
             heartbeat: Duration::from_millis(500),
+            handover_timeout: Duration::from_millis(3_000),
         }
     }
 }
@@ -209,7 +213,7 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 31] = [
+const SETTINGS: [Setting; 32] = [
     Setting {
         name: "storage.orphan.age.ms",
         dynamic: false,
@@ -304,6 +308,15 @@ const SETTINGS: [Setting; 31] = [
         get: |c| c.cluster.heartbeat.as_millis().to_string(),
         set: |c, v| {
             c.cluster.heartbeat = Duration::from_millis(between(v, 20, 60_000)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cluster.handover.timeout.ms",
+        dynamic: false,
+        get: |c| c.cluster.handover_timeout.as_millis().to_string(),
+        set: |c, v| {
+            c.cluster.handover_timeout = Duration::from_millis(between(v, 0, 600_000)?);
             Ok(())
         },
     },

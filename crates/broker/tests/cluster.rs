@@ -2,7 +2,8 @@
 //! the controller spreads partitions over them, each serves only what it leads
 //! (`NOT_LEADER_OR_FOLLOWER` elsewhere), Metadata from any of them names every live
 //! broker and each partition's leader; a broker that stops hands its partitions over
-//! (with raised epochs) and a broker that joins takes its share, no data copied.
+//! (with raised epochs) and a broker that joins takes its share, no data copied. A
+//! live leader hands a partition over only once what it acknowledged is committed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -39,6 +40,11 @@ impl Cluster {
     }
 
     async fn start(&mut self, node_id: i32) {
+        self.start_with(node_id, &[]).await;
+    }
+
+    /// Starts broker `node_id` with `settings` over the test's defaults.
+    async fn start_with(&mut self, node_id: i32, settings: &[(&str, &str)]) {
         let data = tempfile::tempdir().unwrap();
         let mut config = BrokerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -51,7 +57,10 @@ impl Cluster {
             ("storage.flush.ms", "5"),
             ("cluster.lease.ms", "1000"),
             ("cluster.heartbeat.ms", "100"),
-        ] {
+        ]
+        .iter()
+        .chain(settings)
+        {
             config.set(name, value).unwrap();
         }
         let objects = ObjectStorage::new(self.objects.clone(), "spool".into());
@@ -412,6 +421,54 @@ async fn each_group_has_one_coordinator_and_its_offsets_survive_a_move() {
     assert_eq!(commit(&cluster, next, group, 43).await, 0);
     assert_eq!(fetch_committed(&cluster, next, group).await, (0, 43));
     for node in remaining {
+        cluster.stop(node).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_leader_commits_what_it_acknowledged_before_handing_over() {
+    let mut cluster = Cluster::new();
+    // Appends wait 1.5 s for their object: acks=1 answers come long before it.
+    let slow_flush = [
+        ("storage.flush.ms", "1500"),
+        ("cluster.handover.timeout.ms", "10000"),
+    ];
+    for node in [1, 2] {
+        cluster.start_with(node, &slow_flush).await;
+    }
+    let mut client = cluster.client(1).await;
+    assert_eq!(client.create_topic("spread", 6).await, 0);
+    let leaders = settled(&cluster, 1, "spread", &[1, 2], 3).await;
+    let partition = (0..).zip(&leaders).find(|(_, (l, _))| *l == 1).unwrap().0;
+
+    let mut producer = cluster.client(1).await;
+    for n in 0..5 {
+        let RequestKind::Produce(request) =
+            spool_testkit::produce_request("spread", partition, batch(&format!("v{n}")))
+        else {
+            unreachable!()
+        };
+        let request = RequestKind::Produce(request.with_acks(1));
+        let ResponseKind::Produce(response) = producer.call(request, 9).await else {
+            panic!("not a Produce response")
+        };
+        let answer = &response.responses[0].partition_responses[0];
+        assert_eq!((answer.error_code, answer.base_offset), (0, n));
+    }
+
+    // Broker 1 drains right away, its appends not yet in any object.
+    let store = spool_metadata::open(&cluster.metadata).await.unwrap();
+    assert!(store.set_draining(1, true).await.unwrap());
+    let after = settled(&cluster, 2, "spread", &[1, 2], 6).await;
+    let (leader, epoch) = after[usize::try_from(partition).unwrap()];
+    assert!(leader == 2 && epoch > leaders[usize::try_from(partition).unwrap()].1);
+    assert_eq!(
+        values(&cluster, 2, partition).await,
+        (0..5).map(|n| format!("v{n}")).collect::<Vec<_>>(),
+        "everything acknowledged with acks=1 is there on the next leader"
+    );
+    assert_eq!(produce(&cluster, 2, partition, "after").await, 5);
+    for node in [1, 2] {
         cluster.stop(node).await;
     }
 }

@@ -677,3 +677,143 @@ async fn cluster_status_reads_brokers_leases_and_leaders_from_the_metadata_store
     assert_eq!(status["brokers"].as_array().unwrap().len(), 0, "{status}");
     assert_eq!(status["unassigned_partitions"], 4);
 }
+
+/// Each partition's leader of `topic`, by index, as the metadata store has it.
+async fn leaders_of(
+    store: &std::sync::Arc<dyn spool_metadata::MetadataStore>,
+    topic: &str,
+) -> Vec<i32> {
+    let id = store
+        .topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name.as_str() == topic)
+        .unwrap()
+        .id;
+    store
+        .leaderships()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.key.topic_id == id)
+        .map(|l| l.leader)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cluster_move_hands_a_partition_to_the_broker_named_and_it_stays_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalogue = dir.path().join("catalogue.db");
+    let memory = std::sync::Arc::new(object_store::memory::InMemory::new());
+    let metadata = spool_broker::MetadataUrl::Sqlite(catalogue.clone());
+    let fast = [
+        ("cluster.heartbeat.ms", "100"),
+        ("cluster.lease.ms", "1000"),
+    ];
+    let first = TestBroker::start_shared(
+        tempfile::tempdir().unwrap(),
+        spool_broker::ObjectStorage::new(memory.clone(), "spool".into()),
+        Some(metadata.clone()),
+        &fast,
+    )
+    .await;
+    run(&first, &["topic", "create", "moving", "-p", "2"])
+        .await
+        .ok();
+    let second_dir = tempfile::tempdir().unwrap();
+    let mut config = spool_broker::BrokerConfig {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        data_dir: second_dir.path().to_path_buf(),
+        metadata_url: Some(metadata.clone()),
+        node_id: 2,
+        ..spool_broker::BrokerConfig::default()
+    };
+    for (name, value) in fast {
+        config.set(name, value).unwrap();
+    }
+    let second = spool_broker::Broker::start_with_objects(
+        config,
+        spool_broker::ObjectStorage::new(memory.clone(), "spool".into()),
+    )
+    .await
+    .unwrap();
+
+    let store = spool_metadata::open(&metadata).await.unwrap();
+    let started = std::time::Instant::now();
+    let on_first = loop {
+        let leaders = leaders_of(&store, "moving").await;
+        if let Some(index) = leaders.iter().position(|l| *l == 1)
+            && leaders.contains(&2)
+        {
+            break index;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{leaders:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let url = format!("sqlite://{}", catalogue.display());
+    let partition = on_first.to_string();
+    let moved = run(
+        &first,
+        &[
+            "cluster",
+            "move",
+            "moving",
+            &partition,
+            "2",
+            "--metadata-url",
+            &url,
+        ],
+    )
+    .await
+    .ok()
+    .stdout;
+    assert!(moved.contains("led by broker 2"), "{moved}");
+    // The controller evens the counts by moving the other partition, not this one.
+    let started = std::time::Instant::now();
+    loop {
+        let leaders = leaders_of(&store, "moving").await;
+        assert_eq!(
+            leaders[on_first], 2,
+            "the moved partition stays: {leaders:?}"
+        );
+        if leaders.contains(&1) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{leaders:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for refused in [
+        vec![
+            "cluster",
+            "move",
+            "moving",
+            "0",
+            "9",
+            "--metadata-url",
+            &url,
+        ],
+        vec![
+            "cluster",
+            "move",
+            "moving",
+            "7",
+            "2",
+            "--metadata-url",
+            &url,
+        ],
+        vec![
+            "cluster",
+            "move",
+            "nothing",
+            "0",
+            "2",
+            "--metadata-url",
+            &url,
+        ],
+    ] {
+        assert_ne!(run(&first, &refused).await.code, 0, "{refused:?}");
+    }
+    second.shutdown().await.unwrap();
+    drop(first.stop().await);
+}

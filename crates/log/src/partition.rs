@@ -389,6 +389,11 @@ impl PartitionLog {
                 path: self.dir.clone(),
             });
         }
+        if state.upload.as_ref().is_some_and(|upload| upload.sealed) {
+            return Err(LogError::NotLeader {
+                path: self.dir.clone(),
+            });
+        }
         if let Some(duplicate) = check_producers(&state.producers, batches)? {
             return Ok(duplicate);
         }

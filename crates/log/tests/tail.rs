@@ -159,3 +159,41 @@ fn committed_segments_leave_the_tail_beyond_its_budget() {
         Offset(200)
     );
 }
+
+#[test]
+fn a_sealed_tail_refuses_appends_and_settles_once_its_uploads_are_committed() {
+    let files = Arc::new(FileCache::new(Arc::new(MemoryStore::new()), 16));
+    let log = tail(&files, TailStart::default());
+    assert!(log.is_settled(), "nothing appended");
+    log.append(&[&idempotent(0, 2)]).unwrap();
+    let first = log.take_for_upload().unwrap();
+    log.append(&[&idempotent(2, 1)]).unwrap();
+    log.seal();
+    assert!(matches!(
+        log.append(&[&idempotent(3, 1)]),
+        Err(LogError::NotLeader { .. })
+    ));
+    assert!(!log.is_settled());
+    log.uploaded(&first);
+    assert!(!log.is_settled(), "one append still waits for its upload");
+    let second = log.take_for_upload().unwrap();
+    assert_eq!(
+        second.base_offset,
+        Offset(2),
+        "what was buffered is still taken"
+    );
+    assert!(
+        matches!(
+            log.append(&[&idempotent(3, 1)]),
+            Err(LogError::NotLeader { .. })
+        ),
+        "a take keeps the seal"
+    );
+    log.uploaded(&second);
+    assert!(log.is_settled());
+    log.unseal();
+    assert_eq!(
+        log.append(&[&idempotent(3, 1)]).unwrap().base_offset,
+        Offset(3)
+    );
+}

@@ -57,6 +57,10 @@ pub struct Leadership {
     /// The node leading it; -1 for none yet.
     pub leader: i32,
     pub leader_epoch: i32,
+    /// The node the leader is asked to hand the partition over to; -1 for none.
+    pub handover_to: i32,
+    /// When the partition got its leader (ms since the epoch; 0: never moved).
+    pub leader_since_ms: i64,
 }
 
 /// A partition the controller moves.
@@ -105,10 +109,33 @@ pub trait Cluster: Send + Sync {
     /// (and refused whole, `None`, once another controller took over): each partition
     /// still led by the move's `from` gets its new leader and a raised leader epoch (one
     /// that moved meanwhile stays; one never led keeps its epoch: there is no earlier
-    /// leader to fence). Returns the new leaderships.
+    /// leader to fence), and no handover is asked of it any more. Returns the new
+    /// leaderships.
     async fn move_partitions(
         &self,
         controller_epoch: i64,
         moves: &[PartitionMove],
     ) -> Result<Option<Vec<Leadership>>>;
+    /// The controller asks live leaders to hand partitions over (fenced as
+    /// [`Cluster::move_partitions`]): each partition still led by the move's `from`
+    /// gets the move's `to` as its handover target. Returns the partitions asked.
+    async fn request_handovers(
+        &self,
+        controller_epoch: i64,
+        moves: &[PartitionMove],
+    ) -> Result<Option<Vec<Leadership>>>;
+    /// An operator asks the partition's leader to hand it to node `to` (`spool
+    /// cluster move`); `None` if the partition is unknown or `to` leads it already.
+    async fn request_move(&self, key: PartitionKey, to: i32) -> Result<Option<Leadership>>;
+    /// The leader, having committed what it buffered, hands the partition to the
+    /// node it was asked to, under a raised epoch: only if this incarnation of
+    /// `node_id` is registered and leads the partition at `leader_epoch` and a
+    /// handover was asked. Returns the new leadership (`None`: not handed over).
+    async fn complete_handover(
+        &self,
+        node_id: i32,
+        incarnation: Uuid,
+        key: PartitionKey,
+        leader_epoch: i32,
+    ) -> Result<Option<Leadership>>;
 }

@@ -11,7 +11,7 @@ pub(crate) const UPSERT_BROKER: &str = "INSERT INTO brokers \
 /// Raises the epoch of every partition node `$1` leads.
 pub(crate) const BUMP_NODE_EPOCHS: &str = "UPDATE partitions \
      SET leader_epoch = leader_epoch + 1 WHERE leader = $1 \
-     RETURNING topic_id, partition, leader, leader_epoch";
+     RETURNING topic_id, partition, leader, leader_epoch, handover_to, leader_since_ms";
 pub(crate) const BUMP_ASSIGNMENTS_VERSION: &str =
     "UPDATE catalog SET assignments_version = assignments_version + 1 WHERE id = 1";
 pub(crate) const RENEW_LEASE: &str = "UPDATE brokers SET lease_expires_ms = $3 \
@@ -36,8 +36,8 @@ pub(crate) const CLAIM_CONTROLLER: &str = "UPDATE catalog SET \
 pub(crate) const CONTROLLER: &str = "SELECT controller, controller_incarnation, \
      controller_epoch, controller_expires_ms FROM catalog WHERE id = 1";
 
-pub(crate) const LEADERSHIPS: &str = "SELECT topic_id, partition, leader, leader_epoch \
-     FROM partitions ORDER BY topic_id, partition";
+pub(crate) const LEADERSHIPS: &str = "SELECT topic_id, partition, leader, leader_epoch, \
+     handover_to, leader_since_ms FROM partitions ORDER BY topic_id, partition";
 pub(crate) const ASSIGNMENTS_VERSION: &str = "SELECT assignments_version FROM catalog WHERE id = 1";
 /// Fences the controller's moves by its epoch `$1`.
 pub(crate) const FENCE_CONTROLLER: &str = "UPDATE catalog \
@@ -45,26 +45,61 @@ pub(crate) const FENCE_CONTROLLER: &str = "UPDATE catalog \
      WHERE id = 1 AND controller_epoch = $1";
 
 /// Parameters per row of [`move_partitions`]: topic id, partition, new leader, the
-/// leader the move was planned from.
-pub(crate) const MOVE_COLUMNS: usize = 4;
+/// leader the move was planned from, the time of the move.
+pub(crate) const MOVE_COLUMNS: usize = 5;
 
 /// Gives each listed partition still led by the leader the move was planned from its
-/// new leader and a raised epoch; a partition never led before (leader -1) keeps its
-/// epoch (there is no earlier leader to fence), so a new partition starts at 0 as in
-/// embedded mode.
+/// new leader and a raised epoch (and forgets a handover asked of it); a partition
+/// never led before (leader -1) keeps its epoch (there is no earlier leader to fence),
+/// so a new partition starts at 0 as in embedded mode.
 pub(crate) fn move_partitions(rows: usize) -> String {
     format!(
-        "UPDATE partitions SET leader = v.column3, leader_epoch = CASE \
+        "UPDATE partitions SET leader = v.column3, handover_to = -1, \
+         leader_since_ms = v.column5, leader_epoch = CASE \
          WHEN partitions.leader = -1 THEN partitions.leader_epoch \
          ELSE partitions.leader_epoch + 1 END \
          FROM (VALUES {}) AS v \
          WHERE partitions.topic_id = v.column1 AND partitions.partition = v.column2 \
          AND partitions.leader = v.column4 \
-         RETURNING partitions.topic_id, partitions.partition, partitions.leader, \
-         partitions.leader_epoch",
+         RETURNING {RETURNING_LEADERSHIP}",
         crate::catalogue_sql::placeholders(rows, MOVE_COLUMNS)
     )
 }
+
+/// Asks the leader of each listed partition, if it is still the one the move was
+/// planned from, to hand it over to the move's target (same columns as
+/// [`move_partitions`]; the time is not used).
+pub(crate) fn request_handovers(rows: usize) -> String {
+    format!(
+        "UPDATE partitions SET handover_to = v.column3 \
+         FROM (VALUES {}) AS v \
+         WHERE partitions.topic_id = v.column1 AND partitions.partition = v.column2 \
+         AND partitions.leader = v.column4 \
+         RETURNING {RETURNING_LEADERSHIP}",
+        crate::catalogue_sql::placeholders(rows, MOVE_COLUMNS)
+    )
+}
+
+/// A partition's columns as [`LeadershipRow`] reads them, after an update.
+const RETURNING_LEADERSHIP: &str = "partitions.topic_id, partitions.partition, \
+     partitions.leader, partitions.leader_epoch, partitions.handover_to, \
+     partitions.leader_since_ms";
+
+/// Asks partition (`$1`, `$2`)'s leader to hand it to node `$3` (`spool cluster
+/// move`); nothing if it already leads it.
+pub(crate) const REQUEST_MOVE: &str = "UPDATE partitions SET handover_to = $3 \
+     WHERE topic_id = $1 AND partition = $2 AND leader <> $3 \
+     RETURNING topic_id, partition, leader, leader_epoch, handover_to, leader_since_ms";
+
+/// The leader `$3` (incarnation `$5`, still registered) of partition (`$1`, `$2`) at
+/// epoch `$4` hands it to the node it was asked to, under a raised epoch, at `$6`.
+pub(crate) const COMPLETE_HANDOVER: &str = "UPDATE partitions \
+     SET leader = handover_to, leader_epoch = leader_epoch + 1, handover_to = -1, \
+     leader_since_ms = $6 \
+     WHERE topic_id = $1 AND partition = $2 AND leader = $3 AND leader_epoch = $4 \
+     AND handover_to >= 0 AND EXISTS (SELECT 1 FROM brokers b \
+       WHERE b.node_id = $3 AND b.incarnation = $5) \
+     RETURNING topic_id, partition, leader, leader_epoch, handover_to, leader_since_ms";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct BrokerRow {
@@ -105,11 +140,12 @@ pub(crate) fn controller_lease(row: ControllerRow) -> Option<crate::ControllerLe
     })
 }
 
-/// (topic id, partition, leader, leader epoch) as rows come back.
-pub(crate) type LeadershipRow = (uuid::Uuid, i32, i32, i32);
+/// (topic id, partition, leader, leader epoch, handover target, leader since) as
+/// rows come back.
+pub(crate) type LeadershipRow = (uuid::Uuid, i32, i32, i32, i32, i64);
 
 pub(crate) fn leadership(row: LeadershipRow) -> crate::Leadership {
-    let (topic_id, partition, leader, leader_epoch) = row;
+    let (topic_id, partition, leader, leader_epoch, handover_to, leader_since_ms) = row;
     crate::Leadership {
         key: crate::PartitionKey {
             topic_id,
@@ -117,6 +153,8 @@ pub(crate) fn leadership(row: LeadershipRow) -> crate::Leadership {
         },
         leader,
         leader_epoch,
+        handover_to,
+        leader_since_ms,
     }
 }
 
@@ -256,39 +294,122 @@ macro_rules! impl_cluster {
                 controller_epoch: i64,
                 moves: &[$crate::PartitionMove],
             ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
+                let mut tx = self.pool.begin().await?;
+                let moved = $crate::cluster_sql::apply_moves!(
+                    &mut tx,
+                    controller_epoch,
+                    moves,
+                    $crate::cluster_sql::move_partitions
+                );
+                tx.commit().await?;
+                Ok(moved)
+            }
+
+            async fn request_handovers(
+                &self,
+                controller_epoch: i64,
+                moves: &[$crate::PartitionMove],
+            ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
+                let mut tx = self.pool.begin().await?;
+                let asked = $crate::cluster_sql::apply_moves!(
+                    &mut tx,
+                    controller_epoch,
+                    moves,
+                    $crate::cluster_sql::request_handovers
+                );
+                tx.commit().await?;
+                Ok(asked)
+            }
+
+            async fn request_move(
+                &self,
+                key: $crate::PartitionKey,
+                to: i32,
+            ) -> $crate::Result<Option<$crate::Leadership>> {
                 use $crate::cluster_sql as sql;
                 let mut tx = self.pool.begin().await?;
-                let fenced = sqlx::query(sql::FENCE_CONTROLLER)
-                    .bind(controller_epoch)
+                sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
                     .execute(&mut *tx)
                     .await?;
-                if fenced.rows_affected() == 0 {
-                    return Ok(None);
-                }
-                let mut moved = Vec::with_capacity(moves.len());
-                for chunk in moves.chunks($crate::catalogue_sql::ROWS_PER_STATEMENT) {
-                    let text = sql::move_partitions(chunk.len());
-                    let mut query = sqlx::query_as::<_, sql::LeadershipRow>(&text);
-                    for planned in chunk {
-                        query = query
-                            .bind(planned.key.topic_id)
-                            .bind(planned.key.partition)
-                            .bind(planned.to)
-                            .bind(planned.from);
-                    }
-                    moved.extend(
-                        query
-                            .fetch_all(&mut *tx)
-                            .await?
-                            .into_iter()
-                            .map(sql::leadership),
-                    );
-                }
+                let row: Option<sql::LeadershipRow> = sqlx::query_as(sql::REQUEST_MOVE)
+                    .bind(key.topic_id)
+                    .bind(key.partition)
+                    .bind(to)
+                    .fetch_optional(&mut *tx)
+                    .await?;
                 tx.commit().await?;
-                Ok(Some(moved))
+                Ok(row.map(sql::leadership))
+            }
+
+            async fn complete_handover(
+                &self,
+                node_id: i32,
+                incarnation: uuid::Uuid,
+                key: $crate::PartitionKey,
+                leader_epoch: i32,
+            ) -> $crate::Result<Option<$crate::Leadership>> {
+                use $crate::cluster_sql as sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
+                let row: Option<sql::LeadershipRow> = sqlx::query_as(sql::COMPLETE_HANDOVER)
+                    .bind(key.topic_id)
+                    .bind(key.partition)
+                    .bind(node_id)
+                    .bind(leader_epoch)
+                    .bind(incarnation)
+                    .bind($crate::sql::now_ms())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if row.is_some() {
+                    tx.commit().await?;
+                }
+                Ok(row.map(sql::leadership))
             }
         }
     };
 }
 
 pub(crate) use impl_cluster;
+
+/// Runs the controller's `moves` through `statement` (one of [`move_partitions`] and
+/// [`request_handovers`]) in the open transaction `$tx`, fenced by the controller
+/// epoch: `None` once another controller took over, else the partitions changed.
+macro_rules! apply_moves {
+    ($tx:expr, $controller_epoch:expr, $moves:expr, $statement:path) => {{
+        use $crate::cluster_sql as sql;
+        let fenced = sqlx::query(sql::FENCE_CONTROLLER)
+            .bind($controller_epoch)
+            .execute(&mut **$tx)
+            .await?;
+        if fenced.rows_affected() == 0 {
+            None
+        } else {
+            let now = $crate::sql::now_ms();
+            let mut changed = Vec::with_capacity($moves.len());
+            for chunk in $moves.chunks($crate::catalogue_sql::ROWS_PER_STATEMENT) {
+                let text = $statement(chunk.len());
+                let mut query = sqlx::query_as::<_, sql::LeadershipRow>(&text);
+                for planned in chunk {
+                    query = query
+                        .bind(planned.key.topic_id)
+                        .bind(planned.key.partition)
+                        .bind(planned.to)
+                        .bind(planned.from)
+                        .bind(now);
+                }
+                changed.extend(
+                    query
+                        .fetch_all(&mut **$tx)
+                        .await?
+                        .into_iter()
+                        .map(sql::leadership),
+                );
+            }
+            Some(changed)
+        }
+    }};
+}
+
+pub(crate) use apply_moves;

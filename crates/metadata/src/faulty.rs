@@ -235,6 +235,33 @@ impl Cluster for FaultyMetadata {
         self.check_up()?;
         self.inner.move_partitions(controller_epoch, moves).await
     }
+
+    async fn request_handovers(
+        &self,
+        controller_epoch: i64,
+        moves: &[PartitionMove],
+    ) -> Result<Option<Vec<Leadership>>> {
+        self.check_up()?;
+        self.inner.request_handovers(controller_epoch, moves).await
+    }
+
+    async fn request_move(&self, key: PartitionKey, to: i32) -> Result<Option<Leadership>> {
+        self.check_up()?;
+        self.inner.request_move(key, to).await
+    }
+
+    async fn complete_handover(
+        &self,
+        node_id: i32,
+        incarnation: Uuid,
+        key: PartitionKey,
+        leader_epoch: i32,
+    ) -> Result<Option<Leadership>> {
+        self.check_up()?;
+        self.inner
+            .complete_handover(node_id, incarnation, key, leader_epoch)
+            .await
+    }
 }
 
 #[async_trait::async_trait]

@@ -255,3 +255,118 @@ async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
         assert!(after.epoch > taken.epoch);
     }
 }
+
+#[tokio::test]
+async fn a_live_leader_hands_over_only_what_it_was_asked_and_only_once() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let label = backend.label;
+        let id = topic(store.as_ref(), 1).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        let (a, b) = (lease(1), lease(2));
+        store.register_broker(&a, LEASE_MS).await.unwrap();
+        store.register_broker(&b, LEASE_MS).await.unwrap();
+        let controller = store
+            .claim_controller(1, a.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        store
+            .move_partitions(controller.epoch, &[moved(key, -1, 1)])
+            .await
+            .unwrap();
+        let complete = |node: i32, incarnation: Uuid, epoch: i32| {
+            let store = store.clone();
+            async move {
+                store
+                    .complete_handover(node, incarnation, key, epoch)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert!(
+            complete(1, a.incarnation, 0).await.is_none(),
+            "{label}: nothing was asked"
+        );
+
+        let asked = store
+            .request_handovers(controller.epoch, &[moved(key, 1, 2)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (asked[0].leader, asked[0].leader_epoch, asked[0].handover_to),
+            (1, 0, 2),
+            "{label}"
+        );
+        let version = store.assignments_version().await.unwrap();
+        assert!(
+            complete(2, b.incarnation, 0).await.is_none(),
+            "{label}: not its leader"
+        );
+        assert!(
+            complete(1, a.incarnation, 1).await.is_none(),
+            "{label}: another epoch"
+        );
+        assert!(
+            complete(1, Uuid::new_v4(), 0).await.is_none(),
+            "{label}: another process of the node"
+        );
+        assert_eq!(store.assignments_version().await.unwrap(), version);
+        let handed = complete(1, a.incarnation, 0).await.unwrap();
+        assert_eq!(
+            (handed.leader, handed.leader_epoch, handed.handover_to),
+            (2, 1, -1),
+            "{label}"
+        );
+        assert!(store.assignments_version().await.unwrap() > version);
+        assert!(
+            complete(1, a.incarnation, 0).await.is_none(),
+            "{label}: once"
+        );
+
+        // An operator's move, then a controller's move that overtakes it.
+        assert!(
+            store.request_move(key, 2).await.unwrap().is_none(),
+            "{label}: node 2 leads it already"
+        );
+        let requested = store.request_move(key, 1).await.unwrap().unwrap();
+        assert_eq!((requested.leader, requested.handover_to), (2, 1), "{label}");
+        let overtaken = store
+            .move_partitions(controller.epoch, &[moved(key, 2, 3)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (
+                overtaken[0].leader,
+                overtaken[0].leader_epoch,
+                overtaken[0].handover_to
+            ),
+            (3, 2, -1),
+            "{label}: a move forgets the handover asked"
+        );
+        assert!(complete(2, b.incarnation, 1).await.is_none(), "{label}");
+
+        // A deposed controller asks nothing.
+        store
+            .claim_controller(1, a.incarnation, -1_000)
+            .await
+            .unwrap();
+        store
+            .claim_controller(2, b.incarnation, LEASE_MS)
+            .await
+            .unwrap();
+        assert!(
+            store
+                .request_handovers(controller.epoch, &[moved(key, 3, 1)])
+                .await
+                .unwrap()
+                .is_none(),
+            "{label}"
+        );
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{ClusterView, controller, lease_ms};
+use super::{ClusterView, controller, handover, lease_ms};
 use crate::server::Shared;
 
 /// How often the assignments version is read: a partition that moved is served by its
@@ -63,7 +63,7 @@ async fn heartbeats(
 /// One heartbeat: renew, read the live brokers, the controller's work.
 async fn heartbeat(
     shared: &Arc<Shared>,
-    view: &ClusterView,
+    view: &Arc<ClusterView>,
 ) -> Result<(), spool_metadata::MetadataError> {
     let started = spool_model::Timestamp::now().0;
     let renewed = shared
@@ -79,6 +79,8 @@ async fn heartbeat(
     if controller::tick(shared, view).await? {
         view.reload_leaders(&shared.metadata).await?;
     }
+    // Handovers asked of this broker that a failure cut short are tried again.
+    handover::start_asked(shared, view);
     Ok(())
 }
 
@@ -99,7 +101,10 @@ async fn follow(shared: Arc<Shared>, view: Arc<ClusterView>, mut stopped: watch:
             continue;
         }
         match view.reload_leaders(&shared.metadata).await {
-            Ok(()) => seen = Some(version),
+            Ok(()) => {
+                seen = Some(version);
+                handover::start_asked(&shared, &view);
+            }
             Err(error) => tracing::warn!(%error, "cannot read the partitions' leaders"),
         }
     }

@@ -45,6 +45,17 @@ pub(crate) enum ClusterCommand {
         #[arg(long, env = "SPOOL_METADATA_URL")]
         metadata_url: String,
     },
+    /// Move a partition's leadership to another broker: its leader commits what it
+    /// buffered, then hands it over.
+    Move {
+        topic: String,
+        partition: i32,
+        /// The node id of the broker to lead it.
+        node: i32,
+        /// The cluster's metadata store (`postgres://…` or `sqlite://PATH`).
+        #[arg(long, env = "SPOOL_METADATA_URL")]
+        metadata_url: String,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -85,6 +96,12 @@ pub(crate) async fn run(command: ClusterCommand, client: &ClientArgs) -> Result<
             undo,
             metadata_url,
         } => super::cluster_status::drain(&metadata_url, node, !undo).await,
+        ClusterCommand::Move {
+            topic,
+            partition,
+            node,
+            metadata_url,
+        } => super::cluster_status::move_partition(&metadata_url, &topic, partition, node).await,
     }
 }
 

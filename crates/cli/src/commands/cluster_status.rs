@@ -4,7 +4,8 @@
 //! not in the Kafka protocol, so this reads the store itself (PostgreSQL, or the
 //! SQLite file of a one-machine cluster). `spool cluster drain NODE` marks a broker
 //! draining there: the controller moves its partitions away at its next round, and
-//! its groups go to other coordinators.
+//! its groups go to other coordinators. `spool cluster move TOPIC PARTITION NODE` asks
+//! a partition's leader to hand it to another broker.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -66,6 +67,77 @@ pub(crate) async fn drain(metadata_url: &str, node: i32, draining: bool) -> Resu
     }
     Ok(())
 }
+
+/// Asks the leader of `topic`'s `partition` to hand it to broker `node`, and waits
+/// (a few seconds at most) to see it done.
+pub(crate) async fn move_partition(
+    metadata_url: &str,
+    topic: &str,
+    partition: i32,
+    node: i32,
+) -> Result<(), CliError> {
+    let (store, read) = open(metadata_url).await?;
+    let record = store
+        .topics()
+        .await
+        .map_err(&read)?
+        .into_iter()
+        .find(|record| record.name.as_str() == topic)
+        .ok_or_else(|| CliError::Failed(format!("no topic {topic} in this cluster")))?;
+    if !(0..record.partitions).contains(&partition) {
+        return Err(CliError::Failed(format!(
+            "{topic} has partitions 0 to {}",
+            record.partitions - 1
+        )));
+    }
+    let now = spool_model::Timestamp::now().0;
+    let brokers = store.brokers().await.map_err(&read)?;
+    if !brokers
+        .iter()
+        .any(|b| b.node_id == node && b.lease_expires_ms > now && !b.draining)
+    {
+        return Err(CliError::Failed(format!(
+            "broker {node} is not a live broker taking partitions"
+        )));
+    }
+    let key = spool_metadata::PartitionKey {
+        topic_id: record.id,
+        partition,
+    };
+    if store
+        .request_move(key, node)
+        .await
+        .map_err(&read)?
+        .is_none()
+    {
+        println!("broker {node} leads {topic}-{partition} already");
+        return Ok(());
+    }
+    let deadline = std::time::Instant::now() + MOVE_WAIT;
+    while std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let led = store
+            .leaderships()
+            .await
+            .map_err(&read)?
+            .into_iter()
+            .find(|l| l.key == key);
+        if let Some(led) = led.filter(|l| l.leader == node) {
+            println!(
+                "{topic}-{partition} is led by broker {node} (leader epoch {})",
+                led.leader_epoch
+            );
+            return Ok(());
+        }
+    }
+    Err(CliError::Failed(format!(
+        "{topic}-{partition} was asked to move to broker {node} but has not yet: \
+         see `spool cluster status`"
+    )))
+}
+
+/// How long `spool cluster move` waits to see the move done.
+const MOVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub(crate) async fn status(metadata_url: &str, format: Format) -> Result<(), CliError> {
     let (store, read) = open(metadata_url).await?;

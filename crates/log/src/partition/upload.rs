@@ -51,6 +51,9 @@ pub(crate) struct UploadBuffer {
     /// The commit was refused because the partition's epoch or end moved: another
     /// leader has it.
     pub(crate) fenced: bool,
+    /// The partition is being handed to another broker: appends are refused while
+    /// what was buffered is committed.
+    pub(crate) sealed: bool,
 }
 
 impl UploadBuffer {
@@ -166,7 +169,8 @@ impl PartitionLog {
         if buffer.fenced || buffer.batches.is_empty() {
             return None;
         }
-        let taken = std::mem::take(buffer);
+        let mut taken = std::mem::take(buffer);
+        buffer.sealed = std::mem::take(&mut taken.sealed);
         let (Some(base_offset), Some(end)) = (taken.first, taken.end) else {
             return None;
         };
@@ -246,6 +250,30 @@ impl PartitionLog {
         state.log_start = state.log_start.max(start);
         state.assert_invariants();
         Ok(state.log_start)
+    }
+
+    /// Refuses appends from now on (`NotLeader`), while what was appended goes on to
+    /// be uploaded: the partition is being handed to another broker, which must find
+    /// everything acknowledged here committed. [`PartitionLog::unseal`] takes it back.
+    pub fn seal(&self) {
+        if let Some(buffer) = self.lock().upload.as_mut() {
+            buffer.sealed = true;
+        }
+    }
+
+    /// Takes appends again: the handover did not happen.
+    pub fn unseal(&self) {
+        if let Some(buffer) = self.lock().upload.as_mut() {
+            buffer.sealed = false;
+        }
+    }
+
+    /// Whether everything appended to the tail is committed (or the tail failed, so
+    /// that nothing more will be).
+    #[must_use]
+    pub fn is_settled(&self) -> bool {
+        let state = self.lock();
+        state.failed || state.high_watermark.offset >= state.log_end()
     }
 
     /// Whether the tail failed (an upload or a write) and must be reopened.
