@@ -56,34 +56,34 @@ fn machine_crashes_that_garble_unsynced_writes_lose_nothing_acknowledged() {
 }
 
 /// Over moto's S3 server (`SPOOL_TEST_S3_URL`, with the `AWS_*` variables that
-/// `scripts/test` sets): every life starts on an empty data directory.
-#[test]
-fn kill_cycles_over_object_storage_on_empty_data_dirs_lose_nothing_acknowledged() {
+/// `scripts/test` sets), in `mode` with `extra` arguments; `None` if there is no
+/// server to run on.
+fn clean_run_over_object_storage(mode: &str, extra: &[&str]) -> Option<serde_json::Value> {
     let Ok(bucket) = std::env::var("SPOOL_TEST_S3_URL") else {
         assert!(
             std::env::var("SPOOL_REQUIRE_S3").as_deref() != Ok("1"),
             "SPOOL_REQUIRE_S3=1 but SPOOL_TEST_S3_URL is not set"
         );
         eprintln!("SPOOL_TEST_S3_URL not set: skipped");
-        return;
+        return None;
     };
     let url = format!(
-        "{}/faultcheck-{}",
+        "{}/faultcheck-{mode}-{}",
         bucket.trim_end_matches('/'),
         std::process::id()
     );
-    let (code, stdout, stderr) = faultcheck(&[
+    let mut args = vec![
         "--mode",
-        "kill",
+        mode,
         "--storage-url",
         &url,
-        "--cycles",
-        "4",
         "--seed",
         "7",
         "--format",
         "json",
-    ]);
+    ];
+    args.extend(extra);
+    let (code, stdout, stderr) = faultcheck(&args);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["storage_url"], url.as_str());
@@ -98,6 +98,24 @@ fn kill_cycles_over_object_storage_on_empty_data_dirs_lose_nothing_acknowledged(
     assert!(acknowledged > 1000, "{report}");
     assert!(report["log_records"].as_u64().unwrap() >= acknowledged);
     assert!(report["commits"].as_u64().unwrap() > 0, "{report}");
+    Some(report)
+}
+
+/// Every life starts on an empty data directory.
+#[test]
+fn kill_cycles_over_object_storage_on_empty_data_dirs_lose_nothing_acknowledged() {
+    clean_run_over_object_storage("kill", &["--cycles", "4"]);
+}
+
+/// Three brokers sharing a metadata file and the object store; each cycle one of them
+/// is killed (back at once or past its lease), paused past its lease, or stopped
+/// with SIGTERM.
+#[test]
+fn faults_of_cluster_members_lose_nothing_acknowledged() {
+    if let Some(report) = clean_run_over_object_storage("cluster", &["--cycles", "8"]) {
+        assert_eq!(report["mode"], "cluster");
+        assert_eq!(report["cycles"], 8);
+    }
 }
 
 #[test]
@@ -107,4 +125,7 @@ fn impossible_settings_are_usage_errors() {
     assert!(stderr.contains("--up-min-ms"), "{stderr}");
     let (code, _, stderr) = faultcheck(&["--topic-config", "flush.ms"]);
     assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = faultcheck(&["--mode", "cluster"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--storage-url"), "{stderr}");
 }

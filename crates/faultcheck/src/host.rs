@@ -1,7 +1,9 @@
-//! The broker under test, and the two ways it dies:
+//! The broker under test, and the ways it dies:
 //!
 //! - [`Mode::Kill`]: a `spool serve` child process, killed with SIGKILL. The page
 //!   cache survives, as it does when only the process dies.
+//! - [`Mode::Cluster`]: one of several such processes sharing storage, which may also
+//!   be paused (SIGSTOP, then SIGCONT) or stopped cleanly (SIGTERM).
 //! - [`Mode::Machine`]: a broker in this process on a [`FaultyStore`]. Its machine
 //!   "crashes": every file operation of that broker fails from that instant, its tasks
 //!   are dropped, and the store keeps what was synced, plus nothing, a torn prefix or
@@ -41,6 +43,9 @@ pub(crate) struct Host {
 pub(crate) struct SharedStorage {
     pub(crate) storage_url: String,
     pub(crate) metadata_url: String,
+    /// The broker's node id in the cluster, and `--set` settings for it.
+    pub(crate) node_id: i32,
+    pub(crate) settings: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -79,7 +84,7 @@ impl Host {
         std::fs::create_dir_all(data_dir).map_err(CheckError::io("create", data_dir))?;
         let address = free_port()?;
         let kind = match mode {
-            Mode::Kill => Kind::Process {
+            Mode::Kill | Mode::Cluster => Kind::Process {
                 binary,
                 child: None,
                 shared,
@@ -128,7 +133,12 @@ impl Host {
                         shared.storage_url.clone(),
                         "--metadata-url".to_owned(),
                         shared.metadata_url.clone(),
+                        "--node-id".to_owned(),
+                        shared.node_id.to_string(),
                     ];
+                    for setting in &shared.settings {
+                        shared_args.extend(["--set".to_owned(), setting.clone()]);
+                    }
                 }
                 let open_log = || {
                     std::fs::OpenOptions::new()
@@ -204,6 +214,63 @@ impl Host {
                     store.crash(*crash);
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Host {
+    /// Sends `signal` (`STOP`, `CONT`, `TERM`) to the broker process; nothing in
+    /// machine mode or when it is not running.
+    fn signal(&self, signal: &str) -> Result<(), CheckError> {
+        let Kind::Process {
+            child: Some(child), ..
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .map_err(CheckError::io("run", Path::new("kill")))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(CheckError::Broker(format!(
+                "kill -{signal} failed: {status}"
+            )))
+        }
+    }
+
+    /// Pauses the broker process (SIGSTOP): it holds its connections and believes
+    /// what it believed, while its lease runs out.
+    pub(crate) fn pause(&self) -> Result<(), CheckError> {
+        self.signal("STOP")
+    }
+
+    /// Lets a paused broker process run again (SIGCONT).
+    pub(crate) fn resume(&self) -> Result<(), CheckError> {
+        self.signal("CONT")
+    }
+
+    /// Stops the broker process cleanly (SIGTERM) and waits for it to exit (killing it
+    /// after [`START_TIMEOUT`]).
+    pub(crate) fn terminate(&mut self) -> Result<(), CheckError> {
+        self.signal("TERM")?;
+        let Kind::Process { child, .. } = &mut self.kind else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        while let Some(running) = child.as_mut() {
+            if running.try_wait().ok().flatten().is_some() {
+                *child = None;
+                break;
+            }
+            if Instant::now() > deadline {
+                return self.crash();
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
         Ok(())
     }

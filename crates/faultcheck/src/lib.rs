@@ -5,8 +5,10 @@
 //! multi-partition topic while a consumer group of short-lived members reads and
 //! commits. Meanwhile the broker dies at random moments and comes back, N times: by
 //! SIGKILL ([`Mode::Kill`]) or by a crash of its machine that loses everything not
-//! fsynced ([`Mode::Machine`]). At the end the topic is read back whole and the history
-//! is checked against it (see [`checker`]). See docs/reliability.md.
+//! fsynced ([`Mode::Machine`]); or, in a cluster of brokers over shared storage
+//! ([`Mode::Cluster`]), one broker at a time is killed, paused past its lease or
+//! stopped cleanly. At the end the topic is read back whole and the history is
+//! checked against it (see [`checker`]). See docs/reliability.md.
 
 pub mod checker;
 mod drain;
@@ -41,6 +43,10 @@ pub enum Mode {
     Kill,
     /// A crash of the machine under an in-process broker: what was not fsynced is lost.
     Machine,
+    /// Several broker processes over shared storage (`--storage-url`); each cycle one
+    /// of them is killed (back at once, or after its lease lapsed), paused (SIGSTOP)
+    /// past its lease, or stopped with SIGTERM.
+    Cluster,
 }
 
 /// What a machine crash keeps of the bytes written since a file's last fsync.
@@ -106,6 +112,9 @@ pub struct FaultCheck {
     /// file next to the data directory, which every life keeps].
     #[arg(long)]
     pub metadata_url: Option<String>,
+    /// Brokers in cluster mode.
+    #[arg(long, default_value_t = 3)]
+    pub brokers: i32,
 }
 
 /// Why a run could not be carried out (violations are not errors: see [`Report`]).
@@ -157,8 +166,11 @@ impl FaultCheck {
         if self.up_min_ms > self.up_max_ms {
             return invalid("--up-min-ms must not exceed --up-max-ms");
         }
-        if self.storage_url.is_some() && self.mode != Mode::Kill {
-            return invalid("--storage-url works with --mode kill");
+        if self.storage_url.is_some() && self.mode == Mode::Machine {
+            return invalid("--storage-url works with --mode kill or cluster");
+        }
+        if self.mode == Mode::Cluster && (self.storage_url.is_none() || self.brokers < 2) {
+            return invalid("--mode cluster needs --storage-url and at least 2 --brokers");
         }
         if self.metadata_url.is_some() && self.storage_url.is_none() {
             return invalid("--metadata-url goes with --storage-url");
@@ -182,21 +194,43 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool")))?,
     };
     let started = Instant::now();
-    let shared = check
-        .storage_url
-        .as_ref()
-        .map(|storage| host::SharedStorage {
-            storage_url: storage.clone(),
-            metadata_url: check
-                .metadata_url
-                .clone()
-                .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("metadata.db").display())),
-        });
-    let mut host = Host::new(check.mode, check.crash, &data_dir, binary, seed, shared)?;
-    host.start()?;
+    let metadata_url = check
+        .metadata_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("metadata.db").display()));
+    let mut hosts = Vec::new();
+    let nodes = if check.mode == Mode::Cluster {
+        check.brokers
+    } else {
+        1
+    };
+    for node_id in 1..=nodes {
+        let shared = check
+            .storage_url
+            .as_ref()
+            .map(|storage| host::SharedStorage {
+                storage_url: storage.clone(),
+                metadata_url: metadata_url.clone(),
+                node_id,
+                settings: if check.mode == Mode::Cluster {
+                    cluster_settings()
+                } else {
+                    Vec::new()
+                },
+            });
+        let dir = if nodes == 1 {
+            data_dir.clone()
+        } else {
+            data_dir.join(format!("node-{node_id}"))
+        };
+        let mut host = Host::new(check.mode, check.crash, &dir, binary.clone(), seed, shared)?;
+        host.start()?;
+        hosts.push(host);
+    }
+    let bootstrap: Vec<String> = hosts.iter().map(|h| h.address().to_string()).collect();
     let mut config = ClientConfig::new();
     config
-        .set("bootstrap.servers", host.address().to_string())
+        .set("bootstrap.servers", bootstrap.join(","))
         .set("reconnect.backoff.ms", "20")
         .set("reconnect.backoff.max.ms", "200")
         .set("log_level", "0");
@@ -224,7 +258,11 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
             threads
                 .push(scope.spawn(move || members::run(config, slot, topic, group, history, stop)));
         }
-        let cycles = kill_cycles(&mut host, check, seed);
+        let cycles = if check.mode == Mode::Cluster {
+            cluster_cycles(&mut hosts, check, seed)
+        } else {
+            kill_cycles(&mut hosts, check, seed)
+        };
         // Let the clients catch up with the last life before they stop.
         std::thread::sleep(Duration::from_secs(1));
         stop.store(true, Ordering::SeqCst);
@@ -246,10 +284,14 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
     outcome?;
     // One last death, so that what the last life acknowledged goes through a crash too
     // before it is read back.
-    host.crash()?;
-    host.start()?;
+    for host in &mut hosts {
+        host.crash()?;
+    }
+    for host in &mut hosts {
+        host.start()?;
+    }
     let drained = drain::drain(&config, topic, check.partitions)?;
-    drop(host);
+    drop(hosts);
     let events = history.events();
     let report = Report::new(check, seed, &events, &drained, started.elapsed(), &data_dir);
     if report.findings.is_clean() && check.data_dir.is_none() {
@@ -259,24 +301,104 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
 }
 
 /// Lets the broker live a random while, kills it and starts it again, `cycles` times.
-fn kill_cycles(host: &mut Host, check: &FaultCheck, seed: u64) -> Result<(), CheckError> {
+fn kill_cycles(hosts: &mut [Host], check: &FaultCheck, seed: u64) -> Result<(), CheckError> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let show_progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = Progress::new(check.cycles);
     for cycle in 1..=check.cycles {
         let up = rng.u64(check.up_min_ms..=check.up_max_ms);
         std::thread::sleep(Duration::from_millis(up));
-        host.crash()?;
-        host.start()?;
-        if show_progress {
-            eprint!("\rcycle {cycle}/{}", check.cycles);
-        } else if cycle % 100 == 0 {
-            eprintln!("cycle {cycle}/{}", check.cycles);
+        for host in hosts.iter_mut() {
+            host.crash()?;
+            host.start()?;
+        }
+        progress.show(cycle);
+    }
+    progress.done();
+    Ok(())
+}
+
+/// `cluster.lease.ms` of the brokers in cluster mode: short, so that a cycle that
+/// waits for a lease to lapse is short too.
+const CLUSTER_LEASE: Duration = Duration::from_millis(1_500);
+
+fn cluster_settings() -> Vec<String> {
+    vec![
+        format!("cluster.lease.ms={}", CLUSTER_LEASE.as_millis()),
+        "cluster.heartbeat.ms=250".to_owned(),
+    ]
+}
+
+/// Lets the cluster run a random while, then does one of these to a random broker,
+/// `cycles` times: kills it and starts it again at once (its new process takes its
+/// partitions back under raised epochs); kills it and starts it once its lease has
+/// lapsed (the others took its partitions); pauses it past its lease and lets it run
+/// again (it wakes up believing it leads partitions the others took); stops it with
+/// SIGTERM (it hands over cleanly) and starts it again.
+fn cluster_cycles(hosts: &mut [Host], check: &FaultCheck, seed: u64) -> Result<(), CheckError> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let progress = Progress::new(check.cycles);
+    let past_lease =
+        |rng: &mut fastrand::Rng| CLUSTER_LEASE + Duration::from_millis(rng.u64(200..=1_500));
+    for cycle in 1..=check.cycles {
+        let up = rng.u64(check.up_min_ms..=check.up_max_ms);
+        std::thread::sleep(Duration::from_millis(up));
+        let victim = rng.usize(..hosts.len());
+        let Some(host) = hosts.get_mut(victim) else {
+            continue;
+        };
+        match rng.u8(..4) {
+            0 => {
+                host.crash()?;
+                host.start()?;
+            }
+            1 => {
+                host.crash()?;
+                std::thread::sleep(past_lease(&mut rng));
+                host.start()?;
+            }
+            2 => {
+                host.pause()?;
+                std::thread::sleep(past_lease(&mut rng));
+                host.resume()?;
+            }
+            _ => {
+                host.terminate()?;
+                host.start()?;
+            }
+        }
+        progress.show(cycle);
+    }
+    progress.done();
+    Ok(())
+}
+
+/// Cycles counted on a terminal, or every hundredth in a log.
+struct Progress {
+    cycles: u32,
+    terminal: bool,
+}
+
+impl Progress {
+    fn new(cycles: u32) -> Progress {
+        Progress {
+            cycles,
+            terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         }
     }
-    if show_progress {
-        eprintln!();
+
+    fn show(&self, cycle: u32) {
+        if self.terminal {
+            eprint!("\rcycle {cycle}/{}", self.cycles);
+        } else if cycle % 100 == 0 {
+            eprintln!("cycle {cycle}/{}", self.cycles);
+        }
     }
-    Ok(())
+
+    fn done(&self) {
+        if self.terminal {
+            eprintln!();
+        }
+    }
 }
 
 fn create_topic(config: &ClientConfig, topic: &str, check: &FaultCheck) -> Result<(), CheckError> {

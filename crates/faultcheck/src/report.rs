@@ -102,6 +102,9 @@ impl Report {
                 "kill -9 of the broker process, restarted on an empty data dir over shared storage"
             }
             (Mode::Kill, _) => "kill -9 of the broker process",
+            (Mode::Cluster, _) => {
+                "faults of one broker of a cluster over shared storage (kill -9, kill -9 past its lease, SIGSTOP past its lease, SIGTERM)"
+            }
             (Mode::Machine, Some(Crash::Tear)) => "machine crash (unsynced writes torn)",
             (Mode::Machine, Some(Crash::Garble)) => "machine crash (unsynced writes garbled)",
             (Mode::Machine, _) => "machine crash (unsynced data lost)",

@@ -281,6 +281,9 @@ fn append_partition(
     let info = log.append(&slices).map_err(|e| {
         if let LogError::Producer(refused) = &e {
             tracing::info!(partition = %name, %refused, "refusing an idempotent batch");
+        } else if let LogError::NotLeader { .. } = &e {
+            // Being handed over (or fenced): the client finds the next leader.
+            tracing::debug!(partition = %name, "refusing an append: not the leader");
         } else {
             tracing::error!(partition = %name, %e, "append failed");
         }
