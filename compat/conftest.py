@@ -29,6 +29,11 @@ METADATA = os.environ.get("SPOOL_COMPAT_METADATA", "sqlite")
 # server, started by scripts/test), under a prefix of its own per data directory;
 # "local" (the default) keeps it in the data directory.
 STORAGE = os.environ.get("SPOOL_COMPAT_STORAGE", "local")
+# With s3 storage, "3" runs every broker as a cluster of that many spool processes
+# (node ids 1, 2, 3) sharing the metadata store and the bucket prefix, each with its
+# own data directory; clients bootstrap from all of them, so each finds partition
+# leaders and group coordinators on any broker.
+CLUSTER = int(os.environ.get("SPOOL_COMPAT_CLUSTER", "1")) if STORAGE == "s3" else 1
 
 
 def remembered(data_dir, name, make):
@@ -74,21 +79,27 @@ def free_port():
 
 
 class Broker:
+    """The broker of a test: one spool process, or CLUSTER of them."""
+
     def __init__(self, data_dir, settings=(), args=(), env=None):
         self.data_dir = data_dir
-        self.port = free_port()
+        self.ports = [free_port() for _ in range(CLUSTER)]
+        self.port = self.ports[0]
         self.settings = list(settings)
         self.extra_args = list(args)
         self.env = dict(os.environ, **(env or {}))
-        self.process = None
+        self.processes = []
         self.log = open(os.path.join(data_dir, "broker.log"), "ab")
 
     @property
     def address(self):
-        return f"127.0.0.1:{self.port}"
+        return ",".join(f"127.0.0.1:{port}" for port in self.ports)
 
-    def start(self):
-        args = [SPOOL_BIN, "--listen", self.address, "--data-dir", os.path.join(self.data_dir, "data")]
+    def _args(self, node, port):
+        data = os.path.join(self.data_dir, "data" if node == 1 else f"data-{node}")
+        args = [SPOOL_BIN, "--listen", f"127.0.0.1:{port}", "--data-dir", data]
+        if CLUSTER > 1:
+            args += ["--node-id", str(node)]
         url = metadata_url(self.data_dir)
         if url:
             args += ["--metadata-url", url]
@@ -97,32 +108,57 @@ class Broker:
             args += ["--storage-url", storage]
         for setting in self.settings:
             args += ["--set", setting]
-        args += self.extra_args
-        self.process = subprocess.Popen(args, stdout=self.log, stderr=self.log, env=self.env)
+        return args + self.extra_args
+
+    def start(self):
+        self.processes = [
+            subprocess.Popen(self._args(node, port), stdout=self.log, stderr=self.log, env=self.env)
+            for node, port in enumerate(self.ports, start=1)
+        ]
+        for process, port in zip(self.processes, self.ports):
+            deadline = time.time() + 20
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"spool exited with {process.returncode}")
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise RuntimeError("spool did not start listening")
+                    time.sleep(0.05)
+        if CLUSTER > 1:
+            self._wait_for_members()
+        return self
+
+    def _wait_for_members(self):
+        """Until every broker lists all of them: a topic made next is spread over
+        them all."""
+        from confluent_kafka.admin import AdminClient
         deadline = time.time() + 20
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"spool exited with {self.process.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self
-            except OSError:
+        for port in self.ports:
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+            while len(admin.list_topics(timeout=10).brokers) < CLUSTER:
+                if time.time() > deadline:
+                    raise RuntimeError("the brokers did not form one cluster")
                 time.sleep(0.05)
-        raise RuntimeError("spool did not start listening")
 
     def kill9(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
+        for process in self.processes:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
             try:
-                self.process.wait(timeout=10)
+                process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            assert self.process.returncode == 0, f"unclean shutdown: {self.process.returncode}"
+                process.kill()
+                process.wait()
+            assert process.returncode == 0, f"unclean shutdown: {process.returncode}"
 
 
 @pytest.fixture

@@ -259,6 +259,50 @@ impl ClusterView {
         }
     }
 
+    /// The first part of a clean stop: marks this broker draining and waits (while it
+    /// still serves) until it has handed every partition over, as a drain does, so
+    /// that each is unavailable only for its handover. Gives up after a handover
+    /// timeout and a lease, or at once when no other broker could take them.
+    pub(crate) async fn hand_over_everything(&self, metadata: &Arc<dyn MetadataStore>) {
+        if !self.is_member() {
+            return;
+        }
+        if let Err(error) = metadata.set_draining(self.node_id, true).await {
+            tracing::warn!(%error, "cannot drain before stopping; partitions move when it has stopped");
+            return;
+        }
+        let started = std::time::Instant::now();
+        let deadline = started + self.settings.handover_timeout + self.settings.lease;
+        loop {
+            let leads_some = self
+                .leaders
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .values()
+                .any(|leadership| leadership.leader == self.node_id);
+            let others = self
+                .live_brokers()
+                .iter()
+                .any(|broker| broker.node_id != self.node_id && !broker.draining);
+            if !leads_some || !others || std::time::Instant::now() > deadline {
+                if !leads_some && others {
+                    // Still up a moment, answering NOT_LEADER_OR_FOLLOWER and fresh
+                    // metadata: clients move to the next leaders while they can ask
+                    // this broker, rather than finding it gone (which librdkafka
+                    // recovers from only at its next periodic metadata refresh).
+                    tokio::time::sleep(DRAIN_LINGER).await;
+                }
+                tracing::info!(
+                    handed_over_all = !leads_some,
+                    millis = started.elapsed().as_millis(),
+                    "drained before stopping"
+                );
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Leaves the cluster at a clean stop: the lease ends at once, so the controller
     /// moves this broker's partitions without waiting for it to lapse.
     pub(crate) async fn leave(&self, metadata: &Arc<dyn MetadataStore>) {
@@ -299,6 +343,9 @@ pub fn coordinator_among<'a>(group_id: &str, live: &'a [BrokerRecord]) -> Option
 fn rendezvous(group_id: &str, node_id: i32) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(group_id.as_bytes()), &node_id.to_be_bytes())
 }
+
+/// How long a broker stopping cleanly stays up once it has handed everything over.
+const DRAIN_LINGER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `cluster.lease.ms` in ms.
 fn lease_ms(settings: &ClusterConfig) -> i64 {

@@ -326,10 +326,16 @@ impl Broker {
     }
 
     /// Stops accepting, lets connections finish (up to a few seconds), then syncs and
-    /// checkpoints every partition.
+    /// checkpoints every partition. A cluster member first hands its partitions over
+    /// while it still serves.
     pub async fn shutdown(self) -> Result<(), BrokerError> {
+        let started = std::time::Instant::now();
+        if let Some(view) = &self.shared.cluster {
+            view.hand_over_everything(&self.shared.metadata).await;
+        }
         let _ = self.stop.send(true);
         self.accept.await?;
+        let connections_closed = started.elapsed();
         if let Some(storage) = &self.shared.storage {
             // What was appended (and answered, with acks=1) goes to object storage.
             storage.close().await;
@@ -339,6 +345,11 @@ impl Broker {
         }
         let shared = self.shared.clone();
         tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;
+        tracing::info!(
+            connections_closed_ms = connections_closed.as_millis(),
+            stopped_ms = started.elapsed().as_millis(),
+            "stopped"
+        );
         Ok(())
     }
 }

@@ -176,6 +176,11 @@ impl SharedStorage {
         self.uploader.drain().await;
     }
 
+    /// Uploads what waits now, not when `storage.flush.ms` is up.
+    pub(crate) fn flush_now(&self) {
+        self.uploader.flush_now();
+    }
+
     /// The counts of the write and read paths.
     pub(crate) fn stats(&self) -> StorageStats {
         self.counts.snapshot()

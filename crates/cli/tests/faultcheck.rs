@@ -129,3 +129,62 @@ fn impossible_settings_are_usage_errors() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--storage-url"), "{stderr}");
 }
+
+/// `spool bench failover`, one trial of each kind over moto's S3 server: every kind
+/// reports an outage, nothing is given up on, and no partition data is read back.
+#[test]
+fn bench_failover_measures_each_kind_of_trial() {
+    let Ok(bucket) = std::env::var("SPOOL_TEST_S3_URL") else {
+        eprintln!("SPOOL_TEST_S3_URL not set: skipped");
+        return;
+    };
+    let url = format!(
+        "{}/failover-{}",
+        bucket.trim_end_matches('/'),
+        std::process::id()
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args([
+            "bench",
+            "failover",
+            "--storage-url",
+            &url,
+            "--trials",
+            "1",
+            "--partitions",
+            "3",
+            "--set",
+            "cluster.lease.ms=1000",
+            "--set",
+            "cluster.heartbeat.ms=100",
+            "--format",
+            "json",
+        ])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let kinds: Vec<&str> = report["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["kill", "term", "drain", "join"], "{report}");
+    for kind in report["kinds"].as_array().unwrap() {
+        assert_eq!(kind["trials"], 1, "{report}");
+        let outage = kind["outage_ms"]["max"].as_u64().unwrap();
+        assert!(outage > 0 && outage < 30_000, "{report}");
+    }
+    assert!(report["kinds"][3]["settled_ms"]["max"].as_u64().is_some());
+    assert_eq!(report["delivery_failures"], 0, "{report}");
+    assert!(report["acknowledged"].as_u64().unwrap() > 100, "{report}");
+    assert!(report["objects"]["puts"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(
+        report["objects"]["gets"], 0,
+        "no partition data read back: {report}"
+    );
+}

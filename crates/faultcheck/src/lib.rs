@@ -12,6 +12,7 @@
 
 pub mod checker;
 mod drain;
+pub mod failover;
 mod fence;
 pub mod history;
 mod host;
@@ -112,9 +113,9 @@ pub struct FaultCheck {
     /// file next to the data directory, which every life keeps].
     #[arg(long)]
     pub metadata_url: Option<String>,
-    /// Brokers in cluster mode.
+    /// Brokers in cluster mode (node ids 1 to N).
     #[arg(long, default_value_t = 3)]
-    pub brokers: i32,
+    pub nodes: i32,
 }
 
 /// Why a run could not be carried out (violations are not errors: see [`Report`]).
@@ -169,8 +170,8 @@ impl FaultCheck {
         if self.storage_url.is_some() && self.mode == Mode::Machine {
             return invalid("--storage-url works with --mode kill or cluster");
         }
-        if self.mode == Mode::Cluster && (self.storage_url.is_none() || self.brokers < 2) {
-            return invalid("--mode cluster needs --storage-url and at least 2 --brokers");
+        if self.mode == Mode::Cluster && (self.storage_url.is_none() || self.nodes < 2) {
+            return invalid("--mode cluster needs --storage-url and at least 2 --nodes");
         }
         if self.metadata_url.is_some() && self.storage_url.is_none() {
             return invalid("--metadata-url goes with --storage-url");
@@ -200,7 +201,7 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("metadata.db").display()));
     let mut hosts = Vec::new();
     let nodes = if check.mode == Mode::Cluster {
-        check.brokers
+        check.nodes
     } else {
         1
     };
@@ -389,7 +390,7 @@ impl Progress {
     fn show(&self, cycle: u32) {
         if self.terminal {
             eprint!("\rcycle {cycle}/{}", self.cycles);
-        } else if cycle % 100 == 0 {
+        } else if cycle.is_multiple_of(100) {
             eprintln!("cycle {cycle}/{}", self.cycles);
         }
     }

@@ -35,6 +35,9 @@ pub enum BenchError {
     Stalled(String),
     #[error("{0}")]
     Invalid(String),
+    /// A benchmark outside this crate (`spool bench failover`) failed.
+    #[error("{0}")]
+    Failed(String),
     #[error("cannot {what}: {error}")]
     Io {
         what: &'static str,

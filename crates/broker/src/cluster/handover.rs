@@ -1,7 +1,8 @@
 //! Handing a partition over while its leader is alive (a drain, the controller's
 //! balancing, `spool cluster move`): the controller (or an operator) only *asks*, by
 //! naming the partition's next leader in the store; the leader itself then refuses
-//! new appends, waits until everything it appended is committed to object storage,
+//! new appends, uploads what it buffered at once, waits until all it appended is
+//! committed to object storage,
 //! and moves the leadership in one fenced update. The next leader therefore opens a
 //! catalogue that holds everything this one acknowledged, `acks=1` included, and
 //! producers see only retriable errors (`NOT_LEADER_OR_FOLLOWER`) on the way.
@@ -49,6 +50,9 @@ async fn hand_over(shared: Arc<Shared>, view: Arc<ClusterView>, asked: Leadershi
     let tail = open_tail(&shared, asked.key, asked.leader_epoch);
     if let Some(tail) = &tail {
         tail.seal();
+        if let Some(storage) = &shared.storage {
+            storage.flush_now();
+        }
     }
     let deadline = started + view.settings.handover_timeout;
     let settled = loop {

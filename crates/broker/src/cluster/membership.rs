@@ -13,7 +13,7 @@ use crate::server::Shared;
 
 /// How often the assignments version is read: a partition that moved is served by its
 /// new leader (and refused by the old) within about this.
-const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Runs the heartbeat and the follower until `stopped`.
 pub(crate) async fn run(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {

@@ -40,6 +40,9 @@ pub(super) struct Uploader {
     tail_bytes: u64,
     /// `storage.orphan.age.ms`: an object is committed within half of it, or never.
     orphan_age: Duration,
+    /// A flush is wanted now, not `flush_after` from the oldest append (a partition
+    /// is being handed over and waits for its last commit).
+    urgent: std::sync::atomic::AtomicBool,
     /// Objects made, and objects whose commit (or failure) is done.
     started: AtomicU64,
     finished: watch::Sender<u64>,
@@ -86,6 +89,7 @@ impl Uploader {
             flush_bytes: settings.flush_bytes,
             tail_bytes: settings.tail_bytes,
             orphan_age: settings.orphan_age,
+            urgent: std::sync::atomic::AtomicBool::new(false),
             started: AtomicU64::new(0),
             finished: watch::Sender::new(0),
         });
@@ -114,6 +118,12 @@ impl Uploader {
         if first || full {
             self.wake.notify_one();
         }
+    }
+
+    /// Flushes what waits now rather than when it is due.
+    pub(super) fn flush_now(&self) {
+        self.urgent.store(true, Ordering::Release);
+        self.wake.notify_one();
     }
 
     /// Waits until every object made so far is committed or failed.
@@ -182,7 +192,8 @@ impl FlushLoop {
                 continue;
             };
             let due = since + self.uploader.flush_after;
-            if bytes >= self.uploader.flush_bytes || Instant::now() >= due {
+            let urgent = self.uploader.urgent.swap(false, Ordering::AcqRel);
+            if urgent || bytes >= self.uploader.flush_bytes || Instant::now() >= due {
                 return false;
             }
             tokio::select! {

@@ -17,6 +17,10 @@ pub(crate) enum BenchCommand {
     Consume(Workload),
     /// Producers and consumers together: end-to-end latency at a rate.
     E2e(Workload),
+    /// Failover in a cluster over shared storage: how long partitions are unavailable
+    /// when their leader is killed, stopped (SIGTERM) or drained, and when a broker
+    /// joins. Starts its own brokers (`spool serve` processes).
+    Failover(spool_faultcheck::failover::Failover),
     /// The machine's limits: disk writes with and without fsync, fsync latency,
     /// loopback TCP.
     Limits {
@@ -46,6 +50,16 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
                 }
                 BenchCommand::E2e(workload) => {
                     report(spool_loadgen::end_to_end(&brokers, &workload)?)
+                }
+                BenchCommand::Failover(failover) => {
+                    let report =
+                        spool_faultcheck::failover::run(&failover).map_err(|e| match e {
+                            spool_faultcheck::CheckError::Invalid(message) => {
+                                BenchError::Invalid(message)
+                            }
+                            other => BenchError::Failed(other.to_string()),
+                        })?;
+                    Ok((report.to_text(), serde_json::json!(report)))
                 }
                 BenchCommand::Limits { dir, bytes, chunk } => {
                     let limits = limits::measure(&dir, bytes, chunk)?;
