@@ -74,7 +74,7 @@ pub struct ClusterConfig {
 impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
-            lease: Duration::from_millis(3_000),
+            lease: Duration::from_millis(2_000),
             heartbeat: Duration::from_millis(500),
             handover_timeout: Duration::from_millis(3_000),
         }
