@@ -55,6 +55,9 @@ pub(crate) struct SharedStorage {
     pub(crate) counts: Arc<StorageCounts>,
     /// Held while a tail is opened, so that two requests open a partition once.
     opening: Mutex<()>,
+    /// Partitions being handed to another broker: no tail opens for them (see
+    /// [`SharedStorage::begin_handover`]).
+    handing_over: Mutex<std::collections::HashSet<TopicPartition>>,
     /// Each open tail's catalogue marks.
     marks: RwLock<HashMap<TopicPartition, Arc<TailMarks>>>,
     runtime: tokio::runtime::Handle,
@@ -154,6 +157,7 @@ impl SharedStorage {
             uploader,
             counts,
             opening: Mutex::new(()),
+            handing_over: Mutex::new(std::collections::HashSet::new()),
             marks: RwLock::new(HashMap::new()),
             runtime: tokio::runtime::Handle::current(),
             closing,
@@ -174,11 +178,6 @@ impl SharedStorage {
             let _ = flush_loop.await;
         }
         self.uploader.drain().await;
-    }
-
-    /// Uploads what waits now, not when `storage.flush.ms` is up.
-    pub(crate) fn flush_now(&self) {
-        self.uploader.flush_now();
     }
 
     /// The counts of the write and read paths.
@@ -220,6 +219,9 @@ impl SharedStorage {
         if let Some((log, marks)) = self.open_already(logs, log_key, leader_epoch)? {
             return Ok((log, shared(marks)));
         }
+        if self.is_handing_over(log_key) {
+            return Err(PartitionError::NotLeader);
+        }
         let catalogue = self.catalogue.clone();
         let state = self
             .wait_for(async move { catalogue.partition_state(key).await })??
@@ -257,6 +259,52 @@ impl SharedStorage {
             .insert(log_key.clone(), marks.clone());
         tracing::debug!(partition = %log_key, high_watermark = state.high_watermark, "opened a tail");
         Ok((log, shared(marks)))
+    }
+
+    /// Begins handing the partition over: from now on no tail opens for it, and the
+    /// tail already open under `leader_epoch`, if any, is sealed (it refuses appends
+    /// and uploads what it holds at once) and returned. Under the opening lock, so that
+    /// a tail being opened concurrently is either found and sealed here or not opened.
+    /// Blocking (briefly: locks only).
+    pub(crate) fn begin_handover(
+        &self,
+        logs: &LogManager,
+        log_key: &TopicPartition,
+        leader_epoch: i32,
+    ) -> Option<Arc<PartitionLog>> {
+        let _opening = self
+            .opening
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.handing_over
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(log_key.clone());
+        self.marks_of(log_key)?;
+        let tail = logs
+            .partition(log_key)
+            .ok()
+            .flatten()
+            .filter(|log| log.is_tail() && log.leader_epoch() == leader_epoch)?;
+        tail.seal();
+        self.uploader.flush_now();
+        Some(tail)
+    }
+
+    /// The handover of the partition is over (done or abandoned): a tail may open
+    /// for it again (the catalogue refuses one under an epoch that moved on).
+    pub(crate) fn end_handover(&self, log_key: &TopicPartition) {
+        self.handing_over
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(log_key);
+    }
+
+    fn is_handing_over(&self, log_key: &TopicPartition) -> bool {
+        self.handing_over
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(log_key)
     }
 
     /// The catalogue marks of the partition's open tail, if it has one.

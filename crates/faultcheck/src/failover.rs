@@ -544,6 +544,12 @@ fn trials(
                         .filter(|(_, l)| **l == joiner)
                         .map(|(p, _)| p)
                         .collect();
+                    if moved.is_empty() {
+                        return Err(CheckError::Invalid(format!(
+                            "a join moves nothing with {} partitions over {} brokers: use more partitions",
+                            bench.partitions, bench.nodes
+                        )));
+                    }
                     (moved, -1)
                 }
             };

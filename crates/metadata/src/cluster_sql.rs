@@ -92,13 +92,16 @@ pub(crate) const REQUEST_MOVE: &str = "UPDATE partitions SET handover_to = $3 \
      RETURNING topic_id, partition, leader, leader_epoch, handover_to, leader_since_ms";
 
 /// The leader `$3` (incarnation `$5`, still registered) of partition (`$1`, `$2`) at
-/// epoch `$4` hands it to the node it was asked to, under a raised epoch, at `$6`.
+/// epoch `$4` hands it to the node it was asked to (registered, not draining), under a
+/// raised epoch, at `$6`.
 pub(crate) const COMPLETE_HANDOVER: &str = "UPDATE partitions \
      SET leader = handover_to, leader_epoch = leader_epoch + 1, handover_to = -1, \
      leader_since_ms = $6 \
      WHERE topic_id = $1 AND partition = $2 AND leader = $3 AND leader_epoch = $4 \
      AND handover_to >= 0 AND EXISTS (SELECT 1 FROM brokers b \
        WHERE b.node_id = $3 AND b.incarnation = $5) \
+     AND EXISTS (SELECT 1 FROM brokers t \
+       WHERE t.node_id = partitions.handover_to AND NOT t.draining) \
      RETURNING topic_id, partition, leader, leader_epoch, handover_to, leader_since_ms";
 
 #[derive(sqlx::FromRow)]

@@ -315,6 +315,12 @@ async fn a_live_leader_hands_over_only_what_it_was_asked_and_only_once() {
             complete(1, Uuid::new_v4(), 0).await.is_none(),
             "{label}: another process of the node"
         );
+        store.set_draining(2, true).await.unwrap();
+        assert!(
+            complete(1, a.incarnation, 0).await.is_none(),
+            "{label}: not to a draining broker"
+        );
+        store.set_draining(2, false).await.unwrap();
         assert_eq!(store.assignments_version().await.unwrap(), version);
         let handed = complete(1, a.incarnation, 0).await.unwrap();
         assert_eq!(

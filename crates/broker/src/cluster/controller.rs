@@ -25,6 +25,7 @@ use crate::server::Shared;
 pub(crate) struct Asked {
     from: i32,
     to: i32,
+    leader_epoch: i32,
     since: Instant,
 }
 
@@ -45,6 +46,11 @@ pub(crate) async fn tick(shared: &Arc<Shared>, view: &ClusterView) -> Result<boo
         view.note_controller(lease.node_id);
     }
     let Some(lease) = lease.filter(|lease| lease.incarnation == Some(view.incarnation)) else {
+        // Not the controller: what it saw as one is stale by the time it is again.
+        view.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         return Ok(false);
     };
     let now = spool_model::Timestamp::now().0;
@@ -66,7 +72,7 @@ pub(crate) async fn tick(shared: &Arc<Shared>, view: &ClusterView) -> Result<boo
         .iter()
         .map(|leadership| (leadership.key, leadership.handover_to))
         .collect();
-    let overdue = overdue_handovers(view, &leaderships, &live);
+    let overdue = overdue_handovers(view, &leaderships, &live, &eligible);
     let mut moves = Vec::new();
     let mut handovers = Vec::new();
     for planned in plan(&leaderships, &eligible) {
@@ -101,12 +107,13 @@ pub(crate) async fn tick(shared: &Arc<Shared>, view: &ClusterView) -> Result<boo
     Ok(changed)
 }
 
-/// The handovers asked of live leaders (to live brokers) more than
+/// The handovers asked of live leaders (to brokers that can take them) more than
 /// `cluster.handover.timeout.ms` ago, as this controller has seen them, as moves.
 fn overdue_handovers(
     view: &ClusterView,
     leaderships: &[Leadership],
     live: &HashSet<i32>,
+    eligible: &[i32],
 ) -> Vec<PartitionMove> {
     let mut asked = view
         .asked
@@ -117,12 +124,13 @@ fn overdue_handovers(
     let mut overdue = Vec::new();
     for leadership in leaderships {
         let (from, to) = (leadership.leader, leadership.handover_to);
-        if to < 0 || to == from || !live.contains(&from) || !live.contains(&to) {
+        if to < 0 || to == from || !live.contains(&from) || !eligible.contains(&to) {
             continue;
         }
+        let epoch = leadership.leader_epoch;
         let seen = asked
             .get(&leadership.key)
-            .filter(|seen| (seen.from, seen.to) == (from, to))
+            .filter(|seen| (seen.from, seen.to, seen.leader_epoch) == (from, to, epoch))
             .map_or(now, |seen| seen.since);
         if now.duration_since(seen) >= view.settings.handover_timeout {
             tracing::warn!(
@@ -143,6 +151,7 @@ fn overdue_handovers(
                 Asked {
                     from,
                     to,
+                    leader_epoch: epoch,
                     since: seen,
                 },
             );

@@ -13,8 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spool_log::PartitionLog;
-use spool_metadata::{Leadership, PartitionKey};
+use spool_metadata::Leadership;
 use spool_model::TopicPartition;
 
 use super::ClusterView;
@@ -30,10 +29,15 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
     if !view.is_member() {
         return;
     }
-    let live: Vec<i32> = view.live_brokers().iter().map(|b| b.node_id).collect();
+    let takers: Vec<i32> = view
+        .live_brokers()
+        .iter()
+        .filter(|b| !b.draining)
+        .map(|b| b.node_id)
+        .collect();
     for asked in view.handovers_asked_of_me() {
-        if !live.contains(&asked.handover_to) {
-            // The next leader is gone: the controller picks another.
+        if !takers.contains(&asked.handover_to) {
+            // The next leader is gone or draining: the controller picks another.
             continue;
         }
         if !view.begin_handover(asked.key) {
@@ -47,13 +51,11 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
 /// hands the partition over; takes appends again if that fails.
 async fn hand_over(shared: Arc<Shared>, view: Arc<ClusterView>, asked: Leadership) {
     let started = Instant::now();
-    let tail = open_tail(&shared, asked.key, asked.leader_epoch);
-    if let Some(tail) = &tail {
-        tail.seal();
-        if let Some(storage) = &shared.storage {
-            storage.flush_now();
-        }
-    }
+    let log_key = TopicPartition::new(log_topic(asked.key.topic_id), asked.key.partition);
+    let tail = shared
+        .storage
+        .as_ref()
+        .and_then(|storage| storage.begin_handover(&shared.logs, &log_key, asked.leader_epoch));
     let deadline = started + view.settings.handover_timeout;
     let settled = loop {
         if tail.as_ref().is_none_or(|tail| tail.is_settled()) {
@@ -103,20 +105,21 @@ async fn hand_over(shared: Arc<Shared>, view: Arc<ClusterView>, asked: Leadershi
             tracing::warn!(%error, "a handover failed; the controller moves the partition");
         }
     }
-    if !matches!(handed, Ok(Some(_)))
-        && let Some(tail) = &tail
-    {
+    // Appends again only if the partition is surely still this broker's at the same
+    // epoch: a handover whose answer was lost may have happened.
+    let still_mine = match &handed {
+        Ok(Some(_)) => false,
+        Ok(None) => true,
+        Err(_) => {
+            view.reload_leaders(&shared.metadata).await.is_ok()
+                && view.led_epoch(asked.key) == Some(asked.leader_epoch)
+        }
+    };
+    if still_mine && let Some(tail) = &tail {
         tail.unseal();
     }
+    if let Some(storage) = &shared.storage {
+        storage.end_handover(&log_key);
+    }
     view.end_handover(asked.key);
-}
-
-/// The partition's tail if this broker opened one under `leader_epoch` (none: nothing
-/// of it waits for a commit here).
-fn open_tail(shared: &Shared, key: PartitionKey, leader_epoch: i32) -> Option<Arc<PartitionLog>> {
-    let storage = shared.storage.as_ref()?;
-    let log_key = TopicPartition::new(log_topic(key.topic_id), key.partition);
-    storage.marks_of(&log_key)?;
-    let log = shared.logs.partition(&log_key).ok().flatten()?;
-    (log.is_tail() && log.leader_epoch() == leader_epoch).then_some(log)
 }
