@@ -19,7 +19,7 @@ pub(crate) mod controller;
 mod handover;
 mod membership;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -57,8 +57,6 @@ pub(crate) struct ClusterView {
     /// lease ago, the others may have moved its partitions and groups, so it serves
     /// none of them until it renews again.
     renewed_ms: std::sync::atomic::AtomicI64,
-    /// The partitions this broker is handing over now.
-    handing_over: std::sync::Mutex<HashSet<PartitionKey>>,
     /// As controller: the handovers asked of live leaders, with when this controller
     /// first saw each asked (see [`controller`]).
     asked: std::sync::Mutex<HashMap<PartitionKey, controller::Asked>>,
@@ -107,7 +105,6 @@ impl ClusterView {
             controller_round: tokio::sync::Mutex::new(()),
             reloading: tokio::sync::Mutex::new(()),
             renewed_ms: std::sync::atomic::AtomicI64::new(spool_model::Timestamp::now().0),
-            handing_over: std::sync::Mutex::new(HashSet::new()),
             asked: std::sync::Mutex::new(HashMap::new()),
         }
     }
@@ -121,21 +118,6 @@ impl ClusterView {
             .filter(|l| l.leader == self.node_id && l.handover_to >= 0 && l.handover_to != l.leader)
             .copied()
             .collect()
-    }
-
-    /// Notes a handover begun; `false` if one of the partition is under way.
-    fn begin_handover(&self, key: PartitionKey) -> bool {
-        self.handing_over
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key)
-    }
-
-    fn end_handover(&self, key: PartitionKey) {
-        self.handing_over
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&key);
     }
 
     /// The partition's leader and epoch, if it has a leader.

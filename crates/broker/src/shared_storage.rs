@@ -77,6 +77,13 @@ pub(crate) struct TailMarks {
     pub(crate) cleaned: AtomicI64,
 }
 
+/// A partition being handed to another broker (see [`SharedStorage::begin_handover`]).
+#[derive(Debug)]
+pub(crate) struct Handover {
+    /// Its tail, sealed, if one was open here.
+    pub(crate) tail: Option<Arc<PartitionLog>>,
+}
+
 /// A tail already open and its marks.
 type OpenTail = (Arc<PartitionLog>, Arc<TailMarks>);
 
@@ -261,34 +268,41 @@ impl SharedStorage {
         Ok((log, shared(marks)))
     }
 
-    /// Begins handing the partition over: from now on no tail opens for it, and the
-    /// tail already open under `leader_epoch`, if any, is sealed (it refuses appends
-    /// and uploads what it holds at once) and returned. Under the opening lock, so that
-    /// a tail being opened concurrently is either found and sealed here or not opened.
-    /// Blocking (briefly: locks only).
+    /// Begins handing the partition over, unless that is under way already (`None`):
+    /// from now on no tail opens for it, and the tail already open under
+    /// `leader_epoch`, if any, is sealed (it refuses appends and uploads what it holds
+    /// at once) and returned. Under the opening lock, so that a tail being opened
+    /// concurrently is either found and sealed here or not opened. Blocking (briefly:
+    /// locks only).
     pub(crate) fn begin_handover(
         &self,
         logs: &LogManager,
         log_key: &TopicPartition,
         leader_epoch: i32,
-    ) -> Option<Arc<PartitionLog>> {
+    ) -> Option<Handover> {
         let _opening = self
             .opening
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.handing_over
+        let begun = self
+            .handing_over
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(log_key.clone());
-        self.marks_of(log_key)?;
-        let tail = logs
-            .partition(log_key)
-            .ok()
-            .flatten()
-            .filter(|log| log.is_tail() && log.leader_epoch() == leader_epoch)?;
-        tail.seal();
-        self.uploader.flush_now();
-        Some(tail)
+        if !begun {
+            return None;
+        }
+        let tail = self.marks_of(log_key).and_then(|_| {
+            logs.partition(log_key)
+                .ok()
+                .flatten()
+                .filter(|log| log.is_tail() && log.leader_epoch() == leader_epoch)
+        });
+        if let Some(tail) = &tail {
+            tail.seal();
+            self.uploader.flush_now();
+        }
+        Some(Handover { tail })
     }
 
     /// The handover of the partition is over (done or abandoned): a tail may open

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
 use rdkafka::client::ClientContext;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use spool_loadgen::workload::parse_property;
@@ -405,14 +404,9 @@ pub fn run(bench: &Failover) -> Result<FailoverReport, CheckError> {
         ));
     }
     let started = Instant::now();
-    let dir = bench.data_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("spool-failover-{}", uuid::Uuid::new_v4().simple()))
-    });
+    let dir = crate::scratch_dir(bench.data_dir.as_ref(), "failover");
     std::fs::create_dir_all(&dir).map_err(CheckError::io("create", &dir))?;
-    let binary = match &bench.spool_bin {
-        Some(binary) => binary.clone(),
-        None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool")))?,
-    };
+    let binary = crate::spool_binary(bench.spool_bin.as_ref())?;
     let metadata_url = bench
         .metadata_url
         .clone()
@@ -455,7 +449,7 @@ pub fn run(bench: &Failover) -> Result<FailoverReport, CheckError> {
         .set("reconnect.backoff.ms", "20")
         .set("reconnect.backoff.max.ms", "200")
         .set("log_level", "0");
-    create_topic(&config, bench.partitions)?;
+    crate::create_topic(&config, TOPIC, bench.partitions, &[])?;
     cluster.topic_id = topic_id(&cluster)?;
 
     let acks = Arc::new(Acks::default());
@@ -613,24 +607,6 @@ fn topic_id(cluster: &Bench) -> Result<uuid::Uuid, CheckError> {
         .ok_or_else(|| CheckError::Broker(format!("topic {TOPIC} is not in the store")))
 }
 
-fn create_topic(config: &ClientConfig, partitions: i32) -> Result<(), CheckError> {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    let admin: AdminClient<rdkafka::client::DefaultClientContext> = config
-        .create()
-        .map_err(CheckError::kafka("create an admin client"))?;
-    let new = NewTopic::new(TOPIC, partitions, TopicReplication::Fixed(1));
-    let results = futures_executor::block_on(admin.create_topics(&[new], &AdminOptions::new()))
-        .map_err(CheckError::kafka("create the topic"))?;
-    for result in results {
-        if let Err((topic, code)) = result {
-            return Err(CheckError::Broker(format!(
-                "the broker refused to create topic {topic}: {code:?}"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// Sends to every partition every [`SEND_EVERY`] until `stop`.
 fn produce(
     config: &ClientConfig,
@@ -650,21 +626,11 @@ fn produce(
     while !stop.load(Ordering::SeqCst) {
         let round = Instant::now();
         for partition in 0..partitions {
-            let mut record = BaseRecord::<(), [u8]>::to(TOPIC)
+            let record = BaseRecord::<(), [u8]>::to(TOPIC)
                 .partition(partition)
                 .payload(&payload[..]);
-            loop {
-                match producer.send(record) {
-                    Ok(()) => break,
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                        record = back;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    Err(_) => {
-                        acks.failed.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                }
+            if crate::producer::send_waiting(&producer, record).is_err() {
+                acks.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
         std::thread::sleep(SEND_EVERY.saturating_sub(round.elapsed()));

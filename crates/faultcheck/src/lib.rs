@@ -184,16 +184,8 @@ impl FaultCheck {
 pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
     check.validate()?;
     let seed = check.seed.unwrap_or_else(|| fastrand::u64(..));
-    let data_dir = check.data_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!(
-            "spool-faultcheck-{}",
-            uuid::Uuid::new_v4().simple()
-        ))
-    });
-    let binary = match &check.spool_bin {
-        Some(binary) => binary.clone(),
-        None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool")))?,
-    };
+    let data_dir = scratch_dir(check.data_dir.as_ref(), "faultcheck");
+    let binary = spool_binary(check.spool_bin.as_ref())?;
     let started = Instant::now();
     let metadata_url = check
         .metadata_url
@@ -236,7 +228,7 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         .set("reconnect.backoff.max.ms", "200")
         .set("log_level", "0");
     let topic = "faultcheck";
-    create_topic(&config, topic, check)?;
+    create_topic(&config, topic, check.partitions, &check.topic_config)?;
 
     let history = Arc::new(History::new(usize::try_from(check.producers).unwrap_or(1)));
     let stop = AtomicBool::new(false);
@@ -402,12 +394,34 @@ impl Progress {
     }
 }
 
-fn create_topic(config: &ClientConfig, topic: &str, check: &FaultCheck) -> Result<(), CheckError> {
+/// The directory a run works in: the one given, or a new one under the temporary
+/// directory named for `what`.
+fn scratch_dir(given: Option<&PathBuf>, what: &str) -> PathBuf {
+    given.cloned().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("spool-{what}-{}", uuid::Uuid::new_v4().simple()))
+    })
+}
+
+/// The `spool` binary to run brokers with: the one given, or this one.
+fn spool_binary(given: Option<&PathBuf>) -> Result<PathBuf, CheckError> {
+    match given {
+        Some(binary) => Ok(binary.clone()),
+        None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool"))),
+    }
+}
+
+/// Creates `topic` with `partitions` and the topic configs given.
+fn create_topic(
+    config: &ClientConfig,
+    topic: &str,
+    partitions: i32,
+    topic_config: &[(String, String)],
+) -> Result<(), CheckError> {
     let admin: AdminClient<DefaultClientContext> = config
         .create()
         .map_err(CheckError::kafka("create an admin client"))?;
-    let mut new = NewTopic::new(topic, check.partitions, TopicReplication::Fixed(1));
-    for (key, value) in &check.topic_config {
+    let mut new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (key, value) in topic_config {
         new = new.set(key, value);
     }
     let results = futures_executor::block_on(admin.create_topics(&[new], &AdminOptions::new()))

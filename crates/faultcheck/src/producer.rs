@@ -103,24 +103,14 @@ pub(crate) fn run(
         let payload = value.encode();
         let partition =
             i32::try_from(seq % u64::try_from(plan.partitions.max(1)).unwrap_or(1)).unwrap_or(0);
-        let mut record = BaseRecord::<(), String>::to(&plan.topic)
+        let record = BaseRecord::<(), String>::to(&plan.topic)
             .partition(partition)
             .payload(&payload);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err((error, _)) => {
-                    history
-                        .events()
-                        .failed
-                        .push((value, format!("not sent: {error}")));
-                    break;
-                }
-            }
+        if let Err(error) = send_waiting(&producer, record) {
+            history
+                .events()
+                .failed
+                .push((value, format!("not sent: {error}")));
         }
         seq += 1;
     }
@@ -128,4 +118,27 @@ pub(crate) fn run(
     producer
         .flush(FLUSH_TIMEOUT)
         .map_err(CheckError::kafka("flush the producer"))
+}
+
+/// Queues `record`, waiting while the producer's queue is full; the error if it
+/// cannot be queued at all.
+pub(crate) fn send_waiting<C, K, P>(
+    producer: &ThreadedProducer<C>,
+    mut record: BaseRecord<'_, K, P, C::DeliveryOpaque>,
+) -> Result<(), KafkaError>
+where
+    C: ProducerContext + 'static,
+    K: rdkafka::message::ToBytes + ?Sized,
+    P: rdkafka::message::ToBytes + ?Sized,
+{
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err((error, _)) => return Err(error),
+        }
+    }
 }

@@ -297,15 +297,12 @@ macro_rules! impl_cluster {
                 controller_epoch: i64,
                 moves: &[$crate::PartitionMove],
             ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
-                let mut tx = self.pool.begin().await?;
-                let moved = $crate::cluster_sql::apply_moves!(
-                    &mut tx,
+                Ok($crate::cluster_sql::apply_moves!(
+                    self.pool,
                     controller_epoch,
                     moves,
                     $crate::cluster_sql::move_partitions
-                );
-                tx.commit().await?;
-                Ok(moved)
+                ))
             }
 
             async fn request_handovers(
@@ -313,15 +310,12 @@ macro_rules! impl_cluster {
                 controller_epoch: i64,
                 moves: &[$crate::PartitionMove],
             ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
-                let mut tx = self.pool.begin().await?;
-                let asked = $crate::cluster_sql::apply_moves!(
-                    &mut tx,
+                Ok($crate::cluster_sql::apply_moves!(
+                    self.pool,
                     controller_epoch,
                     moves,
                     $crate::cluster_sql::request_handovers
-                );
-                tx.commit().await?;
-                Ok(asked)
+                ))
             }
 
             async fn request_move(
@@ -329,19 +323,13 @@ macro_rules! impl_cluster {
                 key: $crate::PartitionKey,
                 to: i32,
             ) -> $crate::Result<Option<$crate::Leadership>> {
-                use $crate::cluster_sql as sql;
-                let mut tx = self.pool.begin().await?;
-                sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
-                    .execute(&mut *tx)
-                    .await?;
-                let row: Option<sql::LeadershipRow> = sqlx::query_as(sql::REQUEST_MOVE)
-                    .bind(key.topic_id)
-                    .bind(key.partition)
-                    .bind(to)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                Ok(row.map(sql::leadership))
+                Ok($crate::cluster_sql::change_leadership!(
+                    self.pool,
+                    $crate::cluster_sql::REQUEST_MOVE,
+                    key.topic_id,
+                    key.partition,
+                    to
+                ))
             }
 
             async fn complete_handover(
@@ -351,24 +339,16 @@ macro_rules! impl_cluster {
                 key: $crate::PartitionKey,
                 leader_epoch: i32,
             ) -> $crate::Result<Option<$crate::Leadership>> {
-                use $crate::cluster_sql as sql;
-                let mut tx = self.pool.begin().await?;
-                sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
-                    .execute(&mut *tx)
-                    .await?;
-                let row: Option<sql::LeadershipRow> = sqlx::query_as(sql::COMPLETE_HANDOVER)
-                    .bind(key.topic_id)
-                    .bind(key.partition)
-                    .bind(node_id)
-                    .bind(leader_epoch)
-                    .bind(incarnation)
-                    .bind($crate::sql::now_ms())
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if row.is_some() {
-                    tx.commit().await?;
-                }
-                Ok(row.map(sql::leadership))
+                Ok($crate::cluster_sql::change_leadership!(
+                    self.pool,
+                    $crate::cluster_sql::COMPLETE_HANDOVER,
+                    key.topic_id,
+                    key.partition,
+                    node_id,
+                    leader_epoch,
+                    incarnation,
+                    $crate::sql::now_ms()
+                ))
             }
         }
     };
@@ -377,16 +357,17 @@ macro_rules! impl_cluster {
 pub(crate) use impl_cluster;
 
 /// Runs the controller's `moves` through `statement` (one of [`move_partitions`] and
-/// [`request_handovers`]) in the open transaction `$tx`, fenced by the controller
+/// [`request_handovers`]) in one transaction on `$pool`, fenced by the controller
 /// epoch: `None` once another controller took over, else the partitions changed.
 macro_rules! apply_moves {
-    ($tx:expr, $controller_epoch:expr, $moves:expr, $statement:path) => {{
+    ($pool:expr, $controller_epoch:expr, $moves:expr, $statement:path) => {{
         use $crate::cluster_sql as sql;
+        let mut tx = $pool.begin().await?;
         let fenced = sqlx::query(sql::FENCE_CONTROLLER)
             .bind($controller_epoch)
-            .execute(&mut **$tx)
+            .execute(&mut *tx)
             .await?;
-        if fenced.rows_affected() == 0 {
+        let applied = if fenced.rows_affected() == 0 {
             None
         } else {
             let now = $crate::sql::now_ms();
@@ -404,15 +385,41 @@ macro_rules! apply_moves {
                 }
                 changed.extend(
                     query
-                        .fetch_all(&mut **$tx)
+                        .fetch_all(&mut *tx)
                         .await?
                         .into_iter()
                         .map(sql::leadership),
                 );
             }
             Some(changed)
-        }
+        };
+        tx.commit().await?;
+        applied
     }};
 }
 
 pub(crate) use apply_moves;
+
+/// Runs `statement` (an update of one partition's leadership returning its row) with
+/// `binds` on `$pool`, raising the assignments version with it (the catalog row
+/// first, the lock order of every leadership change); commits only if a partition
+/// changed, and returns it.
+macro_rules! change_leadership {
+    ($pool:expr, $statement:expr, $($bind:expr),+ $(,)?) => {{
+        use $crate::cluster_sql as sql;
+        let mut tx = $pool.begin().await?;
+        sqlx::query(sql::BUMP_ASSIGNMENTS_VERSION)
+            .execute(&mut *tx)
+            .await?;
+        let row: Option<sql::LeadershipRow> = sqlx::query_as($statement)
+            $(.bind($bind))+
+            .fetch_optional(&mut *tx)
+            .await?;
+        if row.is_some() {
+            tx.commit().await?;
+        }
+        row.map(sql::leadership)
+    }};
+}
+
+pub(crate) use change_leadership;

@@ -39,6 +39,21 @@ fn lease(node_id: i32) -> BrokerLease {
 
 const LEASE_MS: i64 = 60_000;
 
+/// Brokers 1 and 2 registered, and partition 0 of a new topic of `partitions`.
+async fn two_brokers_and_a_partition(
+    store: &dyn MetadataStore,
+    partitions: i32,
+) -> (PartitionKey, BrokerLease, BrokerLease) {
+    let key = PartitionKey {
+        topic_id: topic(store, partitions).await,
+        partition: 0,
+    };
+    let (a, b) = (lease(1), lease(2));
+    store.register_broker(&a, LEASE_MS).await.unwrap();
+    store.register_broker(&b, LEASE_MS).await.unwrap();
+    (key, a, b)
+}
+
 fn moved(key: PartitionKey, from: i32, to: i32) -> PartitionMove {
     PartitionMove { key, from, to }
 }
@@ -140,14 +155,7 @@ async fn a_new_incarnation_replaces_the_old_and_raises_its_partitions_epochs() {
 async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
     for backend in common::backends().await {
         let store = backend.open().await;
-        let id = topic(store.as_ref(), 2).await;
-        let key = PartitionKey {
-            topic_id: id,
-            partition: 0,
-        };
-        let (a, b) = (lease(1), lease(2));
-        store.register_broker(&a, LEASE_MS).await.unwrap();
-        store.register_broker(&b, LEASE_MS).await.unwrap();
+        let (key, a, b) = two_brokers_and_a_partition(store.as_ref(), 2).await;
         let version = store.assignments_version().await.unwrap();
         let held = store
             .claim_controller(1, a.incarnation, LEASE_MS)
@@ -261,14 +269,7 @@ async fn a_live_leader_hands_over_only_what_it_was_asked_and_only_once() {
     for backend in common::backends().await {
         let store = backend.open().await;
         let label = backend.label;
-        let id = topic(store.as_ref(), 1).await;
-        let key = PartitionKey {
-            topic_id: id,
-            partition: 0,
-        };
-        let (a, b) = (lease(1), lease(2));
-        store.register_broker(&a, LEASE_MS).await.unwrap();
-        store.register_broker(&b, LEASE_MS).await.unwrap();
+        let (key, a, b) = two_brokers_and_a_partition(store.as_ref(), 1).await;
         let controller = store
             .claim_controller(1, a.incarnation, LEASE_MS)
             .await

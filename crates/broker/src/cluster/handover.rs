@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use spool_log::PartitionLog;
 use spool_metadata::Leadership;
 use spool_model::TopicPartition;
 
@@ -26,6 +27,9 @@ const SETTLE_POLL: Duration = Duration::from_millis(5);
 /// Starts a handover for each partition this broker leads and was asked to hand to a
 /// live broker, unless one is under way.
 pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
+    let Some(storage) = &shared.storage else {
+        return;
+    };
     if !view.is_member() {
         return;
     }
@@ -40,22 +44,31 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
             // The next leader is gone or draining: the controller picks another.
             continue;
         }
-        if !view.begin_handover(asked.key) {
+        let log_key = TopicPartition::new(log_topic(asked.key.topic_id), asked.key.partition);
+        let Some(handover) = storage.begin_handover(&shared.logs, &log_key, asked.leader_epoch)
+        else {
             continue;
-        }
-        tokio::spawn(hand_over(shared.clone(), view.clone(), asked));
+        };
+        tokio::spawn(hand_over(
+            shared.clone(),
+            view.clone(),
+            asked,
+            log_key,
+            handover.tail,
+        ));
     }
 }
 
-/// Seals the partition's tail (if one is open here), waits for its commits, and
+/// Waits for the commits of the partition's sealed tail (if one was open here) and
 /// hands the partition over; takes appends again if that fails.
-async fn hand_over(shared: Arc<Shared>, view: Arc<ClusterView>, asked: Leadership) {
+async fn hand_over(
+    shared: Arc<Shared>,
+    view: Arc<ClusterView>,
+    asked: Leadership,
+    log_key: TopicPartition,
+    tail: Option<Arc<PartitionLog>>,
+) {
     let started = Instant::now();
-    let log_key = TopicPartition::new(log_topic(asked.key.topic_id), asked.key.partition);
-    let tail = shared
-        .storage
-        .as_ref()
-        .and_then(|storage| storage.begin_handover(&shared.logs, &log_key, asked.leader_epoch));
     let deadline = started + view.settings.handover_timeout;
     let settled = loop {
         if tail.as_ref().is_none_or(|tail| tail.is_settled()) {
@@ -121,5 +134,4 @@ async fn hand_over(shared: Arc<Shared>, view: Arc<ClusterView>, asked: Leadershi
     if let Some(storage) = &shared.storage {
         storage.end_handover(&log_key);
     }
-    view.end_handover(asked.key);
 }
