@@ -2,6 +2,7 @@
 directory, drives it with kcat, confluent-kafka (librdkafka) and kafka-python, and
 stops it."""
 
+import itertools
 import os
 import signal
 import socket
@@ -31,9 +32,10 @@ METADATA = os.environ.get("SPOOL_COMPAT_METADATA", "sqlite")
 STORAGE = os.environ.get("SPOOL_COMPAT_STORAGE", "local")
 # With s3 storage, "3" runs every broker as a cluster of that many spool processes
 # (node ids 1, 2, 3) sharing the metadata store and the bucket prefix, each with its
-# own data directory; clients bootstrap from all of them, so each finds partition
-# leaders and group coordinators on any broker.
+# own data directory. Clients bootstrap from one of them, a different one for each
+# Broker made, and must find partition leaders and group coordinators from there.
 CLUSTER = int(os.environ.get("SPOOL_COMPAT_CLUSTER", "1")) if STORAGE == "s3" else 1
+_brokers_made = itertools.count()
 
 
 def remembered(data_dir, name, make):
@@ -81,19 +83,32 @@ def free_port():
 class Broker:
     """The broker of a test: one spool process, or CLUSTER of them."""
 
-    def __init__(self, data_dir, settings=(), args=(), env=None):
+    def __init__(self, data_dir, settings=(), args=(), env=None, node_args=None):
         self.data_dir = data_dir
         self.ports = [free_port() for _ in range(CLUSTER)]
-        self.port = self.ports[0]
+        # The broker clients bootstrap from.
+        self.port = self.ports[next(_brokers_made) % CLUSTER]
         self.settings = list(settings)
         self.extra_args = list(args)
+        # node id -> arguments for that broker alone (say, its --advertise).
+        self.node_args = node_args or (lambda node: [])
         self.env = dict(os.environ, **(env or {}))
         self.processes = []
         self.log = open(os.path.join(data_dir, "broker.log"), "ab")
 
     @property
     def address(self):
-        return ",".join(f"127.0.0.1:{port}" for port in self.ports)
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def addresses(self):
+        """Every broker's address, by node id."""
+        return [f"127.0.0.1:{port}" for port in self.ports]
+
+    @property
+    def node_ids(self):
+        """Every broker's node id, as BROKER config resources name them."""
+        return [str(node) for node in range(1, len(self.ports) + 1)]
 
     def _args(self, node, port):
         data = os.path.join(self.data_dir, "data" if node == 1 else f"data-{node}")
@@ -108,7 +123,7 @@ class Broker:
             args += ["--storage-url", storage]
         for setting in self.settings:
             args += ["--set", setting]
-        return args + self.extra_args
+        return args + self.extra_args + list(self.node_args(node))
 
     def start(self):
         self.processes = [
@@ -174,8 +189,8 @@ def make_broker():
     """Starts brokers with settings; all are stopped at the end."""
     started = []
     with tempfile.TemporaryDirectory() as data_dir:
-        def make(*settings, args=(), env=None):
-            b = Broker(data_dir, settings, args, env).start()
+        def make(*settings, args=(), env=None, node_args=None):
+            b = Broker(data_dir, settings, args, env, node_args).start()
             started.append(b)
             return b
         yield make

@@ -120,9 +120,10 @@ def test_broker_settings_change_at_run_time_and_persist(make_broker):
     producer.flush(10)
     assert errors[0] is not None and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
 
-    # This node's own override, with confluent-kafka: auto-created topics get the new
-    # partition count at once.
-    alter_broker(admin, "1", num_partitions="5")
+    # Each node's own override, with confluent-kafka: auto-created topics get the new
+    # partition count at once (on a cluster, from whichever node creates them).
+    for node in broker.node_ids:
+        alter_broker(admin, node, num_partitions="5")
     metadata = admin.list_topics(topic="auto-created", timeout=10)
     assert len(metadata.topics["auto-created"].partitions) == 5
 

@@ -13,6 +13,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaClient, KafkaConsumer, TopicPartition
 from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 
+from conftest import CLUSTER
+
 RESTARTS = 3
 PER_ROUND = 40
 
@@ -108,12 +110,19 @@ def test_a_kafka_python_consumer_reads_on_across_restarts(make_broker):
     consumer.assign([partition])
     consumer.seek(partition, 0)
 
+    # The leader epoch each round was written under: 0, 1, 2, ... on one broker; on a
+    # cluster, where stops hand partitions over, rising by a step or more.
+    written_under = []
+
     def read(count):
-        values = []
+        values, epochs = [], set()
         deadline = time.time() + 60
         while len(values) < count and time.time() < deadline:
             for records in consumer.poll(timeout_ms=500).values():
                 values += [int(r.value) for r in records]
+                epochs |= {r.leader_epoch for r in records}
+        assert len(epochs) == 1, f"one producer, one leader, one epoch: {epochs}"
+        written_under.append(epochs.pop())
         return values
 
     assert read(PER_ROUND) == list(range(PER_ROUND))
@@ -123,13 +132,23 @@ def test_a_kafka_python_consumer_reads_on_across_restarts(make_broker):
         assert read(PER_ROUND) == list(range(round * PER_ROUND, (round + 1) * PER_ROUND)), \
             f"round {round}: lost or read twice"
     consumer.close()
+    assert written_under == sorted(set(written_under)), f"epochs rise: {written_under}"
+    if CLUSTER == 1:
+        assert written_under == list(range(RESTARTS + 1)), "each start takes a new epoch"
 
     # OffsetForLeaderEpoch through kafka-python's own encoder, v2 and v3 (its v4 class
     # sends a non-flexible request header, which the broker refuses as malformed):
     # (error, epoch, end offset) for (current epoch, epoch asked).
+    # Asked of the partition's leader, with the epoch it leads under now.
     client = KafkaClient(bootstrap_servers=broker.address)
-    node = client.least_loaded_node()
+    client.add_topic("epochs-kp")
     deadline = time.time() + 20
+    while client.cluster.leader_for_partition(partition) in (None, -1):
+        assert time.time() < deadline, "kafka-python found no leader"
+        client.poll(future=client.cluster.request_update(), timeout_ms=1000)
+    node = client.cluster.leader_for_partition(partition)
+    current = client.cluster.leader_epoch_for_partition(partition)
+    assert current >= written_under[-1]
     while not client.ready(node):
         assert time.time() < deadline, "kafka-python did not connect"
         client.poll(timeout_ms=100)
@@ -147,10 +166,11 @@ def test_a_kafka_python_consumer_reads_on_across_restarts(make_broker):
         return partition[0], partition[2], partition[3]
 
     for version in (2, 3):
-        assert end_offset(version, RESTARTS, 0) == (0, 0, PER_ROUND)
-        assert end_offset(version, RESTARTS, 1) == (0, 1, 2 * PER_ROUND)
-        assert end_offset(version, RESTARTS, RESTARTS) == (0, RESTARTS, (RESTARTS + 1) * PER_ROUND)
-        assert end_offset(version, -1, RESTARTS + 5) == (0, -1, -1), "newer than any"
-        assert end_offset(version, RESTARTS - 1, 0)[0] == 74, "FENCED_LEADER_EPOCH"
-        assert end_offset(version, RESTARTS + 1, 0)[0] == 75, "UNKNOWN_LEADER_EPOCH"
+        # An epoch's end is where the next epoch's records begin (the log's end for
+        # the last).
+        for round, epoch in enumerate(written_under):
+            assert end_offset(version, current, epoch) == (0, epoch, (round + 1) * PER_ROUND)
+        assert end_offset(version, -1, current + 5) == (0, -1, -1), "newer than any"
+        assert end_offset(version, current - 1, 0)[0] == 74, "FENCED_LEADER_EPOCH"
+        assert end_offset(version, current + 1, 0)[0] == 75, "UNKNOWN_LEADER_EPOCH"
     client.close()

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 
 from chaos_proxy import ChaosProxy
-from conftest import kcat
+from conftest import CLUSTER, kcat
 
 PARTITIONS = 2
 
@@ -125,29 +125,41 @@ CLIENTS = {"librdkafka": ConfluentClient, "kafka-python": KafkaPythonClient}
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_retries_through_dropped_responses_and_cut_connections(make_broker, client):
-    proxy = ChaosProxy(upstream_port=None)
-    broker = make_broker(args=["--advertise", proxy.address])
-    proxy.upstream_port = broker.port
-    proxy.start()
+    # A proxy in front of each broker, which advertises it.
+    proxies = [ChaosProxy(upstream_port=None) for _ in range(CLUSTER)]
+    broker = make_broker(node_args=lambda node: ["--advertise", proxies[node - 1].address])
+    for proxy, port in zip(proxies, broker.ports):
+        proxy.upstream_port = port
+        proxy.start()
+    entry = proxies[0].address
+
+    def misbehave(enabled):
+        for proxy in proxies:
+            proxy.enabled = enabled
+
+    def count(what):
+        return sum(proxy.counts[what] for proxy in proxies)
+
     try:
-        proxy.enabled = False
-        create_topic(proxy.address, "chaos")
-        producer = CLIENTS[client](proxy.address)
-        proxy.enabled = True
-        count = 3000
-        for i in range(count):
+        misbehave(False)
+        create_topic(entry, "chaos")
+        producer = CLIENTS[client](entry)
+        misbehave(True)
+        sent = 3000
+        for i in range(sent):
             producer.send("chaos", i)
             if i % 100 == 0:
                 time.sleep(0.01)
         producer.finish()
         assert producer.errors == []
-        assert proxy.counts["drop"] >= 10, proxy.counts
-        assert proxy.counts["cut"] >= 5, proxy.counts
-        # The broker advertises the proxy: read through it, behaving now.
-        proxy.enabled = False
-        assert_exactly_once_in_order(proxy.address, "chaos", count)
+        assert count("drop") >= 10, [proxy.counts for proxy in proxies]
+        assert count("cut") >= 5, [proxy.counts for proxy in proxies]
+        # The brokers advertise the proxies: read through them, behaving now.
+        misbehave(False)
+        assert_exactly_once_in_order(entry, "chaos", sent)
     finally:
-        proxy.stop()
+        for proxy in proxies:
+            proxy.stop()
 
 
 @pytest.mark.parametrize("client", CLIENTS)

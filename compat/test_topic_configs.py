@@ -130,10 +130,13 @@ def test_unit_variants_of_broker_settings(make_broker):
     assert ConfigSource(topic["retention.ms"].source) == ConfigSource.STATIC_BROKER_CONFIG
     assert topic["retention.ms"].synonyms["log.retention.hours"].value == "2"
     assert topic["segment.ms"].value == "3600000"
-    # A finer setting at run time wins over the coarser static one.
-    resource = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
-        ConfigEntry("log.retention.minutes", "30", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(timeout=10)
+    # A finer setting at run time wins over the coarser static one. A node's own
+    # settings apply to what it serves: set on every node (librdkafka sends each
+    # node's to that node), as on a Kafka cluster.
+    for node in broker.node_ids:
+        resource = ConfigResource(ResourceType.BROKER, node, incremental_configs=[
+            ConfigEntry("log.retention.minutes", "30", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(timeout=10)
     assert entries(admin, ResourceType.TOPIC, "units")["retention.ms"].value == "1800000"
     broker_side = entries(admin, ResourceType.BROKER, "1")
     assert broker_side["log.retention.hours"].value == "2"

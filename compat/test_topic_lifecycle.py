@@ -39,6 +39,10 @@ def test_a_delete_cut_by_kill9_is_finished_and_the_recreated_topic_starts_empty(
     for i in range(PARTITIONS * 4):
         producer.produce("doomed", value=b"old-%d" % i, partition=i % PARTITIONS)
     assert producer.flush(30) == 0
+    # Gone before the brokers die: librdkafka 2.6 sometimes crashes (SIGSEGV in its
+    # topic metadata update) when all the brokers of a live producer's topic vanish
+    # (confluentinc/librdkafka#4907), which is not what this test is about.
+    del producer
     consumer = Consumer({"bootstrap.servers": broker.address, "group.id": "lifecycle"})
     consumer.commit(offsets=[TopicPartition("doomed", p, 3) for p in range(PARTITIONS)],
                     asynchronous=False)

@@ -13,7 +13,12 @@ const path = require('node:path');
 const { Kafka, CompressionTypes, logLevel } = require('kafkajs');
 
 const SPOOL_BIN = process.env.SPOOL_BIN || path.resolve(__dirname, '../../target/debug/spool');
-let broker;
+// With SPOOL_COMPAT_STORAGE=s3, SPOOL_COMPAT_CLUSTER=3 runs a cluster of three spool
+// processes (node ids 1, 2, 3) sharing the metadata store and the bucket prefix; the
+// clients bootstrap from node 2 and find leaders and coordinators from there.
+const CLUSTER = process.env.SPOOL_COMPAT_STORAGE === 's3'
+  ? Number(process.env.SPOOL_COMPAT_CLUSTER || '1') : 1;
+const brokers = [];
 let address;
 let dataDir;
 
@@ -64,23 +69,37 @@ function storageArgs() {
 }
 
 before(async () => {
-  const port = await freePort();
-  address = `127.0.0.1:${port}`;
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-kafkajs-'));
-  const settings = ['group.initial.rebalance.delay.ms=200', 'group.min.session.timeout.ms=1000',
-    'log.cleaner.backoff.ms=200']
-    .flatMap((s) => ['--set', s]);
-  broker = spawn(SPOOL_BIN, ['--listen', address, '--data-dir', path.join(dataDir, 'data'),
-    ...metadataArgs(), ...storageArgs(), ...settings], { stdio: 'ignore' });
-  await waitForPort(port);
+  const shared = [...metadataArgs(), ...storageArgs(),
+    ...['group.initial.rebalance.delay.ms=200', 'group.min.session.timeout.ms=1000',
+      'log.cleaner.backoff.ms=200'].flatMap((s) => ['--set', s])];
+  const addresses = [];
+  for (let node = 1; node <= CLUSTER; node++) {
+    const port = await freePort();
+    addresses.push(`127.0.0.1:${port}`);
+    const cluster = CLUSTER > 1 ? ['--node-id', `${node}`] : [];
+    brokers.push(spawn(SPOOL_BIN, ['--listen', addresses[node - 1],
+      '--data-dir', path.join(dataDir, `data-${node}`), ...cluster, ...shared], { stdio: 'ignore' }));
+    await waitForPort(port);
+  }
+  address = addresses[CLUSTER > 1 ? 1 : 0];
+  // Until the bootstrap broker lists them all: topics made next spread over them.
+  for (let i = 0; CLUSTER > 1; i++) {
+    const listed = spawnSync('kcat', ['-b', address, '-L', '-J'], { encoding: 'utf8' });
+    if (listed.status === 0 && JSON.parse(listed.stdout).brokers.length === CLUSTER) break;
+    assert.ok(i < 200, 'the brokers did not form one cluster');
+    await new Promise((r) => setTimeout(r, 50));
+  }
 });
 
 after(async () => {
-  const exited = new Promise((resolve) => broker.on('exit', resolve));
-  broker.kill('SIGTERM');
-  const code = await exited;
+  const codes = await Promise.all(brokers.map((broker) => {
+    const exited = new Promise((resolve) => broker.on('exit', resolve));
+    broker.kill('SIGTERM');
+    return exited;
+  }));
   fs.rmSync(dataDir, { recursive: true, force: true });
-  assert.strictEqual(code, 0, 'clean shutdown');
+  assert.deepStrictEqual(codes, brokers.map(() => 0), 'clean shutdown');
 });
 
 const kafka = () => new Kafka({ clientId: 'spool-compat', brokers: [address], logLevel: logLevel.NOTHING });

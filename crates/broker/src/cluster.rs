@@ -347,6 +347,103 @@ pub(crate) async fn assign_now(shared: &Arc<Shared>, view: &ClusterView) {
     }
 }
 
+/// Gives the partitions this broker just made their first leaders at once, each to
+/// the live broker (not draining) leading fewest as this broker sees them, so that
+/// they are served as soon as the request that made them is answered; the
+/// controller balances them later. One the controller assigned meanwhile stays.
+pub(crate) async fn assign_new(shared: &Arc<Shared>, view: &ClusterView, keys: &[PartitionKey]) {
+    // As the store has them now, not as of the last heartbeat: a broker that just
+    // joined gets its share from the start.
+    let fresh = view.refresh_brokers(&shared.metadata).await;
+    if let Err(error) = fresh.and(view.reload_leaders(&shared.metadata).await) {
+        tracing::warn!(%error, "cannot read the brokers; the controller assigns the new partitions");
+        return;
+    }
+    let mut load: HashMap<i32, usize> = view
+        .live_brokers()
+        .iter()
+        .filter(|broker| !broker.draining)
+        .map(|broker| (broker.node_id, 0))
+        .collect();
+    for leadership in view
+        .leaders
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .values()
+    {
+        if let Some(count) = load.get_mut(&leadership.leader) {
+            *count += 1;
+        }
+    }
+    let mut assignments = Vec::with_capacity(keys.len());
+    for key in keys {
+        // No broker may take it now: the controller assigns it when one can.
+        let Some((&node, count)) = load
+            .iter_mut()
+            .min_by_key(|(node, count)| (**count, **node))
+        else {
+            break;
+        };
+        *count += 1;
+        assignments.push((*key, node));
+    }
+    if !assignments.is_empty()
+        && let Err(error) = shared.metadata.assign_new_partitions(&assignments).await
+    {
+        tracing::warn!(%error, "cannot assign new partitions; the controller will");
+    }
+    if let Err(error) = view.reload_leaders(&shared.metadata).await {
+        tracing::warn!(%error, "cannot read the partitions' leaders");
+    }
+}
+
+/// After this broker changed topics, broker configs or leaders: waits until every
+/// other live broker has followed the store up to now, so that a client told the
+/// change is done finds it done on whichever broker it asks next. Gives up after a
+/// lease (a broker that does not follow for that long is dead or about to be).
+pub(crate) async fn wait_for_followers(shared: &Shared) {
+    let Some(view) = &shared.cluster else {
+        return;
+    };
+    let metadata = &shared.metadata;
+    let wanted = match (
+        metadata.topics_version().await,
+        metadata.assignments_version().await,
+    ) {
+        (Ok(topics), Ok(assignments)) => (topics, assignments),
+        (Err(error), _) | (_, Err(error)) => {
+            tracing::warn!(%error, "cannot read the store's versions; not waiting for the other brokers");
+            return;
+        }
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let behind: Vec<i32> = match metadata.brokers().await {
+            Ok(brokers) => {
+                let now = spool_model::Timestamp::now().0;
+                brokers
+                    .into_iter()
+                    .filter(|b| b.node_id != view.node_id && b.lease_expires_ms > now)
+                    .filter(|b| b.topics_seen < wanted.0 || b.assignments_seen < wanted.1)
+                    .map(|b| b.node_id)
+                    .collect()
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the brokers; not waiting for them");
+                return;
+            }
+        };
+        if behind.is_empty() {
+            return;
+        }
+        if started.elapsed() > view.settings.lease {
+            tracing::warn!(brokers = ?behind, "brokers did not follow a change within a lease");
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// Starts following the cluster: heartbeats (with the controller's work) and the
 /// assignments version, until `stopped`.
 pub(crate) fn start(shared: &Arc<Shared>, stopped: &watch::Receiver<bool>) {
@@ -370,6 +467,8 @@ mod tests {
                 rack: None,
                 lease_expires_ms: i64::MAX,
                 draining: false,
+                topics_seen: 0,
+                assignments_seen: 0,
             })
             .collect();
         view

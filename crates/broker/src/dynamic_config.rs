@@ -15,6 +15,7 @@ use spool_metadata::ConfigChange;
 
 use crate::config::{self, BrokerConfig};
 use crate::errors::code;
+use crate::partitions::log_topic;
 use crate::server::Shared;
 use crate::topics::{self, AdminError};
 
@@ -41,20 +42,10 @@ impl DynamicConfig {
     /// no longer applies (an unknown name, a bad value) is skipped with an error log.
     pub(crate) fn new(
         started: BrokerConfig,
-        mut overrides: BTreeMap<String, BTreeMap<String, String>>,
+        overrides: BTreeMap<String, BTreeMap<String, String>>,
     ) -> DynamicConfig {
         let node_scope = started.node_id.to_string();
-        overrides.retain(|scope, _| scope == CLUSTER || *scope == node_scope);
-        for (scope, settings) in &mut overrides {
-            settings.retain(|name, value| {
-                let usable =
-                    config::is_dynamic(name) && BrokerConfig::default().set(name, value).is_ok();
-                if !usable {
-                    tracing::error!(scope, name, value, "ignoring a stored broker config");
-                }
-                usable
-            });
-        }
+        let overrides = usable(&node_scope, overrides);
         let current = layered(&started, &node_scope, &overrides).unwrap_or_else(|error| {
             tracing::error!(%error, "stored broker configs do not combine; ignoring them");
             started.clone()
@@ -67,6 +58,27 @@ impl DynamicConfig {
                 current: Arc::new(current),
             }),
         }
+    }
+
+    /// Takes the overrides stored now (another broker sharing the store may have
+    /// changed them); true if the settings in force changed.
+    pub(crate) fn adopt(&self, stored: BTreeMap<String, BTreeMap<String, String>>) -> bool {
+        let overrides = usable(&self.node_scope, stored);
+        if overrides == self.read().overrides {
+            return false;
+        }
+        let current = match layered(&self.started, &self.node_scope, &overrides) {
+            Ok(current) => current,
+            Err(error) => {
+                tracing::error!(%error, "broker configs changed through another broker do not combine; keeping these");
+                return false;
+            }
+        };
+        tracing::info!(configs = ?overrides, "broker configs changed through another broker");
+        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        state.overrides = overrides;
+        state.current = Arc::new(current);
+        true
     }
 
     /// The settings as the broker started with them.
@@ -87,8 +99,8 @@ impl DynamicConfig {
         Err(AdminError {
             code: code::INVALID_REQUEST,
             message: format!(
-                "broker {resource_name:?} is not in this cluster: use {} (this node) or \"\" (cluster-wide default)",
-                self.node_scope
+                "this is broker {}: send broker {resource_name:?}'s configs to that broker, or use {} (this node) or \"\" (the cluster-wide default)",
+                self.node_scope, self.node_scope
             ),
         })
     }
@@ -164,6 +176,41 @@ impl DynamicConfig {
     }
 }
 
+/// The stored overrides that apply to this node (the cluster-wide ones and its own)
+/// and can: a name not changeable at run time, or a bad value, is skipped with an
+/// error log.
+fn usable(
+    node_scope: &str,
+    mut overrides: BTreeMap<String, BTreeMap<String, String>>,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    overrides.retain(|scope, _| scope == CLUSTER || scope == node_scope);
+    for (scope, settings) in &mut overrides {
+        settings.retain(|name, value| {
+            let usable =
+                config::is_dynamic(name) && BrokerConfig::default().set(name, value).is_ok();
+            if !usable {
+                tracing::error!(scope, name, value, "ignoring a stored broker config");
+            }
+            usable
+        });
+    }
+    overrides.retain(|_, settings| !settings.is_empty());
+    overrides
+}
+
+/// Puts topics resolved under new defaults in the table, with their logs' settings.
+pub(crate) fn retune(shared: &Shared, topics: Vec<topics::Topic>) {
+    for topic in topics {
+        if let Err(error) = shared
+            .logs
+            .set_topic_config(&log_topic(topic.record.id), topic.log.clone())
+        {
+            tracing::warn!(topic = %topic.record.name, %error, "applying new defaults failed");
+        }
+        shared.topics.insert(topic);
+    }
+}
+
 /// The static settings with the cluster-wide, then the node's overrides applied.
 fn layered(
     started: &BrokerConfig,
@@ -216,7 +263,12 @@ pub(crate) async fn change(
         });
     }
     let mut overrides = dynamic.read().overrides.clone();
-    overrides.insert(scope.clone(), wanted.clone());
+    // As the store keeps them: a scope without overrides is no scope.
+    if wanted.is_empty() {
+        overrides.remove(&scope);
+    } else {
+        overrides.insert(scope.clone(), wanted.clone());
+    }
     let next = layered(&dynamic.started, &dynamic.node_scope, &overrides).map_err(|message| {
         AdminError {
             code: code::INVALID_CONFIG,
@@ -252,15 +304,8 @@ pub(crate) async fn change(
         state.overrides = overrides;
         state.current = Arc::new(next);
     }
-    for topic in retuned {
-        if let Err(error) = shared
-            .logs
-            .set_topic_config(&topic.record.name, topic.log.clone())
-        {
-            tracing::warn!(topic = %topic.record.name, %error, "applying new defaults failed");
-        }
-        shared.topics.insert(topic);
-    }
+    retune(shared, retuned);
     tracing::info!(scope, configs = ?wanted, "changed broker configs");
+    crate::cluster::wait_for_followers(shared).await;
     Ok(())
 }

@@ -17,7 +17,7 @@ mod follow;
 mod settings;
 mod startup;
 
-pub(crate) use self::follow::follow_metadata_store;
+pub(crate) use self::follow::{catch_up_now, follow_metadata_store};
 pub(crate) use self::settings::{
     Recompression, TimestampBounds, check_config, config_entries, default_config_values, resolve,
 };
@@ -213,10 +213,11 @@ pub(crate) async fn create(
     };
     created?;
     tracing::info!(topic = %name, partitions, "created topic");
-    shared.topics.insert(topic);
+    shared.topics.insert(topic.clone());
     if let Some(view) = &shared.cluster {
-        crate::cluster::assign_now(shared, view).await;
+        crate::cluster::assign_new(shared, view, &new_partitions(&topic, 0)).await;
     }
+    crate::cluster::wait_for_followers(shared).await;
     shared
         .topics
         .get(name.as_str())
@@ -244,8 +245,13 @@ pub(crate) async fn get_or_auto_create(
     };
     match create(shared, request, false).await {
         Ok(topic) => Some(topic),
-        // Another request created it first.
-        Err(error) if error.code == code::TOPIC_ALREADY_EXISTS => shared.topics.get(name),
+        // Another request created it first, perhaps through another broker.
+        Err(error) if error.code == code::TOPIC_ALREADY_EXISTS => {
+            if shared.topics.get(name).is_none() {
+                catch_up_now(shared).await;
+            }
+            shared.topics.get(name)
+        }
         Err(error) => {
             tracing::warn!(topic = name, message = %error.message, "auto-creation failed");
             None
@@ -265,6 +271,7 @@ pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic
     }
     forget(shared, &topic).await;
     tracing::info!(topic = name, id = %topic.record.id, "deleted topic");
+    crate::cluster::wait_for_followers(shared).await;
     Ok(topic)
 }
 
@@ -320,6 +327,16 @@ pub(crate) fn create_logs(shared: &Shared, topic: &Topic, from: i32) -> Result<(
     Ok(())
 }
 
+/// The keys of a topic's partitions from index `from` on.
+fn new_partitions(topic: &Topic, from: i32) -> Vec<spool_metadata::PartitionKey> {
+    (from..topic.record.partitions)
+        .map(|partition| spool_metadata::PartitionKey {
+            topic_id: topic.record.id,
+            partition,
+        })
+        .collect()
+}
+
 /// The error a client gets when the metadata store failed.
 pub(crate) fn metadata_failure(error: &MetadataError) -> AdminError {
     let code = if error.is_retriable() {
@@ -366,10 +383,12 @@ pub(crate) async fn add_partitions(
         on_log_thread(move || create_logs(&shared, &grown, current)).await
     };
     created?;
+    let added = new_partitions(&grown, current);
     shared.topics.insert(grown);
     if let Some(view) = &shared.cluster {
-        crate::cluster::assign_now(shared, view).await;
+        crate::cluster::assign_new(shared, view, &added).await;
     }
+    crate::cluster::wait_for_followers(shared).await;
     tracing::info!(topic = name, from = current, to = count, "added partitions");
     Ok(())
 }
@@ -415,5 +434,6 @@ pub(crate) async fn change_configs(
         .map_err(|error| AdminError::new(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
     tracing::info!(topic = name, configs = ?updated.record.configs, "changed topic configs");
     shared.topics.insert(updated);
+    crate::cluster::wait_for_followers(shared).await;
     Ok(())
 }

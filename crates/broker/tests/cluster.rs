@@ -270,6 +270,98 @@ async fn partitions_spread_over_the_brokers_and_move_when_one_leaves_or_joins() 
     }
 }
 
+const MESSAGE_TOO_LARGE: i16 = 10;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+/// Each partition's leader as broker `asked` tells it, in one Metadata request.
+async fn leaders_now(cluster: &Cluster, asked: i32, topic: &str) -> (i16, Vec<i32>) {
+    let response = metadata(&mut cluster.client(asked).await, topic).await;
+    let topic = &response.topics[0];
+    let leaders = topic.partitions.iter().map(|p| p.leader_id.0).collect();
+    (topic.error_code, leaders)
+}
+
+/// The error of one produce of `tag` to each partition through its leader, at once.
+async fn produce_to_leaders(
+    cluster: &Cluster,
+    topic: &str,
+    leaders: &[i32],
+    tag: &str,
+) -> Vec<i16> {
+    let mut errors = Vec::new();
+    for (partition, leader) in (0..).zip(leaders) {
+        let mut client = cluster.client(*leader).await;
+        errors.push(client.produce(topic, partition, batch(tag)).await.0);
+    }
+    errors
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_through_one_broker_is_in_force_on_all_once_answered() {
+    let mut cluster = Cluster::new();
+    for node in [1, 2, 3] {
+        cluster.start(node).await;
+    }
+    // Created through 1: every broker lists it with its leaders, and they serve it,
+    // without waiting.
+    let mut one = cluster.client(1).await;
+    assert_eq!(one.create_topic("seen", 3).await, 0);
+    assert_eq!(one.create_topic("plain", 3).await, 0);
+    let (error, leaders) = leaders_now(&cluster, 1, "seen").await;
+    assert_eq!((error, leaders.len()), (0, 3));
+    assert!(
+        leaders.iter().all(|leader| [1, 2, 3].contains(leader)),
+        "{leaders:?}"
+    );
+    for asked in [2, 3] {
+        assert_eq!(
+            leaders_now(&cluster, asked, "seen").await,
+            (0, leaders.clone())
+        );
+    }
+    assert_eq!(
+        produce_to_leaders(&cluster, "seen", &leaders, "a").await,
+        [0, 0, 0]
+    );
+
+    // A topic's config altered through 1 is in force on its leaders.
+    let big = "x".repeat(200);
+    assert_eq!(
+        one.set_config(2, "seen", "max.message.bytes", "100").await,
+        0
+    );
+    assert_eq!(
+        produce_to_leaders(&cluster, "seen", &leaders, &big).await,
+        [MESSAGE_TOO_LARGE; 3]
+    );
+
+    // So is a cluster-wide broker default altered through 2, for a topic that does not
+    // set the config itself.
+    let (_, plain) = leaders_now(&cluster, 1, "plain").await;
+    assert_eq!(
+        produce_to_leaders(&cluster, "plain", &plain, &big).await,
+        [0, 0, 0]
+    );
+    let mut two = cluster.client(2).await;
+    assert_eq!(two.set_config(4, "", "message.max.bytes", "100").await, 0);
+    assert_eq!(
+        produce_to_leaders(&cluster, "plain", &plain, &big).await,
+        [MESSAGE_TOO_LARGE; 3]
+    );
+
+    // Deleted through 3: gone everywhere.
+    assert_eq!(cluster.client(3).await.delete_topic("seen").await, 0);
+    for asked in [1, 2] {
+        assert_eq!(
+            leaders_now(&cluster, asked, "seen").await.0,
+            UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+    for node in [1, 2, 3] {
+        cluster.stop(node).await;
+    }
+}
+
 const NOT_COORDINATOR: i16 = 16;
 
 /// The coordinator of `group` as broker `asked` answers (-1 with an error).

@@ -36,6 +36,10 @@ pub struct BrokerRecord {
     /// Asked to hand its partitions over (`spool cluster drain`, SIGTERM): the
     /// controller assigns it nothing and moves what it leads.
     pub draining: bool,
+    /// The topics and assignments versions it has caught up with (see
+    /// [`Cluster::note_followed`]).
+    pub topics_seen: i64,
+    pub assignments_seen: i64,
 }
 
 /// Who holds the controller lease.
@@ -88,6 +92,16 @@ pub trait Cluster: Send + Sync {
     /// Removes the broker (a clean stop, once its partitions moved): its lease ends
     /// at once. Only the given incarnation's row goes.
     async fn deregister_broker(&self, node_id: i32, incarnation: Uuid) -> Result<()>;
+    /// Notes that this incarnation of `node_id` has caught up with the topics version
+    /// `topics` and the assignments version `assignments` (0: not read): a broker
+    /// that changed either waits for the live ones to follow. Versions only rise.
+    async fn note_followed(
+        &self,
+        node_id: i32,
+        incarnation: Uuid,
+        topics: i64,
+        assignments: i64,
+    ) -> Result<()>;
     /// Every registered broker (a lease is judged by the caller's clock).
     async fn brokers(&self) -> Result<Vec<BrokerRecord>>;
     /// Takes or renews the controller lease for `lease_ms` if it is free, lapsed, or
@@ -116,6 +130,14 @@ pub trait Cluster: Send + Sync {
         controller_epoch: i64,
         moves: &[PartitionMove],
     ) -> Result<Option<Vec<Leadership>>>;
+    /// Gives partitions never led (leader -1) their first leader, each the node paired
+    /// with it, outside the controller's rounds: the broker that made them may, since
+    /// there is no earlier leader to fence, and one the controller assigned meanwhile
+    /// stays as it is. Returns the partitions assigned.
+    async fn assign_new_partitions(
+        &self,
+        assignments: &[(PartitionKey, i32)],
+    ) -> Result<Vec<Leadership>>;
     /// The controller asks live leaders to hand partitions over (fenced as
     /// [`Cluster::move_partitions`]): each partition still led by the move's `from`
     /// gets the move's `to` as its handover target. Returns the partitions asked.

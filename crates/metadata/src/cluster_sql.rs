@@ -7,7 +7,8 @@ pub(crate) const UPSERT_BROKER: &str = "INSERT INTO brokers \
      VALUES ($1, $2, $3, $4, $5, $6, FALSE) \
      ON CONFLICT (node_id) DO UPDATE SET incarnation = excluded.incarnation, \
      host = excluded.host, port = excluded.port, rack = excluded.rack, \
-     lease_expires_ms = excluded.lease_expires_ms, draining = FALSE";
+     lease_expires_ms = excluded.lease_expires_ms, draining = FALSE, \
+     topics_seen = 0, assignments_seen = 0";
 /// Raises the epoch of every partition node `$1` leads.
 pub(crate) const BUMP_NODE_EPOCHS: &str = "UPDATE partitions \
      SET leader_epoch = leader_epoch + 1 WHERE leader = $1 \
@@ -20,7 +21,13 @@ pub(crate) const SET_DRAINING: &str = "UPDATE brokers SET draining = $2 WHERE no
 pub(crate) const DELETE_BROKER: &str =
     "DELETE FROM brokers WHERE node_id = $1 AND incarnation = $2";
 pub(crate) const BROKERS: &str = "SELECT node_id, incarnation, host, port, rack, \
-     lease_expires_ms, draining FROM brokers ORDER BY node_id";
+     lease_expires_ms, draining, topics_seen, assignments_seen FROM brokers ORDER BY node_id";
+/// Raises what node `$1` (incarnation `$2`) has followed to topics version `$3` and
+/// assignments version `$4`, never lowering either.
+pub(crate) const NOTE_FOLLOWED: &str = "UPDATE brokers SET \
+     topics_seen = CASE WHEN topics_seen < $3 THEN $3 ELSE topics_seen END, \
+     assignments_seen = CASE WHEN assignments_seen < $4 THEN $4 ELSE assignments_seen END \
+     WHERE node_id = $1 AND incarnation = $2";
 
 /// Takes or renews the controller lease for node `$1`, incarnation `$2`, until `$4`,
 /// when it is free, lapsed at `$3`, held by a process its node no longer runs, or
@@ -113,6 +120,8 @@ pub(crate) struct BrokerRow {
     pub(crate) rack: Option<String>,
     pub(crate) lease_expires_ms: i64,
     pub(crate) draining: bool,
+    pub(crate) topics_seen: i64,
+    pub(crate) assignments_seen: i64,
 }
 
 impl From<BrokerRow> for crate::BrokerRecord {
@@ -125,6 +134,8 @@ impl From<BrokerRow> for crate::BrokerRecord {
             rack: row.rack,
             lease_expires_ms: row.lease_expires_ms,
             draining: row.draining,
+            topics_seen: row.topics_seen,
+            assignments_seen: row.assignments_seen,
         }
     }
 }
@@ -237,6 +248,23 @@ macro_rules! impl_cluster {
                 Ok(())
             }
 
+            async fn note_followed(
+                &self,
+                node_id: i32,
+                incarnation: uuid::Uuid,
+                topics: i64,
+                assignments: i64,
+            ) -> $crate::Result<()> {
+                sqlx::query($crate::cluster_sql::NOTE_FOLLOWED)
+                    .bind(node_id)
+                    .bind(incarnation)
+                    .bind(topics)
+                    .bind(assignments)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
             async fn brokers(&self) -> $crate::Result<Vec<$crate::BrokerRecord>> {
                 let rows: Vec<$crate::cluster_sql::BrokerRow> =
                     sqlx::query_as($crate::cluster_sql::BROKERS)
@@ -299,10 +327,31 @@ macro_rules! impl_cluster {
             ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
                 Ok($crate::cluster_sql::apply_moves!(
                     self.pool,
-                    controller_epoch,
+                    sqlx::query($crate::cluster_sql::FENCE_CONTROLLER).bind(controller_epoch),
                     moves,
                     $crate::cluster_sql::move_partitions
                 ))
+            }
+
+            async fn assign_new_partitions(
+                &self,
+                assignments: &[($crate::PartitionKey, i32)],
+            ) -> $crate::Result<Vec<$crate::Leadership>> {
+                let moves: Vec<$crate::PartitionMove> = assignments
+                    .iter()
+                    .map(|(key, to)| $crate::PartitionMove {
+                        key: *key,
+                        from: -1,
+                        to: *to,
+                    })
+                    .collect();
+                let assigned = $crate::cluster_sql::apply_moves!(
+                    self.pool,
+                    sqlx::query($crate::cluster_sql::BUMP_ASSIGNMENTS_VERSION),
+                    &moves,
+                    $crate::cluster_sql::move_partitions
+                );
+                Ok(assigned.unwrap_or_default())
             }
 
             async fn request_handovers(
@@ -312,7 +361,7 @@ macro_rules! impl_cluster {
             ) -> $crate::Result<Option<Vec<$crate::Leadership>>> {
                 Ok($crate::cluster_sql::apply_moves!(
                     self.pool,
-                    controller_epoch,
+                    sqlx::query($crate::cluster_sql::FENCE_CONTROLLER).bind(controller_epoch),
                     moves,
                     $crate::cluster_sql::request_handovers
                 ))
@@ -360,13 +409,10 @@ pub(crate) use impl_cluster;
 /// [`request_handovers`]) in one transaction on `$pool`, fenced by the controller
 /// epoch: `None` once another controller took over, else the partitions changed.
 macro_rules! apply_moves {
-    ($pool:expr, $controller_epoch:expr, $moves:expr, $statement:path) => {{
+    ($pool:expr, $fence:expr, $moves:expr, $statement:path) => {{
         use $crate::cluster_sql as sql;
         let mut tx = $pool.begin().await?;
-        let fenced = sqlx::query(sql::FENCE_CONTROLLER)
-            .bind($controller_epoch)
-            .execute(&mut *tx)
-            .await?;
+        let fenced = $fence.execute(&mut *tx).await?;
         let applied = if fenced.rows_affected() == 0 {
             None
         } else {

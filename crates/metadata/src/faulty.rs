@@ -195,6 +195,19 @@ impl Cluster for FaultyMetadata {
         self.inner.deregister_broker(node_id, incarnation).await
     }
 
+    async fn note_followed(
+        &self,
+        node_id: i32,
+        incarnation: Uuid,
+        topics: i64,
+        assignments: i64,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner
+            .note_followed(node_id, incarnation, topics, assignments)
+            .await
+    }
+
     async fn brokers(&self) -> Result<Vec<BrokerRecord>> {
         self.check_up()?;
         self.inner.brokers().await
@@ -234,6 +247,14 @@ impl Cluster for FaultyMetadata {
     ) -> Result<Option<Vec<Leadership>>> {
         self.check_up()?;
         self.inner.move_partitions(controller_epoch, moves).await
+    }
+
+    async fn assign_new_partitions(
+        &self,
+        assignments: &[(PartitionKey, i32)],
+    ) -> Result<Vec<Leadership>> {
+        self.check_up()?;
+        self.inner.assign_new_partitions(assignments).await
     }
 
     async fn request_handovers(

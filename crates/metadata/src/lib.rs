@@ -116,8 +116,9 @@ pub trait MetadataStore: Catalogue + Cluster + Send + Sync + std::fmt::Debug {
     /// The store's own id, made at its first use and never changed: a data directory
     /// records the store it belongs to and refuses another.
     async fn store_id(&self) -> Result<Uuid>;
-    /// Raised by every change of a topic (created, deleted, grown, configs altered),
-    /// whoever made it: a broker that sees it move reloads [`MetadataStore::topics`].
+    /// Raised by every change of a topic (created, deleted, grown, configs altered)
+    /// and of the broker configs, whoever made it: a broker that sees it move reloads
+    /// [`MetadataStore::topics`] and [`MetadataStore::broker_configs`].
     async fn topics_version(&self) -> Result<i64>;
     /// Raises a topic's partition count to `partitions` (the new ones at leader epoch
     /// 0); `Conflict` if it has as many already (another broker grew it).

@@ -442,6 +442,11 @@ macro_rules! impl_metadata_store {
             ) -> $crate::Result<()> {
                 use $crate::sql;
                 let mut tx = self.pool.begin().await?;
+                // Brokers re-read the broker configs (topic defaults among them) with
+                // the topics.
+                sqlx::query(sql::BUMP_TOPICS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
                 $crate::sql::apply_config_changes!(
                     tx,
                     changes,

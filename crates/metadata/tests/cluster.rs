@@ -265,6 +265,93 @@ async fn one_controller_at_a_time_and_its_moves_are_fenced_by_its_epoch() {
 }
 
 #[tokio::test]
+async fn any_broker_gives_new_partitions_a_first_leader_but_moves_none() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let (key, a, _) = two_brokers_and_a_partition(store.as_ref(), 2).await;
+        let other = PartitionKey {
+            partition: 1,
+            ..key
+        };
+        let version = store.assignments_version().await.unwrap();
+        let assigned = store
+            .assign_new_partitions(&[(key, 2), (other, 1)])
+            .await
+            .unwrap();
+        assert_eq!(assigned.len(), 2, "{label}");
+        assert!(
+            assigned.iter().all(|l| l.leader_epoch == 0),
+            "{label}: no earlier leader to fence"
+        );
+        assert!(store.assignments_version().await.unwrap() > version);
+        // Led now: neither a second assignment nor one racing it moves it.
+        let again = store.assign_new_partitions(&[(key, 1)]).await.unwrap();
+        assert!(again.is_empty(), "{label}: {again:?}");
+        let controller = store
+            .claim_controller(1, a.incarnation, LEASE_MS)
+            .await
+            .unwrap()
+            .unwrap();
+        let stale = store
+            .move_partitions(controller.epoch, &[moved(other, -1, 2)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(stale.is_empty(), "{label}: planned before the assignment");
+        let leaders: Vec<(i32, i32)> = store
+            .leaderships()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|l| l.key.topic_id == key.topic_id)
+            .map(|l| (l.key.partition, l.leader))
+            .collect();
+        assert_eq!(leaders, vec![(0, 2), (1, 1)], "{label}");
+    }
+}
+
+#[tokio::test]
+async fn what_a_broker_followed_only_rises_and_starts_over_with_a_new_process() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let first = lease(1);
+        store.register_broker(&first, LEASE_MS).await.unwrap();
+        let followed = |store: std::sync::Arc<dyn MetadataStore>| async move {
+            let me = store.brokers().await.unwrap().remove(0);
+            (me.topics_seen, me.assignments_seen)
+        };
+        assert_eq!(followed(store.clone()).await, (0, 0), "{label}");
+        store
+            .note_followed(1, first.incarnation, 7, 0)
+            .await
+            .unwrap();
+        store
+            .note_followed(1, first.incarnation, 5, 3)
+            .await
+            .unwrap();
+        assert_eq!(
+            followed(store.clone()).await,
+            (7, 3),
+            "{label}: never lowered"
+        );
+        store.note_followed(1, Uuid::new_v4(), 9, 9).await.unwrap();
+        assert_eq!(
+            followed(store.clone()).await,
+            (7, 3),
+            "{label}: another process's"
+        );
+        store.register_broker(&lease(1), LEASE_MS).await.unwrap();
+        assert_eq!(
+            followed(store.clone()).await,
+            (0, 0),
+            "{label}: a new process has followed nothing yet"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_live_leader_hands_over_only_what_it_was_asked_and_only_once() {
     for backend in common::backends().await {
         let store = backend.open().await;

@@ -237,10 +237,15 @@ async fn broker_configs_change_key_by_key_per_scope_and_concurrent_changes_all_l
         let label = backend.label;
         let store = backend.open().await;
         assert!(store.broker_configs().await.unwrap().is_empty(), "{label}");
+        let version = store.topics_version().await.unwrap();
         store
             .alter_broker_configs("", &[set("log.retention.ms", "60000")])
             .await
             .unwrap();
+        assert!(
+            store.topics_version().await.unwrap() > version,
+            "{label}: brokers following the store see the change"
+        );
         store
             .alter_broker_configs("1", &[set("num.partitions", "3")])
             .await

@@ -6,12 +6,16 @@ use bytes::Bytes;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::list_offsets_response::ListOffsetsPartitionResponse;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest, RequestKind,
-    ResponseKind, TopicName,
+    BrokerId, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
+    IncrementalAlterConfigsRequest, ListOffsetsRequest, ProduceRequest, RequestKind, ResponseKind,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -120,6 +124,47 @@ impl RawClient {
             panic!("not a CreateTopics response")
         };
         response.topics[0].error_code
+    }
+
+    /// Deletes `topic` (DeleteTopics v4); returns the topic's error code.
+    pub async fn delete_topic(&mut self, topic: &str) -> i16 {
+        let request = DeleteTopicsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topic_names(vec![topic_name(topic)]);
+        let ResponseKind::DeleteTopics(response) =
+            self.call(RequestKind::DeleteTopics(request), 4).await
+        else {
+            panic!("not a DeleteTopics response")
+        };
+        response.responses[0].error_code
+    }
+
+    /// Sets one config of a resource (IncrementalAlterConfigs v1; resource type 2 is
+    /// a topic, 4 a broker); returns the resource's error code.
+    pub async fn set_config(
+        &mut self,
+        resource_type: i8,
+        resource: &str,
+        name: &str,
+        value: &str,
+    ) -> i16 {
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(resource_type)
+                .with_resource_name(StrBytes::from_string(resource.to_owned()))
+                .with_configs(vec![
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_string(name.to_owned()))
+                        .with_value(Some(StrBytes::from_string(value.to_owned()))),
+                ]),
+        ]);
+        let ResponseKind::IncrementalAlterConfigs(response) = self
+            .call(RequestKind::IncrementalAlterConfigs(request), 1)
+            .await
+        else {
+            panic!("not an IncrementalAlterConfigs response")
+        };
+        response.responses[0].error_code
     }
 
     /// Produces `records` to one partition with acks=all (Produce v9); returns

@@ -1,7 +1,8 @@
 //! The loops of a cluster member: every `cluster.heartbeat.ms` it renews its lease,
 //! reads who is alive and does the controller's work if it holds (or can take) the
 //! controller lease; every [`FOLLOW_INTERVAL`] it reads the assignments version and,
-//! when it moved, every partition's leader and epoch.
+//! when it moved, every partition's leader and epoch (and notes in the store that it
+//! followed it).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,6 +105,14 @@ async fn follow(shared: Arc<Shared>, view: Arc<ClusterView>, mut stopped: watch:
             Ok(()) => {
                 seen = Some(version);
                 handover::start_asked(&shared, &view);
+                // A broker that moved partitions waits for the others to follow.
+                if let Err(error) = shared
+                    .metadata
+                    .note_followed(view.node_id, view.incarnation, 0, version)
+                    .await
+                {
+                    tracing::debug!(%error, "cannot note the assignments version followed");
+                }
             }
             Err(error) => tracing::warn!(%error, "cannot read the partitions' leaders"),
         }

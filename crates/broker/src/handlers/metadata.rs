@@ -2,6 +2,7 @@
 //! broker for every partition in embedded mode, the cluster's leaders in
 //! shared-storage mode. Unknown topics are auto-created when allowed.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use kafka_protocol::messages::metadata_response::{
@@ -45,6 +46,9 @@ pub(crate) async fn handle(
 ) -> ResponseKind {
     let node = BrokerId(shared.started_config().node_id);
     let brokers = brokers(&shared);
+    // A partition whose leader is not among them is told leaderless, as Kafka does
+    // (its leader died and the controller has not moved it yet).
+    let listed: HashSet<i32> = brokers.iter().map(|broker| broker.node_id.0).collect();
     // v0: an empty list means all topics; v1+: a null list means all topics.
     let requested = match request.topics {
         None => None,
@@ -58,7 +62,13 @@ pub(crate) async fn handle(
     match requested {
         None => {
             for topic in shared.topics.all() {
-                topics.push(describe(&shared, &topic, version, topic_operations));
+                topics.push(describe(
+                    &shared,
+                    &listed,
+                    &topic,
+                    version,
+                    topic_operations,
+                ));
             }
         }
         Some(requested) => {
@@ -78,7 +88,7 @@ pub(crate) async fn handle(
                     by_id.is_none() && name.is_some_and(|n| topics::is_illegal_name(n.0.as_str()))
                 };
                 let response = match found {
-                    Some(topic) => describe(&shared, &topic, version, topic_operations),
+                    Some(topic) => describe(&shared, &listed, &topic, version, topic_operations),
                     None if illegal(wanted.name.as_ref()) => MetadataResponseTopic::default()
                         .with_name(wanted.name)
                         .with_error_code(code::INVALID_TOPIC_EXCEPTION),
@@ -149,6 +159,7 @@ fn brokers(shared: &Shared) -> Vec<MetadataResponseBroker> {
 
 fn describe(
     shared: &Shared,
+    listed: &HashSet<i32>,
     topic: &Topic,
     version: i16,
     operations: Option<i32>,
@@ -156,13 +167,17 @@ fn describe(
     let partitions = (0..topic.record.partitions)
         .map(|index| {
             let described = MetadataResponsePartition::default().with_partition_index(index);
-            match shared.leadership(topic, index) {
+            match shared
+                .leadership(topic, index)
+                .filter(|(leader, _)| listed.contains(leader))
+            {
                 Some((leader, epoch)) => described
                     .with_leader_id(BrokerId(leader))
                     .with_leader_epoch(epoch)
                     .with_replica_nodes(vec![BrokerId(leader)])
                     .with_isr_nodes(vec![BrokerId(leader)]),
-                // Not assigned yet (a new partition the controller has not seen).
+                // Not assigned yet (a new partition the controller has not seen), or
+                // its leader is gone.
                 None => described
                     .with_error_code(code::LEADER_NOT_AVAILABLE)
                     .with_leader_id(BrokerId(-1))

@@ -1,9 +1,11 @@
-//! Following the metadata store: topics created, deleted, grown or altered through
-//! another broker sharing the store reach this broker's topic table within a poll
-//! interval. The store's topics version is read every [`POLL_INTERVAL`]; when it moved,
-//! the topics are read again and the table (and the logs) made to agree, under the
-//! admin lock so that this broker's own changes are never half-seen. Polling a version
-//! works the same on SQLite and PostgreSQL, and costs one indexed read per interval.
+//! Following the metadata store: topics created, deleted, grown or altered, and broker
+//! configs changed, through another broker sharing the store reach this broker within
+//! a poll interval. The store's topics version is read every poll interval; when it
+//! moved, the topics and broker configs are read again and the table (and the logs)
+//! made to agree, under the admin lock so that this broker's own changes are never
+//! half-seen. Polling a version works the same on SQLite and PostgreSQL, and costs one
+//! indexed read per interval. In a cluster, the broker then notes in the store the
+//! version it followed: the broker that made a change answers once all have.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,8 +17,11 @@ use super::{Topic, create_logs, forget, resolve};
 use crate::partitions::on_blocking_pool;
 use crate::server::Shared;
 
-/// How often the store's topics version is read.
-pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How often the store's topics version is read: in a cluster, where the broker that
+/// changed something waits for the others to follow, and otherwise (brokers sharing
+/// only a metadata store, or none).
+const CLUSTER_POLL_INTERVAL: Duration = Duration::from_millis(50);
+const POLL_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Follows the store from `seen` (the version the table was loaded at) until `stop`.
 pub(crate) async fn follow_metadata_store(
@@ -24,7 +29,13 @@ pub(crate) async fn follow_metadata_store(
     mut seen: i64,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut ticks = tokio::time::interval(POLL_INTERVAL);
+    let every = if shared.cluster.is_some() {
+        CLUSTER_POLL_INTERVAL
+    } else {
+        POLL_INTERVAL
+    };
+    let mut ticks = tokio::time::interval(every);
+    note_followed(&shared, seen).await;
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     loop {
@@ -48,7 +59,10 @@ pub(crate) async fn follow_metadata_store(
         }
         if version != seen {
             match catch_up(&shared).await {
-                Ok(true) => seen = version,
+                Ok(true) => {
+                    seen = version;
+                    note_followed(&shared, seen).await;
+                }
                 // Tried again at the next poll.
                 Ok(false) => {}
                 Err(error) => tracing::warn!(%error, "cannot read the topics again"),
@@ -57,12 +71,38 @@ pub(crate) async fn follow_metadata_store(
     }
 }
 
-/// Makes the topic table agree with the store's topics; false if some topic could
-/// not be followed (yet).
+/// Catches up with the store now rather than at the next poll: for a broker told by
+/// the store that a topic it has not seen yet exists.
+pub(crate) async fn catch_up_now(shared: &Arc<Shared>) {
+    if let Err(error) = catch_up(shared).await {
+        tracing::warn!(%error, "cannot read the topics again");
+    }
+}
+
+/// In a cluster, notes in the store that this broker follows topics version `seen`.
+async fn note_followed(shared: &Shared, seen: i64) {
+    let Some(view) = &shared.cluster else {
+        return;
+    };
+    if let Err(error) = shared
+        .metadata
+        .note_followed(view.node_id, view.incarnation, seen, 0)
+        .await
+    {
+        tracing::debug!(%error, "cannot note the topics version followed");
+    }
+}
+
+/// Makes the topic table agree with the store's topics and the settings with its
+/// broker configs; false if some topic could not be followed (yet).
 async fn catch_up(shared: &Arc<Shared>) -> Result<bool, spool_metadata::MetadataError> {
     let mut followed = true;
     let _admin = shared.admin.lock().await;
     let records = shared.metadata.topics().await?;
+    // New defaults reach every topic that does not set the config itself.
+    let defaults_changed = shared
+        .dynamic
+        .adopt(shared.metadata.broker_configs().await?);
     let live: HashSet<uuid::Uuid> = records.iter().map(|record| record.id).collect();
     for topic in shared.topics.all() {
         if !live.contains(&topic.record.id) {
@@ -73,7 +113,7 @@ async fn catch_up(shared: &Arc<Shared>) -> Result<bool, spool_metadata::Metadata
     let defaults = shared.current_config().topic_defaults();
     for record in records {
         let current = shared.topics.by_id(record.id);
-        if current.as_ref().is_some_and(|topic| topic.record == record) {
+        if !defaults_changed && current.as_ref().is_some_and(|topic| topic.record == record) {
             continue;
         }
         let name = record.name.clone();
