@@ -16,6 +16,7 @@ mod dynamic_config;
 mod errors;
 mod handlers;
 mod lag;
+mod leader_hint;
 mod partitions;
 mod producer_ids;
 mod response;

@@ -362,6 +362,117 @@ async fn a_change_through_one_broker_is_in_force_on_all_once_answered() {
     }
 }
 
+/// A Fetch of partition `partition` from offset 0, naming the topic by id (v13+).
+fn fetch_by_id(topic_id: uuid::Uuid, partition: i32) -> RequestKind {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    RequestKind::Fetch(
+        kafka_protocol::messages::FetchRequest::default()
+            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic_id(topic_id)
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(partition)
+                            .with_partition_max_bytes(1 << 20),
+                    ]),
+            ]),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_does_not_lead_a_partition_names_its_leader() {
+    let mut cluster = Cluster::new();
+    for node in [1, 2] {
+        cluster.start(node).await;
+    }
+    assert_eq!(cluster.client(1).await.create_topic("hinted", 2).await, 0);
+    let described = metadata(&mut cluster.client(1).await, "hinted").await;
+    let topic_id = described.topics[0].topic_id;
+    for partition in &described.topics[0].partitions {
+        let (index, leader, epoch) = (
+            partition.partition_index,
+            partition.leader_id.0,
+            partition.leader_epoch,
+        );
+        let other = if leader == 1 { 2 } else { 1 };
+        let leader_at = (
+            "127.0.0.1".to_owned(),
+            i32::from(cluster.addr(leader).port()),
+        );
+        let mut client = cluster.client(other).await;
+
+        // Produce v10 (KIP-951) names the leader and its address; v9 cannot.
+        for version in [9, 10] {
+            let ResponseKind::Produce(response) = client
+                .call(
+                    spool_testkit::produce_request("hinted", index, batch("x")),
+                    version,
+                )
+                .await
+            else {
+                panic!("not a Produce response")
+            };
+            let refused = &response.responses[0].partition_responses[0];
+            assert_eq!(refused.error_code, NOT_LEADER_OR_FOLLOWER);
+            let hint = (
+                refused.current_leader.leader_id.0,
+                refused.current_leader.leader_epoch,
+            );
+            let endpoints: Vec<(String, i32)> = response
+                .node_endpoints
+                .iter()
+                .map(|e| (e.host.to_string(), e.port))
+                .collect();
+            if version == 10 {
+                assert_eq!(hint, (leader, epoch));
+                assert_eq!(endpoints, std::slice::from_ref(&leader_at));
+            } else {
+                assert_eq!((hint, endpoints.len()), ((-1, -1), 0));
+            }
+        }
+
+        // Fetch v16, by topic id, the same.
+        let ResponseKind::Fetch(response) = client.call(fetch_by_id(topic_id, index), 16).await
+        else {
+            panic!("not a Fetch response")
+        };
+        let refused = &response.responses[0].partitions[0];
+        assert_eq!(refused.error_code, NOT_LEADER_OR_FOLLOWER);
+        assert_eq!(
+            (
+                refused.current_leader.leader_id.0,
+                refused.current_leader.leader_epoch
+            ),
+            (leader, epoch)
+        );
+        let endpoint = &response.node_endpoints[0];
+        assert_eq!((endpoint.host.to_string(), endpoint.port), leader_at);
+
+        // The leader serves it by id; an id of no topic is UNKNOWN_TOPIC_ID.
+        let mut at_leader = cluster.client(leader).await;
+        assert_eq!(at_leader.produce("hinted", index, batch("y")).await, (0, 0));
+        let ResponseKind::Fetch(response) = at_leader.call(fetch_by_id(topic_id, index), 13).await
+        else {
+            panic!("not a Fetch response")
+        };
+        let served = &response.responses[0].partitions[0];
+        assert_eq!((served.error_code, served.high_watermark), (0, 1));
+        assert_eq!(response.responses[0].topic_id, topic_id);
+        let ResponseKind::Fetch(response) = at_leader
+            .call(fetch_by_id(uuid::Uuid::new_v4(), index), 13)
+            .await
+        else {
+            panic!("not a Fetch response")
+        };
+        assert_eq!(response.responses[0].partitions[0].error_code, 100);
+    }
+    for node in [1, 2] {
+        cluster.stop(node).await;
+    }
+}
+
 const NOT_COORDINATOR: i16 = 16;
 
 /// The coordinator of `group` as broker `asked` answers (-1 with an error).

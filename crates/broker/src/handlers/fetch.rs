@@ -10,8 +10,12 @@
 //! for the disk; when it does, it stalls that thread for the read, as Kafka's network
 //! threads are stalled by theirs.
 //!
+//! From v13 on, topics are named by id. A partition another broker leads is refused
+//! with `NOT_LEADER_OR_FOLLOWER` and that leader named (KIP-951: its id and epoch from
+//! v12 on, its address from v16 on).
+//!
 //! Not yet: fetch sessions (Spool answers session id 0: no session, which KIP-227
-//! allows), topic ids (v13+).
+//! allows).
 
 mod encode;
 
@@ -33,13 +37,13 @@ use crate::server::Shared;
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Fetch,
     min: 4,
-    max: 12,
+    max: 16,
 };
 
 /// The longest a fetch may wait, whatever the client asks.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
 
-pub(crate) async fn handle(request: FetchRequest, shared: Arc<Shared>) -> FetchBody {
+pub(crate) async fn handle(request: FetchRequest, version: i16, shared: Arc<Shared>) -> FetchBody {
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0))
         .min(MAX_WAIT_CAP);
     let deadline = tokio::time::Instant::now() + wait;
@@ -47,7 +51,7 @@ pub(crate) async fn handle(request: FetchRequest, shared: Arc<Shared>) -> FetchB
     loop {
         let pass = {
             let (shared, request) = (shared.clone(), request.clone());
-            on_blocking_pool(move || read_all(&shared, &request)).await
+            on_blocking_pool(move || read_all(&shared, &request, version)).await
         };
         let pass = match pass {
             Ok(pass) => pass,
@@ -70,6 +74,7 @@ fn failed(request: &FetchRequest, error: i16) -> FetchBody {
             .iter()
             .map(|topic| TopicOut {
                 name: topic.topic.clone(),
+                id: topic.topic_id,
                 partitions: topic
                     .partitions
                     .iter()
@@ -77,6 +82,7 @@ fn failed(request: &FetchRequest, error: i16) -> FetchBody {
                     .collect(),
             })
             .collect(),
+        leaders: Vec::new(),
     }
 }
 
@@ -88,7 +94,7 @@ struct Pass {
     watches: Vec<watch::Receiver<Offset>>,
 }
 
-fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
+fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
         body: FetchBody::default(),
@@ -96,21 +102,33 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
         errors: false,
         watches: Vec::new(),
     };
+    let mut hinted = Vec::new();
     for topic in &request.topics {
-        let known = shared.topics.get(topic.topic.0.as_str());
+        let (known, unknown) = if version >= TOPIC_IDS {
+            (shared.topics.by_id(topic.topic_id), code::UNKNOWN_TOPIC_ID)
+        } else {
+            let known = shared.topics.get(topic.topic.0.as_str());
+            (known, code::UNKNOWN_TOPIC_OR_PARTITION)
+        };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in &topic.partitions {
-            let found = known
-                .clone()
-                .ok_or(PartitionError::UnknownTopicOrPartition)
-                .and_then(|topic| {
-                    shared.partition_of(topic, wanted.partition, wanted.current_leader_epoch)
-                });
+            let Some(known) = &known else {
+                pass.errors = true;
+                partitions.push(PartitionOut::error(wanted.partition, unknown));
+                continue;
+            };
+            let found =
+                shared.partition_of(known.clone(), wanted.partition, wanted.current_leader_epoch);
             let partition = match found {
                 Ok(partition) => partition,
                 Err(error) => {
                     pass.errors = true;
-                    partitions.push(PartitionOut::error(wanted.partition, error.code()));
+                    let mut out = PartitionOut::error(wanted.partition, error.code());
+                    if matches!(error, PartitionError::NotLeader) {
+                        out.leader = shared.leader_hint(known, wanted.partition);
+                        hinted.extend(out.leader.map(|hint| hint.leader));
+                    }
+                    partitions.push(out);
                     continue;
                 }
             };
@@ -145,11 +163,16 @@ fn read_all(shared: &Shared, request: &FetchRequest) -> Pass {
         }
         pass.body.topics.push(TopicOut {
             name: topic.topic.clone(),
+            id: topic.topic_id,
             partitions,
         });
     }
+    pass.body.leaders = shared.hinted_brokers(hinted);
     pass
 }
+
+/// The first version naming topics by id.
+const TOPIC_IDS: i16 = 13;
 
 /// Waits until any watched high watermark moves, or the deadline.
 async fn wait_for_data(mut watches: Vec<watch::Receiver<Offset>>, deadline: tokio::time::Instant) {

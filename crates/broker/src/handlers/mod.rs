@@ -142,7 +142,7 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
             }));
         }
         RequestKind::Fetch(request) => {
-            let body = fetch::handle(request, shared).await;
+            let body = fetch::handle(request, version, shared).await;
             return encode_fetch(&envelope, version, &body);
         }
         RequestKind::ListOffsets(request) => list_offsets::handle(request, version, shared).await,

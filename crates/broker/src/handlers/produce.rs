@@ -14,11 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, ResponseKind, TopicName};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, ProduceRequest, ProduceResponse, ResponseKind, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use spool_log::{AppendInfo, LogError};
+use spool_metadata::BrokerRecord;
 use spool_model::{Timestamp, TimestampType, TopicPartition};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
 use spool_protocol::compression::CodecError;
@@ -27,6 +31,7 @@ use spool_protocol::recompress::recompress;
 
 use super::ApiDecl;
 use crate::errors::{self, code};
+use crate::leader_hint::LeaderHint;
 use crate::partitions::{PartitionHandle, per_partition};
 use crate::server::Shared;
 use crate::topics::{self, Recompression, Topic};
@@ -34,7 +39,9 @@ use crate::topics::{self, Recompression, Topic};
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Produce,
     min: 3,
-    max: 9,
+    // v10 (KIP-951): a refusal names the partition's leader. v11 is KIP-890's
+    // transactions, not built yet.
+    max: 10,
 };
 
 /// One partition's part of the request, validated and appended or refused.
@@ -51,6 +58,8 @@ struct Refused {
     message: Option<String>,
     /// (index of the record in its batch, why).
     record_errors: Vec<(i32, String)>,
+    /// `NOT_LEADER_OR_FOLLOWER`: the broker that leads the partition (KIP-951).
+    leader: Option<LeaderHint>,
 }
 
 impl From<i16> for Refused {
@@ -59,6 +68,7 @@ impl From<i16> for Refused {
             code,
             message: None,
             record_errors: Vec::new(),
+            leader: None,
         }
     }
 }
@@ -92,6 +102,8 @@ pub(crate) struct Appended {
     acks: i16,
     timeout: Duration,
     topics: Vec<(TopicName, Vec<PartitionOutcome>)>,
+    /// The brokers named as leaders of refused partitions, with their addresses.
+    leaders: Vec<BrokerRecord>,
 }
 
 /// The first phase: appends every partition's batches.
@@ -125,10 +137,17 @@ pub(crate) async fn append(request: ProduceRequest, shared: Arc<Shared>) -> Appe
         planned.push((topic_data.name, partitions));
     }
     // Every partition of the request is validated and appended in one blocking task.
-    let topics = per_partition(&shared, planned, |shared, _, _, plan| {
+    let topics = per_partition(&shared, planned, |shared, _, index, plan| {
+        let topic = plan.as_ref().ok().map(|work| work.topic.clone());
         Ok(plan
             .map_err(Refused::from)
-            .and_then(|work| append_partition(shared, work)))
+            .and_then(|work| append_partition(shared, work))
+            .map_err(|mut refused| {
+                if refused.code == code::NOT_LEADER_OR_FOLLOWER {
+                    refused.leader = topic.and_then(|topic| shared.leader_hint(&topic, index));
+                }
+                refused
+            }))
     })
     .await
     .into_iter()
@@ -145,10 +164,23 @@ pub(crate) async fn append(request: ProduceRequest, shared: Arc<Shared>) -> Appe
         (name, outcomes)
     })
     .collect::<Vec<_>>();
+    let hinted = topics
+        .iter()
+        .flat_map(|(_, outcomes)| outcomes)
+        .filter_map(|outcome| {
+            outcome
+                .result
+                .as_ref()
+                .err()
+                .and_then(|refused| refused.leader)
+                .map(|hint| hint.leader)
+        });
+    let leaders = shared.hinted_brokers(hinted);
     Appended {
         acks,
         timeout: Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0)),
         topics,
+        leaders,
     }
 }
 
@@ -156,23 +188,20 @@ impl Appended {
     /// The second phase: waits (with acks=all) until the batches are durable; `None`
     /// for acks=0, which is not answered.
     pub(crate) async fn answer(self) -> Option<ResponseKind> {
-        let Appended {
-            acks,
-            timeout,
-            topics,
-        } = self;
-        if acks == 0 {
+        if self.acks == 0 {
             return None;
         }
-        answer(acks, timeout, topics).await
+        answer(self).await
     }
 }
 
-async fn answer(
-    acks: i16,
-    timeout: Duration,
-    topics: Vec<(TopicName, Vec<PartitionOutcome>)>,
-) -> Option<ResponseKind> {
+async fn answer(appended: Appended) -> Option<ResponseKind> {
+    let Appended {
+        acks,
+        timeout,
+        topics,
+        leaders,
+    } = appended;
     let mut responses = Vec::with_capacity(topics.len());
     for (name, outcomes) in topics {
         let mut partitions = Vec::with_capacity(outcomes.len());
@@ -180,6 +209,11 @@ async fn answer(
             let response = PartitionProduceResponse::default().with_index(outcome.index);
             let response = match outcome.result {
                 Err(refused) => response
+                    .with_current_leader(refused.leader.map_or_else(Default::default, |hint| {
+                        LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(hint.leader))
+                            .with_leader_epoch(hint.epoch)
+                    }))
                     .with_error_code(refused.code)
                     .with_base_offset(-1)
                     .with_error_message(refused.message.map(StrBytes::from_string))
@@ -222,8 +256,21 @@ async fn answer(
                 .with_partition_responses(partitions),
         );
     }
+    // Encoded from v10 on (KIP-951); earlier versions leave them out.
+    let endpoints = leaders
+        .into_iter()
+        .map(|broker| {
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(broker.node_id))
+                .with_host(StrBytes::from_string(broker.host))
+                .with_port(broker.port)
+                .with_rack(broker.rack.map(StrBytes::from_string))
+        })
+        .collect();
     Some(ResponseKind::Produce(
-        ProduceResponse::default().with_responses(responses),
+        ProduceResponse::default()
+            .with_responses(responses)
+            .with_node_endpoints(endpoints),
     ))
 }
 
@@ -318,6 +365,7 @@ fn refuse_keyless(batch: &[u8], partition: &TopicPartition) -> Result<(), Refuse
             .into_iter()
             .map(|index| (i32::try_from(index).unwrap_or(i32::MAX), message.clone()))
             .collect(),
+        leader: None,
     })
 }
 

@@ -2,28 +2,39 @@
 //!
 //! `kafka-protocol` encodes records from one in-memory buffer; Spool's records are
 //! byte ranges of segment files that go to the socket with `sendfile`. So this module
-//! writes the response's fields itself (v4–v12 layout: Kafka's `FetchResponse.json`)
+//! writes the response's fields itself (v4–v16 layout: Kafka's `FetchResponse.json`)
 //! and hands the records to the [`ResponseWriter`] as file ranges. The test decodes
 //! every version with `kafka-protocol` to prove the layout.
 
-use bytes::BufMut;
+use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::TopicName;
 use spool_log::ReadChunk;
+use spool_metadata::BrokerRecord;
+use uuid::Uuid;
 
+use crate::leader_hint::LeaderHint;
 use crate::response::ResponseWriter;
 
 /// The first version with compact arrays, compact strings and tagged fields.
 const FLEXIBLE: i16 = 12;
+/// The first version naming topics by id.
+const TOPIC_IDS: i16 = 13;
+/// The first version with the leaders' endpoints (KIP-951).
+const NODE_ENDPOINTS: i16 = 16;
 
 /// A Fetch response body before encoding.
 #[derive(Debug, Default)]
 pub(crate) struct FetchBody {
     pub(crate) topics: Vec<TopicOut>,
+    /// The brokers named as leaders of refused partitions, with their addresses.
+    pub(crate) leaders: Vec<BrokerRecord>,
 }
 
 #[derive(Debug)]
 pub(crate) struct TopicOut {
+    /// The topic as the request named it: by name before v13, by id from v13 on.
     pub(crate) name: TopicName,
+    pub(crate) id: Uuid,
     pub(crate) partitions: Vec<PartitionOut>,
 }
 
@@ -37,6 +48,8 @@ pub(crate) struct PartitionOut {
     /// librdkafka drops a whole response that has null records (Kafka sends empty
     /// ones too).
     pub(crate) records: Vec<ReadChunk>,
+    /// Refused because another broker leads it: that broker (KIP-951).
+    pub(crate) leader: Option<LeaderHint>,
 }
 
 impl PartitionOut {
@@ -48,6 +61,7 @@ impl PartitionOut {
             high_watermark: -1,
             log_start: -1,
             records: Vec::new(),
+            leader: None,
         }
     }
 }
@@ -69,16 +83,59 @@ impl FetchBody {
         }
         put_array_len(out, flexible, self.topics.len())?;
         for topic in &self.topics {
-            put_string(out, flexible, topic.name.0.as_str())?;
+            if version >= TOPIC_IDS {
+                out.buffer().put_slice(topic.id.as_bytes());
+            } else {
+                put_string(out, flexible, topic.name.0.as_str())?;
+            }
             put_array_len(out, flexible, topic.partitions.len())?;
             for partition in &topic.partitions {
                 encode_partition(partition, version, out)?;
             }
             put_no_tags(out, flexible);
         }
-        put_no_tags(out, flexible);
+        if version >= NODE_ENDPOINTS && !self.leaders.is_empty() {
+            // Tagged field 0: the node endpoints.
+            let endpoints = node_endpoints(&self.leaders)?;
+            let len =
+                u32::try_from(endpoints.len()).map_err(|_| EncodeError("too many endpoints"))?;
+            let buf = out.buffer();
+            put_uvarint(buf, 1);
+            put_uvarint(buf, 0);
+            put_uvarint(buf, len);
+            buf.put_slice(&endpoints);
+        } else {
+            put_no_tags(out, flexible);
+        }
         Ok(())
     }
+}
+
+/// The NodeEndpoints array (compact, flexible structs).
+fn node_endpoints(brokers: &[BrokerRecord]) -> Result<BytesMut, EncodeError> {
+    let mut buf = BytesMut::new();
+    let count = u32::try_from(brokers.len()).map_err(|_| EncodeError("too many endpoints"))?;
+    put_uvarint(&mut buf, count + 1);
+    for broker in brokers {
+        buf.put_i32(broker.node_id);
+        put_compact_string(&mut buf, Some(&broker.host))?;
+        buf.put_i32(broker.port);
+        put_compact_string(&mut buf, broker.rack.as_deref())?;
+        put_uvarint(&mut buf, 0);
+    }
+    Ok(buf)
+}
+
+/// A compact (nullable) string.
+fn put_compact_string(buf: &mut BytesMut, value: Option<&str>) -> Result<(), EncodeError> {
+    let Some(value) = value else {
+        put_uvarint(buf, 0);
+        return Ok(());
+    };
+    let len = u32::try_from(value.len()).map_err(|_| EncodeError("string too long"))?;
+    put_uvarint(buf, len + 1);
+    buf.put_slice(value.as_bytes());
+    Ok(())
 }
 
 fn encode_partition(
@@ -102,21 +159,33 @@ fn encode_partition(
     let len: u64 = partition.records.iter().map(ReadChunk::len).sum();
     let len = i32::try_from(len).map_err(|_| EncodeError("records too large"))?;
     if flexible {
-        put_uvarint(out, len.unsigned_abs() + 1);
+        put_uvarint(out.buffer(), len.unsigned_abs() + 1);
     } else {
         out.buffer().put_i32(len);
     }
     for chunk in &partition.records {
         out.push_chunk(chunk);
     }
-    put_no_tags(out, flexible);
+    match partition.leader {
+        Some(hint) if flexible => {
+            // Tagged field 1: the current leader, a flexible struct of two int32s.
+            let buf = out.buffer();
+            put_uvarint(buf, 1);
+            put_uvarint(buf, 1);
+            put_uvarint(buf, 9);
+            buf.put_i32(hint.leader);
+            buf.put_i32(hint.epoch);
+            put_uvarint(buf, 0);
+        }
+        _ => put_no_tags(out, flexible),
+    }
     Ok(())
 }
 
 fn put_array_len(out: &mut ResponseWriter, flexible: bool, len: usize) -> Result<(), EncodeError> {
     let len = u32::try_from(len).map_err(|_| EncodeError("array too long"))?;
     if flexible {
-        put_uvarint(out, len + 1);
+        put_uvarint(out.buffer(), len + 1);
     } else {
         let len = i32::try_from(len).map_err(|_| EncodeError("array too long"))?;
         out.buffer().put_i32(len);
@@ -126,14 +195,14 @@ fn put_array_len(out: &mut ResponseWriter, flexible: bool, len: usize) -> Result
 
 fn put_no_tags(out: &mut ResponseWriter, flexible: bool) {
     if flexible {
-        put_uvarint(out, 0);
+        put_uvarint(out.buffer(), 0);
     }
 }
 
 fn put_string(out: &mut ResponseWriter, flexible: bool, value: &str) -> Result<(), EncodeError> {
     if flexible {
         let len = u32::try_from(value.len()).map_err(|_| EncodeError("string too long"))?;
-        put_uvarint(out, len + 1);
+        put_uvarint(out.buffer(), len + 1);
     } else {
         let len = i16::try_from(value.len()).map_err(|_| EncodeError("string too long"))?;
         out.buffer().put_i16(len);
@@ -144,8 +213,7 @@ fn put_string(out: &mut ResponseWriter, flexible: bool, value: &str) -> Result<(
 
 /// Kafka's unsigned varint: seven bits at a time, low first, high bit = more follows.
 /// (`kafka-protocol` keeps its encoder private.)
-fn put_uvarint(out: &mut ResponseWriter, mut value: u32) {
-    let buf = out.buffer();
+fn put_uvarint(buf: &mut impl BufMut, mut value: u32) {
     loop {
         let [low, ..] = value.to_le_bytes();
         value >>= 7;
@@ -179,16 +247,25 @@ mod tests {
     fn body() -> FetchBody {
         let file = file_with(b"....file-records....");
         let big = Bytes::from(vec![7u8; 100 * 1024]);
+        let refused = PartitionOut {
+            leader: Some(LeaderHint {
+                leader: 2,
+                epoch: 7,
+            }),
+            ..PartitionOut::error(4, 6)
+        };
         FetchBody {
             topics: vec![
                 TopicOut {
                     name: TopicName(StrBytes::from_static_str("orders")),
+                    id: ORDERS,
                     partitions: vec![
                         PartitionOut {
                             index: 0,
                             error: 0,
                             high_watermark: 42,
                             log_start: 3,
+                            leader: None,
                             records: vec![
                                 ReadChunk::Memory(Bytes::from_static(b"memory-first|")),
                                 ReadChunk::File {
@@ -205,22 +282,38 @@ mod tests {
                             high_watermark: 0,
                             log_start: 0,
                             records: Vec::new(),
+                            leader: None,
                         },
                         PartitionOut::error(9, 3),
+                        refused,
                     ],
                 },
                 TopicOut {
                     name: TopicName(StrBytes::from_static_str("unknown")),
+                    id: Uuid::nil(),
                     partitions: vec![PartitionOut::error(0, 3)],
                 },
             ],
+            leaders: vec![BrokerRecord {
+                node_id: 2,
+                incarnation: Uuid::nil(),
+                host: "broker-2.example".to_owned(),
+                port: 9092,
+                rack: Some("a".to_owned()),
+                lease_expires_ms: 0,
+                draining: false,
+                topics_seen: 0,
+                assignments_seen: 0,
+            }],
         }
     }
+
+    const ORDERS: Uuid = Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
 
     #[test]
     fn every_version_decodes_to_what_was_encoded() {
         let body = body();
-        for version in 4..=12 {
+        for version in 4..=16 {
             let mut writer = ResponseWriter::new();
             body.encode(version, &mut writer).unwrap();
             let framed = writer.finish().unwrap().to_vec().unwrap();
@@ -232,7 +325,11 @@ mod tests {
 
             assert_eq!(decoded.responses.len(), 2);
             let orders = &decoded.responses[0];
-            assert_eq!(orders.topic.0.as_str(), "orders");
+            if version >= 13 {
+                assert_eq!(orders.topic_id, ORDERS);
+            } else {
+                assert_eq!(orders.topic.0.as_str(), "orders");
+            }
             let first = &orders.partitions[0];
             assert_eq!(first.high_watermark, 42);
             assert_eq!(first.last_stable_offset, 42);
@@ -254,6 +351,27 @@ mod tests {
             assert_eq!((failed.partition_index, failed.error_code), (9, 3));
             assert_eq!(failed.records.as_deref(), Some(&[][..]), "empty, not null");
             assert_eq!(decoded.responses[1].partitions[0].error_code, 3);
+            // The leader hint: its id and epoch from v12 on, its address from v16 on.
+            let hinted = &orders.partitions[3];
+            assert_eq!(hinted.error_code, 6);
+            let leader = (
+                hinted.current_leader.leader_id.0,
+                hinted.current_leader.leader_epoch,
+            );
+            let endpoints: Vec<(i32, &str, i32, Option<&str>)> = decoded
+                .node_endpoints
+                .iter()
+                .map(|e| (e.node_id.0, e.host.as_str(), e.port, e.rack.as_deref()))
+                .collect();
+            match version {
+                ..=11 => assert_eq!(leader, (-1, -1), "v{version}"),
+                _ => assert_eq!(leader, (2, 7), "v{version}"),
+            }
+            if version >= 16 {
+                assert_eq!(endpoints, [(2, "broker-2.example", 9092, Some("a"))]);
+            } else {
+                assert!(endpoints.is_empty(), "v{version}");
+            }
         }
     }
 }
