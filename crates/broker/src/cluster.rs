@@ -397,10 +397,13 @@ pub(crate) async fn assign_new(shared: &Arc<Shared>, view: &ClusterView, keys: &
     }
 }
 
-/// After this broker changed topics, broker configs or leaders: waits until every
-/// other live broker has followed the store up to now, so that a client told the
-/// change is done finds it done on whichever broker it asks next. Gives up after a
-/// lease (a broker that does not follow for that long is dead or about to be).
+/// Before answering a request that changed topics, broker configs or leaders: waits
+/// until every other live broker has followed the store up to now, so that a client
+/// told the change is done finds it done on whichever broker it asks next. Called
+/// once per request, never under the admin lock (a broker follows under its own admin
+/// lock: two brokers waiting for each other under theirs would both wait a lease).
+/// Gives up after a lease: a broker that does not follow for that long is dead or
+/// about to be, or cannot apply the change (it logs why).
 pub(crate) async fn wait_for_followers(shared: &Shared) {
     let Some(view) = &shared.cluster else {
         return;

@@ -306,6 +306,5 @@ pub(crate) async fn change(
     }
     retune(shared, retuned);
     tracing::info!(scope, configs = ?wanted, "changed broker configs");
-    crate::cluster::wait_for_followers(shared).await;
     Ok(())
 }

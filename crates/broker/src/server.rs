@@ -332,6 +332,15 @@ impl Broker {
         let started = std::time::Instant::now();
         if let Some(view) = &self.shared.cluster {
             view.hand_over_everything(&self.shared.metadata).await;
+            // It follows the store no more from here: no broker waits for it to.
+            let stopping = self
+                .shared
+                .metadata
+                .note_followed(view.node_id, view.incarnation, i64::MAX, i64::MAX)
+                .await;
+            if let Err(error) = stopping {
+                tracing::debug!(%error, "cannot note that this broker stops following");
+            }
         }
         let _ = self.stop.send(true);
         self.accept.await?;

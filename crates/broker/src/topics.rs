@@ -217,7 +217,6 @@ pub(crate) async fn create(
     if let Some(view) = &shared.cluster {
         crate::cluster::assign_new(shared, view, &new_partitions(&topic, 0)).await;
     }
-    crate::cluster::wait_for_followers(shared).await;
     shared
         .topics
         .get(name.as_str())
@@ -244,7 +243,10 @@ pub(crate) async fn get_or_auto_create(
         configs: BTreeMap::new(),
     };
     match create(shared, request, false).await {
-        Ok(topic) => Some(topic),
+        Ok(topic) => {
+            crate::cluster::wait_for_followers(shared).await;
+            Some(topic)
+        }
         // Another request created it first, perhaps through another broker.
         Err(error) if error.code == code::TOPIC_ALREADY_EXISTS => {
             if shared.topics.get(name).is_none() {
@@ -271,7 +273,6 @@ pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic
     }
     forget(shared, &topic).await;
     tracing::info!(topic = name, id = %topic.record.id, "deleted topic");
-    crate::cluster::wait_for_followers(shared).await;
     Ok(topic)
 }
 
@@ -388,7 +389,6 @@ pub(crate) async fn add_partitions(
     if let Some(view) = &shared.cluster {
         crate::cluster::assign_new(shared, view, &added).await;
     }
-    crate::cluster::wait_for_followers(shared).await;
     tracing::info!(topic = name, from = current, to = count, "added partitions");
     Ok(())
 }
@@ -434,6 +434,5 @@ pub(crate) async fn change_configs(
         .map_err(|error| AdminError::new(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
     tracing::info!(topic = name, configs = ?updated.record.configs, "changed topic configs");
     shared.topics.insert(updated);
-    crate::cluster::wait_for_followers(shared).await;
     Ok(())
 }

@@ -234,6 +234,52 @@ async fn a_deposed_coordinator_cannot_overwrite_committed_offsets() {
     assert_eq!(cached, vec![5], "the fenced one reads what the store holds");
 }
 
+/// Both brokers believe they coordinate every group, as two brokers whose views of
+/// the membership differ (a heartbeat apart) may.
+#[derive(Debug)]
+struct OwnsEverything;
+
+impl spool_coordinator::GroupOwnership for OwnsEverything {
+    fn owns(&self, _group_id: &str) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_coordinator_another_claimed_the_group_from_reads_the_newer_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_topics(&dir.path().join("metadata.db")).await;
+    let open = || async {
+        let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_secs(3600)))
+            .await
+            .unwrap();
+        coordinator.set_ownership(Arc::new(OwnsEverything));
+        coordinator
+    };
+    let (stale, current) = (open().await, open().await);
+    stale
+        .commit(simple_commit("g", vec![offset(0, 1)]))
+        .await
+        .unwrap();
+    current
+        .commit(simple_commit("g", vec![offset(0, 5)]))
+        .await
+        .unwrap();
+    // The first has not written since it was fenced, so it does not know it was.
+    let fetched: Vec<i64> = stale
+        .fetch_committed("g", None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.offset)
+        .collect();
+    assert_eq!(
+        fetched,
+        vec![5],
+        "the offset stored last, not the one cached"
+    );
+}
+
 #[tokio::test]
 async fn offsets_another_node_claimed_are_not_expired_here() {
     let dir = tempfile::tempdir().unwrap();

@@ -85,14 +85,34 @@ async fn heartbeat(
     Ok(())
 }
 
+/// Notes in the store that this broker follows assignments version `version` (a
+/// broker that moved partitions waits for the others to follow); false if that failed.
+async fn note_followed(shared: &Shared, view: &ClusterView, version: i64) -> bool {
+    let noted = shared
+        .metadata
+        .note_followed(view.node_id, view.incarnation, 0, version)
+        .await;
+    if let Err(error) = &noted {
+        tracing::debug!(%error, "cannot note the assignments version followed; trying again");
+    }
+    noted.is_ok()
+}
+
 async fn follow(shared: Arc<Shared>, view: Arc<ClusterView>, mut stopped: watch::Receiver<bool>) {
     let mut ticks = tokio::time::interval(FOLLOW_INTERVAL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut seen = None;
+    // The version last noted in the store as followed (a failed note is tried again).
+    let mut noted = None;
     loop {
         tokio::select! {
             _ = stopped.changed() => return,
             _ = ticks.tick() => {}
+        }
+        if let Some(version) = seen.filter(|version| noted != Some(*version)) {
+            noted = note_followed(&shared, &view, version)
+                .await
+                .then_some(version);
         }
         let Ok(version) = shared.metadata.assignments_version().await else {
             // The heartbeat reports a store that does not answer.
@@ -105,13 +125,13 @@ async fn follow(shared: Arc<Shared>, view: Arc<ClusterView>, mut stopped: watch:
             Ok(()) => {
                 seen = Some(version);
                 handover::start_asked(&shared, &view);
-                // A broker that moved partitions waits for the others to follow.
-                if let Err(error) = shared
-                    .metadata
-                    .note_followed(view.node_id, view.incarnation, 0, version)
-                    .await
-                {
-                    tracing::debug!(%error, "cannot note the assignments version followed");
+                // Leaders may have gone to a broker that just joined: Metadata lists
+                // it (and names it in hints) from now, not from the next heartbeat.
+                if let Err(error) = view.refresh_brokers(&shared.metadata).await {
+                    tracing::debug!(%error, "cannot read the brokers");
+                }
+                if note_followed(&shared, &view, version).await {
+                    noted = Some(version);
                 }
             }
             Err(error) => tracing::warn!(%error, "cannot read the partitions' leaders"),

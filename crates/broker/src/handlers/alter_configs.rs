@@ -64,6 +64,7 @@ pub(crate) async fn alter(request: AlterConfigsRequest, shared: Arc<Shared>) -> 
         }
         responses.push(response);
     }
+    crate::cluster::wait_for_followers(&shared).await;
     ResponseKind::AlterConfigs(AlterConfigsResponse::default().with_responses(responses))
 }
 
@@ -103,6 +104,7 @@ pub(crate) async fn incremental(
         }
         responses.push(response);
     }
+    crate::cluster::wait_for_followers(&shared).await;
     ResponseKind::IncrementalAlterConfigs(
         IncrementalAlterConfigsResponse::default().with_responses(responses),
     )

@@ -49,5 +49,6 @@ pub(crate) async fn handle(request: CreatePartitionsRequest, shared: Arc<Shared>
         }
         results.push(result);
     }
+    crate::cluster::wait_for_followers(&shared).await;
     ResponseKind::CreatePartitions(CreatePartitionsResponse::default().with_results(results))
 }

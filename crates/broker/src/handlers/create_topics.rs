@@ -75,6 +75,7 @@ pub(crate) async fn handle(
         }
         results.push(result);
     }
+    crate::cluster::wait_for_followers(&shared).await;
     ResponseKind::CreateTopics(CreateTopicsResponse::default().with_topics(results))
 }
 

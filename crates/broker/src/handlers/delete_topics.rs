@@ -72,5 +72,6 @@ pub(crate) async fn handle(
         }
         responses.push(result);
     }
+    crate::cluster::wait_for_followers(&shared).await;
     ResponseKind::DeleteTopics(DeleteTopicsResponse::default().with_responses(responses))
 }

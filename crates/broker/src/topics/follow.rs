@@ -35,13 +35,17 @@ pub(crate) async fn follow_metadata_store(
         POLL_INTERVAL
     };
     let mut ticks = tokio::time::interval(every);
-    note_followed(&shared, seen).await;
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
+    // The version last noted in the store as followed (a failed note is tried again).
+    let mut noted = None;
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             _ = ticks.tick() => {}
+        }
+        if noted != Some(seen) && note_followed(&shared, seen).await {
+            noted = Some(seen);
         }
         let version = match shared.metadata.topics_version().await {
             Ok(version) => version,
@@ -61,7 +65,9 @@ pub(crate) async fn follow_metadata_store(
             match catch_up(&shared).await {
                 Ok(true) => {
                     seen = version;
-                    note_followed(&shared, seen).await;
+                    if note_followed(&shared, seen).await {
+                        noted = Some(seen);
+                    }
                 }
                 // Tried again at the next poll.
                 Ok(false) => {}
@@ -79,18 +85,20 @@ pub(crate) async fn catch_up_now(shared: &Arc<Shared>) {
     }
 }
 
-/// In a cluster, notes in the store that this broker follows topics version `seen`.
-async fn note_followed(shared: &Shared, seen: i64) {
+/// In a cluster, notes in the store that this broker follows topics version `seen`;
+/// false if that failed.
+async fn note_followed(shared: &Shared, seen: i64) -> bool {
     let Some(view) = &shared.cluster else {
-        return;
+        return true;
     };
-    if let Err(error) = shared
+    let noted = shared
         .metadata
         .note_followed(view.node_id, view.incarnation, seen, 0)
-        .await
-    {
-        tracing::debug!(%error, "cannot note the topics version followed");
+        .await;
+    if let Err(error) = &noted {
+        tracing::debug!(%error, "cannot note the topics version followed; trying again");
     }
+    noted.is_ok()
 }
 
 /// Makes the topic table agree with the store's topics and the settings with its

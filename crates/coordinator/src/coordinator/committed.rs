@@ -108,9 +108,12 @@ impl GroupCoordinator {
     }
 
     /// OffsetFetch: [`GroupCoordinator::committed`], for a group this broker
-    /// coordinates. When groups are shared out among brokers and this one has not
-    /// claimed the group yet, the offsets are read from the store first: another
-    /// broker may have coordinated it since they were cached.
+    /// coordinates. When groups are shared out among brokers, the offsets are read
+    /// from the store first, even for a group this broker has claimed: while two
+    /// brokers' views of the membership differ, another may have claimed the group
+    /// and stored newer offsets since (this broker learns it only at its next write,
+    /// which is fenced). Every acknowledged commit is in the store, so its answer is
+    /// never older than one.
     pub async fn fetch_committed(
         &self,
         group_id: &str,
@@ -119,8 +122,7 @@ impl GroupCoordinator {
         if !self.owns(group_id) {
             return Err(GroupError::NotCoordinator);
         }
-        let claimed = self.lock().coordinator_epochs.contains_key(group_id);
-        if self.is_shared() && !claimed {
+        if self.is_shared() {
             let _writes = self.writes.lock().await;
             let stored = self.store.group_offsets(group_id).await.map_err(|error| {
                 tracing::error!(group = group_id, %error, "reading a group's offsets failed");

@@ -294,17 +294,21 @@ mod tests {
                     partitions: vec![PartitionOut::error(0, 3)],
                 },
             ],
-            leaders: vec![BrokerRecord {
-                node_id: 2,
-                incarnation: Uuid::nil(),
-                host: "broker-2.example".to_owned(),
-                port: 9092,
-                rack: Some("a".to_owned()),
-                lease_expires_ms: 0,
-                draining: false,
-                topics_seen: 0,
-                assignments_seen: 0,
-            }],
+            leaders: vec![broker(2, Some("a")), broker(3, None)],
+        }
+    }
+
+    fn broker(node_id: i32, rack: Option<&str>) -> BrokerRecord {
+        BrokerRecord {
+            node_id,
+            incarnation: Uuid::nil(),
+            host: format!("broker-{node_id}.example"),
+            port: 9092,
+            rack: rack.map(str::to_owned),
+            lease_expires_ms: 0,
+            draining: false,
+            topics_seen: 0,
+            assignments_seen: 0,
         }
     }
 
@@ -368,7 +372,13 @@ mod tests {
                 _ => assert_eq!(leader, (2, 7), "v{version}"),
             }
             if version >= 16 {
-                assert_eq!(endpoints, [(2, "broker-2.example", 9092, Some("a"))]);
+                assert_eq!(
+                    endpoints,
+                    [
+                        (2, "broker-2.example", 9092, Some("a")),
+                        (3, "broker-3.example", 9092, None)
+                    ]
+                );
             } else {
                 assert!(endpoints.is_empty(), "v{version}");
             }
