@@ -125,11 +125,6 @@ async fn follow(shared: Arc<Shared>, view: Arc<ClusterView>, mut stopped: watch:
             Ok(()) => {
                 seen = Some(version);
                 handover::start_asked(&shared, &view);
-                // Leaders may have gone to a broker that just joined: Metadata lists
-                // it (and names it in hints) from now, not from the next heartbeat.
-                if let Err(error) = view.refresh_brokers(&shared.metadata).await {
-                    tracing::debug!(%error, "cannot read the brokers");
-                }
                 if note_followed(&shared, &view, version).await {
                     noted = Some(version);
                 }
