@@ -36,10 +36,11 @@ impl Shared {
 
     /// The live brokers among `nodes`, by node id, for a response's endpoints.
     pub(crate) fn hinted_brokers(&self, nodes: impl IntoIterator<Item = i32>) -> Vec<BrokerRecord> {
-        let Some(view) = &self.cluster else {
+        let mut wanted: Vec<i32> = nodes.into_iter().collect();
+        // Every produce and fetch asks: most name nobody, and cost nothing then.
+        let Some(view) = self.cluster.as_ref().filter(|_| !wanted.is_empty()) else {
             return Vec::new();
         };
-        let mut wanted: Vec<i32> = nodes.into_iter().collect();
         wanted.sort_unstable();
         wanted.dedup();
         view.live_brokers()

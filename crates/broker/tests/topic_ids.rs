@@ -13,8 +13,7 @@ use kafka_protocol::messages::offset_commit_request::{
 };
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
-    DeleteTopicsRequest, GroupId, OffsetCommitRequest, OffsetFetchRequest, RequestKind,
-    ResponseKind,
+    GroupId, OffsetCommitRequest, OffsetFetchRequest, RequestKind, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestBroker, topic_name};
@@ -58,18 +57,6 @@ async fn committed(client: &mut RawClient, topic: &str) -> i64 {
         panic!("not an OffsetFetch response")
     };
     response.topics[0].partitions[0].committed_offset
-}
-
-async fn delete_topic(client: &mut RawClient, topic: &str) -> i16 {
-    let request = DeleteTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topic_names(vec![topic_name(topic)]);
-    let ResponseKind::DeleteTopics(response) =
-        client.call(RequestKind::DeleteTopics(request), 4).await
-    else {
-        panic!("not a DeleteTopics response")
-    };
-    response.responses[0].error_code
 }
 
 /// The values fetched from partition 0, from offset 0.
@@ -138,7 +125,7 @@ async fn a_delete_cut_short_is_finished_at_the_next_start_and_a_recreated_topic_
     // What a crash right after the metadata delete leaves: the data still there.
     let aside = tempfile::tempdir().unwrap();
     copy_dir(&old, aside.path());
-    assert_eq!(delete_topic(&mut client, "orders").await, 0);
+    assert_eq!(client.delete_topic("orders").await, 0);
     assert!(!old.exists());
     let data = broker.stop().await;
     copy_dir(aside.path(), &old);
@@ -211,7 +198,7 @@ async fn a_delete_cut_short_by_a_machine_crash_is_finished_at_the_next_start() {
 
     store.fail_after(0);
     assert_eq!(
-        delete_topic(&mut client, "orders").await,
+        client.delete_topic("orders").await,
         0,
         "deleted for clients: the metadata store says so"
     );

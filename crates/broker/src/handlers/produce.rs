@@ -137,14 +137,16 @@ pub(crate) async fn append(request: ProduceRequest, shared: Arc<Shared>) -> Appe
         planned.push((topic_data.name, partitions));
     }
     // Every partition of the request is validated and appended in one blocking task.
-    let topics = per_partition(&shared, planned, |shared, _, index, plan| {
-        let topic = plan.as_ref().ok().map(|work| work.topic.clone());
+    let topics = per_partition(&shared, planned, |shared, name: &TopicName, index, plan| {
         Ok(plan
             .map_err(Refused::from)
             .and_then(|work| append_partition(shared, work))
             .map_err(|mut refused| {
                 if refused.code == code::NOT_LEADER_OR_FOLLOWER {
-                    refused.leader = topic.and_then(|topic| shared.leader_hint(&topic, index));
+                    refused.leader = shared
+                        .topics
+                        .get(name.0.as_str())
+                        .and_then(|topic| shared.leader_hint(&topic, index));
                 }
                 refused
             }))
