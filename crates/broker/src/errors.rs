@@ -78,9 +78,9 @@ pub(crate) fn group_result_code(result: Result<(), GroupError>) -> i16 {
 /// The Kafka error code for a storage-engine error.
 pub(crate) fn log_error_code(error: &LogError) -> i16 {
     match error {
-        LogError::OffsetBelowLogStart { .. } | LogError::OffsetBeyondHighWatermark { .. } => {
-            code::OFFSET_OUT_OF_RANGE
-        }
+        LogError::OffsetBelowLogStart { .. }
+        | LogError::OffsetBeyondHighWatermark { .. }
+        | LogError::OffsetBeyondStableOffset { .. } => code::OFFSET_OUT_OF_RANGE,
         LogError::InvalidBatch { source, .. } => batch_error_code(source),
         LogError::UnknownPartition(_) => code::UNKNOWN_TOPIC_OR_PARTITION,
         LogError::Io { .. } | LogError::Failed { .. } => code::KAFKA_STORAGE_ERROR,

@@ -3,7 +3,7 @@
 //! atomically: temp file, fsync, rename, directory fsync.
 //!
 //! Layout, big-endian (`docs/storage.md`):
-//! `"SPCP" | version u8 = 2 | logStart i64 | recoveryOffset i64 |
+//! `"SPCP" | version u8 = 3 | logStart i64 | recoveryOffset i64 |
 //!  recoverySegmentBase i64 | recoveryPosition u64 | snapshotOffset i64 |
 //!  snapshotSegmentBase i64 | snapshotPosition u64 | producer state | crc32c u32`
 //! (CRC over all before it). Version 1 files, without the last four fields before the
@@ -23,7 +23,9 @@ pub(crate) const CHECKPOINT_FILE: &str = "checkpoint";
 const CHECKPOINT_TMP: &str = "checkpoint.tmp";
 const MAGIC: &[u8; 4] = b"SPCP";
 const VERSION_1: u8 = 1;
-const VERSION: u8 = 2;
+const VERSION_2: u8 = 2;
+/// Version 3 adds the transactions to the producer state (the same layout otherwise).
+const VERSION: u8 = 3;
 const V1_LEN: usize = 41;
 /// Magic, version and the two positions of a version 2 file.
 const V2_FIXED_LEN: usize = 4 + 1 + 8 + 3 * 8 + 3 * 8;
@@ -101,7 +103,7 @@ impl Checkpoint {
         };
         let producers = match version {
             VERSION_1 if bytes.len() == V1_LEN => None,
-            VERSION => Some(ProducerSnapshot {
+            VERSION_2 | VERSION => Some(ProducerSnapshot {
                 at: position_at(37)?,
                 states: ProducerStates::decode(body.get(V2_FIXED_LEN..)?)?,
             }),

@@ -25,6 +25,13 @@ pub enum LogError {
         requested: Offset,
         high_watermark: Offset,
     },
+    #[error(
+        "offset {requested} is beyond the last stable offset {last_stable}: a transaction is open below it"
+    )]
+    OffsetBeyondStableOffset {
+        requested: Offset,
+        last_stable: Offset,
+    },
     #[error("batch {index} of the append is malformed: {source}")]
     InvalidBatch {
         index: usize,

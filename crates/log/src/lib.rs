@@ -41,4 +41,4 @@ pub use leader_epochs::EpochStart;
 pub use manager::{LogManager, ManagerConfig};
 pub use partition::{AppendInfo, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure};
 pub use producers::ProducerError;
-pub use read::{ReadChunk, ReadResult};
+pub use read::{AbortedTxn, Isolation, ReadChunk, ReadResult};

@@ -17,6 +17,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use spool_model::{Offset, RecordBatchHeader, Timestamp, TimestampType};
 use spool_protocol::batch::{self, BatchError};
+use spool_protocol::control;
 use spool_store::StoreFile;
 use tokio::sync::watch;
 
@@ -161,6 +162,13 @@ impl LogState {
             log_end: self.log_end(),
             durable: self.durable.offset,
         }
+    }
+
+    /// The last stable offset: below it, every transaction is decided.
+    pub(crate) fn stable_offset(&self) -> Offset {
+        self.producers
+            .txns
+            .stable_offset(self.high_watermark.offset)
     }
 
     pub(crate) fn checkpoint(&self) -> Checkpoint {
@@ -352,6 +360,28 @@ impl PartitionLog {
         }
     }
 
+    /// The last stable offset: read_committed consumers read below it (the high
+    /// watermark when no transaction is open here).
+    #[must_use]
+    pub fn stable_offset(&self) -> Offset {
+        self.lock().stable_offset()
+    }
+
+    /// Producers with a transaction open here, with the offset it began at.
+    #[must_use]
+    pub fn open_transactions(&self) -> Vec<(i64, Offset)> {
+        let state = self.lock();
+        let mut open: Vec<(i64, Offset)> = state
+            .producers
+            .txns
+            .open
+            .iter()
+            .map(|(producer, first)| (*producer, *first))
+            .collect();
+        open.sort_unstable();
+        open
+    }
+
     /// Forgets idempotent producers whose newest batch here is older than
     /// `older_than`; returns how many are left.
     pub fn expire_producers(&self, older_than: Timestamp) -> usize {
@@ -402,6 +432,8 @@ impl PartitionLog {
             .index(&self.files, config.index_interval_bytes)?;
         let base_offset = state.log_end();
         let leader_epoch = state.leader_epochs.latest();
+        let high_watermark = state.high_watermark.offset;
+        state.producers.txns.settle(high_watermark);
         let mut pending = PendingWrite::default();
         let mut records = 0u64;
         for bytes in batches {
@@ -426,9 +458,11 @@ impl PartitionLog {
                 unreachable!("validated above");
             };
             records += u64::try_from(header.record_count).unwrap_or(0);
-            if producers::is_idempotent(&header) {
-                state.producers.record(&header);
-            }
+            let marker = header
+                .is_control()
+                .then(|| control::read_marker(batch))
+                .flatten();
+            state.producers.apply(&header, marker);
             if let Some(upload) = state.upload.as_mut() {
                 upload.note_batch(&header);
             }

@@ -8,8 +8,13 @@
 use std::collections::{HashMap, VecDeque};
 
 use spool_model::{Offset, ProducerEpoch, ProducerId, RecordBatchHeader, Sequence};
+use spool_protocol::control::Marker;
 
-mod snapshot;
+pub(crate) mod snapshot;
+mod transactions;
+
+pub use transactions::AbortedTxn;
+pub(crate) use transactions::Transactions;
 
 /// Batches remembered per producer.
 const REMEMBERED: usize = 5;
@@ -62,10 +67,11 @@ struct ProducerEntry {
     last_timestamp_ms: i64,
 }
 
-/// Every idempotent producer's state in one partition.
+/// Every idempotent producer's state in one partition, and its transactions.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ProducerStates {
     by_id: HashMap<i64, ProducerEntry>,
+    pub(crate) txns: Transactions,
 }
 
 /// The sequence after `sequence` (sequences wrap to 0 after `i32::MAX`).
@@ -180,10 +186,51 @@ impl ProducerStates {
         entry.last_timestamp_ms = entry.last_timestamp_ms.max(header.max_timestamp.0);
     }
 
-    /// Drops producers whose newest batch is older than `older_than_ms`.
+    /// Takes an appended batch (its header carries its offsets) into the state: an
+    /// idempotent batch is remembered, a transactional one opens its producer's
+    /// transaction here, and a transaction marker (`marker`, read from a control
+    /// batch) ends it and fences the producer's older epochs.
+    pub(crate) fn apply(&mut self, header: &RecordBatchHeader, marker: Option<Marker>) {
+        if header.is_control() {
+            if let Some(marker) = marker {
+                self.note_marker(header, marker);
+            }
+            return;
+        }
+        if is_idempotent(header) {
+            self.record(header);
+        }
+        if header.is_transactional() {
+            self.txns
+                .note_data(header.producer_id.0, header.base_offset);
+        }
+    }
+
+    fn note_marker(&mut self, header: &RecordBatchHeader, marker: Marker) {
+        let producer = header.producer_id.0;
+        let entry = self.by_id.entry(producer).or_insert_with(|| ProducerEntry {
+            epoch: header.producer_epoch,
+            batches: VecDeque::new(),
+            last_timestamp_ms: header.max_timestamp.0,
+        });
+        // A marker of a newer epoch (the coordinator fenced the producer) refuses the
+        // older epoch from now on; the new epoch starts its sequences over.
+        if header.producer_epoch > entry.epoch {
+            entry.epoch = header.producer_epoch;
+            entry.batches.clear();
+        }
+        entry.last_timestamp_ms = entry.last_timestamp_ms.max(header.max_timestamp.0);
+        self.txns
+            .note_marker(producer, header.base_offset, marker == Marker::Commit);
+    }
+
+    /// Drops producers whose newest batch is older than `older_than_ms`, unless they
+    /// have a transaction open here.
     pub(crate) fn expire(&mut self, older_than_ms: i64) {
-        self.by_id
-            .retain(|_, entry| entry.last_timestamp_ms >= older_than_ms);
+        let txns = &self.txns;
+        self.by_id.retain(|producer, entry| {
+            entry.last_timestamp_ms >= older_than_ms || txns.has_open(*producer)
+        });
     }
 
     pub(crate) fn len(&self) -> usize {

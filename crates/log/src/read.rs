@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use spool_model::Offset;
+
+pub use crate::producers::AbortedTxn;
 use spool_store::StoreFile;
 
 /// One contiguous piece of a read.
@@ -57,6 +59,15 @@ impl ReadChunk {
     }
 }
 
+/// Which records a read may return (a Fetch's `isolation_level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// Up to the high watermark, open transactions included.
+    ReadUncommitted,
+    /// Up to the last stable offset: only decided transactions.
+    ReadCommitted,
+}
+
 /// The result of [`crate::PartitionLog::read`].
 #[derive(Debug, Clone)]
 pub struct ReadResult {
@@ -64,6 +75,9 @@ pub struct ReadResult {
     pub chunks: Vec<ReadChunk>,
     pub log_start: Offset,
     pub high_watermark: Offset,
+    pub last_stable: Offset,
+    /// read_committed: the aborted transactions with records in what was read.
+    pub aborted: Vec<AbortedTxn>,
 }
 
 impl ReadResult {

@@ -21,7 +21,7 @@ use crate::file_cache::FileCache;
 use crate::index::SegmentIndex;
 use crate::leader_epochs::LeaderEpochs;
 use crate::partition::{LogState, PartitionLog};
-use crate::producers::{self, ProducerStates};
+use crate::producers::ProducerStates;
 use crate::scan::{self, HeaderCursor};
 use crate::segment::{self, NewIndexEntries, Segment};
 use crate::tail_cache::TailCache;
@@ -163,15 +163,38 @@ impl PartitionLog {
                 .header_at(position, end)
                 .map_err(LogError::io("read", &self.dir))?
             {
-                if producers::is_idempotent(&header) {
-                    rebuilt.record(&header);
-                }
+                let marker = if header.is_control() {
+                    read_marker_at(file.as_ref(), position, &header)
+                        .map_err(LogError::io("read", &self.dir))?
+                } else {
+                    None
+                };
+                rebuilt.apply(&header, marker);
                 position += header.total_len() as u64;
             }
         }
         self.lock().producers = rebuilt;
         Ok(used_at)
     }
+}
+
+/// The transaction marker in the control batch at `position`. A control batch is a
+/// few dozen bytes; one larger than a marker can be is no marker.
+fn read_marker_at(
+    file: &dyn spool_store::StoreFile,
+    position: u64,
+    header: &spool_model::RecordBatchHeader,
+) -> std::io::Result<Option<spool_protocol::control::Marker>> {
+    const MARKER_MAX_LEN: usize = 256;
+    let len = header.total_len();
+    if len > MARKER_MAX_LEN {
+        return Ok(None);
+    }
+    let mut bytes = vec![0_u8; len];
+    let read = file.read_up_to(&mut bytes, position)?;
+    Ok(bytes
+        .get(..read)
+        .and_then(spool_protocol::control::read_marker))
 }
 
 /// Where to start reading headers after a snapshot taken at `at`: its segment and

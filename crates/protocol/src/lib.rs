@@ -4,6 +4,7 @@
 //!   path and the storage engine's recovery;
 //! - [`compression`] and [`recompress`]: Kafka's record codecs, for topics that
 //!   recompress and for the log cleaner (never on the default paths);
+//! - [`control`]: transaction markers, the control batches brokers write;
 //! - [`keyed`]: the records of a batch with their keys, for compacted topics;
 //! - [`frame`]: the size-prefixed framing of requests;
 //! - [`wire_guard`]: a structural pre-check of request bodies that keeps array counts
@@ -12,6 +13,7 @@
 pub mod batch;
 pub mod compression;
 pub mod consumer_protocol;
+pub mod control;
 pub mod frame;
 pub mod keyed;
 pub mod recompress;

@@ -11,8 +11,48 @@ use spool_store::StoreFile;
 use super::{LogState, PartitionLog};
 use crate::checkpoint::LogPosition;
 use crate::error::{LogError, Result};
-use crate::read::{ReadChunk, ReadResult};
+use crate::read::{Isolation, ReadChunk, ReadResult};
 use crate::scan::HeaderCursor;
+
+/// What bounds a read, taken under the lock as it starts.
+struct Bounds {
+    log_start: Offset,
+    high_watermark: Offset,
+    last_stable: Offset,
+    isolation: Isolation,
+}
+
+impl Bounds {
+    /// The offset no returned batch may start at or after.
+    fn limit(&self) -> Offset {
+        match self.isolation {
+            Isolation::ReadUncommitted => self.high_watermark,
+            Isolation::ReadCommitted => self.last_stable,
+        }
+    }
+
+    /// The result of a read of `from..to`: read_committed lists the aborted
+    /// transactions with records there.
+    fn result(
+        &self,
+        chunks: Vec<ReadChunk>,
+        state: &LogState,
+        from: Offset,
+        to: Offset,
+    ) -> ReadResult {
+        let aborted = match self.isolation {
+            Isolation::ReadCommitted if to > from => state.producers.txns.aborted_between(from, to),
+            _ => Vec::new(),
+        };
+        ReadResult {
+            chunks,
+            log_start: self.log_start,
+            high_watermark: self.high_watermark,
+            last_stable: self.last_stable,
+            aborted,
+        }
+    }
+}
 
 /// Where to start walking one segment.
 struct SegmentCursor {
@@ -28,7 +68,7 @@ impl PartitionLog {
     /// (the first batch is returned whole even if larger, so consumers make progress)
     /// and never past the high watermark or the end of one segment.
     pub fn read(&self, offset: Offset, max_bytes: u64) -> Result<ReadResult> {
-        self.read_batches(offset, max_bytes, true)
+        self.read_batches(offset, max_bytes, true, Isolation::ReadUncommitted)
     }
 
     /// As [`PartitionLog::read`], but strictly within `max_bytes`: nothing when the
@@ -36,7 +76,20 @@ impl PartitionLog {
     /// that returned data, so that only one batch of a response exceeds its budget
     /// (Kafka's rule, which clients size their receive buffers by).
     pub fn read_within(&self, offset: Offset, max_bytes: u64) -> Result<ReadResult> {
-        self.read_batches(offset, max_bytes, false)
+        self.read_batches(offset, max_bytes, false, Isolation::ReadUncommitted)
+    }
+
+    /// A read as [`PartitionLog::read`] (`first_whole`) or
+    /// [`PartitionLog::read_within`], under `isolation`: read_committed stops at the
+    /// last stable offset and lists the aborted transactions of what it returns.
+    pub fn read_isolated(
+        &self,
+        offset: Offset,
+        max_bytes: u64,
+        first_whole: bool,
+        isolation: Isolation,
+    ) -> Result<ReadResult> {
+        self.read_batches(offset, max_bytes, first_whole, isolation)
     }
 
     fn read_batches(
@@ -44,6 +97,7 @@ impl PartitionLog {
         offset: Offset,
         max_bytes: u64,
         first_whole: bool,
+        isolation: Isolation,
     ) -> Result<ReadResult> {
         let mut offset = offset;
         loop {
@@ -54,17 +108,19 @@ impl PartitionLog {
                         path: self.dir.clone(),
                     });
                 }
-                let bounds = (state.log_start, state.high_watermark.offset);
+                let bounds = Bounds {
+                    log_start: state.log_start,
+                    high_watermark: state.high_watermark.offset,
+                    last_stable: state.stable_offset(),
+                    isolation,
+                };
                 check_bounds(&state, offset)?;
-                if offset == state.high_watermark.offset {
-                    return Ok(ReadResult {
-                        chunks: Vec::new(),
-                        log_start: bounds.0,
-                        high_watermark: bounds.1,
-                    });
+                if offset >= bounds.limit() {
+                    return Ok(bounds.result(Vec::new(), &state, offset, offset));
                 }
                 (self.segment_cursor(&mut state, offset)?, bounds)
             };
+            let limit = bounds.limit();
             let file = cursor.file.clone();
             let mut headers = HeaderCursor::new(file.as_ref());
             let mut position = cursor.start;
@@ -81,36 +137,32 @@ impl PartitionLog {
             }
             let Some(start) = found else {
                 if cursor.is_last_visible {
-                    return Ok(ReadResult {
-                        chunks: Vec::new(),
-                        log_start: bounds.0,
-                        high_watermark: bounds.1,
-                    });
+                    return Ok(bounds.result(Vec::new(), &self.lock(), offset, offset));
                 }
                 // The offset fell in a gap at the end of this segment: go on to the next.
                 offset = self.next_segment_base(cursor.base).max(offset);
                 continue;
             };
             let mut end = start;
+            let mut end_offset = offset;
             while let Some(header) = headers
                 .header_at(end, cursor.visible_end)
                 .map_err(self.read_error())?
             {
                 let len = header.total_len() as u64;
-                if (end > start || !first_whole) && end + len - start > max_bytes {
+                if header.base_offset >= limit
+                    || ((end > start || !first_whole) && end + len - start > max_bytes)
+                {
                     break;
                 }
                 end += len;
+                end_offset = header.next_offset();
             }
+            let state = self.lock();
             if end == start {
-                return Ok(ReadResult {
-                    chunks: Vec::new(),
-                    log_start: bounds.0,
-                    high_watermark: bounds.1,
-                });
+                return Ok(bounds.result(Vec::new(), &state, offset, offset));
             }
-            let cached = self.lock().tail_slice(cursor.base, start, end);
-            let chunks = match cached {
+            let chunks = match state.tail_slice(cursor.base, start, end) {
                 Some(pieces) => pieces.into_iter().map(ReadChunk::Memory).collect(),
                 None => vec![ReadChunk::File {
                     file,
@@ -118,11 +170,7 @@ impl PartitionLog {
                     len: end - start,
                 }],
             };
-            return Ok(ReadResult {
-                chunks,
-                log_start: bounds.0,
-                high_watermark: bounds.1,
-            });
+            return Ok(bounds.result(chunks, &state, offset, end_offset));
         }
     }
 

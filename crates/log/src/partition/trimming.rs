@@ -18,7 +18,13 @@ impl PartitionLog {
         // and no record a consumer has not been able to see yet.
         // Nor past the durable offset, so that the checkpointed log start never runs
         // ahead of what a crash keeps (it can, under the interval flush policy).
-        let limit = state.high_watermark.offset.min(state.durable.offset);
+        // Nor past the last stable offset: an open transaction's records stay until
+        // it is decided.
+        let limit = state
+            .high_watermark
+            .offset
+            .min(state.durable.offset)
+            .min(state.stable_offset());
         let deletable = state
             .segments
             .windows(2)
@@ -69,6 +75,8 @@ impl PartitionLog {
             .map_or(state.log_start, |s| s.base);
         // The start moves first: if a delete fails half-way, nothing below it is read.
         state.log_start = state.log_start.max(new_start);
+        let log_start = state.log_start;
+        state.producers.txns.trim(log_start);
         self.delete_front_segments(&mut state, expired)?;
         state.assert_invariants();
         drop(state);
@@ -80,7 +88,8 @@ impl PartitionLog {
     /// Moves the log start offset forward to `offset` (Kafka's DeleteRecords): records
     /// below it are no longer readable, whole segments below it are deleted, and the
     /// new start is checkpointed before this returns. `offset` may not pass the high
-    /// watermark. Returns the new log start offset.
+    /// watermark, nor the last stable offset (an open transaction's records stay until it
+    /// is decided). Returns the new log start offset.
     pub fn advance_log_start(&self, offset: Offset) -> Result<Offset> {
         // The records up to the new start are made durable first, so that the
         // checkpointed start never runs ahead of what a crash keeps.
@@ -94,10 +103,18 @@ impl PartitionLog {
                 high_watermark: state.high_watermark.offset,
             });
         }
+        let last_stable = state.stable_offset();
+        if offset > last_stable {
+            return Err(LogError::OffsetBeyondStableOffset {
+                requested: offset,
+                last_stable,
+            });
+        }
         if offset <= state.log_start {
             return Ok(state.log_start);
         }
         state.log_start = offset;
+        state.producers.txns.trim(offset);
         // Every segment whose successor starts at or below the new start is unreadable.
         let doomed = state
             .segments

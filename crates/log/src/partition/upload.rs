@@ -61,7 +61,8 @@ impl UploadBuffer {
         self.first.get_or_insert(header.base_offset);
         self.last = header.last_offset();
         self.max_timestamp = Timestamp(self.max_timestamp.0.max(header.max_timestamp.0));
-        self.producers_changed |= producers::is_idempotent(header);
+        // Transactional batches and markers change the transactions' state.
+        self.producers_changed |= producers::is_idempotent(header) || header.is_transactional();
     }
 
     pub(crate) fn note_written(&mut self, data: Bytes, end: LogPosition) {
@@ -137,6 +138,7 @@ impl PartitionLog {
                 path: dir.clone(),
                 source: std::io::Error::from(std::io::ErrorKind::InvalidData),
             })?;
+            state.producers.txns.settle(start.next_offset);
         }
         let mut epochs = LeaderEpochs::default();
         for (epoch, offset) in &start.epochs {
@@ -164,21 +166,21 @@ impl PartitionLog {
             return None;
         }
         let leader_epoch = state.leader_epochs.latest().unwrap_or(-1);
-        let producers = state.producers.clone();
-        let buffer = state.upload.as_mut()?;
+        let buffer = state.upload.as_ref()?;
         if buffer.fenced || buffer.batches.is_empty() {
             return None;
         }
+        let producer_state = buffer.producers_changed.then(|| {
+            let mut encoded = Vec::new();
+            state.producers.encode_into(&mut encoded);
+            encoded
+        });
+        let buffer = state.upload.as_mut()?;
         let mut taken = std::mem::take(buffer);
         buffer.sealed = std::mem::take(&mut taken.sealed);
         let (Some(base_offset), Some(end)) = (taken.first, taken.end) else {
             return None;
         };
-        let producer_state = taken.producers_changed.then(|| {
-            let mut encoded = Vec::new();
-            producers.encode_into(&mut encoded);
-            encoded
-        });
         Some(UploadChunk {
             base_offset,
             last_offset: taken.last,

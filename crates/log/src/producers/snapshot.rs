@@ -5,14 +5,17 @@
 //!
 //! Layout, big-endian: `count u32`, then per producer
 //! `producerId i64 | epoch i16 | lastTimestamp i64 | batches u8`, then per batch
-//! `firstSequence i32 | lastSequence i32 | baseOffset i64 | lastOffset i64`.
+//! `firstSequence i32 | lastSequence i32 | baseOffset i64 | lastOffset i64`; then,
+//! when the partition has transactions (open, ending or aborted), their state as
+//! `Transactions::encode_into` writes it. A state without that part (written before
+//! transactions existed) reads as one without transactions.
 #![deny(clippy::indexing_slicing)]
 
 use std::collections::VecDeque;
 
 use spool_model::{Offset, ProducerEpoch};
 
-use super::{BatchRange, ProducerEntry, ProducerStates, REMEMBERED};
+use super::{BatchRange, ProducerEntry, ProducerStates, REMEMBERED, Transactions};
 
 /// The bytes of the smallest producer entry (one with no batches).
 const ENTRY_LEN: usize = 8 + 2 + 8 + 1;
@@ -37,6 +40,9 @@ impl ProducerStates {
                 bytes.extend_from_slice(&batch.base.0.to_be_bytes());
                 bytes.extend_from_slice(&batch.last_offset.0.to_be_bytes());
             }
+        }
+        if !self.txns.is_empty() {
+            self.txns.encode_into(bytes);
         }
     }
 
@@ -75,16 +81,26 @@ impl ProducerStates {
                 return None;
             }
         }
+        if !reader.bytes.is_empty() {
+            states.txns = Transactions::decode(&mut reader)?;
+        }
         reader.bytes.is_empty().then_some(states)
     }
 }
 
 /// Big-endian reads from the front of a slice.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
 }
 
 impl Reader<'_> {
+    /// A count of elements of at least `element_len` bytes each, refused if more than
+    /// the bytes left could hold.
+    pub(crate) fn count(&mut self, element_len: usize) -> Option<usize> {
+        let count = self.u32()? as usize;
+        (count <= self.bytes.len() / element_len).then_some(count)
+    }
+
     fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         let (head, rest) = self.bytes.split_first_chunk::<N>()?;
         self.bytes = rest;
@@ -107,7 +123,7 @@ impl Reader<'_> {
         self.take().map(u32::from_be_bytes)
     }
 
-    fn i64(&mut self) -> Option<i64> {
+    pub(crate) fn i64(&mut self) -> Option<i64> {
         self.take().map(i64::from_be_bytes)
     }
 }
