@@ -13,7 +13,8 @@ use uuid::Uuid;
 use crate::{
     BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange, ControllerLease,
     Leadership, MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove,
-    PartitionState, Result, StoredRange, TopicRecord,
+    PartitionState, Result, StoredRange, TopicRecord, TransactionRecord, Transactions, TxnMarker,
+    TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -169,6 +170,60 @@ impl Catalogue for FaultyMetadata {
     async fn known_objects(&self, names: &[String]) -> Result<Vec<String>> {
         self.check_up()?;
         self.inner.known_objects(names).await
+    }
+}
+
+/// The transaction coordinator's state fails while the store is "down".
+#[async_trait::async_trait]
+impl Transactions for FaultyMetadata {
+    async fn transaction(&self, transactional_id: &str) -> Result<Option<TransactionRecord>> {
+        self.check_up()?;
+        self.inner.transaction(transactional_id).await
+    }
+
+    async fn transactions(&self) -> Result<Vec<TransactionRecord>> {
+        self.check_up()?;
+        self.inner.transactions().await
+    }
+
+    async fn update_transaction(&self, update: &TxnUpdate) -> Result<TransactionRecord> {
+        self.check_up()?;
+        self.inner.update_transaction(update).await
+    }
+
+    async fn delete_transaction(&self, transactional_id: &str, version: i64) -> Result<bool> {
+        self.check_up()?;
+        self.inner
+            .delete_transaction(transactional_id, version)
+            .await
+    }
+
+    async fn pending_markers(&self) -> Result<Vec<TxnMarker>> {
+        self.check_up()?;
+        self.inner.pending_markers().await
+    }
+
+    async fn marker_written(&self, marker: &TxnMarker) -> Result<()> {
+        self.check_up()?;
+        self.inner.marker_written(marker).await
+    }
+
+    async fn add_txn_offsets(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        offsets: &[CommittedOffset],
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner
+            .add_txn_offsets(transactional_id, producer_id, producer_epoch, offsets)
+            .await
+    }
+
+    async fn pending_txn_offsets(&self, group: &str) -> Result<Vec<(Uuid, i32)>> {
+        self.check_up()?;
+        self.inner.pending_txn_offsets(group).await
     }
 }
 

@@ -2,7 +2,8 @@
 //! their configs and leader epochs; the broker configs changed at run time; consumer
 //! groups' committed offsets and coordinator epochs; the producer ids handed out; and,
 //! in shared-storage mode, the [`Catalogue`] of what is where in object storage and
-//! the [`Cluster`]'s membership, controller lease and partition leaders.
+//! the [`Cluster`]'s membership, controller lease and partition leaders; and the
+//! [`Transactions`] of the transaction coordinator.
 //!
 //! [`MetadataStore`] is the one interface the broker uses. Two backends implement it
 //! with the same SQL and the same semantics (the conformance suite in
@@ -24,6 +25,8 @@ mod faulty;
 mod postgres;
 mod sql;
 mod sqlite;
+mod transactions;
+mod transactions_sql;
 mod url;
 
 use std::collections::BTreeMap;
@@ -39,6 +42,9 @@ pub use error::MetadataError;
 pub use faulty::FaultyMetadata;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use transactions::{
+    SettleOffsets, TransactionRecord, Transactions, TxnMarker, TxnState, TxnUpdate,
+};
 pub use url::{MetadataUrl, open};
 
 /// A topic as the metadata store keeps it.
@@ -105,7 +111,9 @@ pub type Result<T> = std::result::Result<T, MetadataError>;
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
 /// returns, and visible to every broker sharing the store.
 #[async_trait::async_trait]
-pub trait MetadataStore: Catalogue + Cluster + Send + Sync + std::fmt::Debug {
+pub trait MetadataStore:
+    Catalogue + Cluster + Transactions + Send + Sync + std::fmt::Debug
+{
     /// Creates a topic with its configs and its partitions at leader epoch 0;
     /// `TopicExists` if one of that name exists.
     async fn create_topic(&self, topic: &TopicRecord) -> Result<()>;

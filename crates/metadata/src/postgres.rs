@@ -33,3 +33,4 @@ impl PostgresStore {
 crate::sql::impl_metadata_store!(PostgresStore);
 crate::catalogue_sql::impl_catalogue!(PostgresStore);
 crate::cluster_sql::impl_cluster!(PostgresStore);
+crate::transactions_sql::impl_transactions!(PostgresStore);

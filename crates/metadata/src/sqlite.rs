@@ -37,6 +37,7 @@ impl SqliteStore {
 crate::sql::impl_metadata_store!(SqliteStore);
 crate::catalogue_sql::impl_catalogue!(SqliteStore);
 crate::cluster_sql::impl_cluster!(SqliteStore);
+crate::transactions_sql::impl_transactions!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

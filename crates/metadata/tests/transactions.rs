@@ -1,0 +1,246 @@
+//! The transaction coordinator's state, against every backend (see `conformance.rs`):
+//! changes are compare-and-set on the version, deciding queues markers and settles
+//! offsets in the same store transaction, and offsets are added only to an ongoing
+//! transaction of the right producer that has their group.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    unreachable_pub
+)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use spool_metadata::{
+    CommittedOffset, MetadataError, SettleOffsets, TopicRecord, TransactionRecord, TxnMarker,
+    TxnState, TxnUpdate,
+};
+use spool_model::TopicName;
+use uuid::Uuid;
+
+fn topic(name: &str) -> TopicRecord {
+    TopicRecord {
+        name: TopicName::new(name).unwrap(),
+        id: Uuid::new_v4(),
+        partitions: 2,
+        configs: BTreeMap::new(),
+    }
+}
+
+fn empty(id: &str) -> TransactionRecord {
+    TransactionRecord {
+        transactional_id: id.to_owned(),
+        producer_id: 7,
+        producer_epoch: 0,
+        last_producer_epoch: -1,
+        state: TxnState::Empty,
+        timeout_ms: 60_000,
+        partitions: BTreeSet::new(),
+        groups: BTreeSet::new(),
+        started_ms: -1,
+        updated_ms: 1,
+        version: 0,
+    }
+}
+
+fn update(record: &TransactionRecord) -> TxnUpdate {
+    TxnUpdate {
+        record: record.clone(),
+        create: false,
+        markers: Vec::new(),
+        offsets: SettleOffsets::Keep,
+    }
+}
+
+fn offset(group: &str, topic: &TopicRecord, at: i64) -> CommittedOffset {
+    CommittedOffset {
+        group: group.to_owned(),
+        topic: topic.name.to_string(),
+        topic_id: topic.id,
+        partition: 0,
+        offset: at,
+        leader_epoch: -1,
+        metadata: None,
+        commit_ms: 5,
+    }
+}
+
+#[tokio::test]
+async fn a_transaction_moves_by_compare_and_set_and_commits_its_markers_and_offsets() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let orders = topic("orders");
+        store.create_topic(&orders).await.unwrap();
+        assert_eq!(store.transaction("t").await.unwrap(), None, "{label}");
+        let created = store
+            .update_transaction(&TxnUpdate {
+                create: true,
+                ..update(&empty("t"))
+            })
+            .await
+            .unwrap();
+        assert_eq!(created.version, 1, "{label}");
+        let again = store
+            .update_transaction(&TxnUpdate {
+                create: true,
+                ..update(&empty("t"))
+            })
+            .await;
+        assert!(
+            matches!(again, Err(MetadataError::Conflict(_))),
+            "{label}: {again:?}"
+        );
+
+        let mut ongoing = created.clone();
+        ongoing.state = TxnState::Ongoing;
+        ongoing.partitions = BTreeSet::from([(orders.id, 0), (orders.id, 1)]);
+        ongoing.groups = BTreeSet::from(["g".to_owned()]);
+        ongoing.started_ms = 10;
+        let ongoing = store.update_transaction(&update(&ongoing)).await.unwrap();
+        assert_eq!(ongoing.version, 2, "{label}");
+        let stale = store.update_transaction(&update(&created)).await;
+        assert!(
+            matches!(stale, Err(MetadataError::Conflict(_))),
+            "{label}: a change from an old version is refused"
+        );
+        assert_eq!(
+            store.transaction("t").await.unwrap().as_ref(),
+            Some(&ongoing),
+            "{label}"
+        );
+
+        // Offsets only into the ongoing transaction, of its producer and group.
+        for (producer, epoch, group) in [(8, 0, "g"), (7, 1, "g"), (7, 0, "other")] {
+            let refused = store
+                .add_txn_offsets("t", producer, epoch, &[offset(group, &orders, 3)])
+                .await;
+            assert!(
+                matches!(refused, Err(MetadataError::Conflict(_))),
+                "{label}: {producer} {epoch} {group}: {refused:?}"
+            );
+        }
+        store
+            .add_txn_offsets("t", 7, 0, &[offset("g", &orders, 3)])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.pending_txn_offsets("g").await.unwrap(),
+            vec![(orders.id, 0)],
+            "{label}"
+        );
+        assert!(
+            store.group_offsets("g").await.unwrap().is_empty(),
+            "{label}"
+        );
+
+        let markers: Vec<TxnMarker> = ongoing
+            .partitions
+            .iter()
+            .map(|(topic_id, partition)| TxnMarker {
+                transactional_id: "t".to_owned(),
+                topic_id: *topic_id,
+                partition: *partition,
+                producer_id: 7,
+                producer_epoch: 0,
+                commit: true,
+            })
+            .collect();
+        let mut prepared = ongoing.clone();
+        prepared.state = TxnState::PrepareCommit;
+        let prepared = store
+            .update_transaction(&TxnUpdate {
+                record: prepared,
+                create: false,
+                markers: markers.clone(),
+                offsets: SettleOffsets::Commit,
+            })
+            .await
+            .unwrap();
+        assert!(
+            store.pending_txn_offsets("g").await.unwrap().is_empty(),
+            "{label}"
+        );
+        let committed = store.group_offsets("g").await.unwrap();
+        assert_eq!(committed, vec![offset("g", &orders, 3)], "{label}");
+        let mut pending = store.pending_markers().await.unwrap();
+        pending.sort_by_key(|m| m.partition);
+        let mut expected = markers.clone();
+        expected.sort_by_key(|m| m.partition);
+        assert_eq!(pending, expected, "{label}");
+        store.marker_written(&markers[0]).await.unwrap();
+        assert_eq!(store.pending_markers().await.unwrap().len(), 1, "{label}");
+
+        // The topic going takes its markers with it; expiry takes the rest.
+        store.delete_topic(orders.id).await.unwrap();
+        assert!(store.pending_markers().await.unwrap().is_empty(), "{label}");
+        assert_eq!(
+            store.transaction("t").await.unwrap().unwrap().partitions,
+            BTreeSet::new(),
+            "{label}"
+        );
+        assert!(
+            !store
+                .delete_transaction("t", prepared.version - 1)
+                .await
+                .unwrap(),
+            "{label}"
+        );
+        assert!(
+            store
+                .delete_transaction("t", prepared.version)
+                .await
+                .unwrap(),
+            "{label}"
+        );
+        assert!(store.transactions().await.unwrap().is_empty(), "{label}");
+    }
+}
+
+#[tokio::test]
+async fn an_abort_drops_the_pending_offsets() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let orders = topic("orders");
+        store.create_topic(&orders).await.unwrap();
+        let mut record = store
+            .update_transaction(&TxnUpdate {
+                create: true,
+                ..update(&empty("t"))
+            })
+            .await
+            .unwrap();
+        record.state = TxnState::Ongoing;
+        record.groups = BTreeSet::from(["g".to_owned()]);
+        let record = store.update_transaction(&update(&record)).await.unwrap();
+        store
+            .add_txn_offsets("t", 7, 0, &[offset("g", &orders, 9)])
+            .await
+            .unwrap();
+        let mut aborting = record.clone();
+        aborting.state = TxnState::PrepareAbort;
+        store
+            .update_transaction(&TxnUpdate {
+                offsets: SettleOffsets::Abort,
+                ..update(&aborting)
+            })
+            .await
+            .unwrap();
+        assert!(
+            store.pending_txn_offsets("g").await.unwrap().is_empty(),
+            "{label}"
+        );
+        assert!(
+            store.group_offsets("g").await.unwrap().is_empty(),
+            "{label}"
+        );
+        let listed = store.transactions().await.unwrap();
+        assert_eq!(listed.len(), 1, "{label}");
+        assert_eq!(listed[0].state, TxnState::PrepareAbort, "{label}");
+        assert_eq!(listed[0].groups.len(), 1, "{label}");
+    }
+}
