@@ -330,7 +330,7 @@ fn listing(group_id: &str, state: GroupState, protocol_type: &str) -> GroupListi
 }
 
 /// Wall-clock milliseconds since the epoch (commit times are stored).
-pub(super) fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

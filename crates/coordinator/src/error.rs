@@ -1,4 +1,4 @@
-//! Why a group operation was refused. The broker maps each to its Kafka error code in
+//! Why a group or transaction operation was refused. The broker maps each to its Kafka error code in
 //! one place (`crates/broker/src/errors.rs`).
 
 /// A group operation's failure, named as Kafka names it.
@@ -33,4 +33,25 @@ pub enum GroupError {
     /// Another coordinator claimed the group in the metadata store since this one did.
     #[error("this broker is no longer the group's coordinator")]
     NotCoordinator,
+}
+
+/// A transaction operation's failure, named as Kafka names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TxnError {
+    #[error("the producer id does not belong to the transactional id")]
+    InvalidProducerIdMapping,
+    #[error("a newer producer with the same transactional id fenced this one")]
+    ProducerFenced,
+    #[error("the transaction is being committed or aborted: retry")]
+    ConcurrentTransactions,
+    #[error("the request does not fit the transaction's state")]
+    InvalidTxnState,
+    #[error("the transaction timeout is larger than transaction.max.timeout.ms")]
+    InvalidTransactionTimeout,
+    #[error("the transactional id is empty")]
+    InvalidTransactionalId,
+    #[error("this broker does not coordinate the transactional id")]
+    NotCoordinator,
+    #[error("the coordinator could not store the change")]
+    StorageFailed,
 }

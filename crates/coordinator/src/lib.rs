@@ -1,5 +1,6 @@
 //! The group coordinator: Kafka's classic consumer-group protocol (JoinGroup,
-//! SyncGroup, Heartbeat, LeaveGroup) and committed offsets.
+//! SyncGroup, Heartbeat, LeaveGroup) and committed offsets; and the transaction
+//! coordinator ([`TransactionCoordinator`]).
 //!
 //! - [`group`]: one group's state machine (Empty → PreparingRebalance →
 //!   CompletingRebalance → Stable), pure: time comes in as an argument, waiting
@@ -17,12 +18,16 @@ mod coordinator;
 mod error;
 pub mod group;
 mod offsets;
+mod transactions;
 
 pub use config::CoordinatorConfig;
 pub use coordinator::{GroupCoordinator, GroupOwnership, Ownership};
-pub use error::GroupError;
+pub use error::{GroupError, TxnError};
 pub use group::{
     GroupDescription, GroupState, JoinRequest, JoinResponse, JoinedMember, MemberDescription,
     SyncRequest, SyncResponse,
 };
 pub use offsets::{CommitOffset, CommitRequest, GroupListing};
+pub use transactions::{
+    MarkerOutcome, MarkerWriter, ProducerIdSource, TransactionCoordinator, TxnConfig,
+};

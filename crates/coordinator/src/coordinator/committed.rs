@@ -133,6 +133,50 @@ impl GroupCoordinator {
         Ok(self.committed(group_id, partitions))
     }
 
+    /// TxnOffsetCommit's check of the member (KIP-447): a member id or generation the
+    /// producer names must be the group's; a producer naming neither (a consumer
+    /// outside any group) is not checked.
+    pub fn check_transactional_commit(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), GroupError> {
+        if !self.owns(group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
+        if member_id.is_empty() && generation < 0 {
+            return Ok(());
+        }
+        if !self.has_group(group_id) {
+            return Err(if member_id.is_empty() {
+                GroupError::IllegalGeneration
+            } else {
+                GroupError::UnknownMemberId
+            });
+        }
+        self.with_group(group_id, |group| {
+            group.check_commit(member_id, instance_id, generation, Instant::now())
+        })
+    }
+
+    /// Reads a group's committed offsets from the store again: a transaction that
+    /// committed offsets of it wrote them there. (When groups are shared out among
+    /// brokers, OffsetFetch reads the store anyway.)
+    pub async fn reload_offsets(&self, group_id: &str) {
+        if !self.owns(group_id) || self.is_shared() {
+            return;
+        }
+        let _writes = self.writes.lock().await;
+        match self.store.group_offsets(group_id).await {
+            Ok(stored) => replace_offsets(&mut self.lock(), group_id, stored),
+            Err(error) => {
+                tracing::error!(group = group_id, %error, "reading the offsets a transaction committed failed; the cache is stale until the next commit or restart");
+            }
+        }
+    }
+
     /// Forgets every group's committed offsets of a deleted topic (the metadata store
     /// deleted them with the topic), so that a new topic of the same name is not read
     /// from the old positions.

@@ -1,0 +1,580 @@
+//! The transaction coordinator: InitProducerId for transactional ids,
+//! AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, and the timers that
+//! abort transactions past their timeout and forget idle transactional ids.
+//!
+//! The state lives in the metadata store ([`spool_metadata::Transactions`]); each
+//! change is a compare-and-set of the transaction's version made under a lock for
+//! its id, so a broker's own requests never race each other and two brokers that both
+//! think they coordinate an id cannot both move it. Deciding a transaction queues
+//! its markers in the same store transaction; then:
+//!
+//! - the coordinator writes the markers of the partitions this broker leads itself
+//!   (through [`MarkerWriter`]), at once;
+//! - every broker's marker loop writes the queued markers of the partitions it leads
+//!   (in a cluster, those another broker decided), and removes them from the queue
+//!   once they are durable;
+//! - once none is left, the transaction is complete. EndTxn answers then, or after
+//!   `end_wait` at the latest: the decision is durable either way, and until it is
+//!   complete the producer's next requests are answered `CONCURRENT_TRANSACTIONS`,
+//!   which it retries.
+//!
+//! The state machine itself is pure, in [`transitions`].
+
+mod transitions;
+
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use spool_metadata::{
+    CommittedOffset, MetadataError, MetadataStore, SettleOffsets, TransactionRecord, TxnMarker,
+    TxnState, TxnUpdate,
+};
+use tokio::sync::{Mutex, MutexGuard, Notify, watch};
+use uuid::Uuid;
+
+use self::transitions::{EndStep, InitStep};
+use crate::coordinator::{GroupCoordinator, Ownership, now_ms};
+use crate::error::TxnError;
+
+/// How transactions are run. Defaults are Kafka's, but for the marker loop.
+#[derive(Debug, Clone)]
+pub struct TxnConfig {
+    /// `transaction.max.timeout.ms`: a producer asking for more is refused.
+    pub max_timeout_ms: i32,
+    /// `transactional.id.expiration.ms`: an id with no transaction open and no
+    /// change for this long is forgotten.
+    pub id_expiration_ms: i64,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how often
+    /// transactions are checked for their timeout (and ids for expiry).
+    pub timeout_check_interval: Duration,
+    /// How often the queue of markers is read for those of partitions this broker
+    /// leads that another coordinator decided (cluster) or that were left by a crash.
+    pub marker_interval: Duration,
+    /// How long EndTxn waits for other brokers to write their markers.
+    pub end_wait: Duration,
+}
+
+impl Default for TxnConfig {
+    fn default() -> Self {
+        TxnConfig {
+            max_timeout_ms: 900_000,
+            id_expiration_ms: 7 * 24 * 3600 * 1000,
+            timeout_check_interval: Duration::from_secs(10),
+            marker_interval: Duration::from_secs(1),
+            end_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Where new producer ids come from (the broker's allocator).
+#[async_trait::async_trait]
+pub trait ProducerIdSource: Send + Sync + std::fmt::Debug {
+    /// A producer id never handed out before.
+    async fn new_producer_id(&self) -> Result<i64, MetadataError>;
+}
+
+/// What became of a marker the writer was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerOutcome {
+    /// It is durable in its partition.
+    Written,
+    /// Another broker leads the partition: its marker loop writes it.
+    NotLeader,
+    /// It could not be written now: try again later.
+    Failed,
+}
+
+/// Writes markers into partitions (the broker's partitions).
+#[async_trait::async_trait]
+pub trait MarkerWriter: Send + Sync + std::fmt::Debug {
+    /// Writes `marker` into its partition if this broker leads it, and waits until
+    /// it is durable.
+    async fn write(&self, marker: &TxnMarker) -> MarkerOutcome;
+}
+
+/// Locks per transactional id, striped: a few ids share one.
+const LOCK_STRIPES: usize = 64;
+
+/// The transaction coordinator of this broker.
+#[derive(Debug)]
+pub struct TransactionCoordinator {
+    config: TxnConfig,
+    store: Arc<dyn MetadataStore>,
+    ids: Arc<dyn ProducerIdSource>,
+    markers: Arc<dyn MarkerWriter>,
+    groups: Arc<GroupCoordinator>,
+    /// Which ids this broker coordinates in a cluster; `None`: every id.
+    ownership: RwLock<Option<Ownership>>,
+    locks: Vec<Mutex<()>>,
+    /// Woken whenever this broker wrote markers.
+    markers_written: Notify,
+}
+
+impl TransactionCoordinator {
+    #[must_use]
+    pub fn new(
+        config: TxnConfig,
+        store: Arc<dyn MetadataStore>,
+        ids: Arc<dyn ProducerIdSource>,
+        markers: Arc<dyn MarkerWriter>,
+        groups: Arc<GroupCoordinator>,
+    ) -> TransactionCoordinator {
+        TransactionCoordinator {
+            config,
+            store,
+            ids,
+            markers,
+            groups,
+            ownership: RwLock::new(None),
+            locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            markers_written: Notify::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &TxnConfig {
+        &self.config
+    }
+
+    /// Makes this coordinator answer only for the ids `owns` says.
+    pub fn set_ownership(&self, owns: Ownership) {
+        *self
+            .ownership
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(owns);
+    }
+
+    /// Whether this broker coordinates `transactional_id`.
+    #[must_use]
+    pub fn owns(&self, transactional_id: &str) -> bool {
+        self.ownership
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_none_or(|ownership| ownership.owns(transactional_id))
+    }
+
+    async fn lock(&self, transactional_id: &str) -> MutexGuard<'_, ()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        transactional_id.hash(&mut hasher);
+        let stripe = usize::try_from(hasher.finish() % LOCK_STRIPES as u64).unwrap_or(0);
+        match self.locks.get(stripe) {
+            Some(lock) => lock.lock().await,
+            None => unreachable!("the stripe is taken modulo the stripe count"),
+        }
+    }
+
+    /// The record of an id this broker coordinates.
+    async fn record(&self, transactional_id: &str) -> Result<Option<TransactionRecord>, TxnError> {
+        if transactional_id.is_empty() {
+            return Err(TxnError::InvalidTransactionalId);
+        }
+        if !self.owns(transactional_id) {
+            return Err(TxnError::NotCoordinator);
+        }
+        self.store
+            .transaction(transactional_id)
+            .await
+            .map_err(|error| storage_failed(transactional_id, &error))
+    }
+
+    /// Stores a change; a concurrent one (another broker's) is `CONCURRENT_TRANSACTIONS`.
+    async fn store(&self, update: TxnUpdate) -> Result<TransactionRecord, TxnError> {
+        let id = update.record.transactional_id.clone();
+        match self.store.update_transaction(&update).await {
+            Ok(stored) => Ok(stored),
+            Err(MetadataError::Conflict(reason)) => {
+                tracing::info!(transactional_id = %id, %reason, "a concurrent change of the transaction won");
+                Err(TxnError::ConcurrentTransactions)
+            }
+            Err(error) => Err(storage_failed(&id, &error)),
+        }
+    }
+
+    /// InitProducerId with a transactional id: the producer id and epoch the
+    /// producer writes with. `expected` is what a producer names to have its own
+    /// epoch bumped (KIP-360).
+    pub async fn init_producer_id(
+        &self,
+        transactional_id: &str,
+        timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+    ) -> Result<(i64, i16), TxnError> {
+        if timeout_ms <= 0 || timeout_ms > self.config.max_timeout_ms {
+            return Err(TxnError::InvalidTransactionTimeout);
+        }
+        let _lock = self.lock(transactional_id).await;
+        let now = now_ms();
+        let Some(record) = self.record(transactional_id).await? else {
+            if expected.is_some() {
+                return Err(TxnError::InvalidProducerIdMapping);
+            }
+            let producer_id = self.new_producer_id(transactional_id).await?;
+            let record = transitions::new_record(transactional_id, producer_id, timeout_ms, now);
+            let stored = self.store(plain_update(record, true)).await?;
+            return Ok((stored.producer_id, stored.producer_epoch));
+        };
+        let step = transitions::init(&record, expected, timeout_ms, now)?;
+        match step {
+            InitStep::AsItIs => Ok((record.producer_id, record.producer_epoch)),
+            InitStep::Store(next) => {
+                let stored = self.store(plain_update(next, false)).await?;
+                Ok((stored.producer_id, stored.producer_epoch))
+            }
+            InitStep::NewProducerId => {
+                let producer_id = self.new_producer_id(transactional_id).await?;
+                let mut next =
+                    transitions::new_record(transactional_id, producer_id, timeout_ms, now);
+                next.version = record.version;
+                let stored = self.store(plain_update(next, false)).await?;
+                Ok((stored.producer_id, stored.producer_epoch))
+            }
+            InitStep::AbortFirst(aborting) => {
+                tracing::info!(
+                    transactional_id,
+                    epoch = aborting.producer_epoch,
+                    "a new producer fenced an open transaction: aborting it"
+                );
+                let stored = self.decide(aborting).await?;
+                self.finish(stored).await;
+                Err(TxnError::ConcurrentTransactions)
+            }
+        }
+    }
+
+    async fn new_producer_id(&self, transactional_id: &str) -> Result<i64, TxnError> {
+        self.ids
+            .new_producer_id()
+            .await
+            .map_err(|error| storage_failed(transactional_id, &error))
+    }
+
+    /// AddPartitionsToTxn: the partitions (topic id, index) join the transaction.
+    pub async fn add_partitions(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &[(Uuid, i32)],
+    ) -> Result<(), TxnError> {
+        self.add(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            None,
+        )
+        .await
+    }
+
+    /// AddOffsetsToTxn: the transaction will commit offsets of `group`.
+    pub async fn add_offsets(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        group: &str,
+    ) -> Result<(), TxnError> {
+        self.add(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            &[],
+            Some(group),
+        )
+        .await
+    }
+
+    async fn add(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &[(Uuid, i32)],
+        group: Option<&str>,
+    ) -> Result<(), TxnError> {
+        let _lock = self.lock(transactional_id).await;
+        let record = self
+            .record(transactional_id)
+            .await?
+            .ok_or(TxnError::InvalidProducerIdMapping)?;
+        if let Some(next) = transitions::add(
+            &record,
+            producer_id,
+            producer_epoch,
+            partitions,
+            group,
+            now_ms(),
+        )? {
+            self.store(plain_update(next, false)).await?;
+        }
+        Ok(())
+    }
+
+    /// TxnOffsetCommit (after the group coordinator checked the member): the offsets
+    /// are pending in the transaction until it commits.
+    pub async fn commit_offsets(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        offsets: &[CommittedOffset],
+    ) -> Result<(), TxnError> {
+        let stored = self
+            .store
+            .add_txn_offsets(transactional_id, producer_id, producer_epoch, offsets)
+            .await;
+        match stored {
+            Ok(()) => Ok(()),
+            Err(MetadataError::Conflict(_)) => {
+                // Say why, from the record (held by whichever broker coordinates it).
+                let record = self
+                    .store
+                    .transaction(transactional_id)
+                    .await
+                    .map_err(|error| storage_failed(transactional_id, &error))?
+                    .ok_or(TxnError::InvalidProducerIdMapping)?;
+                transitions::check_producer(&record, producer_id, producer_epoch)?;
+                Err(if record.state.is_preparing() {
+                    TxnError::ConcurrentTransactions
+                } else {
+                    TxnError::InvalidTxnState
+                })
+            }
+            Err(error) => Err(storage_failed(transactional_id, &error)),
+        }
+    }
+
+    /// EndTxn: commits or aborts the producer's transaction; answers once its markers
+    /// are written, or after `end_wait`.
+    pub async fn end(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+    ) -> Result<(), TxnError> {
+        let _lock = self.lock(transactional_id).await;
+        let record = self
+            .record(transactional_id)
+            .await?
+            .ok_or(TxnError::InvalidProducerIdMapping)?;
+        let decided =
+            match transitions::end(&record, producer_id, producer_epoch, commit, now_ms())? {
+                EndStep::Prepare(next) => self.decide(next).await?,
+                EndStep::Decided => record,
+            };
+        if decided.state.is_preparing() {
+            self.finish(decided).await;
+        }
+        Ok(())
+    }
+
+    /// Stores a decision (PrepareCommit or PrepareAbort) with its markers queued and
+    /// its offsets settled, and makes settled offsets visible to this broker's groups.
+    async fn decide(&self, record: TransactionRecord) -> Result<TransactionRecord, TxnError> {
+        let commit = record.state == TxnState::PrepareCommit;
+        let markers = markers_of(&record);
+        let update = TxnUpdate {
+            offsets: if commit {
+                SettleOffsets::Commit
+            } else {
+                SettleOffsets::Abort
+            },
+            markers,
+            ..plain_update(record, false)
+        };
+        let stored = self.store(update).await?;
+        if commit {
+            for group in &stored.groups {
+                self.groups.reload_offsets(group).await;
+            }
+        }
+        tracing::debug!(transactional_id = %stored.transactional_id, state = stored.state.as_str(), partitions = stored.partitions.len(), "transaction decided");
+        Ok(stored)
+    }
+
+    /// Writes the decided transaction's markers that this broker can, waits (up to
+    /// `end_wait`) for the rest, and completes it once none is left.
+    async fn finish(&self, record: TransactionRecord) {
+        for marker in markers_of(&record) {
+            self.write_marker(&marker).await;
+        }
+        let deadline = tokio::time::Instant::now() + self.config.end_wait;
+        loop {
+            let pending = match self.store.pending_markers().await {
+                Ok(pending) => pending
+                    .iter()
+                    .any(|m| m.transactional_id == record.transactional_id),
+                Err(error) => {
+                    tracing::warn!(transactional_id = %record.transactional_id, %error, "reading the pending markers failed");
+                    true
+                }
+            };
+            if !pending {
+                self.complete(&record).await;
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::info!(transactional_id = %record.transactional_id, "markers still pending; the transaction completes when they are written");
+                return;
+            }
+            let wait = self.config.marker_interval.min(Duration::from_millis(20));
+            let _ = tokio::time::timeout(wait, self.markers_written.notified()).await;
+        }
+    }
+
+    /// Moves a transaction whose markers are all written to complete.
+    async fn complete(&self, record: &TransactionRecord) {
+        let done = transitions::complete(record, now_ms());
+        if let Err(error) = self.store(plain_update(done, false)).await {
+            tracing::info!(transactional_id = %record.transactional_id, %error, "completing the transaction failed; the sweep retries");
+        }
+    }
+
+    /// Writes one marker if this broker leads its partition, and takes it off the queue.
+    async fn write_marker(&self, marker: &TxnMarker) -> MarkerOutcome {
+        let outcome = self.markers.write(marker).await;
+        if outcome == MarkerOutcome::Written {
+            if let Err(error) = self.store.marker_written(marker).await {
+                tracing::warn!(transactional_id = %marker.transactional_id, %error, "taking a written marker off the queue failed; it is written again");
+            }
+            self.markers_written.notify_waiters();
+        }
+        outcome
+    }
+
+    /// Writes the queued markers of the partitions this broker leads.
+    pub async fn write_pending_markers(&self) {
+        let pending = match self.store.pending_markers().await {
+            Ok(pending) => pending,
+            Err(error) => {
+                tracing::warn!(%error, "reading the pending markers failed");
+                return;
+            }
+        };
+        for marker in &pending {
+            self.write_marker(marker).await;
+        }
+    }
+
+    /// Aborts the transactions this broker coordinates that passed their timeout,
+    /// completes decided ones whose markers are all written, and forgets ids idle
+    /// past `transactional.id.expiration.ms`.
+    pub async fn sweep(&self) {
+        let records = match self.store.transactions().await {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::warn!(%error, "reading the transactions failed");
+                return;
+            }
+        };
+        let now = now_ms();
+        for record in records {
+            if !self.owns(&record.transactional_id) {
+                continue;
+            }
+            self.sweep_one(&record.transactional_id, now).await;
+        }
+    }
+
+    async fn sweep_one(&self, transactional_id: &str, now: i64) {
+        let _lock = self.lock(transactional_id).await;
+        // Read again under the lock: a request may have moved it.
+        let Ok(Some(record)) = self.store.transaction(transactional_id).await else {
+            return;
+        };
+        if transitions::timed_out(&record, now) {
+            tracing::info!(
+                transactional_id,
+                timeout_ms = record.timeout_ms,
+                "the transaction timed out: aborting it"
+            );
+            let aborting = transitions::fenced_abort(&record, now);
+            if let Ok(stored) = self.decide(aborting).await {
+                self.finish(stored).await;
+            }
+        } else if record.state.is_preparing() {
+            self.finish(record).await;
+        } else if record.state != TxnState::Ongoing
+            && now.saturating_sub(record.updated_ms) > self.config.id_expiration_ms
+        {
+            match self
+                .store
+                .delete_transaction(transactional_id, record.version)
+                .await
+            {
+                Ok(true) => tracing::info!(transactional_id, "transactional id expired"),
+                Ok(false) => {}
+                Err(error) => tracing::warn!(transactional_id, %error, "expiring failed"),
+            }
+        }
+    }
+
+    /// Every transaction (DescribeTransactions, ListTransactions).
+    pub async fn transactions(&self) -> Result<Vec<TransactionRecord>, TxnError> {
+        self.store
+            .transactions()
+            .await
+            .map_err(|error| storage_failed("(all)", &error))
+    }
+
+    /// One transaction, for DescribeTransactions: `NotCoordinator` unless this broker
+    /// coordinates it.
+    pub async fn describe(
+        &self,
+        transactional_id: &str,
+    ) -> Result<Option<TransactionRecord>, TxnError> {
+        self.record(transactional_id).await
+    }
+
+    /// The marker loop and the timeout sweep, until `stop` turns true.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        // The first sweep runs at once: a crash may have left decided transactions.
+        let mut markers = tokio::time::interval(self.config.marker_interval);
+        markers.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sweeps = tokio::time::interval(self.config.timeout_check_interval);
+        sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.changed() => break,
+                _ = markers.tick() => self.write_pending_markers().await,
+                _ = sweeps.tick() => self.sweep().await,
+            }
+        }
+    }
+}
+
+/// A change with no markers and the offsets left as they are.
+fn plain_update(record: TransactionRecord, create: bool) -> TxnUpdate {
+    TxnUpdate {
+        record,
+        create,
+        markers: Vec::new(),
+        offsets: SettleOffsets::Keep,
+    }
+}
+
+/// The markers of a decided transaction: one per partition.
+fn markers_of(record: &TransactionRecord) -> Vec<TxnMarker> {
+    let commit = record.state == TxnState::PrepareCommit;
+    let partitions: &BTreeSet<(Uuid, i32)> = &record.partitions;
+    partitions
+        .iter()
+        .map(|(topic_id, partition)| TxnMarker {
+            transactional_id: record.transactional_id.clone(),
+            topic_id: *topic_id,
+            partition: *partition,
+            producer_id: record.producer_id,
+            producer_epoch: record.producer_epoch,
+            commit,
+        })
+        .collect()
+}
+
+fn storage_failed(transactional_id: &str, error: &MetadataError) -> TxnError {
+    tracing::error!(transactional_id, %error, "the transaction store failed");
+    TxnError::StorageFailed
+}
