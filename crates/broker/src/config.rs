@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use spool_coordinator::CoordinatorConfig;
+use spool_coordinator::{CoordinatorConfig, TxnConfig};
 use spool_log::CleanerSettings;
 
 use crate::topic_configs::{self, BrokerSynonym};
@@ -43,6 +43,8 @@ pub struct BrokerConfig {
     pub topic_default_settings: BTreeMap<String, String>,
     /// How consumer groups are run (`group.*`, `offsets.*` settings).
     pub groups: CoordinatorConfig,
+    /// How transactions are run (`transaction.*`, `transactional.id.*` settings).
+    pub transactions: TxnConfig,
     /// `num.io.threads`: threads running the fsyncs of durable partitions. Each
     /// partition is its own file, so fsyncs of different partitions run side by side
     /// (and the file system commits them together) rather than one after another.
@@ -185,6 +187,7 @@ impl Default for BrokerConfig {
             default_partitions: 1,
             topic_default_settings: BTreeMap::new(),
             groups: CoordinatorConfig::default(),
+            transactions: TxnConfig::default(),
             io_threads: 8,
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
@@ -213,7 +216,7 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 32] = [
+const SETTINGS: [Setting; 35] = [
     Setting {
         name: "storage.orphan.age.ms",
         dynamic: false,
@@ -516,6 +519,40 @@ const SETTINGS: [Setting; 32] = [
         get: |c| c.groups.offsets_retention_check.as_millis().to_string(),
         set: |c, v| {
             c.groups.offsets_retention_check = millis(v, 1)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "transaction.max.timeout.ms",
+        dynamic: false,
+        get: |c| c.transactions.max_timeout_ms.to_string(),
+        set: |c, v| {
+            c.transactions.max_timeout_ms =
+                i32::try_from(at_least(v, 1)?).map_err(|_| expected(v, "at most 2147483647"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "transactional.id.expiration.ms",
+        dynamic: false,
+        get: |c| c.transactions.id_expiration_ms.to_string(),
+        set: |c, v| {
+            c.transactions.id_expiration_ms =
+                i64::try_from(at_least(v, 1)?).map_err(|_| expected(v, "a smaller number"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        dynamic: false,
+        get: |c| {
+            c.transactions
+                .timeout_check_interval
+                .as_millis()
+                .to_string()
+        },
+        set: |c, v| {
+            c.transactions.timeout_check_interval = millis(v, 1)?;
             Ok(())
         },
     },

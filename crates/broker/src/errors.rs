@@ -1,6 +1,6 @@
 //! The one place where internal errors become Kafka error codes.
 
-use spool_coordinator::GroupError;
+use spool_coordinator::{GroupError, TxnError};
 use spool_log::{LogError, ProducerError};
 use spool_protocol::batch::BatchError;
 
@@ -46,6 +46,14 @@ pub(crate) mod code {
     pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
     pub(crate) const UNKNOWN_PRODUCER_ID: i16 = 59;
     pub(crate) const FENCED_LEADER_EPOCH: i16 = 74;
+    pub(crate) const INVALID_TXN_STATE: i16 = 48;
+    pub(crate) const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
+    pub(crate) const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
+    pub(crate) const CONCURRENT_TRANSACTIONS: i16 = 51;
+    pub(crate) const OPERATION_NOT_ATTEMPTED: i16 = 55;
+    pub(crate) const UNSTABLE_OFFSET_COMMIT: i16 = 88;
+    pub(crate) const PRODUCER_FENCED: i16 = 90;
+    pub(crate) const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
     pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
 }
 
@@ -73,6 +81,31 @@ pub(crate) fn group_error_code(error: GroupError) -> i16 {
 /// The code of a group operation's outcome.
 pub(crate) fn group_result_code(result: Result<(), GroupError>) -> i16 {
     result.err().map_or(code::NONE, group_error_code)
+}
+
+/// The Kafka error code for a transaction coordinator error. `fenced_code` is
+/// whether the request's version knows `PRODUCER_FENCED` (KIP-588); older clients
+/// get `INVALID_PRODUCER_EPOCH` for it, as Kafka answers them.
+pub(crate) fn txn_error_code(error: TxnError, fenced_code: bool) -> i16 {
+    match error {
+        TxnError::InvalidProducerIdMapping => code::INVALID_PRODUCER_ID_MAPPING,
+        TxnError::ProducerFenced if fenced_code => code::PRODUCER_FENCED,
+        TxnError::ProducerFenced => code::INVALID_PRODUCER_EPOCH,
+        TxnError::ConcurrentTransactions => code::CONCURRENT_TRANSACTIONS,
+        TxnError::InvalidTxnState => code::INVALID_TXN_STATE,
+        TxnError::InvalidTransactionTimeout => code::INVALID_TRANSACTION_TIMEOUT,
+        TxnError::InvalidTransactionalId => code::INVALID_REQUEST,
+        TxnError::NotCoordinator => code::NOT_COORDINATOR,
+        // The client finds the coordinator again and retries.
+        TxnError::StorageFailed => code::COORDINATOR_NOT_AVAILABLE,
+    }
+}
+
+/// The code of a transaction operation's outcome.
+pub(crate) fn txn_result_code(result: Result<(), TxnError>, fenced_code: bool) -> i16 {
+    result
+        .err()
+        .map_or(code::NONE, |error| txn_error_code(error, fenced_code))
 }
 
 /// The Kafka error code for a storage-engine error.

@@ -25,6 +25,7 @@ mod shared_storage;
 mod store_binding;
 mod topic_configs;
 mod topics;
+mod transactions;
 
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names};

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use spool_log::{LogError, PartitionLog, ReadChunk, ReadResult};
+use spool_log::{Isolation, LogError, PartitionLog, ReadChunk, ReadResult};
 use spool_metadata::{MetadataError, PartitionKey};
 use spool_model::{Offset, Timestamp, TopicName, TopicPartition};
 use uuid::Uuid;
@@ -291,19 +291,18 @@ impl PartitionHandle {
         offset: Offset,
         max_bytes: u64,
         first_whole: bool,
+        isolation: Isolation,
     ) -> Result<ReadResult, PartitionError> {
         // Below the tail, or below where a compacted partition is clean in objects
         // (the tail keeps what it appended as it was).
         if let Some(shared) = &self.shared
             && (offset < self.log.offsets().log_start || offset < shared.cleaned())
         {
-            return self.read_objects(shared, offset, max_bytes, first_whole);
+            return self.read_objects(shared, offset, max_bytes, first_whole, isolation);
         }
-        let read = if first_whole {
-            self.log.read(offset, max_bytes)
-        } else {
-            self.log.read_within(offset, max_bytes)
-        };
+        let read = self
+            .log
+            .read_isolated(offset, max_bytes, first_whole, isolation);
         match (read, &self.shared) {
             (Ok(mut result), _) => {
                 result.log_start = self.log_start();
@@ -311,19 +310,21 @@ impl PartitionHandle {
             }
             // The tail dropped the offset's segment meanwhile (it was committed).
             (Err(LogError::OffsetBelowLogStart { .. }), Some(shared)) => {
-                self.read_objects(shared, offset, max_bytes, first_whole)
+                self.read_objects(shared, offset, max_bytes, first_whole, isolation)
             }
             (Err(error), _) => Err(error.into()),
         }
     }
 
-    /// A read below the tail, from objects, up to the tail's high watermark.
+    /// A read below the tail, from objects, up to the tail's high watermark (or,
+    /// read_committed, its last stable offset).
     fn read_objects(
         &self,
         shared: &SharedPartition,
         offset: Offset,
         max_bytes: u64,
         first_whole: bool,
+        isolation: Isolation,
     ) -> Result<ReadResult, PartitionError> {
         let log_start = shared.log_start();
         if offset < log_start {
@@ -334,17 +335,37 @@ impl PartitionHandle {
             .into());
         }
         let high_watermark = self.log.offsets().high_watermark;
+        let last_stable = self.log.stable_offset();
+        let limit = match isolation {
+            Isolation::ReadUncommitted => high_watermark,
+            Isolation::ReadCommitted => last_stable,
+        };
+        let aborted = match isolation {
+            Isolation::ReadCommitted if offset < limit => self.log.aborted_between(offset, limit),
+            _ => Vec::new(),
+        };
+        if offset >= limit {
+            return Ok(ReadResult {
+                chunks: Vec::new(),
+                log_start,
+                high_watermark,
+                last_stable,
+                aborted,
+            });
+        }
         let reader = shared.storage.reader.clone();
         let key = shared.key;
         let read = shared.storage.wait_for(async move {
             reader
-                .read(key, offset, high_watermark, max_bytes, first_whole)
+                .read(key, offset, limit, max_bytes, first_whole)
                 .await
         })??;
         Ok(ReadResult {
             chunks: read.batches.into_iter().map(ReadChunk::Memory).collect(),
             log_start,
             high_watermark,
+            last_stable,
+            aborted,
         })
     }
 

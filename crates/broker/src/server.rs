@@ -18,12 +18,13 @@ use crate::dynamic_config::DynamicConfig;
 use crate::producer_ids::ProducerIds;
 use crate::store_binding;
 use crate::topics::{self, TopicTable};
-use spool_coordinator::GroupCoordinator;
+use spool_coordinator::{GroupCoordinator, TransactionCoordinator, TxnConfig};
 use spool_metadata::{MetadataStore, MetadataUrl};
 use spool_objects::{ObjectStorage, StorageUrl};
 
 use crate::cluster::ClusterView;
 use crate::shared_storage::SharedStorage;
+use crate::transactions::BrokerMarkers;
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +79,8 @@ pub(crate) struct Shared {
     pub(crate) metadata: Arc<dyn MetadataStore>,
     pub(crate) topics: TopicTable,
     pub(crate) groups: Arc<GroupCoordinator>,
-    pub(crate) producer_ids: ProducerIds,
+    pub(crate) transactions: Arc<TransactionCoordinator>,
+    pub(crate) producer_ids: Arc<ProducerIds>,
     pub(crate) cluster_id: String,
     /// Shared-storage mode's objects and uploader; `None` in embedded mode.
     pub(crate) storage: Option<Arc<SharedStorage>>,
@@ -254,6 +256,25 @@ impl Broker {
             ..config.groups.clone()
         };
         let groups = Arc::new(GroupCoordinator::open(metadata.clone(), group_config).await?);
+        let producer_ids = Arc::new(ProducerIds::new(metadata.clone()));
+        let markers = Arc::new(BrokerMarkers::default());
+        let txn_config = TxnConfig {
+            // In a cluster, markers of partitions this broker leads come from other
+            // coordinators too: look for them as often as assignments are followed.
+            marker_interval: if objects.is_some() {
+                crate::topics::follow::CLUSTER_POLL_INTERVAL
+            } else {
+                config.transactions.marker_interval
+            },
+            ..config.transactions.clone()
+        };
+        let transactions = Arc::new(TransactionCoordinator::new(
+            txn_config,
+            metadata.clone(),
+            producer_ids.clone(),
+            markers.clone(),
+            groups.clone(),
+        ));
         let storage = objects.map(|objects| {
             tracing::info!(objects = %objects.prefix, "partition data in object storage");
             SharedStorage::start(objects, metadata.clone(), &config.storage)
@@ -266,20 +287,25 @@ impl Broker {
             metadata: metadata.clone(),
             topics,
             groups: groups.clone(),
-            producer_ids: ProducerIds::new(metadata.clone()),
+            transactions: transactions.clone(),
+            producer_ids,
             cluster_id: "spool-cluster".to_owned(),
             storage,
             cluster,
         });
+        markers.attach(&shared);
         if let Some(view) = &shared.cluster {
-            // Each group has one coordinator among the brokers.
+            // Each group and each transactional id has one coordinator among the
+            // brokers.
             shared.groups.set_ownership(view.clone());
+            shared.transactions.set_ownership(view.clone());
             // A broker that holds (or can take) the controller lease assigns what has
             // no leader before it serves: a cluster of one leads everything at once.
             crate::cluster::assign_now(&shared, view).await;
         }
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(groups.run(stopped.clone()));
+        tokio::spawn(transactions.run(stopped.clone()));
         tokio::spawn(topics::follow_metadata_store(
             shared.clone(),
             topics_version,

@@ -113,6 +113,15 @@ impl SharedPartition {
         log: &PartitionLog,
         offset: Offset,
     ) -> Result<Offset, PartitionError> {
+        // An open transaction's records stay until it is decided.
+        let last_stable = log.stable_offset();
+        if offset > last_stable {
+            return Err(spool_log::LogError::OffsetBeyondStableOffset {
+                requested: offset,
+                last_stable,
+            }
+            .into());
+        }
         let catalogue = self.storage.catalogue.clone();
         let key = self.key;
         let start = self

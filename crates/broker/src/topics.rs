@@ -13,7 +13,7 @@ use crate::errors::code;
 use crate::partitions::{PartitionError, log_topic, on_blocking_pool};
 use crate::server::Shared;
 
-mod follow;
+pub(crate) mod follow;
 mod settings;
 mod startup;
 

@@ -127,7 +127,7 @@ async fn delete_offsets(client: &mut RawClient, topic: &str, partition: i32) -> 
 }
 
 #[tokio::test]
-async fn find_coordinator_answers_groups_and_refuses_transactions() {
+async fn find_coordinator_answers_groups_and_transactions() {
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;
     let request = FindCoordinatorRequest::default().with_key(text("g"));
@@ -160,10 +160,17 @@ async fn find_coordinator_answers_groups_and_refuses_transactions() {
     else {
         panic!("not a FindCoordinator response")
     };
-    assert_eq!(
-        transactions.coordinators[0].error_code, 15,
-        "COORDINATOR_NOT_AVAILABLE"
-    );
+    assert_eq!(transactions.coordinators[0].error_code, 0);
+    assert_eq!(transactions.coordinators[0].port, old.port, "this broker");
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(7)
+        .with_coordinator_keys(vec![text("x")]);
+    let ResponseKind::FindCoordinator(unknown) =
+        client.call(RequestKind::FindCoordinator(request), 4).await
+    else {
+        panic!("not a FindCoordinator response")
+    };
+    assert_eq!(unknown.coordinators[0].error_code, 42, "INVALID_REQUEST");
 }
 
 #[tokio::test]

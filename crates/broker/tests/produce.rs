@@ -139,10 +139,17 @@ async fn idempotent_producers_get_ids_and_their_retries_are_not_written_twice() 
         (0, id, 1),
         "a known producer asking again gets the next epoch"
     );
+    let (error, transactional, epoch) = init_producer_id(&mut client, 4, None, Some("tx")).await;
     assert_eq!(
-        init_producer_id(&mut client, 4, None, Some("tx")).await.0,
-        15,
-        "transactions: COORDINATOR_NOT_AVAILABLE"
+        (error, epoch),
+        (0, 0),
+        "a transactional producer starts at epoch 0"
+    );
+    assert!(transactional != id && transactional != other);
+    assert_eq!(
+        init_producer_id(&mut client, 4, None, Some("tx")).await,
+        (0, transactional, 1),
+        "the same transactional id again: the next epoch fences the first"
     );
 
     let batch = |sequence: i32, epoch: i16| {

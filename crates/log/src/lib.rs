@@ -40,5 +40,5 @@ pub use index::SegmentIndex;
 pub use leader_epochs::EpochStart;
 pub use manager::{LogManager, ManagerConfig};
 pub use partition::{AppendInfo, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure};
-pub use producers::ProducerError;
+pub use producers::{ProducerError, stable_offset_in};
 pub use read::{AbortedTxn, Isolation, ReadChunk, ReadResult};

@@ -367,6 +367,13 @@ impl PartitionLog {
         self.lock().stable_offset()
     }
 
+    /// The aborted transactions with records in `from..to` (read_committed reads of
+    /// data held elsewhere: a shared-storage tail's older objects).
+    #[must_use]
+    pub fn aborted_between(&self, from: Offset, to: Offset) -> Vec<crate::AbortedTxn> {
+        self.lock().producers.txns.aborted_between(from, to)
+    }
+
     /// Producers with a transaction open here, with the offset it began at.
     #[must_use]
     pub fn open_transactions(&self) -> Vec<(i64, Offset)> {
@@ -832,6 +839,12 @@ fn check_producers(producers: &ProducerStates, batches: &[&[u8]]) -> Result<Opti
         let Some(header) = RecordBatchHeader::parse(bytes) else {
             continue;
         };
+        if header.is_control() {
+            producers
+                .check_marker(&header)
+                .map_err(LogError::Producer)?;
+            continue;
+        }
         if !producers::is_idempotent(&header) {
             continue;
         }

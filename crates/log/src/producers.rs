@@ -14,6 +14,14 @@ pub(crate) mod snapshot;
 mod transactions;
 
 pub use transactions::AbortedTxn;
+
+/// The last stable offset under `high_watermark` by a producer state as the log
+/// encodes it (a shared-storage partition's, in the catalogue); `None` if the bytes
+/// are not one.
+#[must_use]
+pub fn stable_offset_in(encoded: &[u8], high_watermark: Offset) -> Option<Offset> {
+    ProducerStates::decode(encoded).map(|states| states.txns.stable_offset(high_watermark))
+}
 pub(crate) use transactions::Transactions;
 
 /// Batches remembered per producer.
@@ -157,6 +165,21 @@ impl ProducerStates {
                 expected,
                 received: first,
             })
+        }
+    }
+
+    /// Checks a transaction marker: one of an epoch older than the producer's here
+    /// would end a transaction of the newer epoch, and is refused.
+    pub(crate) fn check_marker(&self, header: &RecordBatchHeader) -> Result<(), ProducerError> {
+        match self.by_id.get(&header.producer_id.0) {
+            Some(entry) if header.producer_epoch < entry.epoch => {
+                Err(ProducerError::InvalidEpoch {
+                    producer: header.producer_id.0,
+                    epoch: header.producer_epoch.0,
+                    current: entry.epoch.0,
+                })
+            }
+            _ => Ok(()),
         }
     }
 

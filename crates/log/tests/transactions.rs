@@ -157,6 +157,14 @@ fn a_marker_of_a_newer_epoch_fences_the_older_one() {
         LogError::Producer(spool_log::ProducerError::InvalidEpoch { current: 1, .. })
     ));
     log.append(&[&txn_batch(1, 1, 0, 1)]).unwrap();
+    assert!(
+        matches!(
+            log.append(&[&marker(1, 0, true)]).unwrap_err(),
+            LogError::Producer(spool_log::ProducerError::InvalidEpoch { .. })
+        ),
+        "a stale marker would end the newer epoch's transaction"
+    );
+    assert_eq!(log.open_transactions(), vec![(1, Offset(2))]);
 }
 
 #[test]

@@ -14,6 +14,10 @@
 //! with `NOT_LEADER_OR_FOLLOWER` and that leader named (KIP-951: its id and epoch from
 //! v12 on, its address from v16 on).
 //!
+//! A read_committed fetch (`isolation_level` 1) returns data up to the last stable
+//! offset, with the aborted transactions of what it returns; the client drops their
+//! records (see `docs/transactions.md`).
+//!
 //! Not yet: fetch sessions (Spool answers session id 0: no session, which KIP-227
 //! allows).
 
@@ -23,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::{ApiKey, FetchRequest};
+use spool_log::Isolation;
 use spool_model::Offset;
 use tokio::sync::watch;
 
@@ -103,6 +108,11 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
         watches: Vec::new(),
     };
     let mut hinted = Vec::new();
+    let isolation = if request.isolation_level == READ_COMMITTED {
+        Isolation::ReadCommitted
+    } else {
+        Isolation::ReadUncommitted
+    };
     for topic in &request.topics {
         let (known, unknown) = if version >= TOPIC_IDS {
             (shared.topics.by_id(topic.topic_id), code::UNKNOWN_TOPIC_ID)
@@ -140,10 +150,11 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
                 .unwrap_or(0)
                 .min(budget);
             let offset = Offset(wanted.fetch_offset);
-            let read = partition.read(offset, partition_budget, pass.bytes == 0);
+            let read = partition.read(offset, partition_budget, pass.bytes == 0, isolation);
             let log = &partition.log;
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
             out.high_watermark = log.offsets().high_watermark.0;
+            out.last_stable = log.stable_offset().0;
             out.log_start = partition.log_start().0;
             match read {
                 Ok(result) => {
@@ -153,6 +164,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
                     budget = budget.saturating_sub(len);
                     pass.watches.push(log.subscribe_high_watermark());
                     out.records = result.chunks;
+                    out.aborted = result.aborted;
                 }
                 Err(error) => {
                     pass.errors = true;
@@ -170,6 +182,9 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
     pass.body.leaders = shared.hinted_brokers(hinted);
     pass
 }
+
+/// `isolation_level` of a consumer that reads only committed transactions.
+const READ_COMMITTED: i8 = 1;
 
 /// The first version naming topics by id.
 const TOPIC_IDS: i16 = 13;

@@ -1,6 +1,7 @@
 //! FindCoordinator (key 10): the broker coordinating a group — this one in embedded
-//! mode, the cluster's choice in shared-storage mode (`crate::cluster`). Batched keys
-//! (v4+) get one answer each. Transaction coordinators do not exist yet.
+//! mode, the cluster's choice in shared-storage mode (`crate::cluster`) — and the
+//! broker coordinating a transactional id, chosen the same way. Batched keys (v4+)
+//! get one answer each.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
@@ -20,6 +21,7 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 /// FindCoordinator key types.
 const GROUP: i8 = 0;
+const TRANSACTION: i8 = 1;
 
 /// One key's answer.
 struct Found {
@@ -43,11 +45,8 @@ impl Found {
 }
 
 fn find(key_type: i8, key: &str, shared: &Shared) -> Found {
-    if key_type != GROUP {
-        return Found::refused(
-            code::COORDINATOR_NOT_AVAILABLE,
-            "transactions are not supported yet: only group coordinators",
-        );
+    if key_type != GROUP && key_type != TRANSACTION {
+        return Found::refused(code::INVALID_REQUEST, "unknown coordinator key type");
     }
     let Some(view) = &shared.cluster else {
         let (host, port) = &shared.advertised;
@@ -69,7 +68,7 @@ fn find(key_type: i8, key: &str, shared: &Shared) -> Found {
         },
         None => Found::refused(
             code::COORDINATOR_NOT_AVAILABLE,
-            "no live broker is known to coordinate groups",
+            "no live broker is known to coordinate",
         ),
     }
 }

@@ -1,5 +1,6 @@
-//! InitProducerId (key 22): an id and epoch for an idempotent producer. Transactional
-//! producers are refused until transactions exist.
+//! InitProducerId (key 22): an id and epoch for an idempotent producer, or, with a
+//! transactional id, from the transaction coordinator (which fences the id's older
+//! producers and aborts a transaction they left open).
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use kafka_protocol::messages::{
 };
 
 use super::ApiDecl;
-use crate::errors::code;
+use crate::errors::{code, txn_error_code};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -16,6 +17,9 @@ pub(crate) const API: ApiDecl = ApiDecl {
     min: 0,
     max: 5,
 };
+
+/// The first version that knows `PRODUCER_FENCED` (KIP-588).
+const FENCED_CODE: i16 = 4;
 
 pub(crate) async fn handle(
     request: InitProducerIdRequest,
@@ -30,22 +34,35 @@ pub(crate) async fn handle(
                 .with_producer_epoch(-1),
         )
     };
-    if request
-        .transactional_id
-        .as_ref()
-        .is_some_and(|id| !id.0.is_empty())
-    {
-        tracing::info!("refusing a transactional producer: transactions are not supported yet");
-        return failed(code::COORDINATOR_NOT_AVAILABLE);
-    }
     let current = (version >= 3 && request.producer_id.0 >= 0)
         .then_some((request.producer_id.0, request.producer_epoch));
-    match shared.producer_ids.init(current).await {
-        Ok((id, epoch)) => ResponseKind::InitProducerId(
+    let answer = |(id, epoch)| {
+        ResponseKind::InitProducerId(
             InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(id))
                 .with_producer_epoch(epoch),
-        ),
+        )
+    };
+    if let Some(transactional_id) = request
+        .transactional_id
+        .as_ref()
+        .filter(|id| !id.0.is_empty())
+    {
+        return match shared
+            .transactions
+            .init_producer_id(
+                transactional_id.0.as_str(),
+                request.transaction_timeout_ms,
+                current,
+            )
+            .await
+        {
+            Ok(initialised) => answer(initialised),
+            Err(error) => failed(txn_error_code(error, version >= FENCED_CODE)),
+        };
+    }
+    match shared.producer_ids.init(current).await {
+        Ok(initialised) => answer(initialised),
         Err(error) => {
             tracing::error!(%error, "allocating producer ids failed");
             failed(code::COORDINATOR_NOT_AVAILABLE)

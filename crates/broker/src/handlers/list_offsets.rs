@@ -1,6 +1,8 @@
 //! ListOffsets (key 2): earliest (-2), latest (-1), the record with the largest
 //! timestamp (-3, v7+), the earliest local offset (-4, v8+: the log start, as Spool
-//! keeps the whole log local), or the first offset at or after a timestamp.
+//! keeps the whole log local), or the first offset at or after a timestamp. Under
+//! `read_committed` (v2+), the latest offset is the last stable offset, and a lookup
+//! finds nothing at or past it.
 //!
 //! Not advertised: v9's latest tiered offset (-5) and v10's timeout, which only mean
 //! something with tiered storage.
@@ -32,6 +34,9 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 
+/// `isolation_level` of a consumer that reads only committed transactions.
+const READ_COMMITTED: i8 = 1;
+
 pub(crate) async fn handle(
     request: ListOffsetsRequest,
     version: i16,
@@ -49,13 +54,18 @@ pub(crate) async fn handle(
             (topic.name, partitions)
         })
         .collect();
-    let answers = per_partition(&shared, asked, |shared, name: &TopicName, index, asked| {
-        let (current_leader_epoch, timestamp) = asked;
-        let partition = shared
-            .partition(name.0.as_str(), index, current_leader_epoch)
-            .map_err(|error| error.code())?;
-        lookup(&partition, timestamp)
-    })
+    let committed = request.isolation_level == READ_COMMITTED;
+    let answers = per_partition(
+        &shared,
+        asked,
+        move |shared, name: &TopicName, index, asked| {
+            let (current_leader_epoch, timestamp) = asked;
+            let partition = shared
+                .partition(name.0.as_str(), index, current_leader_epoch)
+                .map_err(|error| error.code())?;
+            lookup(&partition, timestamp, committed)
+        },
+    )
     .await;
     let topics = answers
         .into_iter()
@@ -95,10 +105,16 @@ struct Found {
     leader_epoch: i32,
 }
 
-fn lookup(partition: &PartitionHandle, timestamp: i64) -> Result<Found, i16> {
+fn lookup(partition: &PartitionHandle, timestamp: i64, committed: bool) -> Result<Found, i16> {
     let storage = |error: PartitionError| error.code();
     let log = &partition.log;
     let offsets = log.offsets();
+    // What the reader may see: up to the high watermark, or the last stable offset.
+    let visible_end = if committed {
+        log.stable_offset()
+    } else {
+        offsets.high_watermark
+    };
     let at = |offset: Offset, timestamp: i64| Found {
         offset: offset.0,
         timestamp,
@@ -107,17 +123,19 @@ fn lookup(partition: &PartitionHandle, timestamp: i64) -> Result<Found, i16> {
     let found = match timestamp {
         EARLIEST | EARLIEST_LOCAL => Some(at(partition.log_start(), -1)),
         LATEST => Some(Found {
-            offset: offsets.high_watermark.0,
+            offset: visible_end.0,
             timestamp: -1,
             leader_epoch: partition.leader_epoch,
         }),
         MAX_TIMESTAMP => partition
             .max_timestamp_offset()
             .map_err(storage)?
+            .filter(|(offset, _)| *offset < visible_end)
             .map(|(offset, t)| at(offset, t.0)),
         t if t >= 0 => partition
             .offset_for_timestamp(Timestamp(t))
             .map_err(storage)?
+            .filter(|(offset, _)| *offset < visible_end)
             .map(|(offset, t)| at(offset, t.0)),
         _ => return Err(code::INVALID_REQUEST),
     };

@@ -2,6 +2,8 @@
 //! implements ([`ApiDecl`]); [`APIS`] lists them, and ApiVersions answers from that
 //! list, so what Spool advertises is exactly what it implements.
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
 mod configs;
@@ -12,6 +14,8 @@ mod delete_records;
 mod delete_topics;
 mod describe_configs;
 mod describe_groups;
+mod describe_transactions;
+mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -20,6 +24,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
@@ -27,6 +32,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod sync_group;
+mod txn_offset_commit;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -75,6 +81,12 @@ pub(crate) const APIS: &[ApiDecl] = &[
     offset_delete::API,
     init_producer_id::API,
     offset_for_leader_epoch::API,
+    add_partitions_to_txn::API,
+    add_offsets_to_txn::API,
+    end_txn::API,
+    txn_offset_commit::API,
+    describe_transactions::API,
+    list_transactions::API,
 ];
 
 /// Who sent a request: what JoinGroup records of a member.
@@ -177,6 +189,20 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         RequestKind::InitProducerId(request) => {
             init_producer_id::handle(request, version, shared).await
         }
+        RequestKind::AddPartitionsToTxn(request) => {
+            add_partitions_to_txn::handle(request, version, shared).await
+        }
+        RequestKind::AddOffsetsToTxn(request) => {
+            add_offsets_to_txn::handle(request, version, shared).await
+        }
+        RequestKind::EndTxn(request) => end_txn::handle(request, version, shared).await,
+        RequestKind::TxnOffsetCommit(request) => {
+            txn_offset_commit::handle(request, version, shared).await
+        }
+        RequestKind::DescribeTransactions(request) => {
+            describe_transactions::handle(request, shared).await
+        }
+        RequestKind::ListTransactions(request) => list_transactions::handle(request, shared).await,
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

@@ -1,5 +1,8 @@
 //! OffsetFetch (key 9): a group's committed offsets (-1 where none), for the listed
-//! partitions or all of them; v8+ asks for several groups at once.
+//! partitions or all of them; v8+ asks for several groups at once. A client that
+//! requires stable offsets (v7+, read_committed consumers) gets
+//! `UNSTABLE_OFFSET_COMMIT` for a partition whose offset an open transaction commits,
+//! and retries.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +18,7 @@ use spool_coordinator::GroupError;
 use spool_metadata::CommittedOffset;
 
 use super::ApiDecl;
-use crate::errors::group_error_code;
+use crate::errors::{code, group_error_code};
 use crate::server::Shared;
 
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
@@ -25,8 +28,8 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 8,
 };
 
-/// One partition's answer: (offset, leader epoch, metadata).
-type Found = (i64, i32, String);
+/// One partition's answer: (offset, leader epoch, metadata, error).
+type Found = (i64, i32, String, i16);
 
 pub(crate) async fn handle(
     request: OffsetFetchRequest,
@@ -42,7 +45,14 @@ pub(crate) async fn handle(
                     .map(|t| (t.name, t.partition_indexes))
                     .collect()
             });
-            let found = match lookup(shared, group.group_id.0.as_str(), wanted).await {
+            let found = match lookup(
+                shared,
+                group.group_id.0.as_str(),
+                wanted,
+                request.require_stable,
+            )
+            .await
+            {
                 Ok(found) => found,
                 Err(error) => {
                     groups.push(
@@ -61,12 +71,13 @@ pub(crate) async fn handle(
                         .with_partitions(
                             partitions
                                 .into_iter()
-                                .map(|(index, (offset, epoch, metadata))| {
+                                .map(|(index, (offset, epoch, metadata, error))| {
                                     OffsetFetchResponsePartitions::default()
                                         .with_partition_index(index)
                                         .with_committed_offset(offset)
                                         .with_committed_leader_epoch(epoch)
                                         .with_metadata(Some(StrBytes::from_string(metadata)))
+                                        .with_error_code(error)
                                 })
                                 .collect(),
                         )
@@ -87,7 +98,8 @@ pub(crate) async fn handle(
             .collect()
     });
     let asked: Vec<(TopicName, Vec<i32>)> = wanted.clone().unwrap_or_default();
-    let found = match lookup(shared, request.group_id.0.as_str(), wanted).await {
+    let require_stable = version >= 7 && request.require_stable;
+    let found = match lookup(shared, request.group_id.0.as_str(), wanted, require_stable).await {
         Ok(found) => found,
         Err(error) => return refused(version, asked, group_error_code(error)),
     };
@@ -99,11 +111,12 @@ pub(crate) async fn handle(
                 .with_partitions(
                     partitions
                         .into_iter()
-                        .map(|(index, (offset, epoch, metadata))| {
+                        .map(|(index, (offset, epoch, metadata, error))| {
                             let partition = OffsetFetchResponsePartition::default()
                                 .with_partition_index(index)
                                 .with_committed_offset(offset)
-                                .with_metadata(Some(StrBytes::from_string(metadata)));
+                                .with_metadata(Some(StrBytes::from_string(metadata)))
+                                .with_error_code(error);
                             if version >= 5 {
                                 partition.with_committed_leader_epoch(epoch)
                             } else {
@@ -123,15 +136,43 @@ async fn lookup(
     shared: &Shared,
     group: &str,
     wanted: Option<Vec<(TopicName, Vec<i32>)>>,
+    require_stable: bool,
 ) -> Result<Vec<(TopicName, Vec<(i32, Found)>)>, GroupError> {
+    let mut all = shared.groups.fetch_committed(group, None).await?;
+    let unstable = if require_stable {
+        unstable_partitions(shared, group).await?
+    } else {
+        Vec::new()
+    };
+    // A pending offset of a partition with none committed is answered too.
+    for (topic, partition) in &unstable {
+        if !all
+            .iter()
+            .any(|o| o.partition == *partition && &o.topic == topic)
+        {
+            all.push(CommittedOffset {
+                group: group.to_owned(),
+                topic: topic.clone(),
+                topic_id: uuid::Uuid::nil(),
+                partition: *partition,
+                offset: -1,
+                leader_epoch: -1,
+                metadata: None,
+                commit_ms: 0,
+            });
+        }
+    }
     let found = |o: &CommittedOffset| -> Found {
+        if unstable.contains(&(o.topic.clone(), o.partition)) {
+            return (-1, -1, String::new(), code::UNSTABLE_OFFSET_COMMIT);
+        }
         (
             o.offset,
             o.leader_epoch,
             o.metadata.clone().unwrap_or_default(),
+            code::NONE,
         )
     };
-    let all = shared.groups.fetch_committed(group, None).await?;
     Ok(match wanted {
         None => {
             let mut by_topic: BTreeMap<String, Vec<(i32, Found)>> = BTreeMap::new();
@@ -158,13 +199,36 @@ async fn lookup(
                     .into_iter()
                     .map(|index| {
                         let hit = committed.get(&index).cloned();
-                        (index, hit.unwrap_or((-1, -1, String::new())))
+                        (index, hit.unwrap_or((-1, -1, String::new(), code::NONE)))
                     })
                     .collect();
                 (name, answers)
             })
             .collect(),
     })
+}
+
+/// The partitions (topic name, index) with offsets of `group` pending in an open
+/// transaction.
+async fn unstable_partitions(
+    shared: &Shared,
+    group: &str,
+) -> Result<Vec<(String, i32)>, GroupError> {
+    let pending = shared
+        .metadata
+        .pending_txn_offsets(group)
+        .await
+        .map_err(|error| {
+            tracing::error!(group, %error, "reading a group's pending offsets failed");
+            GroupError::StorageFailed
+        })?;
+    Ok(pending
+        .into_iter()
+        .filter_map(|(topic_id, partition)| {
+            let topic = shared.topics.by_id(topic_id)?;
+            Some((topic.record.name.to_string(), partition))
+        })
+        .collect())
 }
 
 /// A v1–v7 answer refusing the group: the error at the top (v2+) and on every

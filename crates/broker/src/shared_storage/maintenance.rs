@@ -82,9 +82,12 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
                 .catalogue
                 .ranges_from(key, state.log_start, i64::MAX, RANGES_PER_PASS)
                 .await?;
+            // Never past an open transaction: its records stay until it is decided.
+            let last_stable = stable_offset(shared, storage, &topic, partition, &state).await;
             let start = retains
                 .then(|| retention_start(&ranges, now, retention_ms, retention_bytes))
                 .flatten()
+                .map(|start| start.min(last_stable))
                 .filter(|start| *start > state.log_start);
             if let Some(start) = start {
                 let start = storage.catalogue.advance_log_start(key, start).await?;
@@ -101,6 +104,35 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
     }
     collect(storage, now).await?;
     delete_orphans(storage, now).await
+}
+
+/// The partition's last stable offset: its tail's, if open here, or by the producer
+/// state committed with it (the log start if that cannot be read: nothing moves).
+async fn stable_offset(
+    shared: &Arc<Shared>,
+    storage: &super::SharedStorage,
+    topic: &crate::topics::Topic,
+    partition: i32,
+    state: &spool_metadata::PartitionState,
+) -> i64 {
+    let high_watermark = spool_model::Offset(state.high_watermark);
+    if let Some(log_key) = topic.log_partition(partition)
+        && storage.marks_of(&log_key).is_some()
+    {
+        let shared = shared.clone();
+        let tail =
+            crate::partitions::on_blocking_pool(move || shared.logs.partition(&log_key)).await;
+        if let Ok(Ok(Some(log))) = tail
+            && log.is_tail()
+        {
+            return log.stable_offset().0;
+        }
+    }
+    match &state.producer_state {
+        None => high_watermark.0,
+        Some(encoded) => spool_log::stable_offset_in(encoded, high_watermark)
+            .map_or(state.log_start, |stable| stable.0),
+    }
 }
 
 /// Moves the log start of the partition's tail, if this broker has one open, to the

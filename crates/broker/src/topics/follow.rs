@@ -20,7 +20,7 @@ use crate::server::Shared;
 /// How often the store's topics version is read: in a cluster, where the broker that
 /// changed something waits for the others to follow, and otherwise (brokers sharing
 /// only a metadata store, or none).
-const CLUSTER_POLL_INTERVAL: Duration = Duration::from_millis(50);
+pub(crate) const CLUSTER_POLL_INTERVAL: Duration = Duration::from_millis(50);
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Follows the store from `seen` (the version the table was loaded at) until `stop`.

@@ -1,4 +1,5 @@
-//! The structure of the consumer-group and producer-id requests (see [`super::shapes`]).
+//! The structure of the consumer-group, producer-id and transaction requests (see
+//! [`super::shapes`]).
 
 use super::Kind::{Bytes, Fixed, Scalars, String, Strings, Structs};
 use super::{Field, Shape, between, from};
@@ -7,6 +8,7 @@ const INT32: super::Kind = Fixed(4);
 const INT64: super::Kind = Fixed(8);
 const INT8: super::Kind = Fixed(1);
 const BOOL: super::Kind = Fixed(1);
+const INT16: super::Kind = Fixed(2);
 
 /// FindCoordinator (key 10).
 pub const FIND_COORDINATOR: Shape = Shape {
@@ -157,5 +159,91 @@ pub const INIT_PRODUCER_ID: Shape = Shape {
         from(0, INT32),    // transaction_timeout_ms
         from(3, INT64),    // producer_id
         from(3, Fixed(2)), // producer_epoch
+    ],
+};
+
+const TXN_TOPIC: &[Field] = &[from(0, String), from(0, Scalars(4))]; // name, partitions
+
+/// AddPartitionsToTxn (key 24), the client versions (v0-v3); v4+ is walked too, so a
+/// request of those versions is refused as unsupported, not as malformed.
+pub const ADD_PARTITIONS_TO_TXN: Shape = Shape {
+    flexible_since: 3,
+    fields: &[
+        from(
+            4,
+            Structs(&[
+                from(0, String),             // transactional_id
+                from(0, INT64),              // producer_id
+                from(0, INT16),              // producer_epoch
+                from(0, BOOL),               // verify_only
+                from(0, Structs(TXN_TOPIC)), // topics
+            ]),
+        ), // transactions
+        between(0, 3, String),             // v3_and_below_transactional_id
+        between(0, 3, INT64),              // v3_and_below_producer_id
+        between(0, 3, INT16),              // v3_and_below_producer_epoch
+        between(0, 3, Structs(TXN_TOPIC)), // v3_and_below_topics
+    ],
+};
+
+/// AddOffsetsToTxn (key 25).
+pub const ADD_OFFSETS_TO_TXN: Shape = Shape {
+    flexible_since: 3,
+    fields: &[
+        from(0, String), // transactional_id
+        from(0, INT64),  // producer_id
+        from(0, INT16),  // producer_epoch
+        from(0, String), // group_id
+    ],
+};
+
+/// EndTxn (key 26).
+pub const END_TXN: Shape = Shape {
+    flexible_since: 3,
+    fields: &[
+        from(0, String), // transactional_id
+        from(0, INT64),  // producer_id
+        from(0, INT16),  // producer_epoch
+        from(0, BOOL),   // committed
+    ],
+};
+
+const TXN_COMMIT_PARTITION: &[Field] = &[
+    from(0, INT32),  // partition_index
+    from(0, INT64),  // committed_offset
+    from(2, INT32),  // committed_leader_epoch
+    from(0, String), // committed_metadata
+];
+const TXN_COMMIT_TOPIC: &[Field] = &[from(0, String), from(0, Structs(TXN_COMMIT_PARTITION))];
+
+/// TxnOffsetCommit (key 28).
+pub const TXN_OFFSET_COMMIT: Shape = Shape {
+    flexible_since: 3,
+    fields: &[
+        from(0, String),                    // transactional_id
+        from(0, String),                    // group_id
+        from(0, INT64),                     // producer_id
+        from(0, INT16),                     // producer_epoch
+        from(3, INT32),                     // generation_id
+        from(3, String),                    // member_id
+        from(3, String),                    // group_instance_id
+        from(0, Structs(TXN_COMMIT_TOPIC)), // topics
+    ],
+};
+
+/// DescribeTransactions (key 65).
+pub const DESCRIBE_TRANSACTIONS: Shape = Shape {
+    flexible_since: 0,
+    fields: &[from(0, Strings)], // transactional_ids
+};
+
+/// ListTransactions (key 66).
+pub const LIST_TRANSACTIONS: Shape = Shape {
+    flexible_since: 0,
+    fields: &[
+        from(0, Strings),    // state_filters
+        from(0, Scalars(8)), // producer_id_filters
+        from(1, INT64),      // duration_filter
+        from(2, String),     // transactional_id_pattern
     ],
 };

@@ -265,6 +265,12 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         42 => Some(&group_shapes::DELETE_GROUPS),
         47 => Some(&group_shapes::OFFSET_DELETE),
         22 => Some(&group_shapes::INIT_PRODUCER_ID),
+        24 => Some(&group_shapes::ADD_PARTITIONS_TO_TXN),
+        25 => Some(&group_shapes::ADD_OFFSETS_TO_TXN),
+        26 => Some(&group_shapes::END_TXN),
+        28 => Some(&group_shapes::TXN_OFFSET_COMMIT),
+        65 => Some(&group_shapes::DESCRIBE_TRANSACTIONS),
+        66 => Some(&group_shapes::LIST_TRANSACTIONS),
         _ => None,
     }
 }

@@ -8,7 +8,7 @@
 
 use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::TopicName;
-use spool_log::ReadChunk;
+use spool_log::{AbortedTxn, ReadChunk};
 use spool_metadata::BrokerRecord;
 use uuid::Uuid;
 
@@ -43,7 +43,10 @@ pub(crate) struct PartitionOut {
     pub(crate) index: i32,
     pub(crate) error: i16,
     pub(crate) high_watermark: i64,
+    pub(crate) last_stable: i64,
     pub(crate) log_start: i64,
+    /// read_committed: the aborted transactions with records in `records`.
+    pub(crate) aborted: Vec<AbortedTxn>,
     /// Whole batches; none for a partition with an error. Never sent as null:
     /// librdkafka drops a whole response that has null records (Kafka sends empty
     /// ones too).
@@ -59,7 +62,9 @@ impl PartitionOut {
             index,
             error,
             high_watermark: -1,
+            last_stable: -1,
             log_start: -1,
+            aborted: Vec::new(),
             records: Vec::new(),
             leader: None,
         }
@@ -148,11 +153,17 @@ fn encode_partition(
     buf.put_i32(partition.index);
     buf.put_i16(partition.error);
     buf.put_i64(partition.high_watermark);
-    buf.put_i64(partition.high_watermark); // last_stable_offset: no transactions yet
+    buf.put_i64(partition.last_stable);
     if version >= 5 {
         buf.put_i64(partition.log_start);
     }
-    put_array_len(out, flexible, 0)?; // aborted_transactions
+    put_array_len(out, flexible, partition.aborted.len())?;
+    for aborted in &partition.aborted {
+        let buf = out.buffer();
+        buf.put_i64(aborted.producer_id);
+        buf.put_i64(aborted.first_offset.0);
+        put_no_tags(out, flexible);
+    }
     if version >= 11 {
         out.buffer().put_i32(-1); // preferred_read_replica: none
     }
@@ -264,7 +275,9 @@ mod tests {
                             index: 0,
                             error: 0,
                             high_watermark: 42,
+                            last_stable: 42,
                             log_start: 3,
+                            aborted: Vec::new(),
                             leader: None,
                             records: vec![
                                 ReadChunk::Memory(Bytes::from_static(b"memory-first|")),
@@ -280,7 +293,9 @@ mod tests {
                             index: 1,
                             error: 0,
                             high_watermark: 0,
+                            last_stable: 0,
                             log_start: 0,
+                            aborted: Vec::new(),
                             records: Vec::new(),
                             leader: None,
                         },

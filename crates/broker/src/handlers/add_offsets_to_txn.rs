@@ -1,0 +1,42 @@
+//! AddOffsetsToTxn (key 25): the producer's transaction will commit offsets of a
+//! group (TxnOffsetCommit to the group's coordinator follows). v4 differs from v3 only
+//! in allowing `TRANSACTION_ABORTABLE`, which Spool never answers.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ApiKey, ResponseKind,
+};
+
+use super::ApiDecl;
+use crate::errors::txn_result_code;
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::AddOffsetsToTxn,
+    min: 0,
+    max: 4,
+};
+
+/// The first version that knows `PRODUCER_FENCED` (KIP-588).
+const FENCED_CODE: i16 = 2;
+
+pub(crate) async fn handle(
+    request: AddOffsetsToTxnRequest,
+    version: i16,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let outcome = shared
+        .transactions
+        .add_offsets(
+            request.transactional_id.0.as_str(),
+            request.producer_id.0,
+            request.producer_epoch,
+            request.group_id.0.as_str(),
+        )
+        .await;
+    ResponseKind::AddOffsetsToTxn(
+        AddOffsetsToTxnResponse::default()
+            .with_error_code(txn_result_code(outcome, version >= FENCED_CODE)),
+    )
+}

@@ -1,0 +1,91 @@
+//! AddPartitionsToTxn (key 24): partitions join the producer's transaction before it
+//! writes to them. The client versions only (v0–v3); v4+ is KIP-890's batched,
+//! broker-to-broker form, which Spool's coordinators do not need (markers travel
+//! through the metadata store).
+//!
+//! A partition of no known topic fails with `UNKNOWN_TOPIC_OR_PARTITION`, and then the
+//! others with `OPERATION_NOT_ATTEMPTED`, as Kafka answers; a coordinator error
+//! applies to every partition.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ResponseKind,
+};
+
+use super::ApiDecl;
+use crate::errors::{code, txn_result_code};
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::AddPartitionsToTxn,
+    min: 0,
+    max: 3,
+};
+
+/// The first version that knows `PRODUCER_FENCED` (KIP-588).
+const FENCED_CODE: i16 = 2;
+
+pub(crate) async fn handle(
+    request: AddPartitionsToTxnRequest,
+    version: i16,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let mut partitions = Vec::new();
+    let mut unknown = false;
+    for topic in &request.v3_and_below_topics {
+        let known = shared.topics.get(topic.name.0.as_str());
+        for index in &topic.partitions {
+            match known.as_ref().filter(|t| t.has_partition(*index)) {
+                Some(known) => partitions.push((known.record.id, *index)),
+                None => unknown = true,
+            }
+        }
+    }
+    let outcome = if unknown {
+        None
+    } else {
+        Some(
+            shared
+                .transactions
+                .add_partitions(
+                    request.v3_and_below_transactional_id.0.as_str(),
+                    request.v3_and_below_producer_id.0,
+                    request.v3_and_below_producer_epoch,
+                    &partitions,
+                )
+                .await,
+        )
+    };
+    let results = request
+        .v3_and_below_topics
+        .into_iter()
+        .map(|topic| {
+            let known = shared.topics.get(topic.name.0.as_str());
+            let results = topic
+                .partitions
+                .iter()
+                .map(|index| {
+                    let exists = known.as_ref().is_some_and(|t| t.has_partition(*index));
+                    let error = match &outcome {
+                        Some(result) => txn_result_code(*result, version >= FENCED_CODE),
+                        None if exists => code::OPERATION_NOT_ATTEMPTED,
+                        None => code::UNKNOWN_TOPIC_OR_PARTITION,
+                    };
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(*index)
+                        .with_partition_error_code(error)
+                })
+                .collect();
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(topic.name)
+                .with_results_by_partition(results)
+        })
+        .collect();
+    ResponseKind::AddPartitionsToTxn(
+        AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results),
+    )
+}

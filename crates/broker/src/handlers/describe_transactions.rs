@@ -1,0 +1,69 @@
+//! DescribeTransactions (key 65): each transactional id's producer, state, timeout,
+//! start time and partitions, for tools (`kafka-transactions.sh describe`). An id
+//! another broker coordinates gets `NOT_COORDINATOR`; an unknown one
+//! `TRANSACTIONAL_ID_NOT_FOUND`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
+use kafka_protocol::messages::{
+    ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, ResponseKind,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use crate::errors::{code, txn_error_code};
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::DescribeTransactions,
+    min: 0,
+    max: 0,
+};
+
+pub(crate) async fn handle(
+    request: DescribeTransactionsRequest,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let mut states = Vec::with_capacity(request.transactional_ids.len());
+    for id in request.transactional_ids {
+        let state = TransactionState::default().with_transactional_id(id.clone());
+        let state = match shared.transactions.describe(id.0.as_str()).await {
+            Err(error) => state.with_error_code(txn_error_code(error, true)),
+            Ok(None) => state.with_error_code(code::TRANSACTIONAL_ID_NOT_FOUND),
+            Ok(Some(record)) => {
+                let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+                for (topic_id, partition) in &record.partitions {
+                    if let Some(topic) = shared.topics.by_id(*topic_id) {
+                        topics
+                            .entry(topic.record.name.to_string())
+                            .or_default()
+                            .push(*partition);
+                    }
+                }
+                state
+                    .with_transaction_state(StrBytes::from_static_str(record.state.as_str()))
+                    .with_transaction_timeout_ms(record.timeout_ms)
+                    .with_transaction_start_time_ms(record.started_ms)
+                    .with_producer_id(ProducerId(record.producer_id))
+                    .with_producer_epoch(record.producer_epoch)
+                    .with_topics(
+                        topics
+                            .into_iter()
+                            .map(|(name, partitions)| {
+                                TopicData::default()
+                                    .with_topic(TopicName(StrBytes::from_string(name)))
+                                    .with_partitions(partitions)
+                            })
+                            .collect(),
+                    )
+            }
+        };
+        states.push(state);
+    }
+    ResponseKind::DescribeTransactions(
+        DescribeTransactionsResponse::default().with_transaction_states(states),
+    )
+}

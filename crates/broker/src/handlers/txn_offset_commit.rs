@@ -1,0 +1,121 @@
+//! TxnOffsetCommit (key 28): offsets committed in the producer's transaction, sent to
+//! the group's coordinator. They are stored pending and become the group's committed
+//! offsets when the transaction commits (dropped when it aborts); until then an
+//! OffsetFetch that requires stable offsets is answered `UNSTABLE_OFFSET_COMMIT`.
+//! From v3 the producer names the consumer's member and generation (KIP-447), which
+//! are checked as OffsetCommit checks them. v4 differs from v3 only in allowing
+//! `TRANSACTION_ABORTABLE`; v5 is KIP-890's transactions v2, not built.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, ResponseKind, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+};
+use spool_metadata::CommittedOffset;
+
+use super::ApiDecl;
+use crate::errors::{code, group_error_code, txn_error_code};
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::TxnOffsetCommit,
+    min: 0,
+    max: 4,
+};
+
+/// The first version that knows `PRODUCER_FENCED` (KIP-588).
+const FENCED_CODE: i16 = 3;
+
+pub(crate) async fn handle(
+    request: TxnOffsetCommitRequest,
+    version: i16,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let group = request.group_id.0.to_string();
+    let commit_ms = spool_model::Timestamp::now().0;
+    let mut offsets = Vec::new();
+    let mut too_large = false;
+    for topic in &request.topics {
+        let known = shared.topics.get(topic.name.0.as_str());
+        for partition in &topic.partitions {
+            let Some(known) = known
+                .as_ref()
+                .filter(|t| t.has_partition(partition.partition_index))
+            else {
+                continue;
+            };
+            let metadata = partition
+                .committed_metadata
+                .as_ref()
+                .map(ToString::to_string);
+            too_large |= metadata
+                .as_ref()
+                .is_some_and(|m| m.len() > shared.groups.config().offset_metadata_max_bytes);
+            offsets.push(CommittedOffset {
+                group: group.clone(),
+                topic: topic.name.0.to_string(),
+                topic_id: known.record.id,
+                partition: partition.partition_index,
+                offset: partition.committed_offset,
+                leader_epoch: partition.committed_leader_epoch,
+                metadata,
+                commit_ms,
+            });
+        }
+    }
+    let checked = shared
+        .groups
+        .check_transactional_commit(
+            &group,
+            request.member_id.as_str(),
+            request.group_instance_id.as_ref().map(|id| id.as_str()),
+            request.generation_id,
+        )
+        .map_err(group_error_code);
+    let outcome = match checked {
+        Err(error) => Err(error),
+        Ok(()) if too_large => Err(code::OFFSET_METADATA_TOO_LARGE),
+        Ok(()) if offsets.is_empty() => Ok(()),
+        Ok(()) => shared
+            .transactions
+            .commit_offsets(
+                request.transactional_id.0.as_str(),
+                request.producer_id.0,
+                request.producer_epoch,
+                &offsets,
+            )
+            .await
+            .map_err(|error| txn_error_code(error, version >= FENCED_CODE)),
+    };
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let known = shared.topics.get(topic.name.0.as_str());
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|partition| {
+                    let exists = known
+                        .as_ref()
+                        .is_some_and(|t| t.has_partition(partition.partition_index));
+                    let error = match &outcome {
+                        _ if !exists => code::UNKNOWN_TOPIC_OR_PARTITION,
+                        Ok(()) => code::NONE,
+                        Err(error) => *error,
+                    };
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(partition.partition_index)
+                        .with_error_code(error)
+                })
+                .collect();
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    ResponseKind::TxnOffsetCommit(TxnOffsetCommitResponse::default().with_topics(topics))
+}
