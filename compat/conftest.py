@@ -163,6 +163,27 @@ class Broker:
             process.send_signal(signal.SIGKILL)
             process.wait()
 
+    def kill9_node(self, node):
+        """Kills one broker of a cluster (node ids count from 1)."""
+        process = self.processes[node - 1]
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def start_node(self, node):
+        """Starts one broker of a cluster again, on its port and data directory."""
+        port = self.ports[node - 1]
+        self.processes[node - 1] = subprocess.Popen(
+            self._args(node, port), stdout=self.log, stderr=self.log, env=self.env)
+        deadline = time.time() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return
+            except OSError:
+                if time.time() > deadline:
+                    raise RuntimeError("spool did not start listening")
+                time.sleep(0.05)
+
     def stop(self):
         for process in self.processes:
             if process.poll() is None:

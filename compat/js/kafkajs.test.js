@@ -298,3 +298,48 @@ test('a compacted topic keeps the latest value of each key and refuses records w
   const read = new Map(seen.map(([, key, value]) => [key, value]));
   assert.deepStrictEqual(read, latest);
 });
+
+test('a transactional producer commits and aborts; read_committed consumers see only commits', async () => {
+  const admin = kafka().admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: 'js-txn', numPartitions: 2 }, { topic: 'js-txn-in', numPartitions: 1 }] });
+  const producer = kafka().producer({ transactionalId: 'js-tx', idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const batch = (prefix) => ({
+    topic: 'js-txn',
+    messages: Array.from({ length: 10 }, (_, i) => ({ value: `${prefix}${i}`, partition: i % 2 })),
+  });
+  for (const [prefix, commit] of [['c', true], ['a', false], ['d', true]]) {
+    const transaction = await producer.transaction();
+    await transaction.send(batch(prefix));
+    if (commit) await transaction.commit(); else await transaction.abort();
+  }
+  // Offsets committed in a transaction become the group's when it commits.
+  const transaction = await producer.transaction();
+  await transaction.send(batch('e'));
+  await transaction.sendOffsets({
+    consumerGroupId: 'js-txn-group',
+    topics: [{ topic: 'js-txn-in', partitions: [{ partition: 0, offset: '42' }] }],
+  });
+  await transaction.commit();
+  await producer.disconnect();
+
+  const committed = Array.from({ length: 10 }, (_, i) => [`c${i}`, `d${i}`, `e${i}`]).flat().sort();
+  const read = async (readUncommitted, expected) => {
+    const seen = [];
+    const consumer = kafka().consumer({ groupId: `js-txn-read-${readUncommitted}`, readUncommitted });
+    await consumer.connect();
+    await consumer.subscribe({ topic: 'js-txn', fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => { seen.push(message.value.toString()); } });
+    await waitFor(() => seen.length >= expected, `${expected} records`);
+    await new Promise((r) => setTimeout(r, 500));
+    await consumer.disconnect();
+    return seen.sort();
+  };
+  assert.deepStrictEqual(await read(false, 30), committed);
+  const everything = [...committed, ...Array.from({ length: 10 }, (_, i) => `a${i}`)].sort();
+  assert.deepStrictEqual(await read(true, 40), everything);
+  const offsets = await admin.fetchOffsets({ groupId: 'js-txn-group', topics: ['js-txn-in'] });
+  assert.strictEqual(offsets[0].partitions[0].offset, '42');
+  await admin.disconnect();
+});
