@@ -7,9 +7,13 @@ mod batch_builder;
 mod requests;
 #[cfg(feature = "broker")]
 mod test_broker;
+#[cfg(feature = "broker")]
+mod transactions;
 
 pub use batch_builder::{BatchBuilder, TestRecord, put_varint, random_batch};
 #[cfg(feature = "broker")]
 pub use requests::{FetchAt, fetch_request, produce_request, topic_name};
 #[cfg(feature = "broker")]
 pub use test_broker::{RawClient, TestBroker, correlation_of};
+#[cfg(feature = "broker")]
+pub use transactions::TxnProducer;

@@ -254,6 +254,12 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::OffsetDelete(_) => ApiKey::OffsetDelete,
         RequestKind::InitProducerId(_) => ApiKey::InitProducerId,
         RequestKind::OffsetForLeaderEpoch(_) => ApiKey::OffsetForLeaderEpoch,
+        RequestKind::AddPartitionsToTxn(_) => ApiKey::AddPartitionsToTxn,
+        RequestKind::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
+        RequestKind::EndTxn(_) => ApiKey::EndTxn,
+        RequestKind::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
+        RequestKind::DescribeTransactions(_) => ApiKey::DescribeTransactions,
+        RequestKind::ListTransactions(_) => ApiKey::ListTransactions,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }
