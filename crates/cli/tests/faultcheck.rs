@@ -1,5 +1,6 @@
-//! `spool faultcheck`, short: a few deaths of the broker in each mode, and the report
-//! says nothing was violated and that the clients got somewhere. The checker's ability
+//! `spool faultcheck`, short: a few deaths of the broker in each mode, with the
+//! transactional workload beside the idempotent one, and the report says nothing was
+//! violated and that the clients got somewhere. The checker's ability
 //! to find violations is tested on crafted histories in `crates/faultcheck`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -21,7 +22,18 @@ fn faultcheck(args: &[&str]) -> (i32, String, String) {
 
 fn clean_run(mode: &str, crash: &str) {
     let (code, stdout, stderr) = faultcheck(&[
-        "--mode", mode, "--crash", crash, "--cycles", "4", "--seed", "7", "--format", "json",
+        "--mode",
+        mode,
+        "--crash",
+        crash,
+        "--cycles",
+        "4",
+        "--seed",
+        "7",
+        "--transactions",
+        "1",
+        "--format",
+        "json",
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -38,6 +50,18 @@ fn clean_run(mode: &str, crash: &str) {
     assert!(report["log_records"].as_u64().unwrap() >= acknowledged);
     assert!(report["polls"].as_u64().unwrap() > 0, "{report}");
     assert!(report["commits"].as_u64().unwrap() > 0, "{report}");
+    assert_transactions_got_somewhere(&report);
+}
+
+/// The transactional workload committed transactions and transformed records.
+fn assert_transactions_got_somewhere(report: &serde_json::Value) {
+    let transactions = &report["transactions"];
+    assert!(transactions["committed"].as_u64().unwrap() > 0, "{report}");
+    assert!(transactions["in_log"].as_u64().unwrap() > 0, "{report}");
+    assert!(
+        transactions["transformed"].as_u64().unwrap() > 0,
+        "{report}"
+    );
 }
 
 #[test]
@@ -79,6 +103,8 @@ fn clean_run_over_object_storage(mode: &str, extra: &[&str]) -> Option<serde_jso
         &url,
         "--seed",
         "7",
+        "--transactions",
+        "1",
         "--format",
         "json",
     ];
@@ -98,6 +124,7 @@ fn clean_run_over_object_storage(mode: &str, extra: &[&str]) -> Option<serde_jso
     assert!(acknowledged > 1000, "{report}");
     assert!(report["log_records"].as_u64().unwrap() >= acknowledged);
     assert!(report["commits"].as_u64().unwrap() > 0, "{report}");
+    assert_transactions_got_somewhere(&report);
     Some(report)
 }
 

@@ -399,9 +399,9 @@ impl TransactionCoordinator {
     /// Writes the decided transaction's markers that this broker can, waits (up to
     /// `end_wait`) for the rest, and completes it once none is left.
     async fn finish(&self, record: TransactionRecord) {
-        for marker in markers_of(&record) {
-            self.write_marker(&marker).await;
-        }
+        // Side by side: each waits for its partition's data to be durable.
+        let markers = markers_of(&record);
+        futures::future::join_all(markers.iter().map(|marker| self.write_marker(marker))).await;
         let deadline = tokio::time::Instant::now() + self.config.end_wait;
         loop {
             let pending = match self.store.pending_markers().await {
@@ -455,9 +455,7 @@ impl TransactionCoordinator {
                 return;
             }
         };
-        for marker in &pending {
-            self.write_marker(marker).await;
-        }
+        futures::future::join_all(pending.iter().map(|marker| self.write_marker(marker))).await;
     }
 
     /// Aborts the transactions this broker coordinates that passed their timeout,

@@ -7,8 +7,12 @@
 //! - the log has no holes;
 //! - a group member's polls within one assignment go forward one offset at a time;
 //! - a member given a partition starts at the offset the group last committed for it.
+//!
+//! The checks of the transactional workload are in [`transactions`].
 
 use std::collections::{BTreeMap, HashMap};
+
+pub mod transactions;
 
 use crate::history::{Commit, CommitOutcome, Events, Poll, Tick, Value};
 

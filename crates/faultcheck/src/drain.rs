@@ -1,9 +1,11 @@
 //! Reads the whole topic back after the run, from offset 0 to each partition's high
-//! watermark, with a consumer outside any group.
+//! watermark, with a consumer outside any group; and a topic of transactions,
+//! read_committed.
 
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::CheckError;
@@ -77,4 +79,78 @@ pub(crate) fn drain(
         }
     }
     Ok(drained)
+}
+
+/// Reads a topic of transactions back read_committed: first waits until every
+/// transaction in it is decided (the last stable offsets reach the high watermarks:
+/// the coordinator aborts what dead clients left open after their timeout), then
+/// reads each partition to its end (`enable.partition.eof`: markers are never
+/// delivered, so the last record read is not the last offset).
+pub(crate) fn drain_committed(
+    config: &ClientConfig,
+    topic: &str,
+    partitions: i32,
+) -> Result<Vec<Value>, CheckError> {
+    let client = |isolation: &str| -> Result<BaseConsumer, CheckError> {
+        config
+            .clone()
+            .set("group.id", "spool-faultcheck-drain")
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", isolation)
+            .set("enable.partition.eof", "true")
+            .create()
+            .map_err(CheckError::kafka("create the drain consumer"))
+    };
+    let (uncommitted, committed) = (client("read_uncommitted")?, client("read_committed")?);
+    let started = Instant::now();
+    for partition in 0..partitions {
+        loop {
+            let timeout = Duration::from_secs(30);
+            let (_, high) = uncommitted
+                .fetch_watermarks(topic, partition, timeout)
+                .map_err(CheckError::kafka("read the high watermarks"))?;
+            let (_, stable) = committed
+                .fetch_watermarks(topic, partition, timeout)
+                .map_err(CheckError::kafka("read the last stable offsets"))?;
+            if stable >= high {
+                break;
+            }
+            if started.elapsed() > DRAIN_TIMEOUT {
+                return Err(CheckError::Broker(format!(
+                    "{topic} partition {partition}: a transaction stayed open (last stable offset {stable}, high watermark {high})"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let mut assignment = TopicPartitionList::new();
+    for partition in 0..partitions {
+        assignment
+            .add_partition_offset(topic, partition, Offset::Beginning)
+            .map_err(CheckError::kafka("assign the partitions"))?;
+    }
+    committed
+        .assign(&assignment)
+        .map_err(CheckError::kafka("assign the partitions"))?;
+    let mut at_end = std::collections::BTreeSet::new();
+    let mut values = Vec::new();
+    while at_end.len() < usize::try_from(partitions).unwrap_or(0) {
+        if started.elapsed() > DRAIN_TIMEOUT {
+            return Err(CheckError::Broker(format!(
+                "the drain of {topic} did not reach the end within {DRAIN_TIMEOUT:?}"
+            )));
+        }
+        match committed.poll(Duration::from_millis(200)) {
+            Some(Ok(message)) => {
+                if let Some(value) = message.payload().and_then(Value::parse) {
+                    values.push(value);
+                }
+            }
+            Some(Err(KafkaError::PartitionEOF(partition))) => {
+                at_end.insert(partition);
+            }
+            _ => {}
+        }
+    }
+    Ok(values)
 }

@@ -105,6 +105,24 @@ impl Commit {
     }
 }
 
+/// What a transactional writer learnt of one of its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum TxnOutcome {
+    /// The commit was acknowledged.
+    Committed,
+    /// The abort was acknowledged.
+    Aborted,
+    /// A call failed: it may have committed or not, but all of it or none.
+    Unknown,
+}
+
+/// One transaction of a writer.
+#[derive(Debug, Clone)]
+pub struct TxnRecord {
+    pub values: Vec<Value>,
+    pub outcome: TxnOutcome,
+}
+
 /// Everything recorded in a run.
 #[derive(Debug, Default)]
 pub struct Events {
@@ -118,6 +136,13 @@ pub struct Events {
     pub sessions: Vec<Session>,
     pub polls: Vec<Poll>,
     pub commits: Vec<Commit>,
+    /// The transactional writers' transactions.
+    pub txns: Vec<TxnRecord>,
+    /// Values a read_committed consumer of the writers' topic saw during the run.
+    pub txn_reads: Vec<Value>,
+    /// Transactions the transformer committed, and how often it started over.
+    pub ctp_transactions: u64,
+    pub ctp_restarts: u64,
 }
 
 /// The history, shared by the client threads.

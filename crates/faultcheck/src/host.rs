@@ -10,8 +10,9 @@
 //!   garbage in place of the rest (`--crash drop|tear|garble`). The metadata database
 //!   (topics, committed offsets) stays on the real disk under SQLite's own fsyncs.
 //!
-//! Either way the broker forms groups without `group.initial.rebalance.delay.ms`:
-//! every life is short, and the group must re-form in each.
+//! Either way the broker forms groups without `group.initial.rebalance.delay.ms`
+//! (every life is short, and the group must re-form in each) and looks for
+//! transactions past their timeout twice a second.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -26,6 +27,10 @@ use spool_store::{CrashMode, FaultyStore};
 
 use crate::fence::{Fence, FencedStore};
 use crate::{CheckError, Crash, Mode};
+
+/// How often the brokers look for transactions past their timeout: often, so that
+/// what a killed client left open is aborted soon.
+const TXN_TIMEOUT_CHECK: Duration = Duration::from_millis(500);
 
 /// How long a broker has to come up before the run fails.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -156,6 +161,11 @@ impl Host {
                     .args(&shared_args)
                     .arg("--set")
                     .arg("group.initial.rebalance.delay.ms=0")
+                    .arg("--set")
+                    .arg(format!(
+                        "transaction.abort.timed.out.transaction.cleanup.interval.ms={}",
+                        TXN_TIMEOUT_CHECK.as_millis()
+                    ))
                     .stdin(Stdio::null())
                     .stdout(open_log()?)
                     .stderr(open_log()?)
@@ -178,6 +188,7 @@ impl Host {
                     ..BrokerConfig::default()
                 };
                 config.groups.initial_rebalance_delay = Duration::ZERO;
+                config.transactions.timeout_check_interval = TXN_TIMEOUT_CHECK;
                 let started = loop {
                     // The listener of the previous life closes as its runtime winds down,
                     // which may take a moment.

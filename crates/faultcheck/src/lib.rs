@@ -19,6 +19,7 @@ mod host;
 mod members;
 mod producer;
 mod report;
+mod transactions;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -116,6 +117,11 @@ pub struct FaultCheck {
     /// Brokers in cluster mode (node ids 1 to N).
     #[arg(long, default_value_t = 3)]
     pub nodes: i32,
+    /// Transactional writers; with any, also a read_committed reader of their topic
+    /// and a consume-transform-produce loop over the main topic (see
+    /// `crates/faultcheck/src/transactions.rs`).
+    #[arg(long, default_value_t = 0)]
+    pub transactions: u32,
 }
 
 /// Why a run could not be carried out (violations are not errors: see [`Report`]).
@@ -229,6 +235,12 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         .set("log_level", "0");
     let topic = "faultcheck";
     create_topic(&config, topic, check.partitions, &check.topic_config)?;
+    if check.transactions > 0 {
+        for txn_topic in [transactions::TXN_TOPIC, transactions::CTP_TOPIC] {
+            create_topic(&config, txn_topic, check.partitions, &check.topic_config)?;
+        }
+    }
+    let transform_group = format!("spool-faultcheck-ctp-{seed}");
 
     let history = Arc::new(History::new(usize::try_from(check.producers).unwrap_or(1)));
     let stop = AtomicBool::new(false);
@@ -251,13 +263,43 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
             threads
                 .push(scope.spawn(move || members::run(config, slot, topic, group, history, stop)));
         }
+        for writer in 0..check.transactions {
+            let (config, history, stop) = (&config, &history, &stop);
+            let partitions = check.partitions;
+            threads.push(
+                scope.spawn(move || transactions::write(config, writer, partitions, history, stop)),
+            );
+        }
+        if check.transactions > 0 {
+            let (config, history, stop) = (&config, &history, &stop);
+            threads.push(scope.spawn(move || transactions::read(config, history, stop)));
+            let group = &transform_group;
+            threads.push(
+                scope.spawn(move || transactions::transform(config, topic, group, history, stop)),
+            );
+        }
         let cycles = if check.mode == Mode::Cluster {
             cluster_cycles(&mut hosts, check, seed)
         } else {
             kill_cycles(&mut hosts, check, seed)
         };
-        // Let the clients catch up with the last life before they stop.
+        // Let the clients catch up with the last life before they stop: a second, or
+        // until the transactional clients got somewhere (a short run of frequent
+        // deaths may leave the transformer no life long enough to join its group).
         std::thread::sleep(Duration::from_secs(1));
+        let deadline = Instant::now() + PROGRESS_WAIT;
+        while check.transactions > 0 && Instant::now() < deadline {
+            let events = history.events();
+            let committed = events
+                .txns
+                .iter()
+                .any(|t| t.outcome == history::TxnOutcome::Committed);
+            if committed && events.ctp_transactions > 0 {
+                break;
+            }
+            drop(events);
+            std::thread::sleep(Duration::from_millis(50));
+        }
         stop.store(true, Ordering::SeqCst);
         let mut first_error = cycles.err();
         for thread in threads {
@@ -284,14 +326,33 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         host.start()?;
     }
     let drained = drain::drain(&config, topic, check.partitions)?;
+    let transactional = if check.transactions > 0 {
+        let written = drain::drain_committed(&config, transactions::TXN_TOPIC, check.partitions)?;
+        let transform = transform_outcome(&config, &transform_group, check.partitions, &drained)?;
+        Some((written, transform))
+    } else {
+        None
+    };
     drop(hosts);
     let events = history.events();
-    let report = Report::new(check, seed, &events, &drained, started.elapsed(), &data_dir);
+    let report = Report::new(
+        check,
+        seed,
+        &events,
+        &drained,
+        transactional.as_ref(),
+        started.elapsed(),
+        &data_dir,
+    );
     if report.findings.is_clean() && check.data_dir.is_none() {
         let _ = std::fs::remove_dir_all(&data_dir);
     }
     Ok(report)
 }
+
+/// How long the clients may run on after the last death for the transactional ones
+/// to get somewhere.
+const PROGRESS_WAIT: Duration = Duration::from_secs(30);
 
 /// Lets the broker live a random while, kills it and starts it again, `cycles` times.
 fn kill_cycles(hosts: &mut [Host], check: &FaultCheck, seed: u64) -> Result<(), CheckError> {
@@ -408,6 +469,56 @@ fn spool_binary(given: Option<&PathBuf>) -> Result<PathBuf, CheckError> {
         Some(binary) => Ok(binary.clone()),
         None => std::env::current_exe().map_err(CheckError::io("find", Path::new("spool"))),
     }
+}
+
+/// The transformer's run as read back: its output (read_committed), and the main
+/// topic's records below and at or past the group's final committed offsets.
+fn transform_outcome(
+    config: &ClientConfig,
+    group: &str,
+    partitions: i32,
+    drained: &checker::Drained,
+) -> Result<checker::transactions::TransformOutcome, CheckError> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let outputs = drain::drain_committed(config, transactions::CTP_TOPIC, partitions)?;
+    let consumer: BaseConsumer = config
+        .clone()
+        .set("group.id", group)
+        .set("isolation.level", "read_committed")
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(CheckError::kafka(
+            "create a consumer of the transformer's group",
+        ))?;
+    let mut wanted = rdkafka::TopicPartitionList::new();
+    for partition in 0..partitions {
+        wanted.add_partition("faultcheck", partition);
+    }
+    let committed = consumer
+        .committed_offsets(wanted, Duration::from_secs(60))
+        .map_err(CheckError::kafka(
+            "read the transformer's committed offsets",
+        ))?;
+    let mut outcome = checker::transactions::TransformOutcome {
+        outputs,
+        ..Default::default()
+    };
+    for (partition, records) in drained {
+        let below = committed
+            .find_partition("faultcheck", *partition)
+            .and_then(|p| p.offset().to_raw())
+            .unwrap_or(0);
+        for (offset, value) in records {
+            if let Ok(value) = value {
+                if *offset < below {
+                    outcome.consumed.insert(*value);
+                } else {
+                    outcome.unconsumed.insert(*value);
+                }
+            }
+        }
+    }
+    Ok(outcome)
 }
 
 /// Creates `topic` with `partitions` and the topic configs given.

@@ -4,8 +4,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::checker::transactions::TransformOutcome;
 use crate::checker::{self, Drained, Findings};
-use crate::history::Events;
+use crate::history::{Events, TxnOutcome, Value};
 use crate::{Crash, FaultCheck, Mode};
 
 #[derive(Debug, serde::Serialize)]
@@ -34,9 +35,28 @@ pub struct Report {
     pub polls: u64,
     pub commits: u64,
     pub commits_failed: u64,
+    /// The transactional workload, when it ran.
+    pub transactions: Option<TransactionCounts>,
     pub findings: Findings,
     /// Kept for inspection when something was violated.
     pub data_dir: Option<String>,
+}
+
+/// What the transactional workload did.
+#[derive(Debug, serde::Serialize)]
+pub struct TransactionCounts {
+    pub committed: u64,
+    pub aborted: u64,
+    /// Transactions whose outcome the writer could not learn.
+    pub unknown: u64,
+    /// Values the read_committed reader saw during the run.
+    pub read: u64,
+    /// Values of the writers' topic read back at the end.
+    pub in_log: u64,
+    pub transformer_transactions: u64,
+    pub transformer_restarts: u64,
+    /// Records the transformer's output holds at the end.
+    pub transformed: u64,
 }
 
 impl Report {
@@ -45,10 +65,38 @@ impl Report {
         seed: u64,
         events: &Events,
         drained: &Drained,
+        transactional: Option<&(Vec<Value>, TransformOutcome)>,
         elapsed: Duration,
         data_dir: &Path,
     ) -> Report {
         let mut findings = checker::check(events, drained);
+        if let Some((written, transform)) = transactional {
+            checker::transactions::check(events, written, transform, &mut findings);
+            if !events
+                .txns
+                .iter()
+                .any(|t| t.outcome == TxnOutcome::Committed)
+            {
+                findings.note("no-progress", || "no transaction committed".to_owned());
+            }
+            if transform.outputs.is_empty() {
+                findings.note("no-progress", || "the transformer wrote nothing".to_owned());
+            }
+        }
+        let transactions = transactional.map(|(written, transform)| {
+            let outcomes =
+                |outcome| events.txns.iter().filter(|t| t.outcome == outcome).count() as u64;
+            TransactionCounts {
+                committed: outcomes(TxnOutcome::Committed),
+                aborted: outcomes(TxnOutcome::Aborted),
+                unknown: outcomes(TxnOutcome::Unknown),
+                read: events.txn_reads.len() as u64,
+                in_log: written.len() as u64,
+                transformer_transactions: events.ctp_transactions,
+                transformer_restarts: events.ctp_restarts,
+                transformed: transform.outputs.len() as u64,
+            }
+        });
         if events.acked.is_empty() {
             findings.note("no-progress", || "no write was acknowledged".to_owned());
         }
@@ -85,6 +133,7 @@ impl Report {
                     .count(),
             ),
             data_dir: (!findings.is_clean()).then(|| data_dir.display().to_string()),
+            transactions,
             findings,
         }
     }
@@ -124,6 +173,18 @@ impl Report {
             "group: {} assignments, {} polls, {} offset commits ({} failed)",
             self.assignments, self.polls, self.commits, self.commits_failed
         );
+        if let Some(t) = &self.transactions {
+            let _ = writeln!(
+                text,
+                "transactions: {} committed, {} aborted, {} unknown; {} values read during the run, {} in the log",
+                t.committed, t.aborted, t.unknown, t.read, t.in_log
+            );
+            let _ = writeln!(
+                text,
+                "transformer: {} transactions, {} restarts, {} records written",
+                t.transformer_transactions, t.transformer_restarts, t.transformed
+            );
+        }
         for example in &self.failed_examples {
             let _ = writeln!(text, "  failed: {example}");
         }
