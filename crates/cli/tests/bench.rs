@@ -112,6 +112,38 @@ async fn every_bench_mode_reports_its_measures() {
     assert!((1800..=2200).contains(&sent), "the rate is kept: {e2e}");
     assert_eq!(e2e["consumed"]["messages"], e2e["produced"]["messages"]);
 
+    // Transactions: producers commit every 50 messages; read back read_committed.
+    let transactional = bench(
+        &broker,
+        &[
+            &[
+                "consume",
+                "--backlog-bytes",
+                "1000000",
+                "--transaction-size",
+                "50",
+                "--consumer-config",
+                "isolation.level=read_committed",
+            ][..],
+            &common,
+        ]
+        .concat(),
+    )
+    .await;
+    assert_throughput(&transactional, "consumed");
+    assert_latency(&transactional, "commit_latency_ms");
+    assert_eq!(
+        transactional["consumed"]["messages"], transactional["produced"]["messages"],
+        "every committed message is read: {transactional}"
+    );
+    assert!(
+        transactional["commit_latency_ms"]["count"]
+            .as_u64()
+            .unwrap()
+            >= 1_000_000 / 512 / 50,
+        "{transactional}"
+    );
+
     let dir = tempfile::tempdir().unwrap();
     let limits = bench(
         &broker,

@@ -127,6 +127,7 @@ fn one_transaction(
     if !commit {
         return abort(producer);
     }
+    spool_loadgen::wait_for_deliveries(producer);
     match producer.commit_transaction(CALL_TIMEOUT) {
         Ok(()) => TxnOutcome::Committed,
         Err(_) => TxnOutcome::Unknown,
@@ -228,6 +229,7 @@ fn transform_session(
         let positions = consumer.position()?;
         let metadata = consumer.group_metadata().ok_or(KafkaError::Canceled)?;
         producer.send_offsets_to_transaction(&positions, &metadata, CALL_TIMEOUT)?;
+        spool_loadgen::wait_for_deliveries(&producer);
         producer.commit_transaction(CALL_TIMEOUT)?;
         history.events().ctp_transactions += 1;
     }

@@ -18,6 +18,7 @@ pub mod run;
 mod topics;
 pub mod workload;
 
+pub use producer::wait_for_deliveries;
 pub use run::{Report, consume, end_to_end, produce};
 pub use workload::{Compression, KeyDistribution, Workload};
 

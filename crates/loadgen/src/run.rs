@@ -32,6 +32,8 @@ pub struct Report {
     pub consumed: Option<Throughput>,
     /// From the intended send time to the consumer's receipt.
     pub end_to_end_latency_ms: Option<LatencySummary>,
+    /// Transactional producers: how long each commit took.
+    pub commit_latency_ms: Option<LatencySummary>,
 }
 
 impl Report {
@@ -40,7 +42,7 @@ impl Report {
     pub fn to_text(&self) -> String {
         let w = &self.workload;
         let mut lines = vec![format!(
-            "{}: {} topic(s) x {} partitions, {} B messages, rate {}, {} producer(s), {} consumer(s), acks={}, {:?}, {:?} keys",
+            "{}: {} topic(s) x {} partitions, {} B messages, rate {}, {} producer(s), {} consumer(s), acks={}, {:?}, {:?} keys{}",
             self.mode,
             w.topics,
             w.partitions_per_topic,
@@ -55,6 +57,11 @@ impl Report {
             w.acks,
             w.compression,
             w.key_distribution,
+            if w.transaction_size > 0 {
+                format!(", transactions of {}", w.transaction_size)
+            } else {
+                String::new()
+            },
         )];
         for (name, throughput) in [("produced", &self.produced), ("consumed", &self.consumed)] {
             if let Some(t) = throughput {
@@ -67,6 +74,7 @@ impl Report {
         for (name, latency) in [
             ("publish latency", &self.publish_latency_ms),
             ("end-to-end latency", &self.end_to_end_latency_ms),
+            ("commit latency", &self.commit_latency_ms),
         ] {
             if let Some(l) = latency {
                 lines.push(format!(
@@ -104,6 +112,8 @@ struct Fleet<'a> {
 struct Shared {
     clock: Clock,
     recorder: Arc<Recorder>,
+    /// How long transactional producers' commits took.
+    commits: Arc<Recorder>,
     stop: Arc<AtomicBool>,
 }
 
@@ -112,6 +122,7 @@ impl Shared {
         Shared {
             clock,
             recorder: Arc::new(Recorder::new()),
+            commits: Arc::new(Recorder::new()),
             stop: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -151,6 +162,7 @@ impl<'a> Fleet<'a> {
                     stop: shared.stop.clone(),
                     limit: limit.map(|l| l.div_ceil(producers as u64)),
                     low_latency,
+                    commits: shared.commits.clone(),
                 };
                 handles.push(std::thread::spawn(move || task.run()));
             }
@@ -238,6 +250,7 @@ pub fn produce(brokers: &str, workload: &Workload) -> Result<Report, BenchError>
         publish_latency_ms: acked.recorder.latency(),
         consumed: None,
         end_to_end_latency_ms: None,
+        commit_latency_ms: acked.commits.latency(),
     })
 }
 
@@ -288,6 +301,7 @@ pub fn consume(brokers: &str, workload: &Workload) -> Result<Report, BenchError>
         publish_latency_ms: None,
         consumed: Some(read.recorder.throughput(elapsed)),
         end_to_end_latency_ms: None,
+        commit_latency_ms: written.commits.latency(),
     })
 }
 
@@ -328,5 +342,6 @@ pub fn end_to_end(brokers: &str, workload: &Workload) -> Result<Report, BenchErr
         publish_latency_ms: acked.recorder.latency(),
         consumed: Some(received.recorder.throughput(workload.duration())),
         end_to_end_latency_ms: received.recorder.latency(),
+        commit_latency_ms: acked.commits.latency(),
     })
 }

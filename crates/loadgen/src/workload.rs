@@ -40,6 +40,11 @@ pub struct Workload {
     /// Bytes written before `consume` reads them back.
     #[arg(long, default_value_t = 1 << 30)]
     pub backlog_bytes: u64,
+    /// Messages per transaction: each producer is transactional and commits every this
+    /// many messages (0: no transactions). Read them back with
+    /// `--consumer-config isolation.level=read_committed`.
+    #[arg(long, default_value_t = 0)]
+    pub transaction_size: u64,
     /// Keep the topics after the run.
     #[arg(long)]
     pub keep_topics: bool,
@@ -75,6 +80,9 @@ impl Workload {
             return Err(
                 "--message-size must be at least 8: each message carries its send time".into(),
             );
+        }
+        if self.transaction_size > 0 && self.acks != "all" {
+            return Err("--transaction-size needs --acks all (transactions are idempotent)".into());
         }
         let seconds = |s: f64| s.is_finite() && (0.0..=86_400.0).contains(&s);
         if !seconds(self.warmup) || !seconds(self.duration) || self.duration <= 0.0 {
