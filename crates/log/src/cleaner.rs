@@ -227,7 +227,13 @@ impl PartitionLog {
     fn cleanable_segments(&self, config: &LogConfig) -> Result<Vec<Cleanable>> {
         let interval = config.index_interval_bytes;
         let mut state = self.lock();
-        let limit = state.high_watermark.offset.min(state.durable.offset);
+        // Not past an open transaction either: whether its records count is not
+        // decided yet.
+        let limit = state
+            .high_watermark
+            .offset
+            .min(state.durable.offset)
+            .min(state.stable_offset());
         let pinned = state
             .high_watermark
             .segment_base
@@ -294,6 +300,10 @@ impl PartitionLog {
     ) -> Result<Option<Offset>> {
         let mut mapped_end = None;
         let mut buffer = Vec::new();
+        // Records of aborted transactions never become a key's latest: they would
+        // take the place of the committed record before them.
+        let aborted: Vec<crate::AbortedTxn> =
+            self.lock().producers.txns.aborted.iter().copied().collect();
         for segment in dirty {
             let mut position = 0;
             while position < segment.size {
@@ -315,8 +325,10 @@ impl PartitionLog {
                 }
                 throttle.sleep(len);
                 stats.bytes_read += len;
-                rules::map_keys(map, &header, &buffer)
-                    .map_err(|error| self.unreadable(&header, &error))?;
+                if !crate::is_aborted_batch(&aborted, &header) {
+                    rules::map_keys(map, &header, &buffer)
+                        .map_err(|error| self.unreadable(&header, &error))?;
+                }
                 mapped_end = Some(header.next_offset());
             }
         }

@@ -22,6 +22,26 @@ pub use transactions::AbortedTxn;
 pub fn stable_offset_in(encoded: &[u8], high_watermark: Offset) -> Option<Offset> {
     ProducerStates::decode(encoded).map(|states| states.txns.stable_offset(high_watermark))
 }
+
+/// The aborted transactions in a producer state as the log encodes it; `None` if the
+/// bytes are not one.
+#[must_use]
+pub fn aborted_in(encoded: &[u8]) -> Option<Vec<AbortedTxn>> {
+    ProducerStates::decode(encoded).map(|states| states.txns.aborted.into_iter().collect())
+}
+
+/// Whether the batch of `header` belongs to one of the `aborted` transactions: the
+/// cleaner never lets its records take a committed record's place.
+#[must_use]
+pub fn is_aborted_batch(aborted: &[AbortedTxn], header: &RecordBatchHeader) -> bool {
+    header.is_transactional()
+        && !header.is_control()
+        && aborted.iter().any(|txn| {
+            txn.producer_id == header.producer_id.0
+                && txn.first_offset <= header.base_offset
+                && header.base_offset < txn.last_offset
+        })
+}
 pub(crate) use transactions::Transactions;
 
 /// Batches remembered per producer.

@@ -198,3 +198,98 @@ fn delete_records_and_retention_stop_at_an_open_transaction() {
     log.enforce_retention(Timestamp::now()).unwrap();
     assert!(log.offsets().log_start > Offset(1), "{:?}", log.offsets());
 }
+
+fn keyed(key: &str, value: &str, producer: Option<(i64, i32)>) -> Vec<u8> {
+    let mut builder = BatchBuilder::new().record(spool_testkit::TestRecord {
+        key: Some(key.as_bytes().to_vec()),
+        value: Some(value.as_bytes().to_vec()),
+        ..spool_testkit::TestRecord::default()
+    });
+    if let Some((id, sequence)) = producer {
+        builder = builder.producer(id, 0, sequence).attributes(TRANSACTIONAL);
+    }
+    builder.build()
+}
+
+/// The values of `key` left in the log, oldest first.
+fn values_of(log: &PartitionLog, key: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    let mut offset = log.offsets().log_start;
+    while offset < log.offsets().high_watermark {
+        let bytes = log.read(offset, 1 << 20).unwrap().to_vec().unwrap();
+        for frame in spool_protocol::batch::BatchFrames::new(&bytes) {
+            let (header, batch) = frame.unwrap();
+            offset = header.next_offset();
+            if header.is_control() {
+                continue;
+            }
+            let records = spool_protocol::keyed::BatchRecords::read(batch, 1 << 20).unwrap();
+            for record in records.records().unwrap() {
+                if record.key == Some(key.as_bytes()) {
+                    let value = record.value.unwrap_or_default().to_vec();
+                    values.push(String::from_utf8(value).unwrap());
+                }
+            }
+        }
+    }
+    values
+}
+
+#[test]
+fn the_cleaner_keeps_committed_values_over_aborted_ones_and_stops_at_open_transactions() {
+    let log = open(
+        Arc::new(MemoryStore::new()),
+        LogConfig {
+            segment_bytes: 1024,
+            cleanup: spool_log::Cleanup {
+                delete: false,
+                compact: true,
+                min_dirty_ratio_ppm: 0,
+                min_lag_ms: 0,
+                max_lag_ms: u64::MAX,
+                delete_retention_ms: 1000,
+            },
+            ..small_config()
+        },
+    );
+    let settings = spool_log::CleanerSettings {
+        dedupe_buffer_bytes: 1 << 20,
+        io_bytes_per_second: None,
+    };
+    let clean = || {
+        log.clean(
+            Timestamp(2_000_000_000_000),
+            &settings,
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .unwrap()
+    };
+    let fill = |round: usize| {
+        // Enough plain records to close the segments before them.
+        for i in 0..30 {
+            log.append(&[&keyed(&format!("filler-{round}-{i}"), "x", None)])
+                .unwrap();
+        }
+        log.sync().unwrap();
+    };
+    log.append(&[&keyed("k", "committed", None)]).unwrap();
+    log.append(&[&keyed("k", "aborted", Some((1, 0)))]).unwrap();
+    log.append(&[&marker(1, 0, false)]).unwrap();
+    fill(0);
+    assert!(clean().is_some(), "a pass ran");
+    assert!(
+        values_of(&log, "k").contains(&"committed".to_owned()),
+        "an aborted record never replaces the committed one: {:?}",
+        values_of(&log, "k")
+    );
+
+    log.append(&[&keyed("o", "old", None)]).unwrap();
+    log.append(&[&keyed("o", "open", Some((2, 0)))]).unwrap();
+    fill(1);
+    clean();
+    assert_eq!(
+        values_of(&log, "o"),
+        vec!["old", "open"],
+        "nothing at or past an open transaction is cleaned"
+    );
+}

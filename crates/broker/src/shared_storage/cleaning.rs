@@ -144,14 +144,28 @@ async fn clean_or_compact(
     if state.leader_epoch != leader_epoch {
         return Ok(None);
     }
-    let ranges = storage
+    let mut ranges = storage
         .catalogue
         .ranges_from(key, state.log_start, i64::MAX, RANGES_PER_PASS)
         .await?;
+    // Transactions: nothing past the last stable offset is cleaned (an open
+    // transaction's records may yet be aborted), and aborted records are never mapped.
+    let (last_stable, aborted) = match &state.producer_state {
+        None => (state.high_watermark, Vec::new()),
+        Some(encoded) => match (
+            spool_log::stable_offset_in(encoded, spool_model::Offset(state.high_watermark)),
+            spool_log::aborted_in(encoded),
+        ) {
+            (Some(stable), Some(aborted)) => (stable.0, aborted),
+            _ => return Ok(None),
+        },
+    };
+    ranges.retain(|range| range.last_offset < last_stable);
     let partition = Partition {
         key,
         leader_epoch,
         cleaned_offset: state.cleaned_offset,
+        aborted: aborted.into(),
     };
     let now = Timestamp::now();
     if let Some(stats) = clean_partition(storage, &partition, &ranges, rules, settings, now).await?
@@ -167,6 +181,8 @@ struct Partition {
     key: PartitionKey,
     leader_epoch: i32,
     cleaned_offset: i64,
+    /// Its aborted transactions, whose records are never mapped.
+    aborted: Arc<[spool_log::AbortedTxn]>,
 }
 
 /// One pass over one partition's `ranges` (see the module docs); `None`: nothing was
@@ -190,8 +206,15 @@ async fn clean_partition(
     let mut stats = PassStats::default();
     let map = OffsetMap::with_budget(settings.dedupe_buffer_bytes);
     let dirty_ranges = cleanable.get(dirty).unwrap_or_default();
-    let Some((map, mapped_end)) =
-        map_dirty_keys(storage, dirty_ranges, first_dirty, map, &mut io).await
+    let Some((map, mapped_end)) = map_dirty_keys(
+        storage,
+        dirty_ranges,
+        first_dirty,
+        &partition.aborted,
+        map,
+        &mut io,
+    )
+    .await
     else {
         return Ok(None);
     };
@@ -263,6 +286,7 @@ async fn map_dirty_keys(
     storage: &SharedStorage,
     dirty: &[StoredRange],
     first_dirty: i64,
+    aborted: &Arc<[spool_log::AbortedTxn]>,
     mut map: OffsetMap,
     io: &mut Throttle,
 ) -> Option<(OffsetMap, i64)> {
@@ -270,10 +294,12 @@ async fn map_dirty_keys(
     for range in dirty {
         let bytes = read(storage, range, io).await?;
         let owned = range.clone();
-        let (returned, mapped) =
-            tokio::task::spawn_blocking(move || map_range(map, &owned, &bytes, first_dirty))
-                .await
-                .ok()?;
+        let aborted = aborted.clone();
+        let (returned, mapped) = tokio::task::spawn_blocking(move || {
+            map_range(map, &owned, &bytes, first_dirty, &aborted)
+        })
+        .await
+        .ok()?;
         map = returned;
         match mapped {
             Err(error) => {
@@ -303,6 +329,7 @@ fn map_range(
     range: &StoredRange,
     bytes: &[u8],
     first_dirty: i64,
+    aborted: &[spool_log::AbortedTxn],
 ) -> (OffsetMap, Result<(Option<i64>, bool), String>) {
     let batches = match checked_batches(range, bytes) {
         Ok(batches) => batches,
@@ -316,7 +343,10 @@ fn map_range(
         if !map.has_room_for(usize::try_from(header.record_count).unwrap_or(0)) {
             return (map, Ok((end, true)));
         }
-        if let Err(error) = cleaning::map_keys(&mut map, &header, batch) {
+        // An aborted record must not take the place of the committed one before it.
+        if !spool_log::is_aborted_batch(aborted, &header)
+            && let Err(error) = cleaning::map_keys(&mut map, &header, batch)
+        {
             return (map, Err(error.to_string()));
         }
         end = Some(header.next_offset().0);
