@@ -3,8 +3,9 @@ producer commits and aborts; read_committed consumers of librdkafka and kafka-py
 see the committed records and never the aborted ones, read_uncommitted consumers see
 both; a second producer with the same transactional id fences the first, which can
 never commit again; and a consume-transform-produce loop writes exactly one output
-per input while the broker (every broker of a cluster, and in a cluster the
-transaction coordinator's broker alone) is killed with SIGKILL and restarted."""
+per input while the broker (every broker of a cluster; and in a cluster, the
+transaction coordinator's broker alone, then the broker leading an output partition)
+is killed with SIGKILL and restarted."""
 
 import threading
 import time
@@ -197,7 +198,12 @@ class TransformLoop:
         return sum(max(p.offset, 0) for p in positions) >= inputs
 
 
-def run_transform_under_kills(broker, kill):
+def leader_node(address, topic, partition):
+    admin = AdminClient({"bootstrap.servers": address})
+    return admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
+
+
+def run_transform_under_kills(broker, kills):
     create_topics(broker.address, "ctp-in", "ctp-out")
     inputs = 3000
     plain = Producer({"bootstrap.servers": broker.address, "linger.ms": 5})
@@ -208,7 +214,7 @@ def run_transform_under_kills(broker, kill):
     thread = threading.Thread(target=loop.run, args=(inputs,))
     thread.start()
     try:
-        for moment in (5, 15):
+        for moment, kill in zip((5, 15), kills):
             deadline = time.time() + 60
             while loop.transactions < moment and time.time() < deadline:
                 time.sleep(0.01)
@@ -235,17 +241,26 @@ def test_consume_transform_produce_writes_each_output_once_across_kill9(make_bro
         time.sleep(0.3)
         broker.start()
 
-    run_transform_under_kills(broker, kill_everything)
+    run_transform_under_kills(broker, [kill_everything, kill_everything])
 
 
-@pytest.mark.skipif(CLUSTER < 2, reason="a cluster's coordinator fails over alone")
-def test_consume_transform_produce_survives_the_coordinators_broker(make_broker):
+@pytest.mark.skipif(CLUSTER < 2, reason="a cluster's coordinator and leaders fail over alone")
+def test_consume_transform_produce_survives_the_coordinators_and_a_leaders_broker(make_broker):
     broker = make_broker()
 
-    def kill_the_coordinator():
-        node = coordinator_node(broker.address, "ctp-tx")
+    def kill(node):
         broker.kill9_node(node)
         time.sleep(0.3)
         broker.start_node(node)
 
-    run_transform_under_kills(broker, kill_the_coordinator)
+    def kill_the_coordinator():
+        kill(coordinator_node(broker.address, "ctp-tx"))
+
+    def kill_a_leader_of_the_output():
+        # Another broker than the coordinator's, when one leads an output partition.
+        coordinator = coordinator_node(broker.address, "ctp-tx")
+        leaders = [leader_node(broker.address, "ctp-out", p) for p in range(PARTITIONS)]
+        others = [node for node in leaders if node != coordinator]
+        kill((others or leaders)[0])
+
+    run_transform_under_kills(broker, [kill_the_coordinator, kill_a_leader_of_the_output])

@@ -91,7 +91,10 @@ impl MarkerWriter for BrokerMarkers {
                 tracing::warn!(transactional_id = %marker.transactional_id, %error, "a marker did not become durable; it is written again");
                 MarkerOutcome::Failed
             }
-            Err(_) => MarkerOutcome::Failed,
+            Err(_) => {
+                tracing::warn!(transactional_id = %marker.transactional_id, partition = marker.partition, "a marker did not become durable within {MARKER_DURABLE_WAIT:?}; it is written again");
+                MarkerOutcome::Failed
+            }
         }
     }
 }

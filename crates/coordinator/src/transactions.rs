@@ -108,8 +108,12 @@ pub struct TransactionCoordinator {
     /// Which ids this broker coordinates in a cluster; `None`: every id.
     ownership: RwLock<Option<Ownership>>,
     locks: Vec<Mutex<()>>,
-    /// Woken whenever this broker wrote markers.
-    markers_written: Notify,
+    /// Locks per partition, striped, held while a marker is written into it.
+    marker_locks: Vec<Mutex<()>>,
+    /// The transactions this broker's coordinator is deciding or finishing.
+    finishing: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Woken whenever the marker loop wrote markers.
+    marker_progress: Notify,
 }
 
 impl TransactionCoordinator {
@@ -129,7 +133,9 @@ impl TransactionCoordinator {
             groups,
             ownership: RwLock::new(None),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            markers_written: Notify::new(),
+            marker_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            finishing: std::sync::Mutex::new(std::collections::HashSet::new()),
+            marker_progress: Notify::new(),
         }
     }
 
@@ -232,6 +238,7 @@ impl TransactionCoordinator {
                 Ok((stored.producer_id, stored.producer_epoch))
             }
             InitStep::AbortFirst(aborting) => {
+                let _finishing = self.finishing(transactional_id);
                 tracing::info!(
                     transactional_id,
                     epoch = aborting.producer_epoch,
@@ -361,6 +368,7 @@ impl TransactionCoordinator {
             .record(transactional_id)
             .await?
             .ok_or(TxnError::InvalidProducerIdMapping)?;
+        let _finishing = self.finishing(transactional_id);
         let decided =
             match transitions::end(&record, producer_id, producer_epoch, commit, now_ms())? {
                 EndStep::Prepare(next) => self.decide(next).await?,
@@ -397,11 +405,28 @@ impl TransactionCoordinator {
     }
 
     /// Writes the decided transaction's markers that this broker can, waits (up to
-    /// `end_wait`) for the rest, and completes it once none is left.
+    /// `end_wait`) for the rest, and completes it once none is left. The caller holds
+    /// a [`Finishing`] mark of the transaction from before its decision was stored.
     async fn finish(&self, record: TransactionRecord) {
         // Side by side: each waits for its partition's data to be durable.
         let markers = markers_of(&record);
-        futures::future::join_all(markers.iter().map(|marker| self.write_marker(marker))).await;
+        let outcomes =
+            futures::future::join_all(markers.iter().map(|marker| self.write_marker(marker))).await;
+        let written: Vec<TxnMarker> = markers
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| **outcome == MarkerOutcome::Written)
+            .map(|(marker, _)| marker.clone())
+            .collect();
+        if written.len() == markers.len() {
+            // The usual case when this broker leads every partition: completed and
+            // taken off the queue in one store transaction.
+            self.complete(&record).await;
+            return;
+        }
+        if let Err(error) = self.store.markers_written(&written).await {
+            tracing::warn!(transactional_id = %record.transactional_id, %error, "taking written markers off the queue failed; they are written again");
+        }
         let deadline = tokio::time::Instant::now() + self.config.end_wait;
         loop {
             let pending = match self.store.pending_markers().await {
@@ -422,31 +447,48 @@ impl TransactionCoordinator {
                 return;
             }
             let wait = self.config.marker_interval.min(Duration::from_millis(20));
-            let _ = tokio::time::timeout(wait, self.markers_written.notified()).await;
+            let _ = tokio::time::timeout(wait, self.marker_progress.notified()).await;
         }
     }
 
-    /// Moves a transaction whose markers are all written to complete.
+    /// Moves a transaction whose markers are all written to complete, taking them off
+    /// the queue.
     async fn complete(&self, record: &TransactionRecord) {
-        let done = transitions::complete(record, now_ms());
-        if let Err(error) = self.store(plain_update(done, false)).await {
+        let done = TxnUpdate {
+            clear_markers: true,
+            ..plain_update(transitions::complete(record, now_ms()), false)
+        };
+        if let Err(error) = self.store(done).await {
             tracing::info!(transactional_id = %record.transactional_id, %error, "completing the transaction failed; the sweep retries");
         }
     }
 
-    /// Writes one marker if this broker leads its partition, and takes it off the queue.
+    /// Writes one marker if this broker leads its partition, under the partition's
+    /// marker lock.
     async fn write_marker(&self, marker: &TxnMarker) -> MarkerOutcome {
-        let outcome = self.markers.write(marker).await;
-        if outcome == MarkerOutcome::Written {
-            if let Err(error) = self.store.marker_written(marker).await {
-                tracing::warn!(transactional_id = %marker.transactional_id, %error, "taking a written marker off the queue failed; it is written again");
-            }
-            self.markers_written.notify_waiters();
-        }
-        outcome
+        let _partition = self.marker_lock(marker).await;
+        self.markers.write(marker).await
     }
 
-    /// Writes the queued markers of the partitions this broker leads.
+    async fn marker_lock(&self, marker: &TxnMarker) -> MutexGuard<'_, ()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (marker.topic_id, marker.partition).hash(&mut hasher);
+        let stripe = usize::try_from(hasher.finish() % LOCK_STRIPES as u64).unwrap_or(0);
+        match self.marker_locks.get(stripe) {
+            Some(lock) => lock.lock().await,
+            None => unreachable!("the stripe is taken modulo the stripe count"),
+        }
+    }
+
+    /// Writes the queued markers of the partitions this broker leads, of transactions
+    /// no coordinator on this broker is finishing.
+    ///
+    /// Why the checks: a marker written after its transaction completed would end the
+    /// producer's next transaction in that partition. A transaction completes only
+    /// once its markers are off the queue, and its coordinator marks it finishing
+    /// before its decision (and so its markers) is stored; so a marker found queued,
+    /// of a transaction not finishing here, under the partition's marker lock (which
+    /// this broker's own writes of the partition's markers take too), is still due.
     pub async fn write_pending_markers(&self) {
         let pending = match self.store.pending_markers().await {
             Ok(pending) => pending,
@@ -455,7 +497,51 @@ impl TransactionCoordinator {
                 return;
             }
         };
-        futures::future::join_all(pending.iter().map(|marker| self.write_marker(marker))).await;
+        let outcomes = futures::future::join_all(pending.iter().map(|marker| async move {
+            if self.is_finishing(&marker.transactional_id) {
+                return MarkerOutcome::Failed;
+            }
+            let _partition = self.marker_lock(marker).await;
+            match self.store.marker_pending(marker).await {
+                Ok(true) if !self.is_finishing(&marker.transactional_id) => {
+                    self.markers.write(marker).await
+                }
+                _ => MarkerOutcome::Failed,
+            }
+        }))
+        .await;
+        let written: Vec<TxnMarker> = pending
+            .into_iter()
+            .zip(outcomes)
+            .filter(|(_, outcome)| *outcome == MarkerOutcome::Written)
+            .map(|(marker, _)| marker)
+            .collect();
+        if written.is_empty() {
+            return;
+        }
+        if let Err(error) = self.store.markers_written(&written).await {
+            tracing::warn!(%error, "taking written markers off the queue failed; they are written again");
+        }
+        self.marker_progress.notify_waiters();
+    }
+
+    fn is_finishing(&self, transactional_id: &str) -> bool {
+        self.finishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(transactional_id)
+    }
+
+    /// Marks a transaction as being finished by this broker until the mark drops.
+    fn finishing(&self, transactional_id: &str) -> Finishing<'_> {
+        self.finishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(transactional_id.to_owned());
+        Finishing {
+            coordinator: self,
+            transactional_id: transactional_id.to_owned(),
+        }
     }
 
     /// Aborts the transactions this broker coordinates that passed their timeout,
@@ -484,6 +570,7 @@ impl TransactionCoordinator {
         let Ok(Some(record)) = self.store.transaction(transactional_id).await else {
             return;
         };
+        let _finishing = self.finishing(transactional_id);
         if transitions::timed_out(&record, now) {
             tracing::info!(
                 transactional_id,
@@ -545,12 +632,30 @@ impl TransactionCoordinator {
     }
 }
 
+/// A transaction this broker's coordinator is deciding or finishing: the marker loop
+/// leaves its markers alone.
+struct Finishing<'a> {
+    coordinator: &'a TransactionCoordinator,
+    transactional_id: String,
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.coordinator
+            .finishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.transactional_id);
+    }
+}
+
 /// A change with no markers and the offsets left as they are.
 fn plain_update(record: TransactionRecord, create: bool) -> TxnUpdate {
     TxnUpdate {
         record,
         create,
         markers: Vec::new(),
+        clear_markers: false,
         offsets: SettleOffsets::Keep,
     }
 }

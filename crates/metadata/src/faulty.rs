@@ -203,9 +203,14 @@ impl Transactions for FaultyMetadata {
         self.inner.pending_markers().await
     }
 
-    async fn marker_written(&self, marker: &TxnMarker) -> Result<()> {
+    async fn markers_written(&self, markers: &[TxnMarker]) -> Result<()> {
         self.check_up()?;
-        self.inner.marker_written(marker).await
+        self.inner.markers_written(markers).await
+    }
+
+    async fn marker_pending(&self, marker: &TxnMarker) -> Result<bool> {
+        self.check_up()?;
+        self.inner.marker_pending(marker).await
     }
 
     async fn add_txn_offsets(

@@ -121,6 +121,8 @@ pub struct TxnUpdate {
     pub create: bool,
     /// Markers to queue.
     pub markers: Vec<TxnMarker>,
+    /// Take every queued marker of the transaction off the queue (they are written).
+    pub clear_markers: bool,
     pub offsets: SettleOffsets,
 }
 
@@ -141,8 +143,11 @@ pub trait Transactions: Send + Sync {
     async fn delete_transaction(&self, transactional_id: &str, version: i64) -> Result<bool>;
     /// The markers still to be written, of every transaction.
     async fn pending_markers(&self) -> Result<Vec<TxnMarker>>;
-    /// The marker is in its partition: it is no longer pending.
-    async fn marker_written(&self, marker: &TxnMarker) -> Result<()>;
+    /// The markers are in their partitions: they are no longer pending (each only as
+    /// queued: a newer marker of the same partition stays).
+    async fn markers_written(&self, markers: &[TxnMarker]) -> Result<()>;
+    /// Whether `marker` is still queued.
+    async fn marker_pending(&self, marker: &TxnMarker) -> Result<bool>;
     /// Stores `offsets` as pending in the transaction of `transactional_id`, if it is
     /// ongoing with that producer id and epoch and has their group; `Conflict`
     /// otherwise (the transaction moved on).

@@ -44,6 +44,11 @@ pub(crate) const QUEUE_MARKER: &str = "INSERT INTO transaction_markers (transact
 pub(crate) const PENDING_MARKERS: &str = "SELECT transactional_id, topic_id, partition, \
      producer_id, producer_epoch, is_commit FROM transaction_markers \
      ORDER BY transactional_id, topic_id, partition";
+pub(crate) const CLEAR_MARKERS: &str =
+    "DELETE FROM transaction_markers WHERE transactional_id = $1";
+pub(crate) const MARKER_PENDING: &str = "SELECT COUNT(*) FROM transaction_markers \
+     WHERE transactional_id = $1 AND topic_id = $2 AND partition = $3 \
+     AND producer_id = $4 AND producer_epoch = $5 AND is_commit = $6";
 /// Only the marker as queued: a newer one for the same partition stays.
 pub(crate) const MARKER_WRITTEN: &str = "DELETE FROM transaction_markers \
      WHERE transactional_id = $1 AND topic_id = $2 AND partition = $3 \
@@ -277,6 +282,12 @@ macro_rules! impl_transactions {
                         .execute(&mut *tx)
                         .await?;
                 }
+                if update.clear_markers {
+                    sqlx::query(sql::CLEAR_MARKERS)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 for marker in &update.markers {
                     let queued = sqlx::query(sql::QUEUE_MARKER)
                         .bind(&marker.transactional_id)
@@ -340,17 +351,37 @@ macro_rules! impl_transactions {
                 Ok(rows.into_iter().map($crate::TxnMarker::from).collect())
             }
 
-            async fn marker_written(&self, marker: &$crate::TxnMarker) -> $crate::Result<()> {
-                sqlx::query($crate::transactions_sql::MARKER_WRITTEN)
+            async fn markers_written(&self, markers: &[$crate::TxnMarker]) -> $crate::Result<()> {
+                if markers.is_empty() {
+                    return Ok(());
+                }
+                let mut tx = self.pool.begin().await?;
+                for marker in markers {
+                    sqlx::query($crate::transactions_sql::MARKER_WRITTEN)
+                        .bind(&marker.transactional_id)
+                        .bind(marker.topic_id)
+                        .bind(marker.partition)
+                        .bind(marker.producer_id)
+                        .bind(i32::from(marker.producer_epoch))
+                        .bind(marker.commit)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn marker_pending(&self, marker: &$crate::TxnMarker) -> $crate::Result<bool> {
+                let count: i64 = sqlx::query_scalar($crate::transactions_sql::MARKER_PENDING)
                     .bind(&marker.transactional_id)
                     .bind(marker.topic_id)
                     .bind(marker.partition)
                     .bind(marker.producer_id)
                     .bind(i32::from(marker.producer_epoch))
                     .bind(marker.commit)
-                    .execute(&self.pool)
+                    .fetch_one(&self.pool)
                     .await?;
-                Ok(())
+                Ok(count > 0)
             }
 
             async fn add_txn_offsets(

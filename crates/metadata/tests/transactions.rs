@@ -51,6 +51,7 @@ fn update(record: &TransactionRecord) -> TxnUpdate {
         record: record.clone(),
         create: false,
         markers: Vec::new(),
+        clear_markers: false,
         offsets: SettleOffsets::Keep,
     }
 }
@@ -154,9 +155,9 @@ async fn a_transaction_moves_by_compare_and_set_and_commits_its_markers_and_offs
         let prepared = store
             .update_transaction(&TxnUpdate {
                 record: prepared,
-                create: false,
                 markers: markers.clone(),
                 offsets: SettleOffsets::Commit,
+                ..update(&ongoing)
             })
             .await
             .unwrap();
@@ -171,8 +172,18 @@ async fn a_transaction_moves_by_compare_and_set_and_commits_its_markers_and_offs
         let mut expected = markers.clone();
         expected.sort_by_key(|m| m.partition);
         assert_eq!(pending, expected, "{label}");
-        store.marker_written(&markers[0]).await.unwrap();
+        assert!(store.marker_pending(&markers[0]).await.unwrap(), "{label}");
+        store.markers_written(&markers[..1]).await.unwrap();
+        assert!(!store.marker_pending(&markers[0]).await.unwrap(), "{label}");
         assert_eq!(store.pending_markers().await.unwrap().len(), 1, "{label}");
+        let mut newer = markers[1].clone();
+        newer.producer_epoch = 1;
+        store.markers_written(&[newer]).await.unwrap();
+        assert_eq!(
+            store.pending_markers().await.unwrap().len(),
+            1,
+            "{label}: only the marker as queued goes"
+        );
 
         // The topic going takes its markers with it; expiry takes the rest.
         store.delete_topic(orders.id).await.unwrap();
@@ -223,13 +234,23 @@ async fn an_abort_drops_the_pending_offsets() {
             .unwrap();
         let mut aborting = record.clone();
         aborting.state = TxnState::PrepareAbort;
-        store
+        let marker = TxnMarker {
+            transactional_id: "t".to_owned(),
+            topic_id: orders.id,
+            partition: 1,
+            producer_id: 7,
+            producer_epoch: 0,
+            commit: false,
+        };
+        let aborting = store
             .update_transaction(&TxnUpdate {
                 offsets: SettleOffsets::Abort,
+                markers: vec![marker],
                 ..update(&aborting)
             })
             .await
             .unwrap();
+        assert_eq!(store.pending_markers().await.unwrap().len(), 1, "{label}");
         assert!(
             store.pending_txn_offsets("g").await.unwrap().is_empty(),
             "{label}"
@@ -242,5 +263,18 @@ async fn an_abort_drops_the_pending_offsets() {
         assert_eq!(listed.len(), 1, "{label}");
         assert_eq!(listed[0].state, TxnState::PrepareAbort, "{label}");
         assert_eq!(listed[0].groups.len(), 1, "{label}");
+        let mut done = aborting.clone();
+        done.state = TxnState::CompleteAbort;
+        store
+            .update_transaction(&TxnUpdate {
+                clear_markers: true,
+                ..update(&done)
+            })
+            .await
+            .unwrap();
+        assert!(
+            store.pending_markers().await.unwrap().is_empty(),
+            "{label}: completed with its markers taken off the queue"
+        );
     }
 }
