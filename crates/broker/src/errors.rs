@@ -98,6 +98,7 @@ pub(crate) fn txn_error_code(error: TxnError, fenced_code: bool) -> i16 {
         TxnError::NotCoordinator => code::NOT_COORDINATOR,
         // The client finds the coordinator again and retries.
         TxnError::StorageFailed => code::COORDINATOR_NOT_AVAILABLE,
+        TxnError::UnknownTopicOrPartition => code::UNKNOWN_TOPIC_OR_PARTITION,
     }
 }
 

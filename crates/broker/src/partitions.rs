@@ -340,7 +340,8 @@ impl PartitionHandle {
             Isolation::ReadUncommitted => high_watermark,
             Isolation::ReadCommitted => last_stable,
         };
-        let aborted = match isolation {
+        // Taken before the read: retention may trim the index meanwhile.
+        let mut aborted = match isolation {
             Isolation::ReadCommitted if offset < limit => self.log.aborted_between(offset, limit),
             _ => Vec::new(),
         };
@@ -360,6 +361,13 @@ impl PartitionHandle {
                 .read(key, offset, limit, max_bytes, first_whole)
                 .await
         })??;
+        // Only those with records in what was read.
+        let end = read
+            .batches
+            .last()
+            .and_then(|batch| spool_model::RecordBatchHeader::parse(batch))
+            .map_or(offset, |header| header.next_offset());
+        aborted.retain(|txn| txn.first_offset < end);
         Ok(ReadResult {
             chunks: read.batches.into_iter().map(ReadChunk::Memory).collect(),
             log_start,

@@ -45,8 +45,9 @@ impl MarkerWriter for BrokerMarkers {
             return MarkerOutcome::Failed;
         };
         let Some(topic) = shared.topics.by_id(marker.topic_id) else {
-            // The topic is gone, and its queued markers with it.
-            return MarkerOutcome::Written;
+            // Not known here (yet): the leader writes it. (A deleted topic's queued
+            // markers go with it from the store.)
+            return MarkerOutcome::NotLeader;
         };
         let batch = marker_batch(
             marker.producer_id,
@@ -71,7 +72,7 @@ impl MarkerWriter for BrokerMarkers {
             ) => {
                 return MarkerOutcome::NotLeader;
             }
-            Err(PartitionError::UnknownTopicOrPartition) => return MarkerOutcome::Written,
+            Err(PartitionError::UnknownTopicOrPartition) => return MarkerOutcome::NotLeader,
             Err(PartitionError::Storage(LogError::Producer(refused))) => {
                 // A marker older than the producer's epoch here: its transaction was
                 // ended under a newer epoch already.

@@ -376,3 +376,30 @@ async fn transactions_open_and_decided_survive_a_restart() {
         "CompleteCommit"
     );
 }
+
+#[tokio::test]
+async fn an_idle_transactional_id_expires() {
+    let broker = TestBroker::start_with(&[
+        (
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            "50",
+        ),
+        ("transactional.id.expiration.ms", "200"),
+    ])
+    .await;
+    let mut client = broker.client().await;
+    let (error, _) = client.init_transactional("tx-i", 60_000).await;
+    assert_eq!(error, NONE);
+    assert_eq!(client.describe_transaction("tx-i").await.error_code, NONE);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while client.describe_transaction("tx-i").await.error_code != TRANSACTIONAL_ID_NOT_FOUND {
+        assert!(std::time::Instant::now() < deadline, "never expired");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (error, fresh) = client.init_transactional("tx-i", 60_000).await;
+    assert_eq!(
+        (error, fresh.epoch),
+        (NONE, 0),
+        "a new producer id from epoch 0"
+    );
+}

@@ -54,4 +54,6 @@ pub enum TxnError {
     NotCoordinator,
     #[error("the coordinator could not store the change")]
     StorageFailed,
+    #[error("a topic of the request was deleted")]
+    UnknownTopicOrPartition,
 }

@@ -245,7 +245,7 @@ impl TransactionCoordinator {
                     "a new producer fenced an open transaction: aborting it"
                 );
                 let stored = self.decide(aborting).await?;
-                self.finish(stored).await;
+                self.finish(stored, true).await;
                 Err(TxnError::ConcurrentTransactions)
             }
         }
@@ -350,6 +350,7 @@ impl TransactionCoordinator {
                     TxnError::InvalidTxnState
                 })
             }
+            Err(MetadataError::UnknownTopic(_)) => Err(TxnError::UnknownTopicOrPartition),
             Err(error) => Err(storage_failed(transactional_id, &error)),
         }
     }
@@ -375,7 +376,7 @@ impl TransactionCoordinator {
                 EndStep::Decided => record,
             };
         if decided.state.is_preparing() {
-            self.finish(decided).await;
+            self.finish(decided, true).await;
         }
         Ok(())
     }
@@ -407,7 +408,7 @@ impl TransactionCoordinator {
     /// Writes the decided transaction's markers that this broker can, waits (up to
     /// `end_wait`) for the rest, and completes it once none is left. The caller holds
     /// a [`Finishing`] mark of the transaction from before its decision was stored.
-    async fn finish(&self, record: TransactionRecord) {
+    async fn finish(&self, record: TransactionRecord, wait: bool) {
         // Side by side: each waits for its partition's data to be durable.
         let markers = markers_of(&record);
         let outcomes =
@@ -427,7 +428,12 @@ impl TransactionCoordinator {
         if let Err(error) = self.store.markers_written(&written).await {
             tracing::warn!(transactional_id = %record.transactional_id, %error, "taking written markers off the queue failed; they are written again");
         }
-        let deadline = tokio::time::Instant::now() + self.config.end_wait;
+        let deadline = tokio::time::Instant::now()
+            + if wait {
+                self.config.end_wait
+            } else {
+                Duration::ZERO
+            };
         loop {
             let pending = match self.store.pending_markers().await {
                 Ok(pending) => pending
@@ -463,10 +469,26 @@ impl TransactionCoordinator {
         }
     }
 
-    /// Writes one marker if this broker leads its partition, under the partition's
-    /// marker lock.
+    /// Writes one marker of a transaction this broker's coordinator is finishing, if
+    /// this broker leads its partition, under the partition's marker lock. When
+    /// brokers share the ids out, another broker may have believed for a moment that
+    /// it coordinated the id and finished the transaction; so the marker is written
+    /// only while it is still queued (once off the queue, the producer may have begun
+    /// its next transaction in the partition, which the marker would end).
     async fn write_marker(&self, marker: &TxnMarker) -> MarkerOutcome {
         let _partition = self.marker_lock(marker).await;
+        let shared_out = self
+            .ownership
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if shared_out {
+            match self.store.marker_pending(marker).await {
+                Ok(true) => {}
+                Ok(false) => return MarkerOutcome::Written,
+                Err(_) => return MarkerOutcome::Failed,
+            }
+        }
         self.markers.write(marker).await
     }
 
@@ -498,14 +520,14 @@ impl TransactionCoordinator {
             }
         };
         let outcomes = futures::future::join_all(pending.iter().map(|marker| async move {
+            let _partition = self.marker_lock(marker).await;
+            // In this order: a coordinator marks a transaction finishing before its
+            // markers are queued, and takes them off the queue before the mark goes.
             if self.is_finishing(&marker.transactional_id) {
                 return MarkerOutcome::Failed;
             }
-            let _partition = self.marker_lock(marker).await;
             match self.store.marker_pending(marker).await {
-                Ok(true) if !self.is_finishing(&marker.transactional_id) => {
-                    self.markers.write(marker).await
-                }
+                Ok(true) => self.markers.write(marker).await,
                 _ => MarkerOutcome::Failed,
             }
         }))
@@ -577,12 +599,12 @@ impl TransactionCoordinator {
                 timeout_ms = record.timeout_ms,
                 "the transaction timed out: aborting it"
             );
-            let aborting = transitions::fenced_abort(&record, now);
+            let aborting = transitions::fenced_abort(&record, transitions::Fence::Timeout, now);
             if let Ok(stored) = self.decide(aborting).await {
-                self.finish(stored).await;
+                self.finish(stored, false).await;
             }
         } else if record.state.is_preparing() {
-            self.finish(record).await;
+            self.finish(record, false).await;
         } else if record.state != TxnState::Ongoing
             && now.saturating_sub(record.updated_ms) > self.config.id_expiration_ms
         {
@@ -617,15 +639,27 @@ impl TransactionCoordinator {
 
     /// The marker loop and the timeout sweep, until `stop` turns true.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
-        // The first sweep runs at once: a crash may have left decided transactions.
+        // Apart, so that a slow sweep never holds the markers up.
+        let sweeps = tokio::spawn(self.clone().sweep_periodically(stop.clone()));
         let mut markers = tokio::time::interval(self.config.marker_interval);
         markers.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.changed() => break,
+                _ = markers.tick() => self.write_pending_markers().await,
+            }
+        }
+        let _ = sweeps.await;
+    }
+
+    /// The timeout sweep, until `stop`. The first runs at once: a crash may have left
+    /// decided transactions.
+    async fn sweep_periodically(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut sweeps = tokio::time::interval(self.config.timeout_check_interval);
         sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = stop.changed() => break,
-                _ = markers.tick() => self.write_pending_markers().await,
                 _ = sweeps.tick() => self.sweep().await,
             }
         }

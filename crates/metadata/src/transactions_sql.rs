@@ -30,14 +30,18 @@ pub(crate) const UPDATE: &str = "UPDATE transactions SET producer_id = $2, \
      WHERE transactional_id = $1 AND version = $9";
 pub(crate) const CLEAR_PARTITIONS: &str =
     "DELETE FROM transaction_partitions WHERE transactional_id = $1";
+/// A partition of a topic deleted meanwhile is left out (an insert refused by the
+/// foreign key would abort the whole store transaction on PostgreSQL).
 pub(crate) const ADD_PARTITION: &str = "INSERT INTO transaction_partitions \
-     (transactional_id, topic_id, partition) VALUES ($1, $2, $3)";
+     (transactional_id, topic_id, partition) \
+     SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM topics WHERE id = $2)";
 pub(crate) const CLEAR_GROUPS: &str = "DELETE FROM transaction_groups WHERE transactional_id = $1";
 pub(crate) const ADD_GROUP: &str =
     "INSERT INTO transaction_groups (transactional_id, group_id) VALUES ($1, $2)";
+/// A marker of a topic deleted meanwhile is not queued: there is nothing to write.
 pub(crate) const QUEUE_MARKER: &str = "INSERT INTO transaction_markers (transactional_id, \
      topic_id, partition, producer_id, producer_epoch, is_commit) \
-     VALUES ($1, $2, $3, $4, $5, $6) \
+     SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM topics WHERE id = $2) \
      ON CONFLICT (transactional_id, topic_id, partition) DO UPDATE SET \
      producer_id = excluded.producer_id, producer_epoch = excluded.producer_epoch, \
      is_commit = excluded.is_commit";
@@ -257,19 +261,12 @@ macro_rules! impl_transactions {
                     .execute(&mut *tx)
                     .await?;
                 for (topic_id, partition) in &record.partitions {
-                    let added = sqlx::query(sql::ADD_PARTITION)
+                    sqlx::query(sql::ADD_PARTITION)
                         .bind(id)
                         .bind(topic_id)
                         .bind(partition)
                         .execute(&mut *tx)
-                        .await;
-                    match added {
-                        Ok(_) => {}
-                        Err(error) if $crate::sql::is_missing_topic(&error) => {
-                            return Err($crate::MetadataError::UnknownTopic(topic_id.to_string()));
-                        }
-                        Err(error) => return Err(error.into()),
-                    }
+                        .await?;
                 }
                 sqlx::query(sql::CLEAR_GROUPS)
                     .bind(id)
@@ -289,7 +286,7 @@ macro_rules! impl_transactions {
                         .await?;
                 }
                 for marker in &update.markers {
-                    let queued = sqlx::query(sql::QUEUE_MARKER)
+                    sqlx::query(sql::QUEUE_MARKER)
                         .bind(&marker.transactional_id)
                         .bind(marker.topic_id)
                         .bind(marker.partition)
@@ -297,13 +294,7 @@ macro_rules! impl_transactions {
                         .bind(i32::from(marker.producer_epoch))
                         .bind(marker.commit)
                         .execute(&mut *tx)
-                        .await;
-                    match queued {
-                        Ok(_) => {}
-                        // The topic went: no marker to write.
-                        Err(error) if $crate::sql::is_missing_topic(&error) => {}
-                        Err(error) => return Err(error.into()),
-                    }
+                        .await?;
                 }
                 match update.offsets {
                     $crate::SettleOffsets::Keep => {}

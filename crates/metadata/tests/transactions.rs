@@ -193,6 +193,30 @@ async fn a_transaction_moves_by_compare_and_set_and_commits_its_markers_and_offs
             BTreeSet::new(),
             "{label}"
         );
+        // A decision naming partitions of a topic deleted meanwhile still stores:
+        // they are left out, and no marker is queued for them.
+        let mut retried = prepared.clone();
+        retried.partitions = BTreeSet::from([(orders.id, 0)]);
+        let retried = store
+            .update_transaction(&TxnUpdate {
+                markers: markers.clone(),
+                ..update(&retried)
+            })
+            .await
+            .unwrap();
+        assert!(retried.version > prepared.version, "{label}");
+        assert!(store.pending_markers().await.unwrap().is_empty(), "{label}");
+        assert!(
+            store
+                .transaction("t")
+                .await
+                .unwrap()
+                .unwrap()
+                .partitions
+                .is_empty(),
+            "{label}"
+        );
+        let prepared = retried;
         assert!(
             !store
                 .delete_transaction("t", prepared.version - 1)

@@ -67,8 +67,9 @@ pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -
 
 fn delete_before(partition: &PartitionHandle, offset: i64) -> Result<i64, i16> {
     let high_watermark = partition.log.offsets().high_watermark;
+    // -1: as far as may be, which an open transaction stops at its first offset.
     let target = if offset == -1 {
-        high_watermark
+        partition.log.stable_offset()
     } else {
         Offset(offset)
     };

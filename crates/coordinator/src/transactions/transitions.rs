@@ -74,7 +74,11 @@ pub(crate) fn init(
             {
                 return Err(TxnError::ProducerFenced);
             }
-            return Ok(InitStep::AbortFirst(fenced_abort(record, now_ms)));
+            return Ok(InitStep::AbortFirst(fenced_abort(
+                record,
+                Fence::NewProducer,
+                now_ms,
+            )));
         }
         TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {}
     }
@@ -107,14 +111,30 @@ pub(crate) fn init(
     }))
 }
 
-/// The record aborting its open transaction under a raised epoch: the coordinator
-/// does this to a producer fenced by a new one, and to a transaction past its
-/// timeout. The markers carry the new epoch, so the old producer's writes are
-/// refused from then on; it may recover with InitProducerId naming its old epoch.
-pub(crate) fn fenced_abort(record: &TransactionRecord, now_ms: i64) -> TransactionRecord {
+/// Why an open transaction is aborted under a raised epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fence {
+    /// A new producer of the id started: the old one must never write again.
+    NewProducer,
+    /// The transaction outlived its timeout: its producer may recover (KIP-588).
+    Timeout,
+}
+
+/// The record aborting its open transaction under a raised epoch. The markers carry
+/// the new epoch, so the old producer's writes are refused from then on. After a
+/// timeout the producer may recover with InitProducerId naming its old epoch; after
+/// a new producer fenced it, it may not (Kafka forgets the old epoch then too).
+pub(crate) fn fenced_abort(
+    record: &TransactionRecord,
+    fence: Fence,
+    now_ms: i64,
+) -> TransactionRecord {
     TransactionRecord {
         producer_epoch: record.producer_epoch.saturating_add(1),
-        last_producer_epoch: record.producer_epoch,
+        last_producer_epoch: match fence {
+            Fence::NewProducer => -1,
+            Fence::Timeout => record.producer_epoch,
+        },
         state: TxnState::PrepareAbort,
         updated_ms: now_ms,
         ..record.clone()
@@ -271,6 +291,12 @@ mod tests {
             Err(TxnError::ProducerFenced),
             "the fenced producer can never commit"
         );
+        let aborted = complete(&aborting, 10);
+        assert_eq!(
+            init(&aborted, Some((7, 0)), 1000, 11),
+            Err(TxnError::ProducerFenced),
+            "nor get the new epoch by naming its old one"
+        );
     }
 
     #[test]
@@ -301,7 +327,7 @@ mod tests {
         let open = ongoing();
         assert!(!timed_out(&open, 1000));
         assert!(timed_out(&open, 1006));
-        let aborting = fenced_abort(&open, 1006);
+        let aborting = fenced_abort(&open, Fence::Timeout, 1006);
         let done = complete(&aborting, 1007);
         assert_eq!(done.state, TxnState::CompleteAbort);
         assert!(done.partitions.is_empty());

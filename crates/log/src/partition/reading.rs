@@ -11,7 +11,7 @@ use spool_store::StoreFile;
 use super::{LogState, PartitionLog};
 use crate::checkpoint::LogPosition;
 use crate::error::{LogError, Result};
-use crate::read::{Isolation, ReadChunk, ReadResult};
+use crate::read::{AbortedTxn, Isolation, ReadChunk, ReadResult};
 use crate::scan::HeaderCursor;
 
 /// What bounds a read, taken under the lock as it starts.
@@ -20,6 +20,10 @@ struct Bounds {
     high_watermark: Offset,
     last_stable: Offset,
     isolation: Isolation,
+    /// read_committed: the aborted transactions from the read's offset up to the last
+    /// stable offset, taken with the other bounds (retention may trim the index while
+    /// the file is read).
+    aborted: Vec<AbortedTxn>,
 }
 
 impl Bounds {
@@ -33,17 +37,12 @@ impl Bounds {
 
     /// The result of a read of `from..to`: read_committed lists the aborted
     /// transactions with records there.
-    fn result(
-        &self,
-        chunks: Vec<ReadChunk>,
-        state: &LogState,
-        from: Offset,
-        to: Offset,
-    ) -> ReadResult {
-        let aborted = match self.isolation {
-            Isolation::ReadCommitted if to > from => state.producers.txns.aborted_between(from, to),
-            _ => Vec::new(),
-        };
+    fn result(self, chunks: Vec<ReadChunk>, from: Offset, to: Offset) -> ReadResult {
+        let aborted = self
+            .aborted
+            .into_iter()
+            .filter(|txn| to > from && txn.last_offset >= from && txn.first_offset < to)
+            .collect();
         ReadResult {
             chunks,
             log_start: self.log_start,
@@ -108,15 +107,22 @@ impl PartitionLog {
                         path: self.dir.clone(),
                     });
                 }
+                let last_stable = state.stable_offset();
                 let bounds = Bounds {
                     log_start: state.log_start,
                     high_watermark: state.high_watermark.offset,
-                    last_stable: state.stable_offset(),
+                    last_stable,
                     isolation,
+                    aborted: match isolation {
+                        Isolation::ReadCommitted => {
+                            state.producers.txns.aborted_between(offset, last_stable)
+                        }
+                        Isolation::ReadUncommitted => Vec::new(),
+                    },
                 };
                 check_bounds(&state, offset)?;
                 if offset >= bounds.limit() {
-                    return Ok(bounds.result(Vec::new(), &state, offset, offset));
+                    return Ok(bounds.result(Vec::new(), offset, offset));
                 }
                 (self.segment_cursor(&mut state, offset)?, bounds)
             };
@@ -137,7 +143,7 @@ impl PartitionLog {
             }
             let Some(start) = found else {
                 if cursor.is_last_visible {
-                    return Ok(bounds.result(Vec::new(), &self.lock(), offset, offset));
+                    return Ok(bounds.result(Vec::new(), offset, offset));
                 }
                 // The offset fell in a gap at the end of this segment: go on to the next.
                 offset = self.next_segment_base(cursor.base).max(offset);
@@ -158,11 +164,11 @@ impl PartitionLog {
                 end += len;
                 end_offset = header.next_offset();
             }
-            let state = self.lock();
             if end == start {
-                return Ok(bounds.result(Vec::new(), &state, offset, offset));
+                return Ok(bounds.result(Vec::new(), offset, offset));
             }
-            let chunks = match state.tail_slice(cursor.base, start, end) {
+            let cached = self.lock().tail_slice(cursor.base, start, end);
+            let chunks = match cached {
                 Some(pieces) => pieces.into_iter().map(ReadChunk::Memory).collect(),
                 None => vec![ReadChunk::File {
                     file,
@@ -170,7 +176,7 @@ impl PartitionLog {
                     len: end - start,
                 }],
             };
-            return Ok(bounds.result(chunks, &state, offset, end_offset));
+            return Ok(bounds.result(chunks, offset, end_offset));
         }
     }
 
