@@ -228,11 +228,12 @@ fn check_members(events: &Events, findings: &mut Findings) {
                         .map(|c| format!("{:?} {:?}", c.outcome, c.error))
                         .collect();
                     format!(
-                        "{member} was given partition {partition} and started at {}; the group's committed offset was {} (commits of {}: {})",
+                        "{member} was given partition {partition} and started at {}; the group's committed offset was {} (commits of {}: {}; its earlier assignments: {})",
                         first.offset,
                         describe_offsets(&allowed),
                         first.offset,
-                        if failed.is_empty() { "none".to_owned() } else { failed.join(", ") }
+                        if failed.is_empty() { "none".to_owned() } else { failed.join(", ") },
+                        earlier_sessions(events, &runs, assigned, partition)
                     )
                 });
             }
@@ -270,16 +271,59 @@ fn own_position(
     assigned: &crate::history::Session,
     partition: i32,
 ) -> Option<i64> {
-    let previous = events
+    // The member's earlier assignments, newest first, as long as each held the
+    // partition: one that polled nothing of it (a rebalance came first) left the
+    // position where the one before it had brought it.
+    let mut previous: Vec<&crate::history::Session> = events
         .sessions
         .iter()
         .filter(|s| s.member == assigned.member && s.id < assigned.id)
-        .max_by_key(|s| s.id)?;
-    if !previous.partitions.contains(&partition) {
-        return None;
+        .collect();
+    previous.sort_by_key(|s| std::cmp::Reverse(s.id));
+    for session in previous {
+        if !session.partitions.contains(&partition) {
+            return None;
+        }
+        if let Some(last) = runs
+            .get(&(session.id, partition))
+            .and_then(|run| run.last())
+        {
+            return Some(last.offset + 1);
+        }
     }
-    let last = runs.get(&(previous.id, partition))?.last()?;
-    Some(last.offset + 1)
+    None
+}
+
+/// The member's last few assignments before `assigned`, newest first, with what each
+/// polled last of `partition`: for a finding's reader.
+fn earlier_sessions(
+    events: &Events,
+    runs: &BTreeMap<(u64, i32), Vec<&Poll>>,
+    assigned: &crate::history::Session,
+    partition: i32,
+) -> String {
+    let mut previous: Vec<&crate::history::Session> = events
+        .sessions
+        .iter()
+        .filter(|s| s.member == assigned.member && s.id < assigned.id)
+        .collect();
+    previous.sort_by_key(|s| std::cmp::Reverse(s.id));
+    let described: Vec<String> = previous
+        .iter()
+        .take(3)
+        .map(|s| {
+            let last = runs
+                .get(&(s.id, partition))
+                .and_then(|run| run.last())
+                .map_or("nothing".to_owned(), |p| p.offset.to_string());
+            format!("#{} {:?} polled last {last}", s.id, s.partitions)
+        })
+        .collect();
+    if described.is_empty() {
+        "none".to_owned()
+    } else {
+        described.join("; ")
+    }
 }
 
 /// Where a member given `partition` at `assigned` may start, its first poll being at
@@ -511,6 +555,32 @@ mod tests {
         assert!(check(&events, &log).is_clean());
         // Another member starting there would have skipped what was not committed.
         events.sessions[1].member = "m1".to_owned();
+        assert_eq!(check(&events, &log).count("bad-resume"), 1);
+    }
+
+    #[test]
+    fn an_assignment_that_polled_nothing_keeps_the_members_position() {
+        let (mut events, log) = clean(6);
+        session(&mut events, 0, 1); // m0
+        poll(&mut events, 0, 0, 2);
+        poll(&mut events, 0, 1, 3);
+        // m0 again twice, the first time rebalanced before it polled.
+        for (id, at) in [(1, 4), (2, 5)] {
+            events.sessions.push(Session {
+                id,
+                member: "m0".to_owned(),
+                partitions: vec![0],
+                at,
+            });
+        }
+        poll(&mut events, 2, 2, 6);
+        assert!(
+            check(&events, &log).is_clean(),
+            "{:?}",
+            check(&events, &log)
+        );
+        // Not when the partition was away from it in between.
+        events.sessions[1].partitions = vec![1];
         assert_eq!(check(&events, &log).count("bad-resume"), 1);
     }
 
