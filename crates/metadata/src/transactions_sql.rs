@@ -189,21 +189,27 @@ macro_rules! impl_transactions {
                 transactional_id: &str,
             ) -> $crate::Result<Option<$crate::TransactionRecord>> {
                 use $crate::transactions_sql as sql;
+                // One store transaction: one snapshot on SQLite. On PostgreSQL (read
+                // committed) a change between the reads could mix two versions in what
+                // DescribeTransactions shows; decisions are safe either way, being
+                // compare-and-set on the version read first.
+                let mut tx = self.pool.begin().await?;
                 let rows: Vec<sql::TransactionRow> = sqlx::query_as(sql::TRANSACTION)
                     .bind(transactional_id)
-                    .fetch_all(&self.pool)
+                    .fetch_all(&mut *tx)
                     .await?;
                 if rows.is_empty() {
                     return Ok(None);
                 }
                 let partitions: Vec<sql::PartitionRow> = sqlx::query_as(sql::PARTITIONS_OF)
                     .bind(transactional_id)
-                    .fetch_all(&self.pool)
+                    .fetch_all(&mut *tx)
                     .await?;
                 let groups: Vec<sql::GroupRow> = sqlx::query_as(sql::GROUPS_OF)
                     .bind(transactional_id)
-                    .fetch_all(&self.pool)
+                    .fetch_all(&mut *tx)
                     .await?;
+                tx.commit().await?;
                 Ok(sql::records(rows, partitions, groups)?.pop())
             }
 
