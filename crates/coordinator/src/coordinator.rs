@@ -21,6 +21,7 @@ use crate::group::{
     SyncResponse, SyncStep,
 };
 use crate::offsets::GroupListing;
+use crate::ownership::{Ownership, OwnershipSlot};
 
 mod committed;
 
@@ -40,16 +41,8 @@ pub struct GroupCoordinator {
     started_ms: i64,
     /// Which groups this broker coordinates when several brokers share the metadata
     /// store (set by the broker's cluster membership); `None`: every group.
-    ownership: std::sync::RwLock<Option<Ownership>>,
+    ownership: OwnershipSlot,
 }
-
-/// Which groups this broker coordinates (the broker's cluster membership says).
-pub trait GroupOwnership: Send + Sync + std::fmt::Debug {
-    fn owns(&self, group_id: &str) -> bool;
-}
-
-/// The ownership a coordinator follows.
-pub type Ownership = Arc<dyn GroupOwnership>;
 
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -82,7 +75,7 @@ impl GroupCoordinator {
             state: Mutex::new(state),
             writes: tokio::sync::Mutex::new(()),
             started_ms: now_ms(),
-            ownership: std::sync::RwLock::new(None),
+            ownership: OwnershipSlot::default(),
         })
     }
 
@@ -96,28 +89,18 @@ impl GroupCoordinator {
     /// offsets are read from the store before they are fetched (another broker may
     /// have coordinated the group since).
     pub fn set_ownership(&self, owns: Ownership) {
-        *self
-            .ownership
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(owns);
+        self.ownership.set(owns);
     }
 
     /// Whether this broker coordinates the group.
     #[must_use]
     pub fn owns(&self, group_id: &str) -> bool {
-        self.ownership
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_none_or(|ownership| ownership.owns(group_id))
+        self.ownership.owns(group_id)
     }
 
     /// Whether groups are shared out among brokers.
     pub(super) fn is_shared(&self) -> bool {
-        self.ownership
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
+        self.ownership.is_shared()
     }
 
     /// Forgets the groups this broker no longer coordinates: their members (who find

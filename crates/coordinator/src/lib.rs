@@ -18,16 +18,18 @@ mod coordinator;
 mod error;
 pub mod group;
 mod offsets;
+mod ownership;
 mod transactions;
 
 pub use config::CoordinatorConfig;
-pub use coordinator::{GroupCoordinator, GroupOwnership, Ownership};
+pub use coordinator::GroupCoordinator;
 pub use error::{GroupError, TxnError};
 pub use group::{
     GroupDescription, GroupState, JoinRequest, JoinResponse, JoinedMember, MemberDescription,
     SyncRequest, SyncResponse,
 };
 pub use offsets::{CommitOffset, CommitRequest, GroupListing};
+pub use ownership::{GroupOwnership, Ownership};
 pub use transactions::{
     MarkerOutcome, MarkerWriter, ProducerIdSource, TransactionCoordinator, TxnConfig,
 };

@@ -23,20 +23,20 @@
 mod transitions;
 
 use std::collections::BTreeSet;
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use spool_metadata::{
     CommittedOffset, MetadataError, MetadataStore, SettleOffsets, TransactionRecord, TxnMarker,
     TxnState, TxnUpdate,
 };
-use tokio::sync::{Mutex, MutexGuard, Notify, watch};
+use tokio::sync::{MutexGuard, Notify, watch};
 use uuid::Uuid;
 
 use self::transitions::{EndStep, InitStep};
-use crate::coordinator::{GroupCoordinator, Ownership, now_ms};
+use crate::coordinator::{GroupCoordinator, now_ms};
 use crate::error::TxnError;
+use crate::ownership::{Ownership, OwnershipSlot, StripedLocks};
 
 /// How transactions are run. Defaults are Kafka's, but for the marker loop.
 #[derive(Debug, Clone)]
@@ -94,7 +94,7 @@ pub trait MarkerWriter: Send + Sync + std::fmt::Debug {
     async fn write(&self, marker: &TxnMarker) -> MarkerOutcome;
 }
 
-/// Locks per transactional id, striped: a few ids share one.
+/// Stripes of the locks per transactional id and per partition.
 const LOCK_STRIPES: usize = 64;
 
 /// The transaction coordinator of this broker.
@@ -105,11 +105,11 @@ pub struct TransactionCoordinator {
     ids: Arc<dyn ProducerIdSource>,
     markers: Arc<dyn MarkerWriter>,
     groups: Arc<GroupCoordinator>,
-    /// Which ids this broker coordinates in a cluster; `None`: every id.
-    ownership: RwLock<Option<Ownership>>,
-    locks: Vec<Mutex<()>>,
+    /// Which ids this broker coordinates in a cluster.
+    ownership: OwnershipSlot,
+    locks: StripedLocks,
     /// Locks per partition, striped, held while a marker is written into it.
-    marker_locks: Vec<Mutex<()>>,
+    marker_locks: StripedLocks,
     /// The transactions this broker's coordinator is deciding or finishing.
     finishing: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Woken whenever the marker loop wrote markers.
@@ -131,9 +131,9 @@ impl TransactionCoordinator {
             ids,
             markers,
             groups,
-            ownership: RwLock::new(None),
-            locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            marker_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            ownership: OwnershipSlot::default(),
+            locks: StripedLocks::new(LOCK_STRIPES),
+            marker_locks: StripedLocks::new(LOCK_STRIPES),
             finishing: std::sync::Mutex::new(std::collections::HashSet::new()),
             marker_progress: Notify::new(),
         }
@@ -146,30 +146,17 @@ impl TransactionCoordinator {
 
     /// Makes this coordinator answer only for the ids `owns` says.
     pub fn set_ownership(&self, owns: Ownership) {
-        *self
-            .ownership
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(owns);
+        self.ownership.set(owns);
     }
 
     /// Whether this broker coordinates `transactional_id`.
     #[must_use]
     pub fn owns(&self, transactional_id: &str) -> bool {
-        self.ownership
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_none_or(|ownership| ownership.owns(transactional_id))
+        self.ownership.owns(transactional_id)
     }
 
     async fn lock(&self, transactional_id: &str) -> MutexGuard<'_, ()> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        transactional_id.hash(&mut hasher);
-        let stripe = usize::try_from(hasher.finish() % LOCK_STRIPES as u64).unwrap_or(0);
-        match self.locks.get(stripe) {
-            Some(lock) => lock.lock().await,
-            None => unreachable!("the stripe is taken modulo the stripe count"),
-        }
+        self.locks.lock(&transactional_id).await
     }
 
     /// The record of an id this broker coordinates.
@@ -477,12 +464,7 @@ impl TransactionCoordinator {
     /// its next transaction in the partition, which the marker would end).
     async fn write_marker(&self, marker: &TxnMarker) -> MarkerOutcome {
         let _partition = self.marker_lock(marker).await;
-        let shared_out = self
-            .ownership
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some();
-        if shared_out {
+        if self.ownership.is_shared() {
             match self.store.marker_pending(marker).await {
                 Ok(true) => {}
                 Ok(false) => return MarkerOutcome::Written,
@@ -493,13 +475,9 @@ impl TransactionCoordinator {
     }
 
     async fn marker_lock(&self, marker: &TxnMarker) -> MutexGuard<'_, ()> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        (marker.topic_id, marker.partition).hash(&mut hasher);
-        let stripe = usize::try_from(hasher.finish() % LOCK_STRIPES as u64).unwrap_or(0);
-        match self.marker_locks.get(stripe) {
-            Some(lock) => lock.lock().await,
-            None => unreachable!("the stripe is taken modulo the stripe count"),
-        }
+        self.marker_locks
+            .lock(&(marker.topic_id, marker.partition))
+            .await
     }
 
     /// Writes the queued markers of the partitions this broker leads, of transactions

@@ -274,13 +274,7 @@ fn own_position(
     // The member's earlier assignments, newest first, as long as each held the
     // partition: one that polled nothing of it (a rebalance came first) left the
     // position where the one before it had brought it.
-    let mut previous: Vec<&crate::history::Session> = events
-        .sessions
-        .iter()
-        .filter(|s| s.member == assigned.member && s.id < assigned.id)
-        .collect();
-    previous.sort_by_key(|s| std::cmp::Reverse(s.id));
-    for session in previous {
+    for session in earlier_assignments(events, assigned) {
         if !session.partitions.contains(&partition) {
             return None;
         }
@@ -294,6 +288,20 @@ fn own_position(
     None
 }
 
+/// The assignments of `assigned`'s member before it, newest first.
+fn earlier_assignments<'a>(
+    events: &'a Events,
+    assigned: &crate::history::Session,
+) -> Vec<&'a crate::history::Session> {
+    let mut earlier: Vec<&crate::history::Session> = events
+        .sessions
+        .iter()
+        .filter(|s| s.member == assigned.member && s.id < assigned.id)
+        .collect();
+    earlier.sort_by_key(|s| std::cmp::Reverse(s.id));
+    earlier
+}
+
 /// The member's last few assignments before `assigned`, newest first, with what each
 /// polled last of `partition`: for a finding's reader.
 fn earlier_sessions(
@@ -302,13 +310,7 @@ fn earlier_sessions(
     assigned: &crate::history::Session,
     partition: i32,
 ) -> String {
-    let mut previous: Vec<&crate::history::Session> = events
-        .sessions
-        .iter()
-        .filter(|s| s.member == assigned.member && s.id < assigned.id)
-        .collect();
-    previous.sort_by_key(|s| std::cmp::Reverse(s.id));
-    let described: Vec<String> = previous
+    let described: Vec<String> = earlier_assignments(events, assigned)
         .iter()
         .take(3)
         .map(|s| {

@@ -40,5 +40,5 @@ pub use index::SegmentIndex;
 pub use leader_epochs::EpochStart;
 pub use manager::{LogManager, ManagerConfig};
 pub use partition::{AppendInfo, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure};
-pub use producers::{ProducerError, aborted_in, is_aborted_batch, stable_offset_in};
+pub use producers::{ProducerError, is_aborted_batch, stable_offset_in, transactions_in};
 pub use read::{AbortedTxn, Isolation, ReadChunk, ReadResult};

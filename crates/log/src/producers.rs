@@ -23,11 +23,17 @@ pub fn stable_offset_in(encoded: &[u8], high_watermark: Offset) -> Option<Offset
     ProducerStates::decode(encoded).map(|states| states.txns.stable_offset(high_watermark))
 }
 
-/// The aborted transactions in a producer state as the log encodes it; `None` if the
-/// bytes are not one.
+/// The last stable offset under `high_watermark` and the aborted transactions, by a
+/// producer state as the log encodes it; `None` if the bytes are not one.
 #[must_use]
-pub fn aborted_in(encoded: &[u8]) -> Option<Vec<AbortedTxn>> {
-    ProducerStates::decode(encoded).map(|states| states.txns.aborted.into_iter().collect())
+pub fn transactions_in(
+    encoded: &[u8],
+    high_watermark: Offset,
+) -> Option<(Offset, Vec<AbortedTxn>)> {
+    ProducerStates::decode(encoded).map(|states| {
+        let stable = states.txns.stable_offset(high_watermark);
+        (stable, states.txns.aborted.into_iter().collect())
+    })
 }
 
 /// Whether the batch of `header` belongs to one of the `aborted` transactions: the

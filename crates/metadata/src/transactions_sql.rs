@@ -179,6 +179,21 @@ pub(crate) fn records(
         .collect()
 }
 
+/// Binds a marker's columns, in the order the marker statements name them.
+macro_rules! bind_marker {
+    ($query:expr, $marker:expr) => {
+        $query
+            .bind(&$marker.transactional_id)
+            .bind($marker.topic_id)
+            .bind($marker.partition)
+            .bind($marker.producer_id)
+            .bind(i32::from($marker.producer_epoch))
+            .bind($marker.commit)
+    };
+}
+
+pub(crate) use bind_marker;
+
 /// Implements [`Transactions`](crate::Transactions) for a struct with a `pool` field.
 macro_rules! impl_transactions {
     ($store:ty) => {
@@ -292,13 +307,7 @@ macro_rules! impl_transactions {
                         .await?;
                 }
                 for marker in &update.markers {
-                    sqlx::query(sql::QUEUE_MARKER)
-                        .bind(&marker.transactional_id)
-                        .bind(marker.topic_id)
-                        .bind(marker.partition)
-                        .bind(marker.producer_id)
-                        .bind(i32::from(marker.producer_epoch))
-                        .bind(marker.commit)
+                    $crate::transactions_sql::bind_marker!(sqlx::query(sql::QUEUE_MARKER), marker)
                         .execute(&mut *tx)
                         .await?;
                 }
@@ -354,30 +363,24 @@ macro_rules! impl_transactions {
                 }
                 let mut tx = self.pool.begin().await?;
                 for marker in markers {
-                    sqlx::query($crate::transactions_sql::MARKER_WRITTEN)
-                        .bind(&marker.transactional_id)
-                        .bind(marker.topic_id)
-                        .bind(marker.partition)
-                        .bind(marker.producer_id)
-                        .bind(i32::from(marker.producer_epoch))
-                        .bind(marker.commit)
-                        .execute(&mut *tx)
-                        .await?;
+                    $crate::transactions_sql::bind_marker!(
+                        sqlx::query($crate::transactions_sql::MARKER_WRITTEN),
+                        marker
+                    )
+                    .execute(&mut *tx)
+                    .await?;
                 }
                 tx.commit().await?;
                 Ok(())
             }
 
             async fn marker_pending(&self, marker: &$crate::TxnMarker) -> $crate::Result<bool> {
-                let count: i64 = sqlx::query_scalar($crate::transactions_sql::MARKER_PENDING)
-                    .bind(&marker.transactional_id)
-                    .bind(marker.topic_id)
-                    .bind(marker.partition)
-                    .bind(marker.producer_id)
-                    .bind(i32::from(marker.producer_epoch))
-                    .bind(marker.commit)
-                    .fetch_one(&self.pool)
-                    .await?;
+                let count: i64 = $crate::transactions_sql::bind_marker!(
+                    sqlx::query_scalar($crate::transactions_sql::MARKER_PENDING),
+                    marker
+                )
+                .fetch_one(&self.pool)
+                .await?;
                 Ok(count > 0)
             }
 

@@ -108,7 +108,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
         watches: Vec::new(),
     };
     let mut hinted = Vec::new();
-    let isolation = if request.isolation_level == READ_COMMITTED {
+    let isolation = if request.isolation_level == super::READ_COMMITTED {
         Isolation::ReadCommitted
     } else {
         Isolation::ReadUncommitted
@@ -154,10 +154,10 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
             let log = &partition.log;
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
             out.high_watermark = log.offsets().high_watermark.0;
-            out.last_stable = log.stable_offset().0;
             out.log_start = partition.log_start().0;
             match read {
                 Ok(result) => {
+                    out.last_stable = result.last_stable.0;
                     response::prefetch(&result.chunks);
                     let len = result.len();
                     pass.bytes += len;
@@ -169,6 +169,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
                 Err(error) => {
                     pass.errors = true;
                     out.error = error.code();
+                    out.last_stable = log.stable_offset().0;
                 }
             }
             partitions.push(out);
@@ -182,9 +183,6 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
     pass.body.leaders = shared.hinted_brokers(hinted);
     pass
 }
-
-/// `isolation_level` of a consumer that reads only committed transactions.
-const READ_COMMITTED: i8 = 1;
 
 /// The first version naming topics by id.
 const TOPIC_IDS: i16 = 13;

@@ -34,9 +34,6 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 
-/// `isolation_level` of a consumer that reads only committed transactions.
-const READ_COMMITTED: i8 = 1;
-
 pub(crate) async fn handle(
     request: ListOffsetsRequest,
     version: i16,
@@ -54,7 +51,7 @@ pub(crate) async fn handle(
             (topic.name, partitions)
         })
         .collect();
-    let committed = request.isolation_level == READ_COMMITTED;
+    let committed = request.isolation_level == super::READ_COMMITTED;
     let answers = per_partition(
         &shared,
         asked,

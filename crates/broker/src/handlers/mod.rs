@@ -46,6 +46,10 @@ use crate::connection::Reply;
 use crate::response::ResponseWriter;
 use crate::server::Shared;
 
+/// `isolation_level` (Fetch, ListOffsets) of a consumer that reads only committed
+/// transactions.
+pub(crate) const READ_COMMITTED: i8 = 1;
+
 /// An API a handler implements, and the versions.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ApiDecl {

@@ -152,13 +152,13 @@ async fn clean_or_compact(
     // transaction's records may yet be aborted), and aborted records are never mapped.
     let (last_stable, aborted) = match &state.producer_state {
         None => (state.high_watermark, Vec::new()),
-        Some(encoded) => match (
-            spool_log::stable_offset_in(encoded, spool_model::Offset(state.high_watermark)),
-            spool_log::aborted_in(encoded),
-        ) {
-            (Some(stable), Some(aborted)) => (stable.0, aborted),
-            _ => return Ok(None),
-        },
+        Some(encoded) => {
+            let high_watermark = spool_model::Offset(state.high_watermark);
+            match spool_log::transactions_in(encoded, high_watermark) {
+                Some((stable, aborted)) => (stable.0, aborted),
+                None => return Ok(None),
+            }
+        }
     };
     ranges.retain(|range| range.last_offset < last_stable);
     let partition = Partition {

@@ -123,12 +123,7 @@ impl GroupCoordinator {
             return Err(GroupError::NotCoordinator);
         }
         if self.is_shared() {
-            let _writes = self.writes.lock().await;
-            let stored = self.store.group_offsets(group_id).await.map_err(|error| {
-                tracing::error!(group = group_id, %error, "reading a group's offsets failed");
-                GroupError::StorageFailed
-            })?;
-            replace_offsets(&mut self.lock(), group_id, stored);
+            self.read_offsets_from_store(group_id).await?;
         }
         Ok(self.committed(group_id, partitions))
     }
@@ -168,13 +163,23 @@ impl GroupCoordinator {
         if !self.owns(group_id) || self.is_shared() {
             return;
         }
-        let _writes = self.writes.lock().await;
-        match self.store.group_offsets(group_id).await {
-            Ok(stored) => replace_offsets(&mut self.lock(), group_id, stored),
-            Err(error) => {
-                tracing::error!(group = group_id, %error, "reading the offsets a transaction committed failed; the cache is stale until the next commit or restart");
-            }
+        if self.read_offsets_from_store(group_id).await.is_err() {
+            tracing::error!(
+                group = group_id,
+                "the cache misses the offsets a transaction committed until the next commit or restart"
+            );
         }
+    }
+
+    /// Replaces the cached offsets of a group with the store's.
+    async fn read_offsets_from_store(&self, group_id: &str) -> Result<(), GroupError> {
+        let _writes = self.writes.lock().await;
+        let stored = self.store.group_offsets(group_id).await.map_err(|error| {
+            tracing::error!(group = group_id, %error, "reading a group's offsets failed");
+            GroupError::StorageFailed
+        })?;
+        replace_offsets(&mut self.lock(), group_id, stored);
+        Ok(())
     }
 
     /// Forgets every group's committed offsets of a deleted topic (the metadata store

@@ -67,7 +67,7 @@ impl PartitionLog {
     /// (the first batch is returned whole even if larger, so consumers make progress)
     /// and never past the high watermark or the end of one segment.
     pub fn read(&self, offset: Offset, max_bytes: u64) -> Result<ReadResult> {
-        self.read_batches(offset, max_bytes, true, Isolation::ReadUncommitted)
+        self.read_isolated(offset, max_bytes, true, Isolation::ReadUncommitted)
     }
 
     /// As [`PartitionLog::read`], but strictly within `max_bytes`: nothing when the
@@ -75,23 +75,13 @@ impl PartitionLog {
     /// that returned data, so that only one batch of a response exceeds its budget
     /// (Kafka's rule, which clients size their receive buffers by).
     pub fn read_within(&self, offset: Offset, max_bytes: u64) -> Result<ReadResult> {
-        self.read_batches(offset, max_bytes, false, Isolation::ReadUncommitted)
+        self.read_isolated(offset, max_bytes, false, Isolation::ReadUncommitted)
     }
 
     /// A read as [`PartitionLog::read`] (`first_whole`) or
     /// [`PartitionLog::read_within`], under `isolation`: read_committed stops at the
     /// last stable offset and lists the aborted transactions of what it returns.
     pub fn read_isolated(
-        &self,
-        offset: Offset,
-        max_bytes: u64,
-        first_whole: bool,
-        isolation: Isolation,
-    ) -> Result<ReadResult> {
-        self.read_batches(offset, max_bytes, first_whole, isolation)
-    }
-
-    fn read_batches(
         &self,
         offset: Offset,
         max_bytes: u64,
