@@ -153,6 +153,16 @@ impl ClusterView {
             .map(|leadership| leadership.leader_epoch)
     }
 
+    /// How many partitions this broker leads, as of the last assignments read.
+    pub(crate) fn led_count(&self) -> usize {
+        self.leaders
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter(|leadership| leadership.leader == self.node_id)
+            .count()
+    }
+
     /// The brokers alive at the last heartbeat.
     pub(crate) fn live_brokers(&self) -> Vec<BrokerRecord> {
         self.brokers

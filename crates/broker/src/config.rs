@@ -57,6 +57,36 @@ pub struct BrokerConfig {
     pub cluster: ClusterConfig,
     /// `log.retention.check.interval.ms`: how often retention runs.
     pub retention_check_interval: Duration,
+    /// The HTTP admin listener and what `/metrics` shows (`admin.listen`,
+    /// `metrics.*`).
+    pub admin: AdminConfig,
+}
+
+/// The HTTP admin listener (health, `/metrics`, the REST API and the console).
+#[derive(Debug, Clone, Copy)]
+pub struct AdminConfig {
+    /// `admin.listen` (`--admin-listen`): `None` (`off`) runs no listener.
+    pub listen: Option<SocketAddr>,
+    /// Whether `listen` was asked for: a broker cannot start without an address it
+    /// was given, but only warns when the default one is taken (a second broker on
+    /// the same machine).
+    pub listen_required: bool,
+    /// `metrics.enable`: whether requests, connections and topics are counted.
+    pub metrics: bool,
+    /// `metrics.partition.series.limit`: per-partition series are left out of
+    /// `/metrics` when the broker has more open partitions than this (0: never shown).
+    pub partition_series_limit: usize,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            listen: Some(SocketAddr::from(([127, 0, 0, 1], 9644))),
+            listen_required: false,
+            metrics: true,
+            partition_series_limit: 10_000,
+        }
+    }
 }
 
 /// `cluster.*`: in shared-storage mode, brokers sharing the metadata store form a
@@ -193,6 +223,7 @@ impl Default for BrokerConfig {
             cluster: ClusterConfig::default(),
             storage: StorageConfig::default(),
             retention_check_interval: Duration::from_secs(300),
+            admin: AdminConfig::default(),
         }
     }
 }
@@ -216,7 +247,47 @@ struct Setting {
     set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
 }
 
-const SETTINGS: [Setting; 35] = [
+const SETTINGS: [Setting; 38] = [
+    Setting {
+        name: "admin.listen",
+        dynamic: false,
+        get: |c| {
+            c.admin
+                .listen
+                .map_or_else(|| "off".to_owned(), |a| a.to_string())
+        },
+        set: |c, v| {
+            c.admin.listen = match v {
+                "off" => None,
+                address => Some(
+                    address
+                        .parse()
+                        .map_err(|_| expected(v, "host:port or off"))?,
+                ),
+            };
+            c.admin.listen_required = true;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "metrics.enable",
+        dynamic: false,
+        get: |c| c.admin.metrics.to_string(),
+        set: |c, v| {
+            c.admin.metrics = v.parse().map_err(|_| expected(v, "true or false"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "metrics.partition.series.limit",
+        dynamic: false,
+        get: |c| c.admin.partition_series_limit.to_string(),
+        set: |c, v| {
+            c.admin.partition_series_limit = usize::try_from(between(v, 0, 10_000_000)?)
+                .map_err(|_| expected(v, "a number from 0 to 10000000"))?;
+            Ok(())
+        },
+    },
     Setting {
         name: "storage.orphan.age.ms",
         dynamic: false,

@@ -68,6 +68,9 @@ pub(crate) async fn serve(
             Ok(Some(size)) => {
                 buffer.advance(SIZE_PREFIX_LEN);
                 let request = buffer.split_to(size).freeze();
+                if let Some(metrics) = &shared.metrics {
+                    metrics.request_bytes_in_flight.inc_by(gauge_bytes(size));
+                }
                 if requests.send(request).await.is_err() {
                     break;
                 }
@@ -110,12 +113,31 @@ async fn handle_in_order(
     shared: Arc<Shared>,
 ) {
     while let Some(request) = queued.recv().await {
+        let size = request.len();
         let reply = handlers::handle(request, peer, shared.clone()).await;
+        if let Some(metrics) = &shared.metrics {
+            metrics.request_bytes_in_flight.dec_by(gauge_bytes(size));
+        }
         let close = matches!(reply, Reply::Close);
         if replies.send(reply).await.is_err() || close {
             break;
         }
     }
+    // Requests left unhandled as the connection closes leave the in-flight count.
+    queued.close();
+    while let Ok(request) = queued.try_recv() {
+        if let Some(metrics) = &shared.metrics {
+            metrics
+                .request_bytes_in_flight
+                .dec_by(gauge_bytes(request.len()));
+        }
+    }
+}
+
+/// A request's size as the in-flight gauge counts it (frames are far below
+/// `i64::MAX`: `socket.request.max.bytes` bounds them).
+fn gauge_bytes(size: usize) -> i64 {
+    i64::try_from(size).unwrap_or(i64::MAX)
 }
 
 async fn write_replies(

@@ -8,6 +8,7 @@
 //!   the ApiVersions response is built from those declarations;
 //! - `response`: encoded bytes plus segment-file ranges sent with `sendfile`.
 
+mod admin;
 mod cluster;
 mod config;
 mod connection;
@@ -17,6 +18,7 @@ mod errors;
 mod handlers;
 mod lag;
 mod leader_hint;
+mod metrics;
 mod partitions;
 mod producer_ids;
 mod response;
@@ -28,7 +30,9 @@ mod topics;
 mod transactions;
 
 pub use cluster::coordinator_among as group_coordinator;
-pub use config::{BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names};
+pub use config::{
+    AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names,
+};
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};
 pub use shared_storage::{Latency, StorageStats};

@@ -11,13 +11,17 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 
-use crate::config::BrokerConfig;
+use crate::admin::BrokerAdmin;
+use crate::config::{AdminConfig, BrokerConfig};
 use crate::connection;
 use crate::data_dir_lock::DataDirLock;
 use crate::dynamic_config::DynamicConfig;
+use crate::metrics::BrokerMetrics;
 use crate::producer_ids::ProducerIds;
 use crate::store_binding;
 use crate::topics::{self, TopicTable};
+use prometheus_client::metrics::histogram::Histogram;
+use spool_admin::AdminServer;
 use spool_coordinator::{GroupCoordinator, TransactionCoordinator, TxnConfig};
 use spool_metadata::{MetadataStore, MetadataUrl};
 use spool_objects::{ObjectStorage, StorageUrl};
@@ -53,6 +57,14 @@ pub enum BrokerError {
     },
     #[error("a background task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error(
+        "cannot listen on {address} for the admin API (admin.listen; `off` runs none): {source}"
+    )]
+    AdminListen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("Kafka's default topic configs do not resolve: {0}")]
     TopicConfig(String),
     #[error(
@@ -87,6 +99,8 @@ pub(crate) struct Shared {
     /// The cluster this broker is a member of (shared-storage mode); `None` in
     /// embedded mode, where it leads every partition.
     pub(crate) cluster: Option<Arc<ClusterView>>,
+    /// What `/metrics` counts; `None` with `metrics.enable=false`.
+    pub(crate) metrics: Option<Arc<BrokerMetrics>>,
 }
 
 impl Shared {
@@ -110,6 +124,8 @@ pub struct Broker {
     accept: JoinHandle<()>,
     /// The data directory's lock, when the broker owns one (see [`Broker::start`]).
     data_dir_lock: Option<DataDirLock>,
+    /// The HTTP admin listener (`admin.listen`), and the broker as it sees it.
+    admin: Option<(AdminServer, Arc<BrokerAdmin>)>,
 }
 
 impl Broker {
@@ -177,7 +193,34 @@ impl Broker {
         Broker::start_from(config, store, objects, None).await
     }
 
+    /// Starts the admin listener first (it answers liveness, and "starting" to the
+    /// rest, while the broker opens), then the broker.
     async fn start_from(
+        config: BrokerConfig,
+        store: Arc<dyn spool_store::Store>,
+        objects: Option<ObjectStorage>,
+        metadata: Option<Arc<dyn MetadataStore>>,
+    ) -> Result<Broker, BrokerError> {
+        let admin = start_admin(&config.admin).await?;
+        match Broker::open(config, store, objects, metadata).await {
+            Ok(mut broker) => {
+                if let Some(server) = admin {
+                    let source = Arc::new(BrokerAdmin::new(broker.shared.clone()));
+                    server.state().started(source.clone());
+                    broker.admin = Some((server, source));
+                }
+                Ok(broker)
+            }
+            Err(error) => {
+                if let Some(server) = admin {
+                    server.shutdown().await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn open(
         config: BrokerConfig,
         store: Arc<dyn spool_store::Store>,
         objects: Option<ObjectStorage>,
@@ -192,6 +235,13 @@ impl Broker {
             path: config.data_dir.clone(),
             source,
         })?;
+        let metrics = config.admin.metrics.then(|| {
+            let sync_timer = Histogram::new(crate::metrics::SYNC_BUCKETS);
+            Arc::new(BrokerMetrics::new(
+                sync_timer,
+                config.admin.partition_series_limit,
+            ))
+        });
         let manager_config = ManagerConfig {
             flush_threads: config.io_threads,
             retention_check_interval: config.retention_check_interval,
@@ -200,6 +250,7 @@ impl Broker {
             cleaner: (config.cleaner.enabled && objects.is_none())
                 .then_some(config.cleaner.settings),
             cleaner_backoff: config.cleaner.backoff,
+            sync_timer: metrics.as_ref().map(|metrics| metrics.sync_timer.clone()),
             ..ManagerConfig::default()
         };
         let metadata_url = config
@@ -292,8 +343,12 @@ impl Broker {
             cluster_id: "spool-cluster".to_owned(),
             storage,
             cluster,
+            metrics,
         });
         markers.attach(&shared);
+        if let Some(metrics) = &shared.metrics {
+            metrics.attach(&shared);
+        }
         if let Some(view) = &shared.cluster {
             // Each group and each transactional id has one coordinator among the
             // brokers.
@@ -329,6 +384,7 @@ impl Broker {
             stop,
             accept,
             data_dir_lock: None,
+            admin: None,
         })
     }
 
@@ -351,11 +407,21 @@ impl Broker {
         self.local_addr
     }
 
+    /// The address the admin listener is bound to; `None` when it runs none.
+    #[must_use]
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|(server, _)| server.local_addr())
+    }
+
     /// Stops accepting, lets connections finish (up to a few seconds), then syncs and
     /// checkpoints every partition. A cluster member first hands its partitions over
     /// while it still serves.
-    pub async fn shutdown(self) -> Result<(), BrokerError> {
+    pub async fn shutdown(mut self) -> Result<(), BrokerError> {
         let started = std::time::Instant::now();
+        let admin = self.admin.take();
+        if let Some((_, source)) = &admin {
+            source.stopping();
+        }
         if let Some(view) = &self.shared.cluster {
             view.hand_over_everything(&self.shared.metadata).await;
             // It follows the store no more from here: no broker waits for it to.
@@ -380,12 +446,32 @@ impl Broker {
         }
         let shared = self.shared.clone();
         tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;
+        if let Some((server, _)) = admin {
+            server.shutdown().await;
+        }
         tracing::info!(
             connections_closed_ms = connections_closed.as_millis(),
             stopped_ms = started.elapsed().as_millis(),
             "stopped"
         );
         Ok(())
+    }
+}
+
+/// Binds the admin listener: a bind failure stops the broker when the address was
+/// asked for, and is only a warning for the default one (another broker on this
+/// machine has it).
+async fn start_admin(config: &AdminConfig) -> Result<Option<AdminServer>, BrokerError> {
+    let Some(address) = config.listen else {
+        return Ok(None);
+    };
+    match AdminServer::start(address).await {
+        Ok(server) => Ok(Some(server)),
+        Err(source) if config.listen_required => Err(BrokerError::AdminListen { address, source }),
+        Err(error) => {
+            tracing::warn!(%address, %error, "no admin listener: the default address is taken (set admin.listen to another, or off)");
+            Ok(None)
+        }
     }
 }
 
@@ -421,13 +507,24 @@ async fn accept_loop(
                     }
                 };
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    if let Some(metrics) = &shared.metrics {
+                        metrics.connections_rejected.inc();
+                    }
                     tracing::warn!(%peer, limit = shared.started_config().max_connections, "connection limit reached; refusing");
                     continue;
                 };
                 let shared = shared.clone();
                 let stopped = stopped.clone();
+                let open = shared.metrics.as_ref().map(|metrics| {
+                    metrics.connections_accepted.inc();
+                    metrics.connections_open.inc();
+                    metrics.connections_open.clone()
+                });
                 connections.spawn(async move {
                     connection::serve(stream, peer, shared, stopped).await;
+                    if let Some(open) = open {
+                        open.dec();
+                    }
                     drop(permit);
                 });
             }

@@ -286,6 +286,9 @@ pub(crate) async fn forget(shared: &Arc<Shared>, topic: &Arc<Topic>) {
     {
         shared.topics.remove(topic.record.name.as_str());
     }
+    if let Some(metrics) = &shared.metrics {
+        metrics.forget_topic(topic.record.id, topic.record.name.as_str());
+    }
     let deleting = {
         let (shared, topic) = (shared.clone(), topic.clone());
         on_blocking_pool(move || {

@@ -188,8 +188,11 @@ async fn serve(args: ServeArgs) -> Result<(), spool_broker::BrokerError> {
     };
     let data_dir = config.data_dir.clone();
     let broker = Broker::start(config).await?;
+    let admin = broker.admin_addr().map_or_else(String::new, |address| {
+        format!(", admin on http://{address}")
+    });
     println!(
-        "spool listening on {}, data in {}",
+        "spool listening on {}{admin}, data in {}",
         broker.local_addr(),
         data_dir.display()
     );

@@ -31,6 +31,10 @@ pub(crate) struct ServeArgs {
     /// directory].
     #[arg(long, env = "SPOOL_STORAGE_URL")]
     storage_url: Option<String>,
+    /// Address of the HTTP admin listener (health, /metrics, REST API, web console),
+    /// or `off` [default: 127.0.0.1:9644].
+    #[arg(long, env = "SPOOL_ADMIN_LISTEN")]
+    admin_listen: Option<String>,
     /// This broker's node id [default: 1].
     #[arg(long, env = "SPOOL_NODE_ID")]
     node_id: Option<i32>,
@@ -76,6 +80,11 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
     }
     if let Some(node_id) = args.node_id {
         config.node_id = node_id;
+    }
+    if let Some(address) = &args.admin_listen {
+        config
+            .set("admin.listen", address)
+            .map_err(|e| format!("--admin-listen {e}"))?;
     }
     for key in spool_broker::setting_names() {
         let variable = format!("SPOOL_{}", key.replace('.', "_").to_uppercase());
@@ -193,6 +202,7 @@ mod tests {
         ServeArgs {
             config,
             listen: None,
+            admin_listen: None,
             advertise: None,
             data_dir: None,
             metadata_url: None,

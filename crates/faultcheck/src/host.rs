@@ -158,6 +158,8 @@ impl Host {
                     .arg(self.address.to_string())
                     .arg("--data-dir")
                     .arg(&broker_dir)
+                    .arg("--admin-listen")
+                    .arg("off")
                     .args(&shared_args)
                     .arg("--set")
                     .arg("group.initial.rebalance.delay.ms=0")

@@ -39,6 +39,8 @@ pub use file_cache::FileCache;
 pub use index::SegmentIndex;
 pub use leader_epochs::EpochStart;
 pub use manager::{LogManager, ManagerConfig};
-pub use partition::{AppendInfo, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure};
+pub use partition::{
+    AppendInfo, DiskUsage, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure,
+};
 pub use producers::{ProducerError, is_aborted_batch, stable_offset_in, transactions_in};
 pub use read::{AbortedTxn, Isolation, ReadChunk, ReadResult};

@@ -13,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::histogram::Histogram;
 use spool_model::{Timestamp, TopicName, TopicPartition};
 use spool_store::Store;
 
@@ -46,6 +47,9 @@ pub struct ManagerConfig {
     pub cleaner: Option<CleanerSettings>,
     /// `log.cleaner.backoff.ms`: the pause between the cleaner's rounds.
     pub cleaner_backoff: Duration,
+    /// Observes how long each fsync round takes, in seconds (the broker's
+    /// `/metrics`); `None` measures nothing.
+    pub sync_timer: Option<Histogram>,
 }
 
 impl Default for ManagerConfig {
@@ -60,6 +64,7 @@ impl Default for ManagerConfig {
             producer_id_expiration: Duration::from_secs(24 * 3600),
             cleaner: Some(CleanerSettings::default()),
             cleaner_backoff: Duration::from_secs(15),
+            sync_timer: None,
         }
     }
 }
@@ -173,6 +178,22 @@ impl LogManager {
         let mut all: Vec<_> = read(&self.shared.slots).keys().cloned().collect();
         all.sort();
         all
+    }
+
+    /// The partitions opened so far (opening one reads its files: metrics look only
+    /// at these).
+    #[must_use]
+    pub fn opened(&self) -> Vec<(TopicPartition, Arc<PartitionLog>)> {
+        read(&self.shared.slots)
+            .iter()
+            .filter_map(|(partition, slot)| Some((partition.clone(), lock(&slot.log).clone()?)))
+            .collect()
+    }
+
+    /// Partitions waiting for a flusher to fsync them.
+    #[must_use]
+    pub fn flush_queue_len(&self) -> usize {
+        lock(&self.shared.flush_queue).len()
     }
 
     /// Sets the log settings of a topic's partitions, including those already open.
@@ -392,6 +413,9 @@ impl Shared {
         let started = Instant::now();
         let log = Arc::new(open(self.files.clone(), partition_dir(partition), config)?);
         tracing::debug!(%partition, elapsed = ?started.elapsed(), "opened partition");
+        if let Some(timer) = &self.config.sync_timer {
+            log.set_sync_timer(timer.clone());
+        }
         let weak = Arc::downgrade(&log);
         let shared = Arc::downgrade(self);
         log.set_flush_hook(Box::new(move || {

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
+use prometheus_client::metrics::histogram::Histogram;
 use spool_model::{Offset, RecordBatchHeader, Timestamp, TimestampType};
 use spool_protocol::batch::{self, BatchError};
 use spool_protocol::control;
@@ -66,6 +67,14 @@ pub struct LogOffsets {
     pub durable: Offset,
 }
 
+/// A partition's segments and their size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub segments: usize,
+    /// Bytes of whole batches in the segment files.
+    pub bytes: u64,
+}
+
 /// A partition's segmented log. Share it with `Arc`; every method takes `&self`.
 pub struct PartitionLog {
     pub(crate) dir: PathBuf,
@@ -79,6 +88,8 @@ pub struct PartitionLog {
     high_watermark_tx: watch::Sender<Offset>,
     /// Asks the owner's flusher for a sync; set by the `LogManager`.
     flush_hook: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Times each fsync round (the broker's `/metrics`); set by the `LogManager`.
+    sync_timer: OnceLock<Histogram>,
     /// Held while a checkpoint is snapshotted, written and recorded.
     checkpoint_lock: Mutex<()>,
     /// A flush request is queued and not yet taken by a flusher.
@@ -204,6 +215,7 @@ impl PartitionLog {
             durable_tx,
             high_watermark_tx,
             flush_hook: OnceLock::new(),
+            sync_timer: OnceLock::new(),
             flush_queued: std::sync::atomic::AtomicBool::new(false),
             checkpoint_lock: Mutex::new(()),
             cleaning: Mutex::new(()),
@@ -320,6 +332,20 @@ impl PartitionLog {
 
     pub(crate) fn set_flush_hook(&self, hook: Box<dyn Fn() + Send + Sync>) {
         let _ = self.flush_hook.set(hook);
+    }
+
+    pub(crate) fn set_sync_timer(&self, timer: Histogram) {
+        let _ = self.sync_timer.set(timer);
+    }
+
+    /// Its segments and their bytes on disk (of whole batches).
+    #[must_use]
+    pub fn disk_usage(&self) -> DiskUsage {
+        let state = self.lock();
+        DiskUsage {
+            segments: state.segments.len(),
+            bytes: state.segments.iter().map(|segment| segment.size).sum(),
+        }
     }
 
     #[must_use]
@@ -665,6 +691,7 @@ impl PartitionLog {
                 state.unflushed_records,
             )
         };
+        let sync_started = Instant::now();
         let synced = files
             .iter()
             .try_for_each(|file| file.sync().map_err(LogError::io("fsync", &self.dir)))
@@ -678,6 +705,9 @@ impl PartitionLog {
                     Ok(())
                 }
             });
+        if let Some(timer) = self.sync_timer.get() {
+            timer.observe(sync_started.elapsed().as_secs_f64());
+        }
         let mut state = self.lock();
         if let Err(error) = synced {
             // After a failed fsync the kernel may have dropped the dirty pages; retrying

@@ -15,12 +15,19 @@ use crate::records::read_varint;
 pub struct KeyedRecord<'a> {
     /// The record's offset is the batch's base offset plus this.
     pub offset_delta: i64,
+    /// The record's timestamp is the batch's base timestamp plus this.
+    pub timestamp_delta: i64,
     pub key: Option<&'a [u8]>,
     /// `None`: a null value, a tombstone.
     pub value: Option<&'a [u8]>,
     /// The whole record as stored, its length prefix included.
     pub raw: &'a [u8],
+    /// The headers section: a count, then each header's key and value.
+    headers: &'a [u8],
 }
+
+/// A record header: a key and a value (`None`: null).
+pub type RecordHeader<'a> = (&'a [u8], Option<&'a [u8]>);
 
 /// Why a batch's records could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +52,21 @@ impl KeyedRecord<'_> {
     #[must_use]
     pub fn is_tombstone(&self) -> bool {
         self.value.is_none()
+    }
+
+    /// The record's headers, in order (a key may repeat); `None` if malformed.
+    #[must_use]
+    pub fn headers(&self) -> Option<Vec<RecordHeader<'_>>> {
+        let mut rest = self.headers;
+        let count = usize::try_from(read_varint(&mut rest)?).ok()?;
+        // Each header takes at least 2 bytes: the count cannot outrun the bytes.
+        let mut headers = Vec::with_capacity(count.min(rest.len() / 2));
+        for _ in 0..count {
+            let key = read_bytes(&mut rest)??;
+            let value = read_bytes(&mut rest)?;
+            headers.push((key, value));
+        }
+        Some(headers)
     }
 }
 
@@ -81,15 +103,17 @@ fn parse_record<'a>(rest: &mut &'a [u8]) -> Option<KeyedRecord<'a>> {
     let raw = whole.get(..prefix + length)?;
     *rest = rest.get(length..)?;
     body = body.get(1..)?; // attributes
-    read_varint(&mut body)?; // timestamp delta
+    let timestamp_delta = read_varint(&mut body)?;
     let offset_delta = read_varint(&mut body)?;
     let key = read_bytes(&mut body)?;
     let value = read_bytes(&mut body)?;
     Some(KeyedRecord {
         offset_delta,
+        timestamp_delta,
         key,
         value,
         raw,
+        headers: body,
     })
 }
 
@@ -169,6 +193,28 @@ mod tests {
             assert_eq!(records[5].offset_delta, 5);
             assert_eq!(keyless_records(bytes, 1 << 20).unwrap(), vec![2]);
         }
+    }
+
+    #[test]
+    fn records_come_with_timestamps_and_headers_in_order() {
+        let mut record = TestRecord::value(b"v".to_vec());
+        record.headers = vec![
+            ("trace".to_owned(), Some(b"a".to_vec())),
+            ("trace".to_owned(), None),
+        ];
+        let plain = BatchBuilder::new()
+            .timestamp(1_000)
+            .record(TestRecord::value(b"first".to_vec()))
+            .record(record)
+            .build();
+        let read = BatchRecords::read(&plain, 1 << 20).unwrap();
+        let records = read.records().unwrap();
+        assert_eq!(records[0].headers().unwrap(), vec![]);
+        assert_eq!(
+            records[1].headers().unwrap(),
+            vec![(&b"trace"[..], Some(&b"a"[..])), (&b"trace"[..], None)]
+        );
+        assert!(records.iter().all(|r| r.timestamp_delta >= 0));
     }
 
     #[test]

@@ -86,6 +86,8 @@ impl TestBroker {
             metadata_url: metadata,
             ..BrokerConfig::default()
         };
+        config.admin.listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+        config.admin.listen_required = true;
         for (name, value) in settings {
             config
                 .set(name, value)
@@ -108,6 +110,13 @@ impl TestBroker {
         self.broker
             .as_ref()
             .map_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)), Broker::local_addr)
+    }
+
+    /// The admin listener's address (`http://` it for health, `/metrics`, the REST
+    /// API and the console).
+    #[must_use]
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.broker.as_ref().and_then(Broker::admin_addr)
     }
 
     #[must_use]

@@ -80,6 +80,7 @@ fn failed(request: &FetchRequest, error: i16) -> FetchBody {
             .map(|topic| TopicOut {
                 name: topic.topic.clone(),
                 id: topic.topic_id,
+                known: None,
                 partitions: topic
                     .partitions
                     .iter()
@@ -177,6 +178,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
         pass.body.topics.push(TopicOut {
             name: topic.topic.clone(),
             id: topic.topic_id,
+            known,
             partitions,
         });
     }

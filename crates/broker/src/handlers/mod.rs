@@ -36,6 +36,7 @@ mod txn_offset_commit;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
@@ -107,6 +108,7 @@ fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
 
 /// Decodes, dispatches and encodes one request from `peer`.
 pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) -> Reply {
+    let started = Instant::now();
     let envelope = match request::decode_header(frame) {
         Ok(envelope) => envelope,
         Err(error) => {
@@ -127,6 +129,10 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         }
         tracing::warn!(api = ?key, version, "closing connection: unsupported version");
         return Reply::Close;
+    }
+    let metrics = shared.metrics.clone();
+    if let Some(metrics) = &metrics {
+        metrics.request(key, version);
     }
     let body = match request::decode_body(&envelope) {
         Ok(body) => body,
@@ -151,7 +157,14 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         RequestKind::Produce(request) => {
             let appended = produce::append(request, shared).await;
             return Reply::Later(Box::pin(async move {
-                match appended.answer().await {
+                let answer = appended.answer().await;
+                if let Some(metrics) = &metrics {
+                    if let Some(response) = &answer {
+                        metrics.response_errors(key, response);
+                    }
+                    metrics.answered(key, started);
+                }
+                match answer {
                     Some(response) => encode(&envelope, version, &response),
                     None => Reply::Nothing,
                 }
@@ -159,6 +172,10 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         }
         RequestKind::Fetch(request) => {
             let body = fetch::handle(request, version, shared).await;
+            if let Some(metrics) = &metrics {
+                body.count(metrics);
+                metrics.answered(key, started);
+            }
             return encode_fetch(&envelope, version, &body);
         }
         RequestKind::ListOffsets(request) => list_offsets::handle(request, version, shared).await,
@@ -212,6 +229,10 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
             return Reply::Close;
         }
     };
+    if let Some(metrics) = &metrics {
+        metrics.response_errors(key, &response);
+        metrics.answered(key, started);
+    }
     encode(&envelope, version, &response)
 }
 

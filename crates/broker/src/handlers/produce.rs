@@ -284,7 +284,7 @@ fn append_partition(
 ) -> Result<(PartitionHandle, AppendInfo), Refused> {
     let Appending {
         index,
-        records,
+        records: records_bytes,
         topic,
     } = work;
     let name = TopicPartition::new(topic.record.name.clone(), index);
@@ -294,7 +294,9 @@ fn append_partition(
     let now = Timestamp::now().0;
     // Batch frames lie back to back from the start of `records`.
     let mut batches: Vec<Cow<'_, [u8]>> = Vec::new();
-    for frame in BatchFrames::new(&records) {
+    // Records in the batches, from their headers (for the per-topic metrics).
+    let mut records = 0u64;
+    for frame in BatchFrames::new(&records_bytes) {
         let (_, bytes) = frame.map_err(|e| errors::batch_error_code(&e))?;
         if bytes.len() > max_message_bytes {
             return Err(code::MESSAGE_TOO_LARGE.into());
@@ -314,6 +316,7 @@ fn append_partition(
         if topic.log.cleanup.compact {
             refuse_keyless(bytes, &name)?;
         }
+        records += u64::try_from(header.last_offset_delta).unwrap_or(0) + 1;
         batches.push(match topic.recompression {
             None => Cow::Borrowed(bytes),
             Some(target) => recompressed(bytes, target, max_message_bytes, &name)?,
@@ -341,7 +344,14 @@ fn append_partition(
     if info.duplicate {
         tracing::debug!(partition = %name, base = %info.base_offset, "a retried batch was already written");
     } else {
-        partition.appended(slices.iter().map(|s| s.len()).sum());
+        let bytes = slices.iter().map(|s| s.len()).sum();
+        partition.appended(bytes);
+        if let Some(metrics) = &shared.metrics {
+            metrics.topic(topic.record.id, topic.record.name.as_str(), |counters| {
+                counters.bytes_in.inc_by(bytes as u64);
+                counters.records_in.inc_by(records);
+            });
+        }
     }
     Ok((partition, info))
 }

@@ -7,11 +7,18 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use prometheus_client::metrics::histogram::Histogram;
+
 /// Latency samples kept per stage: the most recent ones.
 const SAMPLES: usize = 8_192;
 
+/// Latency buckets of object-store requests and catalogue commits, in seconds.
+const OBJECT_BUCKETS: [f64; 14] = [
+    0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
 /// Counters of the write and read paths.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct StorageCounts {
     pub(crate) puts: AtomicU64,
     pub(crate) put_bytes: AtomicU64,
@@ -28,6 +35,44 @@ pub(crate) struct StorageCounts {
     flush_wait: Samples,
     put_latency: Samples,
     commit_latency: Samples,
+    /// The same latencies (and the GETs'), for `/metrics`.
+    pub(crate) histograms: StorageHistograms,
+}
+
+/// Object-store and catalogue latencies as Prometheus histograms.
+#[derive(Debug, Clone)]
+pub(crate) struct StorageHistograms {
+    pub(crate) flush_wait: Histogram,
+    pub(crate) put: Histogram,
+    pub(crate) get: Histogram,
+    pub(crate) commit: Histogram,
+}
+
+impl Default for StorageCounts {
+    fn default() -> Self {
+        let histogram = || Histogram::new(OBJECT_BUCKETS);
+        StorageCounts {
+            puts: AtomicU64::new(0),
+            put_bytes: AtomicU64::new(0),
+            put_failures: AtomicU64::new(0),
+            gets: AtomicU64::new(0),
+            get_bytes: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+            deletes: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            commit_failures: AtomicU64::new(0),
+            fenced_ranges: AtomicU64::new(0),
+            flush_wait: Samples::default(),
+            put_latency: Samples::default(),
+            commit_latency: Samples::default(),
+            histograms: StorageHistograms {
+                flush_wait: histogram(),
+                put: histogram(),
+                get: histogram(),
+                commit: histogram(),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -110,14 +155,21 @@ impl StorageCounts {
 
     pub(crate) fn flush_waited(&self, took: Duration) {
         self.flush_wait.record(took);
+        self.histograms.flush_wait.observe(took.as_secs_f64());
     }
 
     pub(crate) fn put_took(&self, took: Duration) {
         self.put_latency.record(took);
+        self.histograms.put.observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn get_took(&self, took: Duration) {
+        self.histograms.get.observe(took.as_secs_f64());
     }
 
     pub(crate) fn commit_took(&self, took: Duration) {
         self.commit_latency.record(took);
+        self.histograms.commit.observe(took.as_secs_f64());
     }
 
     pub(crate) fn snapshot(&self) -> StorageStats {

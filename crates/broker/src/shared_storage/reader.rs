@@ -221,6 +221,7 @@ async fn fetch(
 ) -> Result<Bytes, PartitionError> {
     let start = u64::try_from(range.position).unwrap_or(0);
     let end = start + u64::try_from(range.length).unwrap_or(0);
+    let started = std::time::Instant::now();
     let bytes = objects
         .store
         .get_range(&objects.path(&range.object), start..end)
@@ -229,6 +230,7 @@ async fn fetch(
             tracing::warn!(object = %range.object, %error, "reading an object failed");
             PartitionError::ObjectRead(error.to_string())
         })?;
+    counts.get_took(started.elapsed());
     StorageCounts::add(&counts.gets, 1);
     StorageCounts::add(&counts.get_bytes, bytes.len() as u64);
     Ok(bytes)

@@ -6,14 +6,18 @@
 //! and hands the records to the [`ResponseWriter`] as file ranges. The test decodes
 //! every version with `kafka-protocol` to prove the layout.
 
+use std::sync::Arc;
+
 use bytes::{BufMut, BytesMut};
-use kafka_protocol::messages::TopicName;
+use kafka_protocol::messages::{ApiKey, TopicName};
 use spool_log::{AbortedTxn, ReadChunk};
 use spool_metadata::BrokerRecord;
 use uuid::Uuid;
 
 use crate::leader_hint::LeaderHint;
+use crate::metrics::BrokerMetrics;
 use crate::response::ResponseWriter;
+use crate::topics::Topic;
 
 /// The first version with compact arrays, compact strings and tagged fields.
 const FLEXIBLE: i16 = 12;
@@ -35,6 +39,8 @@ pub(crate) struct TopicOut {
     /// The topic as the request named it: by name before v13, by id from v13 on.
     pub(crate) name: TopicName,
     pub(crate) id: Uuid,
+    /// The topic, when it exists: its id and name for the per-topic metrics.
+    pub(crate) known: Option<Arc<Topic>>,
     pub(crate) partitions: Vec<PartitionOut>,
 }
 
@@ -67,6 +73,28 @@ impl PartitionOut {
             aborted: Vec::new(),
             records: Vec::new(),
             leader: None,
+        }
+    }
+}
+
+impl FetchBody {
+    /// Counts the bytes returned per topic and the partitions' error codes.
+    pub(crate) fn count(&self, metrics: &BrokerMetrics) {
+        for topic in &self.topics {
+            let bytes: u64 = topic
+                .partitions
+                .iter()
+                .flat_map(|partition| &partition.records)
+                .map(ReadChunk::len)
+                .sum();
+            if let Some(known) = topic.known.as_ref().filter(|_| bytes > 0) {
+                metrics.topic(known.record.id, known.record.name.as_str(), |counters| {
+                    counters.bytes_out.inc_by(bytes);
+                });
+            }
+            for partition in topic.partitions.iter().filter(|p| p.error != 0) {
+                metrics.error(ApiKey::Fetch, partition.error);
+            }
         }
     }
 }
@@ -270,6 +298,7 @@ mod tests {
                 TopicOut {
                     name: TopicName(StrBytes::from_static_str("orders")),
                     id: ORDERS,
+                    known: None,
                     partitions: vec![
                         PartitionOut {
                             index: 0,
@@ -306,6 +335,7 @@ mod tests {
                 TopicOut {
                     name: TopicName(StrBytes::from_static_str("unknown")),
                     id: Uuid::nil(),
+                    known: None,
                     partitions: vec![PartitionOut::error(0, 3)],
                 },
             ],

@@ -1,0 +1,257 @@
+//! The REST API's JSON shapes, the operations behind them ([`AdminApi`]), and its
+//! one error type.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+/// Whether the broker serves clients.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Readiness {
+    pub ready: bool,
+    /// What was checked, each with `"ok"` or why not.
+    pub checks: BTreeMap<String, String>,
+}
+
+/// An answer the REST API refuses with: an HTTP status, Kafka's name of the error
+/// (`UNKNOWN_TOPIC_OR_PARTITION`; `NONE` for errors Kafka has no name for) and a
+/// message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApiError {
+    #[serde(skip)]
+    pub status: StatusCode,
+    pub error: String,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, error: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            error: error.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// A request the API cannot take as it is (400).
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message)
+    }
+
+    /// The broker is still starting (503).
+    #[must_use]
+    pub fn starting() -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "BROKER_NOT_AVAILABLE",
+            "the broker is starting",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self)).into_response()
+    }
+}
+
+/// The REST API's operations, implemented by the broker.
+#[async_trait::async_trait]
+pub trait AdminApi: Send + Sync {
+    async fn cluster(&self) -> Result<ClusterInfo, ApiError>;
+    async fn topics(&self) -> Result<Vec<TopicSummary>, ApiError>;
+    async fn topic(&self, name: &str) -> Result<TopicDetail, ApiError>;
+    async fn create_topic(&self, request: NewTopic) -> Result<TopicDetail, ApiError>;
+    async fn delete_topic(&self, name: &str) -> Result<(), ApiError>;
+    async fn alter_topic_configs(
+        &self,
+        name: &str,
+        changes: ConfigChanges,
+    ) -> Result<Vec<ConfigEntry>, ApiError>;
+    async fn messages(&self, query: MessageQuery) -> Result<MessagePage, ApiError>;
+    async fn groups(&self) -> Result<Vec<GroupSummary>, ApiError>;
+    async fn group(&self, id: &str) -> Result<GroupDetail, ApiError>;
+}
+
+/// The cluster as this broker sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterInfo {
+    pub cluster_id: String,
+    /// The broker answering.
+    pub node_id: i32,
+    /// `embedded` (one broker, local disk) or `shared` (brokers over shared storage).
+    pub mode: String,
+    /// The controller's node id (-1: none, or embedded mode).
+    pub controller: i32,
+    pub brokers: Vec<BrokerInfo>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BrokerInfo {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+    /// Partitions it leads.
+    pub partitions_led: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicSummary {
+    pub name: String,
+    pub id: String,
+    pub partitions: i32,
+    /// Records between the log starts and the high watermarks, summed over the
+    /// partitions this broker knows the offsets of.
+    pub records: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicDetail {
+    pub name: String,
+    pub id: String,
+    pub partitions: Vec<PartitionInfo>,
+    pub configs: Vec<ConfigEntry>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionInfo {
+    pub partition: i32,
+    /// -1 while it has no leader.
+    pub leader: i32,
+    pub leader_epoch: i32,
+    /// Offsets are `null` when this broker does not lead the partition (shared
+    /// storage: ask its leader).
+    pub log_start: Option<i64>,
+    pub high_watermark: Option<i64>,
+    pub last_stable: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigEntry {
+    pub name: String,
+    pub value: String,
+    /// `topic` (set on the topic), `broker` (a broker default) or `default`.
+    pub source: String,
+}
+
+/// `POST /api/topics`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewTopic {
+    pub name: String,
+    /// The broker's `num.partitions` when absent.
+    pub partitions: Option<i32>,
+    #[serde(default)]
+    pub configs: BTreeMap<String, String>,
+}
+
+/// `PATCH /api/topics/{name}/configs`: values to set, and names to return to their
+/// defaults (`null` values).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ConfigChanges(pub BTreeMap<String, Option<String>>);
+
+/// How keys, values and header values are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// UTF-8 when the bytes are valid UTF-8, base64 otherwise.
+    #[default]
+    Auto,
+    Base64,
+}
+
+/// Where to start reading a partition, and how much.
+#[derive(Debug, Clone)]
+pub struct MessageQuery {
+    pub topic: String,
+    pub partition: i32,
+    pub start: MessageStart,
+    pub limit: usize,
+    pub encoding: Encoding,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageStart {
+    Offset(i64),
+    /// The first record at or after this time (epoch ms).
+    Timestamp(i64),
+    /// The last `limit` records.
+    Newest,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MessagePage {
+    pub messages: Vec<Message>,
+    /// Where the next page starts.
+    pub next_offset: i64,
+    pub log_start: i64,
+    pub high_watermark: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Message {
+    pub partition: i32,
+    pub offset: i64,
+    /// Epoch ms.
+    pub timestamp: i64,
+    /// `CreateTime` or `LogAppendTime`.
+    pub timestamp_type: String,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<Header>,
+}
+
+/// Bytes as text: UTF-8, or base64 when asked for or when they are not UTF-8.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bytes {
+    pub encoding: String,
+    pub data: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Header {
+    pub key: String,
+    pub value: Option<Bytes>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    pub group: String,
+    pub state: String,
+    pub protocol_type: String,
+    pub members: usize,
+    /// The sum of its partitions' lag (those whose high watermark is known here).
+    pub lag: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupDetail {
+    pub group: String,
+    pub state: String,
+    pub protocol_type: String,
+    pub protocol: String,
+    pub members: Vec<GroupMember>,
+    pub offsets: Vec<GroupOffset>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupMember {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    /// The partitions assigned, by topic (a consumer group's assignment).
+    pub assignment: BTreeMap<String, Vec<i32>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub committed: i64,
+    /// `null` when this broker does not know the partition's high watermark.
+    pub high_watermark: Option<i64>,
+    pub lag: Option<i64>,
+}

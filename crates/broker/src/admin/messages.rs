@@ -1,0 +1,230 @@
+//! The REST API's message browser: up to `limit` records of one partition from an
+//! offset, a time, or the newest, with keys, values and headers as UTF-8 or base64.
+//! Reads go through the same partition reads as Fetch (read_uncommitted, up to the
+//! high watermark); control batches (transaction markers) are left out. This is
+//! per-record work, for a person looking, never on the Kafka path.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use spool_admin::{
+    ApiError, Bytes, Encoding, Header, Message, MessagePage, MessageQuery, MessageStart,
+};
+use spool_log::{Isolation, ReadChunk};
+use spool_model::{Offset, Timestamp, TimestampType};
+use spool_protocol::batch::BatchFrames;
+use spool_protocol::keyed::BatchRecords;
+
+use super::kafka_error;
+use crate::errors::code;
+use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
+use crate::server::Shared;
+
+/// Bytes of batches one read takes.
+const READ_BYTES: u64 = 1 << 20;
+/// Bytes of batches a page reads at most, whatever `limit` says.
+const PAGE_READ_BYTES: usize = 16 << 20;
+/// Keys, values and headers a page returns at most: a page stops after the record
+/// that passes it.
+const PAGE_PAYLOAD_BYTES: usize = 4 << 20;
+/// The most a compressed batch may inflate to.
+const MAX_INFLATED_BATCH: usize = 256 << 20;
+
+pub(super) async fn read(
+    shared: &Arc<Shared>,
+    query: MessageQuery,
+) -> Result<MessagePage, ApiError> {
+    let topic = shared.topics.get(&query.topic).ok_or_else(|| {
+        kafka_error(
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic {} does not exist", query.topic),
+        )
+    })?;
+    if !topic.has_partition(query.partition) {
+        return Err(kafka_error(
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!(
+                "topic {} has partitions 0 to {}, not {}",
+                query.topic,
+                topic.record.partitions - 1,
+                query.partition
+            ),
+        ));
+    }
+    let shared = shared.clone();
+    on_blocking_pool(move || {
+        let partition = shared
+            .partition_of(topic.clone(), query.partition, -1)
+            .map_err(|error| partition_error(&shared, &topic, query.partition, &error))?;
+        read_page(&partition, &query)
+    })
+    .await
+    .map_err(|error| kafka_error(error.code(), error.to_string()))?
+}
+
+/// The error for a partition this broker cannot read, naming its leader when
+/// another broker leads it.
+fn partition_error(
+    shared: &Shared,
+    topic: &crate::topics::Topic,
+    index: i32,
+    error: &PartitionError,
+) -> ApiError {
+    let mut message = format!("partition {}-{index}: {error}", topic.record.name);
+    if let Some(hint) = shared.leader_hint(topic, index) {
+        let leader = shared
+            .hinted_brokers([hint.leader])
+            .into_iter()
+            .next()
+            .map_or_else(String::new, |b| format!(" ({}:{})", b.host, b.port));
+        message.push_str(&format!("; broker {}{leader} leads it", hint.leader));
+    }
+    kafka_error(error.code(), message)
+}
+
+/// Blocking: reads the partition's files or objects.
+fn read_page(partition: &PartitionHandle, query: &MessageQuery) -> Result<MessagePage, ApiError> {
+    let log_start = partition.log_start().0;
+    let high_watermark = partition.log.offsets().high_watermark.0;
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+    let start = match query.start {
+        MessageStart::Offset(offset) if offset < log_start || offset > high_watermark => {
+            return Err(kafka_error(
+                code::OFFSET_OUT_OF_RANGE,
+                format!(
+                    "offset {offset}: the partition holds offsets {log_start} to {high_watermark} (exclusive)"
+                ),
+            ));
+        }
+        MessageStart::Offset(offset) => offset,
+        MessageStart::Newest => high_watermark.saturating_sub(limit).max(log_start),
+        MessageStart::Timestamp(time) => partition
+            .offset_for_timestamp(Timestamp(time))
+            .map_err(|error| kafka_error(error.code(), error.to_string()))?
+            .map_or(high_watermark, |(offset, _)| offset.0),
+    };
+    let mut page = MessagePage {
+        messages: Vec::new(),
+        next_offset: start,
+        log_start,
+        high_watermark,
+    };
+    let (mut read_bytes, mut payload) = (0usize, 0usize);
+    while page.messages.len() < query.limit
+        && page.next_offset < high_watermark
+        && read_bytes < PAGE_READ_BYTES
+        && payload < PAGE_PAYLOAD_BYTES
+    {
+        let read = partition
+            .read(
+                Offset(page.next_offset),
+                READ_BYTES,
+                true,
+                Isolation::ReadUncommitted,
+            )
+            .map_err(|error| kafka_error(error.code(), error.to_string()))?;
+        let bytes = materialize(&read.chunks)?;
+        if bytes.is_empty() {
+            break;
+        }
+        read_bytes += bytes.len();
+        let before = page.next_offset;
+        for frame in BatchFrames::new(&bytes) {
+            let (header, batch) = frame.map_err(|error| corrupt(&error))?;
+            let batch_end = header.last_offset().0 + 1;
+            if header.is_control() {
+                page.next_offset = page.next_offset.max(batch_end);
+                continue;
+            }
+            let records = BatchRecords::read(batch, MAX_INFLATED_BATCH).map_err(|e| corrupt(&e))?;
+            for record in records.records().map_err(|e| corrupt(&e))? {
+                let offset = header.base_offset.0 + record.offset_delta;
+                if offset < page.next_offset || offset >= high_watermark {
+                    continue;
+                }
+                let timestamp = match header.timestamp_type() {
+                    TimestampType::LogAppendTime => header.max_timestamp.0,
+                    TimestampType::CreateTime => header.base_timestamp.0 + record.timestamp_delta,
+                };
+                let headers = record
+                    .headers()
+                    .ok_or_else(|| corrupt(&"a record's headers"))?;
+                payload += record.key.map_or(0, <[u8]>::len) + record.value.map_or(0, <[u8]>::len);
+                page.messages.push(Message {
+                    partition: query.partition,
+                    offset,
+                    timestamp,
+                    timestamp_type: format!("{:?}", header.timestamp_type()),
+                    key: record.key.map(|key| shown(key, query.encoding)),
+                    value: record.value.map(|value| shown(value, query.encoding)),
+                    headers: headers
+                        .into_iter()
+                        .map(|(key, value)| Header {
+                            key: String::from_utf8_lossy(key).into_owned(),
+                            value: value.map(|value| shown(value, query.encoding)),
+                        })
+                        .collect(),
+                });
+                page.next_offset = offset + 1;
+                if page.messages.len() == query.limit || payload >= PAGE_PAYLOAD_BYTES {
+                    return Ok(page);
+                }
+            }
+            // Records removed by compaction leave gaps: the batch's end is next.
+            page.next_offset = page.next_offset.max(batch_end.min(high_watermark));
+        }
+        if page.next_offset == before {
+            break;
+        }
+    }
+    Ok(page)
+}
+
+/// The bytes of a read: file ranges are read from their files.
+fn materialize(chunks: &[ReadChunk]) -> Result<Vec<u8>, ApiError> {
+    let total = chunks.iter().map(ReadChunk::len).sum::<u64>();
+    let mut bytes = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    for chunk in chunks {
+        match chunk {
+            ReadChunk::Memory(memory) => bytes.extend_from_slice(memory),
+            ReadChunk::File {
+                file,
+                position,
+                len,
+            } => {
+                let start = bytes.len();
+                bytes.resize(start + usize::try_from(*len).unwrap_or(0), 0);
+                let target = bytes.get_mut(start..).unwrap_or_default();
+                file.read_exact_at(target, *position).map_err(|error| {
+                    kafka_error(
+                        code::KAFKA_STORAGE_ERROR,
+                        format!("reading the log: {error}"),
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+fn corrupt(error: &dyn std::fmt::Display) -> ApiError {
+    kafka_error(
+        code::CORRUPT_MESSAGE,
+        format!("a stored batch cannot be read: {error}"),
+    )
+}
+
+/// Bytes as the query asked: UTF-8 text when they are UTF-8 (and base64 was not
+/// asked for), base64 otherwise.
+fn shown(bytes: &[u8], encoding: Encoding) -> Bytes {
+    match (encoding, std::str::from_utf8(bytes)) {
+        (Encoding::Auto, Ok(text)) => Bytes {
+            encoding: "utf8".to_owned(),
+            data: text.to_owned(),
+        },
+        _ => Bytes {
+            encoding: "base64".to_owned(),
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        },
+    }
+}

@@ -1,0 +1,398 @@
+//! Series read from the broker's state when `/metrics` is scraped, not counted as
+//! things happen: partitions, the flush queue, object storage, consumer groups and
+//! the cluster. A scrape takes the partitions' locks briefly, one at a time; the
+//! admin listener runs it on the blocking pool.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+
+use super::labels::Text;
+use crate::server::Shared;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PartitionLabels {
+    topic: Text,
+    partition: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct GroupLabels {
+    group: Text,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct GroupStateLabels {
+    group: Text,
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct GroupPartitionLabels {
+    group: Text,
+    topic: Text,
+    partition: i32,
+}
+
+/// Kafka's group states, each a series of a group (1 for the one it is in).
+const GROUP_STATES: [&str; 5] = [
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+];
+
+/// Reads the broker's state at scrape time.
+#[derive(Debug)]
+pub(crate) struct StateCollector {
+    broker: Arc<OnceLock<Weak<Shared>>>,
+    partition_series_limit: usize,
+}
+
+impl StateCollector {
+    pub(crate) fn new(
+        broker: Arc<OnceLock<Weak<Shared>>>,
+        partition_series_limit: usize,
+    ) -> StateCollector {
+        StateCollector {
+            broker,
+            partition_series_limit,
+        }
+    }
+}
+
+impl Collector for StateCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
+        let Some(shared) = self.broker.get().and_then(Weak::upgrade) else {
+            return Ok(());
+        };
+        gauge(
+            &mut encoder,
+            "storage_flush_queue_depth",
+            "Partitions waiting for a flusher to fsync them",
+            shared.logs.flush_queue_len(),
+        )?;
+        partitions(&mut encoder, &shared, self.partition_series_limit)?;
+        groups(&mut encoder, &shared)?;
+        object_storage(&mut encoder, &shared)?;
+        cluster(&mut encoder, &shared)
+    }
+}
+
+/// One gauge without labels.
+fn gauge(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    value: impl TryInto<i64>,
+) -> std::fmt::Result {
+    let value = value.try_into().unwrap_or(i64::MAX);
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    ConstGauge::new(value).encode(metric)
+}
+
+/// One counter without labels (`_total` is added).
+fn counter(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    value: &AtomicU64,
+) -> std::fmt::Result {
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    ConstCounter::new(value.load(Ordering::Relaxed)).encode(metric)
+}
+
+fn histogram(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    histogram: &Histogram,
+) -> std::fmt::Result {
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    histogram.encode(metric)
+}
+
+/// One labelled gauge per item.
+fn gauges<L: EncodeLabelSet, V: TryInto<i64>>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (L, V)>,
+) -> std::fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in series {
+        let value = value.try_into().unwrap_or(i64::MAX);
+        ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// A partition's numbers as the series show them.
+struct PartitionRow {
+    labels: PartitionLabels,
+    log_start: i64,
+    high_watermark: i64,
+    usage: spool_log::DiskUsage,
+}
+
+/// The partitions this broker has open and leads: their offsets, and their size on
+/// this broker's disk (in shared-storage mode, the tail's).
+fn partitions(
+    encoder: &mut DescriptorEncoder<'_>,
+    shared: &Shared,
+    limit: usize,
+) -> std::fmt::Result {
+    let opened: HashMap<_, _> = shared.logs.opened().into_iter().collect();
+    if opened.is_empty() || opened.len() > limit {
+        return Ok(());
+    }
+    let mut rows = Vec::with_capacity(opened.len());
+    for topic in shared.topics.all() {
+        for index in 0..topic.record.partitions {
+            let Some(log) = topic.log_partition(index).and_then(|key| opened.get(&key)) else {
+                continue;
+            };
+            let offsets = log.offsets();
+            let log_start = if shared.storage.is_some() {
+                // The tail starts where it was opened; the catalogue knows the start.
+                match shared.partition_of(topic.clone(), index, -1) {
+                    Ok(partition) => partition.log_start().0,
+                    Err(_) => continue,
+                }
+            } else {
+                offsets.log_start.0
+            };
+            rows.push(PartitionRow {
+                labels: PartitionLabels {
+                    topic: Text(topic.record.name.as_str().to_owned()),
+                    partition: index,
+                },
+                log_start,
+                high_watermark: offsets.high_watermark.0,
+                usage: log.disk_usage(),
+            });
+        }
+    }
+    let series = |value: fn(&PartitionRow) -> i64| {
+        rows.iter()
+            .map(move |row| (row.labels.clone(), value(row)))
+            .collect::<Vec<_>>()
+    };
+    gauges(
+        encoder,
+        "partition_log_start_offset",
+        "The first offset a consumer can read, by partition",
+        series(|row| row.log_start),
+    )?;
+    gauges(
+        encoder,
+        "partition_high_watermark",
+        "The offset after the last record consumers can read, by partition",
+        series(|row| row.high_watermark),
+    )?;
+    gauges(
+        encoder,
+        "partition_size_bytes",
+        "Bytes of record batches in the partition's segment files on this broker (in shared-storage mode, its local tail)",
+        series(|row| i64::try_from(row.usage.bytes).unwrap_or(i64::MAX)),
+    )?;
+    gauges(
+        encoder,
+        "partition_segments",
+        "Segment files of the partition on this broker (in shared-storage mode, its local tail)",
+        series(|row| i64::try_from(row.usage.segments).unwrap_or(i64::MAX)),
+    )
+}
+
+/// The groups this broker coordinates: members, state, committed offsets and lag
+/// (where this broker knows the partition's high watermark: every partition in
+/// embedded mode, those it leads in a cluster).
+fn groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
+    let listed = shared.groups.list();
+    let mut members = Vec::with_capacity(listed.len());
+    let mut states = Vec::with_capacity(listed.len() * GROUP_STATES.len());
+    let mut committed = Vec::new();
+    let mut lags = Vec::new();
+    for listing in &listed {
+        let group = Text(listing.group_id.clone());
+        let described = shared.groups.describe(&listing.group_id);
+        let (count, state) = described.map_or((0, "Dead"), |d| (d.members.len(), d.state.name()));
+        members.push((
+            GroupLabels {
+                group: group.clone(),
+            },
+            count,
+        ));
+        for name in GROUP_STATES {
+            let labels = GroupStateLabels {
+                group: group.clone(),
+                state: name,
+            };
+            states.push((labels, i64::from(name == state)));
+        }
+        for lag in crate::lag::group_lag(shared, &listing.group_id) {
+            let labels = GroupPartitionLabels {
+                group: group.clone(),
+                topic: Text(lag.topic),
+                partition: lag.partition,
+            };
+            committed.push((labels.clone(), lag.committed));
+            lags.push((labels, lag.lag));
+        }
+    }
+    gauges(
+        encoder,
+        "group_members",
+        "Members of each consumer group this broker coordinates",
+        members,
+    )?;
+    gauges(
+        encoder,
+        "group_state",
+        "1 for the state each consumer group is in, 0 for the others",
+        states,
+    )?;
+    gauges(
+        encoder,
+        "group_committed_offset",
+        "Each group's committed offset, by partition",
+        committed,
+    )?;
+    gauges(
+        encoder,
+        "group_lag",
+        "Records between each group's committed offset and the partition's high watermark",
+        lags,
+    )
+}
+
+/// Shared-storage mode's object store and catalogue.
+fn object_storage(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
+    let Some(storage) = &shared.storage else {
+        return Ok(());
+    };
+    let counts = &storage.counts;
+    counter(encoder, "object_puts", "Objects written", &counts.puts)?;
+    counter(
+        encoder,
+        "object_put_bytes",
+        "Bytes of objects written",
+        &counts.put_bytes,
+    )?;
+    counter(
+        encoder,
+        "object_put_failures",
+        "Object writes that failed",
+        &counts.put_failures,
+    )?;
+    counter(encoder, "object_gets", "Ranged object reads", &counts.gets)?;
+    counter(
+        encoder,
+        "object_get_bytes",
+        "Bytes read from objects",
+        &counts.get_bytes,
+    )?;
+    counter(
+        encoder,
+        "object_cache_hits",
+        "Reads of object bytes served by the local cache",
+        &counts.cache_hits,
+    )?;
+    counter(
+        encoder,
+        "object_deletes",
+        "Objects deleted (retention, collection, orphans)",
+        &counts.deletes,
+    )?;
+    counter(
+        encoder,
+        "catalogue_commits",
+        "Uploads committed to the catalogue",
+        &counts.commits,
+    )?;
+    counter(
+        encoder,
+        "catalogue_commit_failures",
+        "Catalogue commits that failed",
+        &counts.commit_failures,
+    )?;
+    let hits = counts.cache_hits.load(Ordering::Relaxed);
+    let reads = hits + counts.gets.load(Ordering::Relaxed);
+    let metric = encoder.encode_descriptor(
+        "object_cache_hit_ratio",
+        "Share of object reads served by the local cache since start",
+        None,
+        MetricType::Gauge,
+    )?;
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = if reads == 0 {
+        0.0
+    } else {
+        hits as f64 / reads as f64
+    };
+    ConstGauge::new(ratio).encode(metric)?;
+    let histograms = &counts.histograms;
+    histogram(
+        encoder,
+        "object_put_seconds",
+        "Time each object write took",
+        &histograms.put,
+    )?;
+    histogram(
+        encoder,
+        "object_get_seconds",
+        "Time each ranged object read took",
+        &histograms.get,
+    )?;
+    histogram(
+        encoder,
+        "catalogue_commit_seconds",
+        "Time each catalogue commit took",
+        &histograms.commit,
+    )?;
+    histogram(
+        encoder,
+        "object_flush_wait_seconds",
+        "Time from an append to the start of its object's write",
+        &histograms.flush_wait,
+    )
+}
+
+/// This broker's place in the cluster (shared-storage mode).
+fn cluster(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
+    let Some(view) = &shared.cluster else {
+        return Ok(());
+    };
+    gauge(
+        encoder,
+        "cluster_lease_held",
+        "1 while this broker's membership lease is live (it serves only then)",
+        i64::from(view.is_member()),
+    )?;
+    gauge(
+        encoder,
+        "cluster_controller",
+        "1 while this broker is the controller",
+        i64::from(view.controller() == view.node_id),
+    )?;
+    gauge(
+        encoder,
+        "cluster_partitions_led",
+        "Partitions this broker leads",
+        view.led_count(),
+    )?;
+    gauge(
+        encoder,
+        "cluster_brokers_live",
+        "Brokers whose lease was live at the last heartbeat",
+        view.live_brokers().len(),
+    )
+}
