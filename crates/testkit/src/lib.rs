@@ -4,6 +4,8 @@
 
 mod batch_builder;
 #[cfg(feature = "broker")]
+mod http;
+#[cfg(feature = "broker")]
 mod requests;
 #[cfg(feature = "broker")]
 mod test_broker;
@@ -11,6 +13,8 @@ mod test_broker;
 mod transactions;
 
 pub use batch_builder::{BatchBuilder, TestRecord, put_varint, random_batch};
+#[cfg(feature = "broker")]
+pub use http::{HttpResponse, http, http_get};
 #[cfg(feature = "broker")]
 pub use requests::{FetchAt, fetch_request, produce_request, topic_name};
 #[cfg(feature = "broker")]
