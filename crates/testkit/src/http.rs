@@ -2,6 +2,9 @@
 //! connection (`Connection: close`), the whole response read. Enough for JSON and
 //! the metrics text; not a general client.
 
+// Test helpers: a failed request fails the test, with what was being done.
+#![allow(clippy::expect_used)]
+
 use std::net::SocketAddr;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
