@@ -86,6 +86,8 @@ class Broker:
     def __init__(self, data_dir, settings=(), args=(), env=None, node_args=None):
         self.data_dir = data_dir
         self.ports = [free_port() for _ in range(CLUSTER)]
+        # Each broker's HTTP admin listener (health, /metrics, REST API, console).
+        self.admin_ports = [free_port() for _ in range(CLUSTER)]
         # The broker clients bootstrap from.
         self.port = self.ports[next(_brokers_made) % CLUSTER]
         self.settings = list(settings)
@@ -106,13 +108,27 @@ class Broker:
         return [f"127.0.0.1:{port}" for port in self.ports]
 
     @property
+    def admin_url(self):
+        """The admin listener of the broker clients bootstrap from."""
+        return self.admin_url_of(self.ports.index(self.port) + 1)
+
+    def admin_url_of(self, node):
+        """The admin listener of broker `node` (node ids count from 1)."""
+        return f"http://127.0.0.1:{self.admin_ports[node - 1]}"
+
+    @property
+    def admin_urls(self):
+        return [self.admin_url_of(node) for node in range(1, len(self.ports) + 1)]
+
+    @property
     def node_ids(self):
         """Every broker's node id, as BROKER config resources name them."""
         return [str(node) for node in range(1, len(self.ports) + 1)]
 
     def _args(self, node, port):
         data = os.path.join(self.data_dir, "data" if node == 1 else f"data-{node}")
-        args = [SPOOL_BIN, "--listen", f"127.0.0.1:{port}", "--data-dir", data]
+        args = [SPOOL_BIN, "--listen", f"127.0.0.1:{port}", "--data-dir", data,
+                "--admin-listen", f"127.0.0.1:{self.admin_ports[node - 1]}"]
         if CLUSTER > 1:
             args += ["--node-id", str(node)]
         url = metadata_url(self.data_dir)

@@ -8,6 +8,7 @@
 //! says "starting" to everything else. See `docs/operations.md`.
 
 mod api;
+mod console;
 mod health;
 mod model;
 
@@ -124,6 +125,7 @@ impl AdminServer {
 fn router(state: Arc<AdminState>) -> Router {
     Router::new()
         .merge(health::routes())
+        .merge(console::routes())
         .route("/metrics", axum::routing::get(metrics))
         .nest("/api", api::routes())
         .fallback(not_found)

@@ -1,0 +1,129 @@
+"""The web console in a real browser: headless Chromium (Debian's `chromium`) driven
+by Playwright loads each page, creates a topic through the form, browses messages a
+real client produced, sees a group's lag and deletes the topic. Screenshots of each
+page are kept in target/console-screenshots/<mode>/ as artifacts."""
+
+import os
+import re
+import shutil
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from playwright.sync_api import expect, sync_playwright
+
+from conftest import CLUSTER, METADATA, STORAGE
+from test_admin_http import get, group_admin
+
+CHROMIUM = os.environ.get("SPOOL_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+SCREENSHOTS = os.path.join("target", "console-screenshots", f"{METADATA}-{STORAGE}-{CLUSTER}")
+
+
+@pytest.fixture
+def browser_page():
+    os.makedirs(SCREENSHOTS, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        yield page
+        browser.close()
+        assert not errors, f"the console's script failed: {errors}"
+
+
+def shot(page, name):
+    page.screenshot(path=os.path.join(SCREENSHOTS, f"{name}.png"), full_page=True)
+
+
+def test_console_pages_forms_and_message_browser(broker, browser_page):
+    page = browser_page
+    page.set_default_timeout(20000)
+    topic = f"console-{uuid.uuid4().hex[:8]}"
+
+    page.goto(broker.admin_url + "/")
+    expect(page.locator("h1")).to_have_text("Overview")
+    expect(page.locator(".card", has_text="Brokers")).to_contain_text(str(CLUSTER))
+    expect(page.locator("#rate-in")).not_to_have_text("…")
+    shot(page, "overview")
+
+    # Create a topic through the form.
+    page.click("a[data-nav=topics]")
+    expect(page.locator("h1")).to_have_text("Topics")
+    page.fill("#create-topic input[name=name]", topic)
+    page.fill("#create-topic input[name=partitions]", "1")
+    page.fill("#create-topic textarea[name=configs]", "retention.ms=7200000")
+    page.click("#create-topic button[type=submit]")
+    expect(page.locator("#toast")).to_contain_text(f"Created topic {topic}")
+    expect(page.locator("table a", has_text=topic)).to_be_visible()
+    shot(page, "topics")
+    # A bad name is refused with Kafka's reason.
+    page.fill("#create-topic input[name=name]", topic)
+    page.click("#create-topic button[type=submit]")
+    expect(page.locator("#toast")).to_contain_text("TOPIC_ALREADY_EXISTS")
+
+    # A real client produces; a consumer group reads some of it and commits.
+    producer = Producer({"bootstrap.servers": broker.address})
+    for i in range(12):
+        producer.produce(topic, key=f"key-{i}".encode(), value=f"value <b>{i}</b>".encode(),
+                         partition=0, headers=[("source", b"console-test")])
+    assert producer.flush(30) == 0
+    group = f"group-{topic}"
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    taken = []
+    deadline = time.time() + 30
+    while len(taken) < 5 and time.time() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            taken.append(message)
+    consumer.commit(message=taken[4], asynchronous=False)
+
+    # The topic page: partitions, configs, and the message browser. Offsets and
+    # messages come from the partition's leader (a broker answers for what it leads).
+    _, detail = get(f"{broker.admin_url}/api/topics/{topic}")
+    leader = broker.admin_url_of(detail["partitions"][0]["leader"])
+    page.goto(f"{leader}/#/topics/{topic}")
+    expect(page.locator("h1")).to_contain_text(topic)
+    expect(page.locator("table").first).to_contain_text("12")
+    expect(page.locator("table").last).to_contain_text("7200000")
+    page.select_option("#browse select[name=from]", "offset")
+    page.fill("#browse input[name=offset]", "3")
+    page.fill("#browse input[name=limit]", "4")
+    page.click("#browse button[type=submit]")
+    rows = page.locator("#messages tbody tr")
+    expect(rows).to_have_count(4)
+    expect(rows.first).to_contain_text("key-3")
+    # Values are shown as text, never run as HTML.
+    expect(rows.first).to_contain_text("value <b>3</b>")
+    expect(rows.first).to_contain_text("source: console-test")
+    page.click("#messages button", timeout=5000)
+    expect(rows.first).to_contain_text("key-7")
+    shot(page, "topic-messages")
+
+    # The group page shows the member and the lag.
+    coordinator = group_admin(broker, group)
+    page.goto(f"{coordinator}/#/groups")
+    expect(page.locator("table a", has_text=group)).to_be_visible()
+    shot(page, "groups")
+    page.click(f"table a:has-text('{group}')")
+    expect(page.locator("h1")).to_contain_text(group)
+    expect(page.locator(".card", has_text="Members")).to_contain_text("1")
+    offsets = page.locator("table").last
+    expect(offsets).to_contain_text(topic)
+    if coordinator == leader:
+        # The coordinator knows the high watermark where it also leads the partition.
+        expect(page.locator(".card", has_text="Total lag")).to_contain_text("7")
+    shot(page, "group")
+    consumer.close()
+
+    # Delete the topic from its page.
+    page.goto(f"{broker.admin_url}/#/topics/{topic}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("h1 button.danger")
+    expect(page.locator("#toast")).to_contain_text(f"Deleted topic {topic}")
+    expect(page.locator("h1")).to_have_text("Topics")
+    expect(page.locator("table a", has_text=re.compile(f"^{topic}$"))).to_have_count(0)

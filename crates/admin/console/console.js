@@ -1,0 +1,282 @@
+// Spool's web console: one page, routed by the URL's hash, built from the REST API
+// (/api) and /metrics. No framework and no build step: the broker serves this file as
+// it is. Every value from the broker goes into the page as text (textContent), never
+// as HTML, so a message's bytes cannot run script.
+"use strict";
+
+const page = document.getElementById("page");
+
+// An element with attributes (`on*` ones become listeners) and children (strings
+// become text nodes).
+function h(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function table(headers, rows, numeric = []) {
+  return h("table", {},
+    h("thead", {}, h("tr", {}, headers.map((name, i) => h("th", { class: numeric.includes(i) ? "num" : null }, name)))),
+    h("tbody", {}, rows.length
+      ? rows.map(cells => h("tr", {}, cells.map((cell, i) => h("td", { class: numeric.includes(i) ? "num" : null }, cell))))
+      : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "None"))));
+}
+
+function card(label, value, id) {
+  return h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value", id }, value));
+}
+
+function toast(message, bad) {
+  const box = document.getElementById("toast");
+  box.textContent = message;
+  box.className = bad ? "bad" : "";
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { box.hidden = true; }, 5000);
+}
+
+// Calls the REST API; a JSON error becomes an Error with the broker's message.
+async function api(path, options = {}) {
+  const response = await fetch("/api" + path, {
+    ...options,
+    headers: { "content-type": "application/json" },
+  });
+  if (response.status === 204) return null;
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    throw new Error(`${body.error || response.status}: ${body.message || response.statusText}`);
+  }
+  return body;
+}
+
+// The metrics text as {series: value} (series with their labels, as written).
+async function metrics() {
+  const response = await fetch("/metrics");
+  if (!response.ok) return null;
+  const values = {};
+  for (const line of (await response.text()).split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    values[line.slice(0, at)] = Number(line.slice(at + 1));
+  }
+  return values;
+}
+
+function sum(values, prefix) {
+  return Object.entries(values || {})
+    .filter(([series]) => series.startsWith(prefix))
+    .reduce((total, [, value]) => total + value, 0);
+}
+
+function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let unit = 0;
+  while (n >= 1024 && unit < units.length - 1) { n /= 1024; unit += 1; }
+  return `${n.toFixed(unit ? 1 : 0)} ${units[unit]}`;
+}
+
+function shown(value) {
+  if (value === null || value === undefined) return h("span", { class: "muted" }, "null");
+  return h("span", {}, value.data, value.encoding === "utf8" ? null : h("span", { class: "enc" }, value.encoding));
+}
+
+function link(href, text) {
+  return h("a", { href }, text);
+}
+
+// ---- Pages ------------------------------------------------------------------
+
+async function overview() {
+  const [cluster, topics, groups] = await Promise.all([api("/cluster"), api("/topics"), api("/groups")]);
+  const partitions = topics.reduce((n, topic) => n + topic.partitions, 0);
+  const rates = h("div", { class: "cards" },
+    card("Bytes in / s", "…", "rate-in"), card("Bytes out / s", "…", "rate-out"),
+    card("Records in / s", "…", "rate-records"), card("Requests / s", "…", "rate-requests"));
+  page.replaceChildren(
+    h("h1", {}, "Overview"),
+    h("div", { class: "cards" },
+      card("Mode", cluster.mode), card("Brokers", cluster.brokers.length),
+      card("Topics", topics.length), card("Partitions", partitions),
+      card("Consumer groups", groups.length)),
+    h("h2", {}, "Throughput (this broker)"), rates,
+    h("h2", {}, "Brokers"),
+    table(["Node", "Address", "Partitions led", "Role"], cluster.brokers.map(broker => [
+      broker.node_id, `${broker.host}:${broker.port}`, broker.partitions_led,
+      [broker.node_id === cluster.node_id ? "this broker" : null,
+       broker.node_id === cluster.controller ? "controller" : null].filter(Boolean).join(", "),
+    ]), [2]));
+  // Rates from two scrapes a second apart.
+  const first = await metrics();
+  if (!first) { rates.replaceChildren(h("p", { class: "muted" }, "Metrics are off on this broker.")); return; }
+  await new Promise(resolve => setTimeout(resolve, 1000));
+  const second = await metrics();
+  const rate = prefix => Math.max(0, sum(second, prefix) - sum(first, prefix));
+  const set = (id, text) => { const node = document.getElementById(id); if (node) node.textContent = text; };
+  set("rate-in", bytes(rate("spool_topic_bytes_in_total")));
+  set("rate-out", bytes(rate("spool_topic_bytes_out_total")));
+  set("rate-records", rate("spool_topic_records_in_total").toLocaleString());
+  set("rate-requests", rate("spool_requests_total").toLocaleString());
+}
+
+async function topicList() {
+  const topics = await api("/topics");
+  const form = h("form", { class: "inline", id: "create-topic", onsubmit: createTopic },
+    h("label", {}, "Name", h("input", { name: "name", required: true, pattern: "[a-zA-Z0-9._-]+", placeholder: "orders" })),
+    h("label", {}, "Partitions", h("input", { name: "partitions", type: "number", min: 1, placeholder: "default" })),
+    h("label", {}, "Configs (key=value, one per line)", h("textarea", { name: "configs", rows: 1, cols: 34, placeholder: "retention.ms=86400000" })),
+    h("button", { type: "submit" }, "Create topic"));
+  page.replaceChildren(
+    h("h1", {}, "Topics"), form,
+    table(["Name", "Partitions", "Records", ""], topics.map(topic => [
+      link(`#/topics/${encodeURIComponent(topic.name)}`, topic.name), topic.partitions, topic.records.toLocaleString(),
+      h("button", { class: "danger", "data-delete": topic.name, onclick: () => deleteTopic(topic.name) }, "Delete"),
+    ]), [1, 2]));
+}
+
+async function createTopic(event) {
+  event.preventDefault();
+  const data = new FormData(event.target);
+  const configs = {};
+  for (const line of String(data.get("configs") || "").split("\n")) {
+    const at = line.indexOf("=");
+    if (at > 0) configs[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  const request = { name: String(data.get("name")).trim(), configs };
+  if (data.get("partitions")) request.partitions = Number(data.get("partitions"));
+  try {
+    await api("/topics", { method: "POST", body: JSON.stringify(request) });
+    toast(`Created topic ${request.name}`);
+    await route();
+  } catch (error) {
+    toast(error.message, true);
+  }
+}
+
+async function deleteTopic(name) {
+  if (!confirm(`Delete topic ${name} and all its records?`)) return;
+  try {
+    await api(`/topics/${encodeURIComponent(name)}`, { method: "DELETE" });
+    toast(`Deleted topic ${name}`);
+    if (location.hash === "#/topics") await route(); else location.hash = "#/topics";
+  } catch (error) {
+    toast(error.message, true);
+  }
+}
+
+async function topicPage(name) {
+  const topic = await api(`/topics/${encodeURIComponent(name)}`);
+  const browser = h("div", { id: "messages" });
+  const options = topic.partitions.map(p => h("option", { value: p.partition }, p.partition));
+  const form = h("form", { class: "inline", id: "browse", onsubmit: event => { event.preventDefault(); browse(topic.name, event.target, browser); } },
+    h("label", {}, "Partition", h("select", { name: "partition" }, options)),
+    h("label", {}, "Start at", h("select", { name: "from" },
+      h("option", { value: "newest" }, "newest"), h("option", { value: "offset" }, "offset"), h("option", { value: "time" }, "time"))),
+    h("label", {}, "Offset", h("input", { name: "offset", type: "number", min: 0, value: 0 })),
+    h("label", {}, "Time", h("input", { name: "time", type: "datetime-local", step: 1 })),
+    h("label", {}, "Count", h("input", { name: "limit", type: "number", min: 1, max: 1000, value: 50 })),
+    h("label", {}, "Show bytes as", h("select", { name: "encoding" },
+      h("option", { value: "auto" }, "text when UTF-8"), h("option", { value: "base64" }, "base64"))),
+    h("button", { type: "submit" }, "Show messages"));
+  page.replaceChildren(
+    h("h1", {}, "Topic ", topic.name, " ",
+      h("button", { class: "danger", onclick: () => deleteTopic(topic.name) }, "Delete")),
+    h("p", { class: "muted" }, `id ${topic.id}`),
+    h("h2", {}, "Partitions"),
+    table(["Partition", "Leader", "Epoch", "Log start", "High watermark", "Last stable", "Records"],
+      topic.partitions.map(p => [p.partition, p.leader, p.leader_epoch, p.log_start ?? "—", p.high_watermark ?? "—",
+        p.last_stable ?? "—", p.high_watermark === null ? "—" : (p.high_watermark - p.log_start).toLocaleString()]),
+      [0, 1, 2, 3, 4, 5, 6]),
+    h("h2", {}, "Messages"), form, browser,
+    h("h2", {}, "Configs"),
+    table(["Name", "Value", "Source"], topic.configs.map(c => [c.name, c.value, c.source])));
+}
+
+async function browse(topic, form, target, offset) {
+  const data = new FormData(form);
+  const params = new URLSearchParams({ limit: data.get("limit") || 50, encoding: data.get("encoding") });
+  if (offset !== undefined) params.set("offset", offset);
+  else if (data.get("from") === "offset") params.set("offset", data.get("offset") || 0);
+  else if (data.get("from") === "time" && data.get("time")) params.set("timestamp", new Date(data.get("time")).getTime());
+  const path = `/topics/${encodeURIComponent(topic)}/partitions/${data.get("partition")}/messages?${params}`;
+  try {
+    const result = await api(path);
+    const rows = result.messages.map(m => [
+      m.offset, new Date(m.timestamp).toISOString(), h("span", {}, shown(m.key)), h("span", {}, shown(m.value)),
+      m.headers.map(header => h("div", {}, `${header.key}: `, shown(header.value))),
+    ]);
+    const cells = table(["Offset", "Timestamp", "Key", "Value", "Headers"], rows, [0]);
+    for (const row of cells.querySelectorAll("tbody tr")) {
+      for (const cell of [...row.children].slice(2)) cell.classList.add("data");
+    }
+    const more = result.next_offset < result.high_watermark
+      ? h("button", { class: "secondary", onclick: () => browse(topic, form, target, result.next_offset) }, `Next page from offset ${result.next_offset}`)
+      : h("span", { class: "muted" }, "End of the partition.");
+    target.replaceChildren(
+      h("p", { class: "muted" }, `${result.messages.length} messages; offsets ${result.log_start} to ${result.high_watermark} (exclusive)`),
+      cells, h("p", {}, more));
+  } catch (error) {
+    target.replaceChildren(h("p", { class: "error" }, error.message));
+  }
+}
+
+async function groupList() {
+  const groups = await api("/groups");
+  page.replaceChildren(
+    h("h1", {}, "Consumer groups"),
+    table(["Group", "State", "Members", "Lag"], groups.map(g => [
+      link(`#/groups/${encodeURIComponent(g.group)}`, g.group), h("span", { class: `pill ${g.state}` }, g.state),
+      g.members, g.lag.toLocaleString(),
+    ]), [2, 3]));
+}
+
+async function groupPage(id) {
+  const group = await api(`/groups/${encodeURIComponent(id)}`);
+  const total = group.offsets.reduce((n, o) => n + (o.lag || 0), 0);
+  page.replaceChildren(
+    h("h1", {}, "Group ", group.group, " ", h("span", { class: `pill ${group.state}` }, group.state)),
+    h("div", { class: "cards" }, card("Members", group.members.length), card("Total lag", total.toLocaleString()),
+      card("Protocol", group.protocol || "—")),
+    h("h2", {}, "Members"),
+    table(["Member", "Client", "Host", "Assigned partitions"], group.members.map(m => [
+      m.member_id, m.client_id, m.client_host,
+      Object.entries(m.assignment).map(([topic, partitions]) => h("div", {}, `${topic}: ${partitions.join(", ")}`)),
+    ])),
+    h("h2", {}, "Lag per partition"),
+    table(["Topic", "Partition", "Committed", "High watermark", "Lag"], group.offsets.map(o => [
+      link(`#/topics/${encodeURIComponent(o.topic)}`, o.topic), o.partition, o.committed,
+      o.high_watermark ?? "—", o.lag ?? "—",
+    ]), [1, 2, 3, 4]));
+}
+
+// ---- Routing ----------------------------------------------------------------
+
+async function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const section = parts[0] || "overview";
+  for (const item of document.querySelectorAll("[data-nav]")) {
+    item.classList.toggle("active", item.dataset.nav === section);
+  }
+  try {
+    if (section === "topics" && parts[1]) await topicPage(parts[1]);
+    else if (section === "topics") await topicList();
+    else if (section === "groups" && parts[1]) await groupPage(parts[1]);
+    else if (section === "groups") await groupList();
+    else await overview();
+  } catch (error) {
+    page.replaceChildren(h("h1", {}, "Cannot show this page"), h("p", { class: "error" }, error.message));
+  }
+}
+
+window.addEventListener("hashchange", route);
+api("/cluster")
+  .then(cluster => { document.getElementById("broker").textContent = `node ${cluster.node_id} · ${cluster.mode}`; })
+  .catch(() => {});
+route();
