@@ -102,7 +102,7 @@ def test_metrics_count_what_real_clients_produce_and_consume(broker):
     for i in range(40):
         producer.produce(topic, value=f"confluent-{i}".encode(), partition=i % 2)
     assert producer.flush(30) == 0
-    legacy = KafkaProducer(bootstrap_servers=broker.address, compression_type="gzip")
+    legacy = KafkaProducer(bootstrap_servers=broker.address, compression_type="gzip", acks="all")
     for i in range(10):
         legacy.send(topic, value=f"kafka-python-{i}".encode(), partition=0)
     legacy.flush(30)
@@ -143,7 +143,7 @@ def test_messages_of_real_clients_are_browsed_with_keys_values_and_headers(broke
                      headers=[("trace", b"abc"), ("bin", b"\xff\x00")], timestamp=1_700_000_000_000)
     producer.produce(topic, key=None, value=None, partition=0, timestamp=1_700_000_001_000)
     assert producer.flush(30) == 0
-    legacy = KafkaProducer(bootstrap_servers=broker.address, compression_type="gzip")
+    legacy = KafkaProducer(bootstrap_servers=broker.address, compression_type="gzip", acks="all")
     legacy.send(topic, key=b"k", value="héllo".encode(), partition=0,
                 timestamp_ms=1_700_000_002_000).get(30)
     legacy.close()

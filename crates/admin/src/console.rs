@@ -16,7 +16,10 @@ const STYLE: &str = include_str!("../console/console.css");
 
 pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
     axum::Router::new()
-        .route("/", get(|| async { asset("text/html; charset=utf-8", PAGE) }))
+        .route(
+            "/",
+            get(|| async { asset("text/html; charset=utf-8", PAGE) }),
+        )
         .route(
             "/console.js",
             get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),

@@ -1,38 +1,41 @@
 //! Consumer lag: how far each partition's committed offset is behind its high
-//! watermark, for the admin side (CLI, HTTP admin).
+//! watermark, for the admin side (CLI, `/metrics`, the REST API and console).
 
 use crate::server::Shared;
 
-/// One partition's lag for a group.
+/// One partition's committed offset for a group, and its lag where known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionLag {
     pub topic: String,
     pub partition: i32,
     pub committed: i64,
-    pub high_watermark: i64,
-    /// `high_watermark - committed`, never negative.
-    pub lag: i64,
+    /// The partition's high watermark; `None` where this broker does not know it (in
+    /// a cluster, a partition another broker leads).
+    pub high_watermark: Option<i64>,
+    /// `high_watermark - committed`, never negative; `None` with the high watermark.
+    pub lag: Option<i64>,
 }
 
-/// The lag of every partition the group has committed an offset for, by topic and
-/// partition; partitions of deleted topics are left out.
+/// Every partition the group has committed an offset for, by topic and partition;
+/// partitions of deleted topics are left out. Blocking: a partition this broker
+/// leads is opened on first use.
 pub(crate) fn group_lag(shared: &Shared, group: &str) -> Vec<PartitionLag> {
     let mut lags: Vec<PartitionLag> = shared
         .groups
         .committed(group, None)
         .into_iter()
         .filter_map(|offset| {
-            let log = shared
-                .partition(&offset.topic, offset.partition, -1)
-                .ok()?
-                .log;
-            let high_watermark = log.offsets().high_watermark.0;
+            let topic = shared.topics.get(&offset.topic)?;
+            let high_watermark = shared
+                .partition_of(topic, offset.partition, -1)
+                .ok()
+                .map(|partition| partition.log.offsets().high_watermark.0);
             Some(PartitionLag {
-                lag: (high_watermark - offset.offset).max(0),
+                lag: high_watermark.map(|hw| (hw - offset.offset).max(0)),
+                high_watermark,
                 topic: offset.topic,
                 partition: offset.partition,
                 committed: offset.offset,
-                high_watermark,
             })
         })
         .collect();

@@ -199,8 +199,8 @@ async fn offsets_are_committed_fetched_and_deleted() {
             topic: "t".to_owned(),
             partition: 0,
             committed: 5,
-            high_watermark: 9,
-            lag: 4
+            high_watermark: Some(9),
+            lag: Some(4)
         }]
     );
 }

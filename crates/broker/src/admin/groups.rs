@@ -27,7 +27,7 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
                     .map_or(0, |group| group.members.len());
                 let lag = crate::lag::group_lag(&shared, &listing.group_id)
                     .iter()
-                    .map(|partition| partition.lag)
+                    .filter_map(|partition| partition.lag)
                     .sum();
                 GroupSummary {
                     state: listing.state.name().to_owned(),
@@ -104,24 +104,14 @@ pub(super) async fn describe(shared: &Arc<Shared>, id: &str) -> Result<GroupDeta
 /// Each committed offset, with the lag where this broker knows the high watermark.
 /// Blocking: a partition is opened on first use.
 fn offsets(shared: &Shared, group: &str) -> Vec<GroupOffset> {
-    let mut offsets: Vec<GroupOffset> = shared
-        .groups
-        .committed(group, None)
+    crate::lag::group_lag(shared, group)
         .into_iter()
-        .map(|committed| {
-            let high_watermark = shared
-                .partition(&committed.topic, committed.partition, -1)
-                .ok()
-                .map(|partition| partition.log.offsets().high_watermark.0);
-            GroupOffset {
-                lag: high_watermark.map(|hw| (hw - committed.offset).max(0)),
-                high_watermark,
-                topic: committed.topic,
-                partition: committed.partition,
-                committed: committed.offset,
-            }
+        .map(|lag| GroupOffset {
+            topic: lag.topic,
+            partition: lag.partition,
+            committed: lag.committed,
+            high_watermark: lag.high_watermark,
+            lag: lag.lag,
         })
-        .collect();
-    offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
-    offsets
+        .collect()
 }

@@ -245,7 +245,9 @@ fn groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Res
                 partition: lag.partition,
             };
             committed.push((labels.clone(), lag.committed));
-            lags.push((labels, lag.lag));
+            if let Some(behind) = lag.lag {
+                lags.push((labels, behind));
+            }
         }
     }
     gauges(
