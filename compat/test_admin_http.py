@@ -223,3 +223,44 @@ def test_topics_are_created_altered_and_deleted_over_rest(broker):
     while topic in admin.list_topics(timeout=10).topics:
         assert time.time() < deadline, "the topic is still listed"
         time.sleep(0.1)
+
+
+def test_the_grafana_dashboard_asks_only_for_series_the_broker_exports(broker):
+    import os
+    import re
+
+    from conftest import STORAGE
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "grafana-dashboard.json")
+    with open(path) as f:
+        dashboard = json.load(f)
+    asked = {name for panel in dashboard["panels"] for target in panel["targets"]
+             for name in re.findall(r"spool_[a-z_]+", target["expr"])}
+    # Labelled series exist once something happened: a produce, a fetch, a group's
+    # commit and an error.
+    topic = f"dashboard-{uuid.uuid4().hex[:8]}"
+    create(broker, topic)
+    producer = Producer({"bootstrap.servers": broker.address})
+    producer.produce(topic, value=b"x", partition=0)
+    assert producer.flush(30) == 0
+    consumer = KafkaConsumer(topic, bootstrap_servers=broker.address, group_id=f"g-{topic}",
+                             auto_offset_reset="earliest", consumer_timeout_ms=10000)
+    assert next(iter(consumer)).value == b"x"
+    consumer.commit()
+    consumer.close()
+    from confluent_kafka.admin import AdminClient
+    AdminClient({"bootstrap.servers": broker.address}).delete_topics(["no-such-topic"])["no-such-topic"].exception(10)
+    group_admin(broker, f"g-{topic}")  # until its coordinator knows the group
+    families = {}
+    for url in broker.admin_urls:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+            families.update({family.name: family.type
+                             for family in text_string_to_metric_families(response.read().decode())})
+    exported = set()
+    for name, kind in families.items():
+        exported |= {name, name + "_total"} if kind == "counter" else {name}
+        if kind == "histogram":
+            exported |= {name + "_bucket", name + "_count", name + "_sum"}
+    # Object storage and the cluster exist in shared-storage mode only.
+    if STORAGE != "s3":
+        asked = {name for name in asked if not name.startswith(("spool_object_", "spool_catalogue_", "spool_cluster_"))}
+    assert asked and asked <= exported, sorted(asked - exported)
