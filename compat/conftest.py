@@ -158,9 +158,26 @@ class Broker:
                     if time.time() > deadline:
                         raise RuntimeError("spool did not start listening")
                     time.sleep(0.05)
+        for node in range(1, len(self.ports) + 1):
+            self.wait_until_ready(node)
         if CLUSTER > 1:
             self._wait_for_members()
         return self
+
+    def wait_until_ready(self, node):
+        """Until broker `node` says it is ready (/health/ready): its Kafka listener
+        accepts connections a moment before the broker has finished starting."""
+        import urllib.error
+        import urllib.request
+        deadline = time.time() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(self.admin_url_of(node) + "/health/ready", timeout=2):
+                    return
+            except (urllib.error.URLError, OSError):
+                if time.time() > deadline:
+                    raise RuntimeError(f"broker {node} did not become ready")
+                time.sleep(0.05)
 
     def _wait_for_members(self):
         """Until every broker lists all of them: a topic made next is spread over
@@ -194,11 +211,12 @@ class Broker:
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return
+                break
             except OSError:
                 if time.time() > deadline:
                     raise RuntimeError("spool did not start listening")
                 time.sleep(0.05)
+        self.wait_until_ready(node)
 
     def stop(self):
         for process in self.processes:

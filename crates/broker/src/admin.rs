@@ -8,6 +8,7 @@
 //! partitions it leads, the others named with their leader; groups, for those it
 //! coordinates.
 
+mod bounds;
 mod groups;
 mod messages;
 mod topics;

@@ -1,7 +1,10 @@
 //! Consumer lag: how far each partition's committed offset is behind its high
 //! watermark, for the admin side (CLI, `/metrics`, the REST API and console).
 
+use std::sync::Arc;
+
 use crate::server::Shared;
+use crate::topics::Topic;
 
 /// One partition's committed offset for a group, and its lag where known.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,16 +23,27 @@ pub struct PartitionLag {
 /// partitions of deleted topics are left out. Blocking: a partition this broker
 /// leads is opened on first use.
 pub(crate) fn group_lag(shared: &Shared, group: &str) -> Vec<PartitionLag> {
+    group_lag_with(shared, group, |topic, index| {
+        shared
+            .partition_of(topic.clone(), index, -1)
+            .ok()
+            .map(|partition| partition.log.offsets().high_watermark.0)
+    })
+}
+
+/// [`group_lag`], with each partition's high watermark from `high_watermark`.
+pub(crate) fn group_lag_with(
+    shared: &Shared,
+    group: &str,
+    high_watermark: impl Fn(&Arc<Topic>, i32) -> Option<i64>,
+) -> Vec<PartitionLag> {
     let mut lags: Vec<PartitionLag> = shared
         .groups
         .committed(group, None)
         .into_iter()
         .filter_map(|offset| {
             let topic = shared.topics.get(&offset.topic)?;
-            let high_watermark = shared
-                .partition_of(topic, offset.partition, -1)
-                .ok()
-                .map(|partition| partition.log.offsets().high_watermark.0);
+            let high_watermark = high_watermark(&topic, offset.partition);
             Some(PartitionLag {
                 lag: high_watermark.map(|hw| (hw - offset.offset).max(0)),
                 high_watermark,

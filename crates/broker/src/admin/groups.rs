@@ -8,6 +8,7 @@ use std::sync::Arc;
 use spool_admin::{ApiError, GroupDetail, GroupMember, GroupOffset, GroupSummary};
 use spool_protocol::consumer_protocol;
 
+use super::bounds::partition_bounds;
 use super::kafka_error;
 use crate::errors::code;
 use crate::partitions::on_blocking_pool;
@@ -25,10 +26,12 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
                     .groups
                     .describe(&listing.group_id)
                     .map_or(0, |group| group.members.len());
-                let lag = crate::lag::group_lag(&shared, &listing.group_id)
-                    .iter()
-                    .filter_map(|partition| partition.lag)
-                    .sum();
+                let lag = crate::lag::group_lag_with(&shared, &listing.group_id, |topic, index| {
+                    partition_bounds(&shared, topic, index).map(|bounds| bounds.high_watermark)
+                })
+                .iter()
+                .filter_map(|partition| partition.lag)
+                .sum();
                 GroupSummary {
                     state: listing.state.name().to_owned(),
                     protocol_type: listing.protocol_type,
@@ -101,17 +104,19 @@ pub(super) async fn describe(shared: &Arc<Shared>, id: &str) -> Result<GroupDeta
     })
 }
 
-/// Each committed offset, with the lag where this broker knows the high watermark.
-/// Blocking: a partition is opened on first use.
+/// Each committed offset, with the lag (the high watermark from the partition, or in
+/// a cluster from the catalogue for partitions other brokers lead). Blocking.
 fn offsets(shared: &Shared, group: &str) -> Vec<GroupOffset> {
-    crate::lag::group_lag(shared, group)
-        .into_iter()
-        .map(|lag| GroupOffset {
-            topic: lag.topic,
-            partition: lag.partition,
-            committed: lag.committed,
-            high_watermark: lag.high_watermark,
-            lag: lag.lag,
-        })
-        .collect()
+    crate::lag::group_lag_with(shared, group, |topic, index| {
+        partition_bounds(shared, topic, index).map(|bounds| bounds.high_watermark)
+    })
+    .into_iter()
+    .map(|lag| GroupOffset {
+        topic: lag.topic,
+        partition: lag.partition,
+        committed: lag.committed,
+        high_watermark: lag.high_watermark,
+        lag: lag.lag,
+    })
+    .collect()
 }

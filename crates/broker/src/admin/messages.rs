@@ -1,7 +1,9 @@
 //! The REST API's message browser: up to `limit` records of one partition from an
 //! offset, a time, or the newest, with keys, values and headers as UTF-8 or base64.
 //! Reads go through the same partition reads as Fetch (read_uncommitted, up to the
-//! high watermark); control batches (transaction markers) are left out. This is
+//! high watermark); control batches (transaction markers) are left out. In a
+//! cluster, a partition another broker leads is read from what the catalogue has
+//! committed, straight from object storage. This is
 //! per-record work, for a person looking, never on the Kafka path.
 
 use std::sync::Arc;
@@ -19,6 +21,9 @@ use super::kafka_error;
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
 use crate::server::Shared;
+use crate::shared_storage::SharedStorage;
+use crate::topics::Topic;
+use spool_metadata::PartitionKey;
 
 /// Bytes of batches one read takes.
 const READ_BYTES: u64 = 1 << 20;
@@ -53,23 +58,117 @@ pub(super) async fn read(
     }
     let shared = shared.clone();
     on_blocking_pool(move || {
-        let partition = shared
-            .partition_of(topic.clone(), query.partition, -1)
-            .map_err(|error| partition_error(&shared, &topic, query.partition, &error))?;
-        read_page(&partition, &query)
+        let source = match shared.partition_of(topic.clone(), query.partition, -1) {
+            Ok(partition) => Source::Led(partition),
+            Err(PartitionError::NotLeader) => committed_source(&shared, &topic, query.partition)
+                .ok_or_else(|| {
+                    partition_error(&shared, &topic, query.partition, &PartitionError::NotLeader)
+                })?,
+            Err(error) => return Err(partition_error(&shared, &topic, query.partition, &error)),
+        };
+        read_page(&source, &query)
     })
     .await
     .map_err(|error| kafka_error(error.code(), error.to_string()))?
 }
 
+/// Where a page's batches come from.
+enum Source {
+    /// A partition this broker serves.
+    Led(PartitionHandle),
+    /// Shared-storage mode, a partition another broker leads: what the catalogue has
+    /// committed, read from objects.
+    Committed {
+        storage: Arc<SharedStorage>,
+        key: PartitionKey,
+        log_start: i64,
+        high_watermark: i64,
+    },
+}
+
+/// A partition another broker leads, read from what is committed. Blocking.
+fn committed_source(shared: &Shared, topic: &Topic, index: i32) -> Option<Source> {
+    let state = super::bounds::committed_state(shared, topic, index)?;
+    Some(Source::Committed {
+        storage: shared.storage.clone()?,
+        key: PartitionKey {
+            topic_id: topic.record.id,
+            partition: index,
+        },
+        log_start: state.log_start,
+        high_watermark: state.high_watermark,
+    })
+}
+
+impl Source {
+    /// The log start and the high watermark.
+    fn bounds(&self) -> (i64, i64) {
+        match self {
+            Source::Led(partition) => (
+                partition.log_start().0,
+                partition.log.offsets().high_watermark.0,
+            ),
+            Source::Committed {
+                log_start,
+                high_watermark,
+                ..
+            } => (*log_start, *high_watermark),
+        }
+    }
+
+    /// The first offset at or after `time`; `None` if every record is older.
+    fn offset_for_timestamp(&self, time: Timestamp) -> Result<Option<i64>, PartitionError> {
+        let found = match self {
+            Source::Led(partition) => partition.offset_for_timestamp(time)?,
+            Source::Committed {
+                storage,
+                key,
+                log_start,
+                ..
+            } => {
+                let (reader, key, log_start) = (storage.reader.clone(), *key, Offset(*log_start));
+                storage.wait_for(async move {
+                    reader.offset_for_timestamp(key, time, log_start).await
+                })??
+            }
+        };
+        Ok(found.map(|(offset, _)| offset.0))
+    }
+
+    /// Whole batches from the one holding `offset`, about [`READ_BYTES`] of them.
+    fn read(&self, offset: i64) -> Result<Vec<u8>, ApiError> {
+        let failed = |error: PartitionError| kafka_error(error.code(), error.to_string());
+        match self {
+            Source::Led(partition) => {
+                let read = partition
+                    .read(Offset(offset), READ_BYTES, true, Isolation::ReadUncommitted)
+                    .map_err(failed)?;
+                materialize(&read.chunks)
+            }
+            Source::Committed {
+                storage,
+                key,
+                high_watermark,
+                ..
+            } => {
+                let (reader, key, end) = (storage.reader.clone(), *key, Offset(*high_watermark));
+                let read = storage
+                    .wait_for(async move {
+                        reader
+                            .read(key, Offset(offset), end, READ_BYTES, true)
+                            .await
+                    })
+                    .and_then(|read| read)
+                    .map_err(failed)?;
+                Ok(read.batches.concat())
+            }
+        }
+    }
+}
+
 /// The error for a partition this broker cannot read, naming its leader when
 /// another broker leads it.
-fn partition_error(
-    shared: &Shared,
-    topic: &crate::topics::Topic,
-    index: i32,
-    error: &PartitionError,
-) -> ApiError {
+fn partition_error(shared: &Shared, topic: &Topic, index: i32, error: &PartitionError) -> ApiError {
     let mut message = format!("partition {}-{index}: {error}", topic.record.name);
     if let Some(hint) = shared.leader_hint(topic, index) {
         let leader = shared
@@ -83,9 +182,8 @@ fn partition_error(
 }
 
 /// Blocking: reads the partition's files or objects.
-fn read_page(partition: &PartitionHandle, query: &MessageQuery) -> Result<MessagePage, ApiError> {
-    let log_start = partition.log_start().0;
-    let high_watermark = partition.log.offsets().high_watermark.0;
+fn read_page(source: &Source, query: &MessageQuery) -> Result<MessagePage, ApiError> {
+    let (log_start, high_watermark) = source.bounds();
     let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
     let start = match query.start {
         MessageStart::Offset(offset) if offset < log_start || offset > high_watermark => {
@@ -98,10 +196,10 @@ fn read_page(partition: &PartitionHandle, query: &MessageQuery) -> Result<Messag
         }
         MessageStart::Offset(offset) => offset,
         MessageStart::Newest => high_watermark.saturating_sub(limit).max(log_start),
-        MessageStart::Timestamp(time) => partition
+        MessageStart::Timestamp(time) => source
             .offset_for_timestamp(Timestamp(time))
             .map_err(|error| kafka_error(error.code(), error.to_string()))?
-            .map_or(high_watermark, |(offset, _)| offset.0),
+            .unwrap_or(high_watermark),
     };
     let mut page = MessagePage {
         messages: Vec::new(),
@@ -115,15 +213,7 @@ fn read_page(partition: &PartitionHandle, query: &MessageQuery) -> Result<Messag
         && read_bytes < PAGE_READ_BYTES
         && payload < PAGE_PAYLOAD_BYTES
     {
-        let read = partition
-            .read(
-                Offset(page.next_offset),
-                READ_BYTES,
-                true,
-                Isolation::ReadUncommitted,
-            )
-            .map_err(|error| kafka_error(error.code(), error.to_string()))?;
-        let bytes = materialize(&read.chunks)?;
+        let bytes = source.read(page.next_offset)?;
         if bytes.is_empty() {
             break;
         }

@@ -9,6 +9,7 @@ use spool_admin::{
 };
 use spool_metadata::PartitionKey;
 
+use super::bounds::partition_bounds;
 use super::kafka_error;
 use crate::partitions::on_blocking_pool;
 use crate::server::Shared;
@@ -124,8 +125,7 @@ pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDe
     })
 }
 
-/// Each partition's leader, and its offsets where this broker leads it. Blocking: a
-/// partition is opened on first use.
+/// Each partition's leader and offsets (see [`partition_bounds`]). Blocking.
 fn partitions(shared: &Shared, topic: &Arc<Topic>) -> Vec<PartitionInfo> {
     (0..topic.record.partitions)
         .map(|index| {
@@ -143,10 +143,10 @@ fn partitions(shared: &Shared, topic: &Arc<Topic>) -> Vec<PartitionInfo> {
                 high_watermark: None,
                 last_stable: None,
             };
-            if let Ok(partition) = shared.partition_of(topic.clone(), index, -1) {
-                info.log_start = Some(partition.log_start().0);
-                info.high_watermark = Some(partition.log.offsets().high_watermark.0);
-                info.last_stable = Some(partition.log.stable_offset().0);
+            if let Some(bounds) = partition_bounds(shared, topic, index) {
+                info.log_start = Some(bounds.log_start);
+                info.high_watermark = Some(bounds.high_watermark);
+                info.last_stable = bounds.last_stable;
             }
             info
         })
