@@ -6,7 +6,7 @@
 
 use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, Timestamp, batch_attributes, batch_field};
 
-use crate::records::read_varint;
+use crate::records::{put_varint, read_varint};
 
 /// What a marker ends its transaction with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,19 +98,6 @@ pub fn read_marker(batch: &[u8]) -> Option<Marker> {
         0 => Some(Marker::Abort),
         1 => Some(Marker::Commit),
         _ => None,
-    }
-}
-
-fn put_varint(out: &mut Vec<u8>, value: i64) {
-    let mut raw = ((value << 1) ^ (value >> 63)).cast_unsigned();
-    loop {
-        let byte = u8::try_from(raw & 0x7f).unwrap_or(0);
-        raw >>= 7;
-        if raw == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
     }
 }
 

@@ -8,7 +8,7 @@ use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader};
 
 use crate::batch;
 use crate::compression::{self, CodecError};
-use crate::records::read_varint;
+use crate::records::{read_bytes, read_varint};
 
 /// One record of a batch, borrowed from its (inflated) records section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,19 +115,6 @@ fn parse_record<'a>(rest: &mut &'a [u8]) -> Option<KeyedRecord<'a>> {
         raw,
         headers: body,
     })
-}
-
-/// A length-prefixed byte field: `None` (outer) when malformed, `Some(None)` for null.
-#[allow(clippy::option_option)]
-fn read_bytes<'a>(body: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
-    let length = read_varint(body)?;
-    if length < 0 {
-        return Some(None);
-    }
-    let length = usize::try_from(length).ok()?;
-    let bytes = body.get(..length)?;
-    *body = body.get(length..)?;
-    Some(Some(bytes))
 }
 
 /// The positions in the batch of records without a key (KIP-467's batch indexes).

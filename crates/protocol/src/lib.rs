@@ -15,6 +15,7 @@ pub mod compression;
 pub mod consumer_protocol;
 pub mod control;
 pub mod frame;
+pub mod internal;
 pub mod keyed;
 pub mod recompress;
 pub mod records;

@@ -53,6 +53,33 @@ pub(crate) fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
     None
 }
 
+/// Writes `value` as a zigzag varint (the record format's integers).
+pub(crate) fn put_varint(out: &mut Vec<u8>, value: i64) {
+    let mut raw = ((value << 1) ^ (value >> 63)).cast_unsigned();
+    loop {
+        let byte = u8::try_from(raw & 0x7f).unwrap_or(0);
+        raw >>= 7;
+        if raw == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// A length-prefixed byte field: `None` (outer) when malformed, `Some(None)` for null.
+#[allow(clippy::option_option)]
+pub(crate) fn read_bytes<'a>(body: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
+    let length = read_varint(body)?;
+    if length < 0 {
+        return Some(None);
+    }
+    let length = usize::try_from(length).ok()?;
+    let bytes = body.get(..length)?;
+    *body = body.get(length..)?;
+    Some(Some(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
