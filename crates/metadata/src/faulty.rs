@@ -12,9 +12,9 @@ use uuid::Uuid;
 
 use crate::{
     BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange, ControllerLease,
-    Leadership, MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove,
-    PartitionState, Result, StoredRange, TopicRecord, TransactionRecord, Transactions, TxnMarker,
-    TxnUpdate,
+    DelayedRecord, DelayedRecords, Leadership, MetadataError, MetadataStore, ObjectCommit,
+    PartitionKey, PartitionMove, PartitionState, PendingHolds, Result, StoredRange, TopicRecord,
+    TransactionRecord, Transactions, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -414,5 +414,53 @@ impl MetadataStore for FaultyMetadata {
     }
     async fn allocate_producer_ids(&self, count: i64) -> Result<i64> {
         self.inner.allocate_producer_ids(count).await
+    }
+}
+
+#[async_trait::async_trait]
+impl DelayedRecords for FaultyMetadata {
+    async fn note_holds(
+        &self,
+        key: PartitionKey,
+        holds: &[(i64, i64)],
+        through: i64,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner.note_holds(key, holds, through).await
+    }
+
+    async fn holds_noted_through(&self, key: PartitionKey) -> Result<i64> {
+        self.check_up()?;
+        self.inner.holds_noted_through(key).await
+    }
+
+    async fn due_holds(
+        &self,
+        key: PartitionKey,
+        now_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<DelayedRecord>> {
+        self.check_up()?;
+        self.inner.due_holds(key, now_ms, limit).await
+    }
+
+    async fn begin_delivery(
+        &self,
+        key: PartitionKey,
+        hold_offsets: &[i64],
+        log_end: i64,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner.begin_delivery(key, hold_offsets, log_end).await
+    }
+
+    async fn holds_delivered(&self, key: PartitionKey, hold_offsets: &[i64]) -> Result<()> {
+        self.check_up()?;
+        self.inner.holds_delivered(key, hold_offsets).await
+    }
+
+    async fn pending_holds(&self, key: PartitionKey) -> Result<PendingHolds> {
+        self.check_up()?;
+        self.inner.pending_holds(key).await
     }
 }

@@ -34,3 +34,4 @@ crate::sql::impl_metadata_store!(PostgresStore);
 crate::catalogue_sql::impl_catalogue!(PostgresStore);
 crate::cluster_sql::impl_cluster!(PostgresStore);
 crate::transactions_sql::impl_transactions!(PostgresStore);
+crate::delayed_sql::impl_delayed_records!(PostgresStore);

@@ -38,6 +38,7 @@ crate::sql::impl_metadata_store!(SqliteStore);
 crate::catalogue_sql::impl_catalogue!(SqliteStore);
 crate::cluster_sql::impl_cluster!(SqliteStore);
 crate::transactions_sql::impl_transactions!(SqliteStore);
+crate::delayed_sql::impl_delayed_records!(SqliteStore);
 
 #[cfg(test)]
 mod tests {
