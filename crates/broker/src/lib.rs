@@ -13,6 +13,7 @@ mod cluster;
 mod config;
 mod connection;
 mod data_dir_lock;
+mod delayed;
 mod dynamic_config;
 mod errors;
 mod handlers;

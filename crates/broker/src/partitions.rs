@@ -275,6 +275,41 @@ where
 }
 
 impl PartitionHandle {
+    /// The bytes of whole batches from the one holding `offset`, about `max_bytes` of
+    /// them (the first whole): for the broker's own readers (the admin API, delayed
+    /// delivery), which look into the records. Blocking.
+    pub(crate) fn read_bytes(
+        &self,
+        offset: Offset,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, PartitionError> {
+        let read = self.read(offset, max_bytes, true, Isolation::ReadUncommitted)?;
+        let total = read.chunks.iter().map(ReadChunk::len).sum::<u64>();
+        let mut bytes = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+        for chunk in &read.chunks {
+            match chunk {
+                ReadChunk::Memory(memory) => bytes.extend_from_slice(memory),
+                ReadChunk::File {
+                    file,
+                    position,
+                    len,
+                } => {
+                    let start = bytes.len();
+                    bytes.resize(start + usize::try_from(*len).unwrap_or(0), 0);
+                    let target = bytes.get_mut(start..).unwrap_or_default();
+                    file.read_exact_at(target, *position).map_err(|source| {
+                        PartitionError::Storage(LogError::Io {
+                            operation: "read",
+                            path: self.log.dir().to_path_buf(),
+                            source,
+                        })
+                    })?;
+                }
+            }
+        }
+        Ok(bytes)
+    }
+
     /// The partition's log start offset (in shared-storage mode, the catalogue's:
     /// the tail starts later).
     pub(crate) fn log_start(&self) -> Offset {

@@ -361,6 +361,10 @@ impl Broker {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(groups.run(stopped.clone()));
         tokio::spawn(transactions.run(stopped.clone()));
+        tokio::spawn(crate::delayed::delivery::run(
+            shared.clone(),
+            stopped.clone(),
+        ));
         tokio::spawn(topics::follow_metadata_store(
             shared.clone(),
             topics_version,

@@ -434,6 +434,25 @@ pub(crate) const TOPIC_CONFIGS: &[TopicConfig] = &[
         doc: "A new segment is started when the active one is older than this.",
         effect: Effect::Honoured,
     },
+    // Spool's own, after Kafka's: delayed delivery (docs/delayed-delivery.md).
+    TopicConfig {
+        name: "delivery.delay.enable",
+        kind: ConfigType::Boolean,
+        default: "false",
+        valid: Valid::Any,
+        broker: &[],
+        doc: "Spool: records with a spool.deliver-at or spool.delay-ms header in the future are held and appended to their partition when due.",
+        effect: Effect::Honoured,
+    },
+    TopicConfig {
+        name: "delivery.delay.max.ms",
+        kind: ConfigType::Long,
+        default: "3456000000",
+        valid: Valid::Range(1, LONG_MAX),
+        broker: &[],
+        doc: "Spool: the longest a record may be held (40 days by default); a later due time is refused with INVALID_RECORD.",
+        effect: Effect::Honoured,
+    },
     TopicConfig {
         name: "unclean.leader.election.enable",
         kind: ConfigType::Boolean,

@@ -19,7 +19,8 @@ mod startup;
 
 pub(crate) use self::follow::{catch_up_now, follow_metadata_store};
 pub(crate) use self::settings::{
-    Recompression, TimestampBounds, check_config, config_entries, default_config_values, resolve,
+    DelayPolicy, Recompression, TimestampBounds, check_config, config_entries,
+    default_config_values, resolve,
 };
 pub(crate) use self::startup::{load_topics, move_name_keyed_logs};
 
@@ -33,6 +34,8 @@ pub(crate) struct Topic {
     pub(crate) recompression: Option<Recompression>,
     /// `message.timestamp.before.max.ms` / `after.max.ms` for CreateTime topics.
     pub(crate) timestamps: TimestampBounds,
+    /// `delivery.delay.enable`: records due later are held; `None` when off.
+    pub(crate) delay: Option<DelayPolicy>,
     /// Every config of the topic with its value: explicit, the broker's default, or
     /// Kafka's.
     pub(crate) configs: BTreeMap<&'static str, String>,

@@ -863,8 +863,14 @@ struct PendingWrite {
 
 /// Checks the idempotent batches of an append against their producers' state: `Some`
 /// with the original offsets for a retried batch (nothing to write), `None` to append.
-/// An idempotent batch must come alone (as Kafka requires of produce requests from v3).
+/// An idempotent batch must come alone (as Kafka requires of produce requests from v3),
+/// but for control batches the broker writes with it (the holds of its delayed
+/// records): a retry then skips them too.
 fn check_producers(producers: &ProducerStates, batches: &[&[u8]]) -> Result<Option<AppendInfo>> {
+    let data_batches = batches
+        .iter()
+        .filter(|bytes| RecordBatchHeader::parse(bytes).is_some_and(|h| !h.is_control()))
+        .count();
     for bytes in batches {
         let Some(header) = RecordBatchHeader::parse(bytes) else {
             continue;
@@ -878,7 +884,7 @@ fn check_producers(producers: &ProducerStates, batches: &[&[u8]]) -> Result<Opti
         if !producers::is_idempotent(&header) {
             continue;
         }
-        if batches.len() > 1 {
+        if data_batches > 1 {
             return Err(LogError::Producer(ProducerError::NotAlone {
                 producer: header.producer_id.0,
             }));

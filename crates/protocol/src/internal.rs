@@ -80,6 +80,58 @@ pub fn hold_batch(hold: &Hold, now: Timestamp) -> Vec<u8> {
     internal_batch(0, 1, Kind::Hold, &value, now)
 }
 
+/// A batch of delayed records being delivered: plain (producer -1), uncompressed,
+/// their timestamps all `now` (the delivery time); `baseOffset` 0 (the log assigns
+/// it).
+#[must_use]
+pub fn delivery_batch(
+    records: &[Hold],
+    extra_headers: &[Vec<(&str, Vec<u8>)>],
+    now: Timestamp,
+) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (delta, hold) in records.iter().enumerate() {
+        let delta = i64::try_from(delta).unwrap_or(0);
+        let mut record = vec![0_u8]; // attributes
+        put_varint(&mut record, 0); // timestamp delta
+        put_varint(&mut record, delta);
+        put_bytes(&mut record, hold.key.as_deref());
+        put_bytes(&mut record, hold.value.as_deref());
+        let extra = extra_headers.get(usize::try_from(delta).unwrap_or(0));
+        let count = hold.headers.len() + extra.map_or(0, Vec::len);
+        put_varint(&mut record, i64::try_from(count).unwrap_or(0));
+        for (name, value) in &hold.headers {
+            put_bytes(&mut record, Some(name));
+            put_bytes(&mut record, value.as_deref());
+        }
+        for (name, value) in extra.into_iter().flatten() {
+            put_bytes(&mut record, Some(name.as_bytes()));
+            put_bytes(&mut record, Some(value));
+        }
+        put_varint(&mut body, i64::try_from(record.len()).unwrap_or(0));
+        body.extend_from_slice(&record);
+    }
+    let count = i32::try_from(records.len()).unwrap_or(i32::MAX);
+    let mut batch = vec![0_u8; BATCH_HEADER_LEN];
+    let mut put = |at: usize, bytes: &[u8]| {
+        if let Some(field) = batch.get_mut(at..at + bytes.len()) {
+            field.copy_from_slice(bytes);
+        }
+    };
+    put(batch_field::PARTITION_LEADER_EPOCH, &(-1_i32).to_be_bytes());
+    put(batch_field::MAGIC, &[2]);
+    put(
+        batch_field::LAST_OFFSET_DELTA,
+        &(count - 1).max(0).to_be_bytes(),
+    );
+    put(batch_field::BASE_TIMESTAMP, &now.0.to_be_bytes());
+    put(batch_field::MAX_TIMESTAMP, &now.0.to_be_bytes());
+    put(batch_field::PRODUCER_ID, &(-1_i64).to_be_bytes());
+    put(batch_field::PRODUCER_EPOCH, &(-1_i16).to_be_bytes());
+    put(batch_field::BASE_SEQUENCE, &(-1_i32).to_be_bytes());
+    crate::batch::with_records(&batch, 0, count, &body).unwrap_or_default()
+}
+
 /// The kind of Spool's control batch `batch` is; `None` for any other batch.
 #[must_use]
 pub fn kind_of(batch: &[u8]) -> Option<Kind> {

@@ -12,7 +12,6 @@ use base64::Engine;
 use spool_admin::{
     ApiError, Bytes, Encoding, Header, Message, MessagePage, MessageQuery, MessageStart,
 };
-use spool_log::{Isolation, ReadChunk};
 use spool_model::{Offset, Timestamp, TimestampType};
 use spool_protocol::batch::BatchFrames;
 use spool_protocol::keyed::BatchRecords;
@@ -139,12 +138,9 @@ impl Source {
     fn read(&self, offset: i64) -> Result<Vec<u8>, ApiError> {
         let failed = |error: PartitionError| kafka_error(error.code(), error.to_string());
         match self {
-            Source::Led(partition) => {
-                let read = partition
-                    .read(Offset(offset), READ_BYTES, true, Isolation::ReadUncommitted)
-                    .map_err(failed)?;
-                materialize(&read.chunks)
-            }
+            Source::Led(partition) => partition
+                .read_bytes(Offset(offset), READ_BYTES)
+                .map_err(failed),
             Source::Committed {
                 storage,
                 key,
@@ -268,33 +264,6 @@ fn read_page(source: &Source, query: &MessageQuery) -> Result<MessagePage, ApiEr
         }
     }
     Ok(page)
-}
-
-/// The bytes of a read: file ranges are read from their files.
-fn materialize(chunks: &[ReadChunk]) -> Result<Vec<u8>, ApiError> {
-    let total = chunks.iter().map(ReadChunk::len).sum::<u64>();
-    let mut bytes = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-    for chunk in chunks {
-        match chunk {
-            ReadChunk::Memory(memory) => bytes.extend_from_slice(memory),
-            ReadChunk::File {
-                file,
-                position,
-                len,
-            } => {
-                let start = bytes.len();
-                bytes.resize(start + usize::try_from(*len).unwrap_or(0), 0);
-                let target = bytes.get_mut(start..).unwrap_or_default();
-                file.read_exact_at(target, *position).map_err(|error| {
-                    kafka_error(
-                        code::KAFKA_STORAGE_ERROR,
-                        format!("reading the log: {error}"),
-                    )
-                })?;
-            }
-        }
-    }
-    Ok(bytes)
 }
 
 fn corrupt(error: &dyn std::fmt::Display) -> ApiError {

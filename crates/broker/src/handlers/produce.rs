@@ -317,10 +317,20 @@ fn append_partition(
             refuse_keyless(bytes, &name)?;
         }
         records += u64::try_from(header.last_offset_delta).unwrap_or(0) + 1;
-        batches.push(match topic.recompression {
-            None => Cow::Borrowed(bytes),
-            Some(target) => recompressed(bytes, target, max_message_bytes, &name)?,
-        });
+        let (bytes, holds) = match topic.delay {
+            Some(policy) => held_back(bytes, &header, policy, &name)?,
+            None => (Some(Cow::Borrowed(bytes)), Vec::new()),
+        };
+        if let Some(bytes) = bytes {
+            batches.push(match topic.recompression {
+                None => bytes,
+                Some(target) => match recompressed(&bytes, target, max_message_bytes, &name)? {
+                    Cow::Borrowed(_) => bytes,
+                    Cow::Owned(owned) => Cow::Owned(owned),
+                },
+            });
+        }
+        batches.extend(holds.into_iter().map(Cow::Owned));
     }
     if batches.is_empty() {
         return Err(code::CORRUPT_MESSAGE.into());
@@ -354,6 +364,38 @@ fn append_partition(
         }
     }
     Ok((partition, info))
+}
+
+/// The batch to append (`None`: nothing left of it) and the hold batches after it.
+type HeldBack<'a> = (Option<Cow<'a, [u8]>>, Vec<Vec<u8>>);
+
+/// A batch of a topic with delayed delivery: its records due later taken out as hold
+/// batches (appended after it), the rest as the batch to append (`None`: nothing
+/// left). A bad due time refuses the batch with `INVALID_RECORD`, naming the record.
+fn held_back<'a>(
+    bytes: &'a [u8],
+    header: &spool_model::RecordBatchHeader,
+    policy: crate::topics::DelayPolicy,
+    partition: &TopicPartition,
+) -> Result<HeldBack<'a>, Refused> {
+    match crate::delayed::split::split(bytes, header, policy, Timestamp::now()) {
+        Ok(None) => Ok((Some(Cow::Borrowed(bytes)), Vec::new())),
+        Ok(Some(split)) => Ok((split.batch.map(Cow::Owned), split.holds)),
+        Err(error) => {
+            tracing::debug!(%partition, %error, "refusing a batch with a bad due time");
+            let message = error.to_string();
+            Err(Refused {
+                code: code::INVALID_RECORD,
+                message: Some(message.clone()),
+                record_errors: error
+                    .index()
+                    .map(|index| (i32::try_from(index).unwrap_or(i32::MAX), message))
+                    .into_iter()
+                    .collect(),
+                leader: None,
+            })
+        }
+    }
 }
 
 /// A compacted topic keeps the latest record of each key, so a record without a key

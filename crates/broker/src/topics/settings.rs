@@ -26,6 +26,13 @@ pub(crate) struct Recompression {
     pub(crate) level: Option<i32>,
 }
 
+/// Delayed delivery on a topic (`delivery.delay.*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DelayPolicy {
+    /// `delivery.delay.max.ms`: the longest a record may be held.
+    pub(crate) max_ms: u64,
+}
+
 /// How far a CreateTime batch's timestamps may stray from the broker's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct TimestampBounds {
@@ -144,12 +151,23 @@ pub(crate) fn resolve(
         _ => None,
     }
     .map(|(codec, level)| Recompression { codec, level });
+    let delay = match values
+        .text("delivery.delay.enable")
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "true" => Some(DelayPolicy {
+            max_ms: values.positive("delivery.delay.max.ms")?,
+        }),
+        _ => None,
+    };
     Ok(Topic {
         record,
         log,
         max_message_bytes,
         recompression,
         timestamps,
+        delay,
         configs,
         leader_epochs: Vec::new(),
     })

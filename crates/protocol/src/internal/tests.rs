@@ -71,3 +71,22 @@ fn other_and_broken_batches_are_not_internal() {
     }
     assert_eq!(read_hold(&skip_batch(0, 3, Timestamp(0))), None);
 }
+
+#[test]
+fn a_delivery_batch_is_a_plain_batch_of_the_held_records() {
+    let held = hold();
+    let extra = vec![vec![("spool.delayed-offset", b"12".to_vec())]; 2];
+    let batch = delivery_batch(&[held.clone(), held], &extra, Timestamp(77));
+    let header = validate_batch(&batch, BatchRules::Produce).expect("valid as produced");
+    assert_eq!((header.record_count, header.last_offset_delta), (2, 1));
+    assert_eq!(kind_of(&batch), None);
+    let decoded = RecordBatchDecoder::decode(&mut Bytes::from(batch)).expect("decodes");
+    let record = &decoded.records[1];
+    assert_eq!(record.offset, 1);
+    assert_eq!(record.timestamp, 77);
+    assert_eq!(record.key.as_deref(), Some(&b"order-7"[..]));
+    assert!(record.value.is_none());
+    // kafka-protocol keeps one value per header name: the last.
+    let headers: Vec<String> = record.headers.keys().map(|k| k.to_string()).collect();
+    assert_eq!(headers, vec!["trace", "spool.delayed-offset"]);
+}

@@ -1,0 +1,337 @@
+//! The leader's side of delayed delivery. Every [`TICK`], for each partition of a
+//! topic with `delivery.delay.enable` that this broker leads:
+//!
+//! 1. **Note** the holds written since the last round: the log from the store's
+//!    searched-through mark to the high watermark is read batch by batch (a header
+//!    check, no inflating), each hold's due time noted in the store with the new
+//!    mark. The store, not memory, keeps the timer; a leader that takes over (or
+//!    restarts) resumes at the mark.
+//! 2. **Deliver** what is due: the held records are appended again as one plain batch
+//!    (timestamp: now; headers `spool.delayed-from` and `spool.delayed-offset` added),
+//!    after the store has the intent (the log end before the append); once the batch
+//!    is durable their rows go. A row found with an intent is first looked for in the
+//!    log from there, so a delivery interrupted by a crash is not made twice.
+//!
+//! In memory, per partition, only its mark and its next due time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use spool_metadata::{DelayedRecord, PartitionKey};
+use spool_model::{Offset, Timestamp};
+use spool_protocol::batch::BatchFrames;
+use spool_protocol::internal::{self, Kind};
+use spool_protocol::keyed::BatchRecords;
+use tokio::sync::watch;
+
+use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
+use crate::server::Shared;
+use crate::topics::Topic;
+
+/// When the record was produced (epoch ms, decimal ASCII).
+pub(crate) const DELAYED_FROM: &str = "spool.delayed-from";
+/// The offset its hold had in the partition (decimal ASCII).
+pub(crate) const DELAYED_OFFSET: &str = "spool.delayed-offset";
+
+/// How often each partition is looked at: due records are delivered within about
+/// this much of their time, plus the append.
+const TICK: Duration = Duration::from_millis(20);
+/// Records delivered in one round of a partition (one batch).
+const DUE_PER_ROUND: i64 = 500;
+/// Bytes of log read per step of noting holds.
+const NOTE_READ_BYTES: u64 = 1 << 20;
+
+/// What this broker remembers of a partition between rounds.
+#[derive(Debug, Default, Clone, Copy)]
+struct PartitionTimer {
+    /// The store's searched-through mark, once read.
+    noted_through: Option<i64>,
+    /// The earliest due time of its pending holds (`None`: unknown, ask the store).
+    next_due: Option<Option<i64>>,
+}
+
+/// Runs the rounds until the broker stops.
+pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+    let mut timers: HashMap<PartitionKey, PartitionTimer> = HashMap::new();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(TICK) => {}
+            _ = stopped.changed() => return,
+        }
+        let mut seen = Vec::new();
+        for topic in shared
+            .topics
+            .all()
+            .into_iter()
+            .filter(|t| t.delay.is_some())
+        {
+            for index in 0..topic.record.partitions {
+                if shared.led_epoch(&topic, index).is_none() {
+                    continue;
+                }
+                let key = PartitionKey {
+                    topic_id: topic.record.id,
+                    partition: index,
+                };
+                seen.push(key);
+                let timer = timers.entry(key).or_default();
+                if let Err(error) = round(&shared, &topic, index, key, timer).await {
+                    // The next round tries again from the store's state.
+                    *timer = PartitionTimer::default();
+                    tracing::debug!(topic = %topic.record.name, partition = index, %error, "delayed delivery round failed");
+                }
+            }
+        }
+        // Partitions no longer led (or deleted) are read from the store again if they
+        // come back.
+        timers.retain(|key, _| seen.contains(key));
+    }
+}
+
+/// Why a round stopped.
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    #[error("{0}")]
+    Partition(#[from] PartitionError),
+    #[error("metadata store: {0}")]
+    Store(#[from] spool_metadata::MetadataError),
+}
+
+async fn round(
+    shared: &Arc<Shared>,
+    topic: &Arc<Topic>,
+    index: i32,
+    key: PartitionKey,
+    timer: &mut PartitionTimer,
+) -> Result<(), RoundError> {
+    let partition = {
+        let (shared, topic) = (shared.clone(), topic.clone());
+        on_blocking_pool(move || shared.partition_of(topic, index, -1)).await??
+    };
+    note_holds(shared, &partition, key, timer).await?;
+    let now = Timestamp::now().0;
+    let next_due = match timer.next_due {
+        Some(next) => next,
+        None => shared.metadata.pending_holds(key).await?.next_due_ms,
+    };
+    timer.next_due = Some(next_due);
+    if next_due.is_none_or(|due| due > now) {
+        return Ok(());
+    }
+    let due = shared.metadata.due_holds(key, now, DUE_PER_ROUND).await?;
+    deliver(shared, &partition, key, &due).await?;
+    timer.next_due = Some(shared.metadata.pending_holds(key).await?.next_due_ms);
+    Ok(())
+}
+
+/// Step 1: notes the holds between the store's mark and the high watermark.
+async fn note_holds(
+    shared: &Arc<Shared>,
+    partition: &PartitionHandle,
+    key: PartitionKey,
+    timer: &mut PartitionTimer,
+) -> Result<(), RoundError> {
+    let mut through = match timer.noted_through {
+        Some(through) => through,
+        None => shared.metadata.holds_noted_through(key).await?,
+    };
+    let high_watermark = partition.log.offsets().high_watermark.0;
+    through = through.max(partition.log_start().0);
+    while through < high_watermark {
+        let (holds, next) = {
+            let partition = partition.clone();
+            on_blocking_pool(move || holds_from(&partition, through, high_watermark)).await??
+        };
+        if next <= through {
+            break;
+        }
+        if !holds.is_empty() {
+            let earliest = holds.iter().map(|(_, due)| *due).min();
+            timer.next_due = timer.next_due.map(|known| match (known, earliest) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            });
+        }
+        shared.metadata.note_holds(key, &holds, next).await?;
+        through = next;
+    }
+    timer.noted_through = Some(through);
+    Ok(())
+}
+
+/// The holds (offset, due ms) in one read of the log from `from`, below `end`, and
+/// where the next read starts. Blocking.
+fn holds_from(
+    partition: &PartitionHandle,
+    from: i64,
+    end: i64,
+) -> Result<(Vec<(i64, i64)>, i64), PartitionError> {
+    let bytes = partition.read_bytes(Offset(from), NOTE_READ_BYTES)?;
+    let mut holds = Vec::new();
+    let mut next = from;
+    for frame in BatchFrames::new(&bytes) {
+        let Ok((header, batch)) = frame else { break };
+        if header.base_offset.0 >= end {
+            break;
+        }
+        if internal::kind_of(batch) == Some(Kind::Hold)
+            && let Some(hold) = internal::read_hold(batch)
+        {
+            holds.push((header.base_offset.0, hold.due.0));
+        }
+        next = header.last_offset().0 + 1;
+    }
+    Ok((holds, next))
+}
+
+/// Step 2: delivers `due` records as one batch, exactly once.
+async fn deliver(
+    shared: &Arc<Shared>,
+    partition: &PartitionHandle,
+    key: PartitionKey,
+    due: &[DelayedRecord],
+) -> Result<(), RoundError> {
+    if due.is_empty() {
+        return Ok(());
+    }
+    let Prepared {
+        batch,
+        offsets,
+        done,
+    } = {
+        let (partition, due) = (partition.clone(), due.to_vec());
+        on_blocking_pool(move || prepare(&partition, &due)).await??
+    };
+    // Delivered before a crash, or gone with retention: nothing more to do for them.
+    shared.metadata.holds_delivered(key, &done).await?;
+    let Some(batch) = batch else {
+        return Ok(());
+    };
+    let log_end = partition.log.offsets().log_end.0;
+    shared
+        .metadata
+        .begin_delivery(key, &offsets, log_end)
+        .await?;
+    let appended = {
+        let partition = partition.clone();
+        on_blocking_pool(move || {
+            let info = partition.log.append(&[&batch])?;
+            partition.appended(batch.len());
+            Ok::<_, PartitionError>(info)
+        })
+        .await??
+    };
+    partition
+        .log
+        .wait_durable(appended.next_offset())
+        .await
+        .map_err(PartitionError::from)?;
+    shared.metadata.holds_delivered(key, &offsets).await?;
+    Ok(())
+}
+
+/// What a round delivers.
+struct Prepared {
+    /// The batch delivering the due records; `None` if none is left to deliver.
+    batch: Option<Vec<u8>>,
+    /// The hold offsets it delivers.
+    offsets: Vec<i64>,
+    /// Holds needing nothing more: delivered before, or no longer in the log.
+    done: Vec<i64>,
+}
+
+/// Reads the due holds and builds their delivery. Blocking.
+fn prepare(partition: &PartitionHandle, due: &[DelayedRecord]) -> Result<Prepared, PartitionError> {
+    let log_start = partition.log_start().0;
+    let mut holds = Vec::new();
+    let mut extra = Vec::new();
+    let mut offsets = Vec::new();
+    let mut done = Vec::new();
+    for record in due {
+        let hold_offset = record.hold_offset;
+        if record.hold_offset < log_start {
+            tracing::warn!(
+                hold = hold_offset,
+                log_start,
+                "a delayed record was removed by retention before it was due"
+            );
+            done.push(hold_offset);
+            continue;
+        }
+        if let Some(from) = record.delivering_from
+            && delivered_since(partition, from, hold_offset)?
+        {
+            done.push(hold_offset);
+            continue;
+        }
+        let bytes = partition.read_bytes(Offset(hold_offset), 1)?;
+        let hold = BatchFrames::new(&bytes)
+            .next()
+            .and_then(Result::ok)
+            .filter(|(header, _)| header.base_offset.0 == hold_offset)
+            .and_then(|(_, batch)| internal::read_hold(batch));
+        let Some(hold) = hold else {
+            tracing::warn!(
+                hold = hold_offset,
+                "no hold batch at a noted offset; forgetting it"
+            );
+            done.push(hold_offset);
+            continue;
+        };
+        extra.push(vec![
+            (DELAYED_FROM, hold.produced.0.to_string().into_bytes()),
+            (DELAYED_OFFSET, hold_offset.to_string().into_bytes()),
+        ]);
+        holds.push(hold);
+        offsets.push(hold_offset);
+    }
+    let batch =
+        (!holds.is_empty()).then(|| internal::delivery_batch(&holds, &extra, Timestamp::now()));
+    Ok(Prepared {
+        batch,
+        offsets,
+        done,
+    })
+}
+
+/// Whether a delivery of hold `hold_offset` is in the log from `from` on. Blocking.
+fn delivered_since(
+    partition: &PartitionHandle,
+    from: i64,
+    hold_offset: i64,
+) -> Result<bool, PartitionError> {
+    let wanted = hold_offset.to_string();
+    let end = partition.log.offsets().log_end.0;
+    let mut at = from.max(partition.log_start().0);
+    while at < end {
+        let bytes = partition.read_bytes(Offset(at), NOTE_READ_BYTES)?;
+        let before = at;
+        for frame in BatchFrames::new(&bytes) {
+            let Ok((header, batch)) = frame else { break };
+            at = header.last_offset().0 + 1;
+            if header.is_control() || header.producer_id.0 != -1 {
+                continue;
+            }
+            let Ok(records) = BatchRecords::read(batch, 64 << 20) else {
+                continue;
+            };
+            let found = records.records().is_ok_and(|records| {
+                records.iter().any(|record| {
+                    record.headers().is_some_and(|headers| {
+                        headers.iter().any(|(name, value)| {
+                            *name == DELAYED_OFFSET.as_bytes() && *value == Some(wanted.as_bytes())
+                        })
+                    })
+                })
+            });
+            if found {
+                return Ok(true);
+            }
+        }
+        if at == before {
+            break;
+        }
+    }
+    Ok(false)
+}
