@@ -343,3 +343,48 @@ test('a transactional producer commits and aborts; read_committed consumers see 
   assert.strictEqual(offsets[0].partitions[0].offset, '42');
   await admin.disconnect();
 });
+
+test('delayed records arrive when due; KafkaJS moves past their holds', async () => {
+  const topic = 'js-delayed';
+  const admin = kafka().admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'delivery.delay.enable', value: 'true' }] }],
+  });
+  const producer = kafka().producer();
+  await producer.connect();
+  const due = Date.now() + 1500;
+  // Held records first: their holds lie before the immediate record in the partition.
+  await producer.send({
+    topic,
+    messages: [0, 1, 2].map((i) => ({
+      key: `k${i}`, value: `later-${i}`, partition: 0, headers: { 'spool.deliver-at': `${due + i}` },
+    })),
+  });
+  await producer.send({ topic, messages: [{ value: 'now', partition: 0 }] });
+
+  const seen = [];
+  const consumer = kafka().consumer({ groupId: 'js-delayed', sessionTimeout: 6000, heartbeatInterval: 500 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      seen.push({
+        value: message.value.toString(),
+        at: Date.now(),
+        timestamp: Number(message.timestamp),
+        from: message.headers['spool.delayed-from'],
+      });
+    },
+  });
+  await waitFor(() => seen.length >= 4, 'the immediate and the delayed records');
+  await new Promise((r) => setTimeout(r, 300));
+  await consumer.disconnect();
+  assert.deepStrictEqual(seen.map((m) => m.value), ['now', 'later-0', 'later-1', 'later-2']);
+  for (const m of seen.slice(1)) {
+    assert.ok(m.at >= due && m.timestamp >= due, `${m.value} arrived early`);
+    assert.ok(m.from, 'spool.delayed-from is set');
+  }
+  await producer.disconnect();
+  await admin.disconnect();
+});

@@ -9,13 +9,14 @@
 //! 2. **Deliver** what is due: the held records are appended again as one plain batch
 //!    (timestamp: now; headers `spool.delayed-from` and `spool.delayed-offset` added),
 //!    after the store has the intent (the log end before the append); once the batch
-//!    is durable their rows go. A row found with an intent is first looked for in the
+//!    is durable their rows go (waited for apart: rounds go on meanwhile, and skip
+//!    what is in flight). A row found with an intent is first looked for in the
 //!    log from there, so a delivery interrupted by a crash is not made twice.
 //!
 //! In memory, per partition, only its mark and its next due time.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use spool_metadata::{DelayedRecord, PartitionKey};
@@ -43,12 +44,15 @@ const DUE_PER_ROUND: i64 = 500;
 const NOTE_READ_BYTES: u64 = 1 << 20;
 
 /// What this broker remembers of a partition between rounds.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct PartitionTimer {
     /// The store's searched-through mark, once read.
     noted_through: Option<i64>,
     /// The earliest due time of its pending holds (`None`: unknown, ask the store).
     next_due: Option<Option<i64>>,
+    /// Holds whose delivery is appended and not yet durable: a round does not deliver
+    /// them again (rounds go on while deliveries wait for their fsync or upload).
+    in_flight: Arc<Mutex<BTreeSet<i64>>>,
 }
 
 /// Runs the rounds until the broker stops.
@@ -78,7 +82,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
                 let timer = timers.entry(key).or_default();
                 if let Err(error) = round(&shared, &topic, index, key, timer).await {
                     // The next round tries again from the store's state.
-                    *timer = PartitionTimer::default();
+                    timer.noted_through = None;
+                    timer.next_due = None;
                     tracing::debug!(topic = %topic.record.name, partition = index, %error, "delayed delivery round failed");
                 }
             }
@@ -119,8 +124,12 @@ async fn round(
     if next_due.is_none_or(|due| due > now) {
         return Ok(());
     }
-    let due = shared.metadata.due_holds(key, now, DUE_PER_ROUND).await?;
-    deliver(shared, &partition, key, &due).await?;
+    let mut due = shared.metadata.due_holds(key, now, DUE_PER_ROUND).await?;
+    {
+        let in_flight = lock(&timer.in_flight);
+        due.retain(|hold| !in_flight.contains(&hold.hold_offset));
+    }
+    deliver(shared, &partition, key, &due, &timer.in_flight).await?;
     timer.next_due = Some(shared.metadata.pending_holds(key).await?.next_due_ms);
     Ok(())
 }
@@ -191,6 +200,7 @@ async fn deliver(
     partition: &PartitionHandle,
     key: PartitionKey,
     due: &[DelayedRecord],
+    in_flight: &Arc<Mutex<BTreeSet<i64>>>,
 ) -> Result<(), RoundError> {
     if due.is_empty() {
         return Ok(());
@@ -222,13 +232,36 @@ async fn deliver(
         })
         .await??
     };
-    partition
-        .log
-        .wait_durable(appended.next_offset())
-        .await
-        .map_err(PartitionError::from)?;
-    shared.metadata.holds_delivered(key, &offsets).await?;
+    // Durability is waited for apart, so that the next rounds go on meanwhile.
+    lock(in_flight).extend(offsets.iter().copied());
+    let (shared, partition, in_flight) = (shared.clone(), partition.clone(), in_flight.clone());
+    tokio::spawn(async move {
+        let durable = partition.log.wait_durable(appended.next_offset()).await;
+        let forgotten = match durable {
+            Ok(()) => shared
+                .metadata
+                .holds_delivered(key, &offsets)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(error) = forgotten {
+            // The rows keep their intent: a later round finds the delivery, if it
+            // was kept, before delivering again.
+            tracing::warn!(%error, "a delayed delivery was not confirmed");
+        }
+        let mut in_flight = lock(&in_flight);
+        for offset in &offsets {
+            in_flight.remove(offset);
+        }
+    });
     Ok(())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What a round delivers.
