@@ -190,13 +190,26 @@ async function topicPage(name) {
       h("button", { class: "danger", onclick: () => deleteTopic(topic.name) }, "Delete")),
     h("p", { class: "muted" }, `id ${topic.id}`),
     h("h2", {}, "Partitions"),
-    table(["Partition", "Leader", "Epoch", "Log start", "High watermark", "Last stable", "Records"],
-      topic.partitions.map(p => [p.partition, p.leader, p.leader_epoch, p.log_start ?? "—", p.high_watermark ?? "—",
-        p.last_stable ?? "—", p.high_watermark === null ? "—" : (p.high_watermark - p.log_start).toLocaleString()]),
-      [0, 1, 2, 3, 4, 5, 6]),
+    partitionTable(topic.partitions),
     h("h2", {}, "Messages"), form, browser,
     h("h2", {}, "Configs"),
     table(["Name", "Value", "Source"], topic.configs.map(c => [c.name, c.value, c.source])));
+}
+
+// A topic's partitions; with delayed delivery, its held records and next due time.
+function partitionTable(partitions) {
+  const delayed = partitions.some(p => p.delayed);
+  const headers = ["Partition", "Leader", "Epoch", "Log start", "High watermark", "Last stable", "Records"];
+  if (delayed) headers.push("Delayed", "Next due");
+  return table(headers, partitions.map(p => {
+    const row = [p.partition, p.leader, p.leader_epoch, p.log_start ?? "—", p.high_watermark ?? "—",
+      p.last_stable ?? "—", p.high_watermark === null ? "—" : (p.high_watermark - p.log_start).toLocaleString()];
+    if (delayed) {
+      const next = p.delayed && p.delayed.next_due_ms;
+      row.push(p.delayed ? p.delayed.pending.toLocaleString() : "—", next ? new Date(next).toISOString() : "—");
+    }
+    return row;
+  }), [0, 1, 2, 3, 4, 5, 6, 7]);
 }
 
 async function browse(topic, form, target, offset) {

@@ -127,6 +127,16 @@ pub struct PartitionInfo {
     pub log_start: Option<i64>,
     pub high_watermark: Option<i64>,
     pub last_stable: Option<i64>,
+    /// Topics with delayed delivery: records held, and when the next is due (epoch
+    /// ms); absent on other topics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delayed: Option<DelayedInfo>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DelayedInfo {
+    pub pending: i64,
+    pub next_due_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

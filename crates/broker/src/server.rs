@@ -101,6 +101,8 @@ pub(crate) struct Shared {
     pub(crate) cluster: Option<Arc<ClusterView>>,
     /// What `/metrics` counts; `None` with `metrics.enable=false`.
     pub(crate) metrics: Option<Arc<BrokerMetrics>>,
+    /// Pending delayed records of the partitions this broker leads.
+    pub(crate) delayed: crate::delayed::DelayedStats,
 }
 
 impl Shared {
@@ -344,6 +346,7 @@ impl Broker {
             storage,
             cluster,
             metrics,
+            delayed: crate::delayed::DelayedStats::default(),
         });
         markers.attach(&shared);
         if let Some(metrics) = &shared.metrics {

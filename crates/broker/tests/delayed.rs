@@ -109,6 +109,18 @@ async fn a_held_record_is_delivered_once_when_due_and_not_before() {
         vec!["now", "past"],
         "the held record is not seen early"
     );
+    // Visible as pending: the REST API (from the store) and /metrics (from the rounds).
+    until("the hold is noted", Duration::from_secs(5), async || {
+        let topic: Value =
+            serde_json::from_str(&http_get(admin, "/api/topics/later").await.body).unwrap();
+        topic["partitions"][0]["delayed"] == serde_json::json!({"pending": 1, "next_due_ms": due})
+    })
+    .await;
+    let metrics = http_get(admin, "/metrics").await.body;
+    assert!(
+        metrics.contains(r#"spool_partition_delayed_records{topic="later",partition="0"} 1"#),
+        "{metrics}"
+    );
 
     until(
         "the held record is delivered",
@@ -139,6 +151,9 @@ async fn a_held_record_is_delivered_once_when_due_and_not_before() {
     // Once: later rounds deliver nothing more.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(visible(admin, "later").await.len(), 3);
+    let topic: Value =
+        serde_json::from_str(&http_get(admin, "/api/topics/later").await.body).unwrap();
+    assert_eq!(topic["partitions"][0]["delayed"]["pending"], 0);
     broker.stop().await;
 }
 

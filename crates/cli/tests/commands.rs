@@ -817,3 +817,43 @@ async fn cluster_move_hands_a_partition_to_the_broker_named_and_it_stays_there()
     second.shutdown().await.unwrap();
     drop(first.stop().await);
 }
+
+#[tokio::test]
+async fn produce_delay_holds_records_until_due() {
+    let broker = TestBroker::start().await;
+    run(
+        &broker,
+        &[
+            "topic",
+            "create",
+            "later",
+            "-c",
+            "delivery.delay.enable=true",
+        ],
+    )
+    .await
+    .ok();
+    run_with_input(
+        &broker,
+        &["produce", "later", "--delay", "1500ms"],
+        "held\n",
+    )
+    .await
+    .ok();
+    let count = async || {
+        run(&broker, &["consume", "later", "-e", "--format", "json"])
+            .await
+            .ok()
+            .json_lines()
+            .len()
+    };
+    assert_eq!(count().await, 0, "held, not yet seen");
+    let started = std::time::Instant::now();
+    while count().await == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "never delivered"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -4,13 +4,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use spool_admin::{
-    ApiError, BrokerInfo, ClusterInfo, ConfigChanges, ConfigEntry, NewTopic, PartitionInfo,
-    TopicDetail, TopicSummary,
+    ApiError, BrokerInfo, ClusterInfo, ConfigChanges, ConfigEntry, DelayedInfo, NewTopic,
+    PartitionInfo, TopicDetail, TopicSummary,
 };
 use spool_metadata::PartitionKey;
 
 use super::bounds::partition_bounds;
 use super::kafka_error;
+use crate::errors::code;
 use crate::partitions::on_blocking_pool;
 use crate::server::Shared;
 use crate::topics::{self, AdminError, Topic};
@@ -111,12 +112,25 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<TopicSummary>, ApiE
 
 pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDetail, ApiError> {
     let topic = shared.topics.existing(name).map_err(admin_error)?;
-    let partitions = {
+    let mut partitions = {
         let (shared, topic) = (shared.clone(), topic.clone());
         on_blocking_pool(move || partitions(&shared, &topic))
             .await
             .map_err(|error| kafka_error(error.code(), error.to_string()))?
     };
+    if topic.delay.is_some() {
+        for info in &mut partitions {
+            let pending = shared
+                .metadata
+                .pending_holds(key(&topic, info.partition))
+                .await
+                .map_err(|error| kafka_error(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
+            info.delayed = Some(DelayedInfo {
+                pending: pending.count,
+                next_due_ms: pending.next_due_ms,
+            });
+        }
+    }
     Ok(TopicDetail {
         name: topic.record.name.as_str().to_owned(),
         id: topic.record.id.to_string(),
@@ -142,6 +156,7 @@ fn partitions(shared: &Shared, topic: &Arc<Topic>) -> Vec<PartitionInfo> {
                 log_start: None,
                 high_watermark: None,
                 last_stable: None,
+                delayed: None,
             };
             if let Some(bounds) = partition_bounds(shared, topic, index) {
                 info.log_start = Some(bounds.log_start);

@@ -91,6 +91,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
         // Partitions no longer led (or deleted) are read from the store again if they
         // come back.
         timers.retain(|key, _| seen.contains(key));
+        shared.delayed.retain(&seen);
     }
 }
 
@@ -114,13 +115,12 @@ async fn round(
         let (shared, topic) = (shared.clone(), topic.clone());
         on_blocking_pool(move || shared.partition_of(topic, index, -1)).await??
     };
-    note_holds(shared, &partition, key, timer).await?;
+    let noted = note_holds(shared, &partition, key, timer).await?;
     let now = Timestamp::now().0;
     let next_due = match timer.next_due {
-        Some(next) => next,
-        None => shared.metadata.pending_holds(key).await?.next_due_ms,
+        Some(next) if !noted => next,
+        _ => refresh(shared, key, timer).await?,
     };
-    timer.next_due = Some(next_due);
     if next_due.is_none_or(|due| due > now) {
         return Ok(());
     }
@@ -130,17 +130,32 @@ async fn round(
         due.retain(|hold| !in_flight.contains(&hold.hold_offset));
     }
     deliver(shared, &partition, key, &due, &timer.in_flight).await?;
-    timer.next_due = Some(shared.metadata.pending_holds(key).await?.next_due_ms);
+    refresh(shared, key, timer).await?;
     Ok(())
 }
 
-/// Step 1: notes the holds between the store's mark and the high watermark.
+/// Reads the partition's pending holds from the store: its next due time, and the
+/// count `/metrics` shows.
+async fn refresh(
+    shared: &Shared,
+    key: PartitionKey,
+    timer: &mut PartitionTimer,
+) -> Result<Option<i64>, RoundError> {
+    let pending = shared.metadata.pending_holds(key).await?;
+    shared.delayed.set(key, pending);
+    timer.next_due = Some(pending.next_due_ms);
+    Ok(pending.next_due_ms)
+}
+
+/// Step 1: notes the holds between the store's mark and the high watermark; whether
+/// it noted any.
 async fn note_holds(
     shared: &Arc<Shared>,
     partition: &PartitionHandle,
     key: PartitionKey,
     timer: &mut PartitionTimer,
-) -> Result<(), RoundError> {
+) -> Result<bool, RoundError> {
+    let mut noted = false;
     let mut through = match timer.noted_through {
         Some(through) => through,
         None => shared.metadata.holds_noted_through(key).await?,
@@ -155,18 +170,12 @@ async fn note_holds(
         if next <= through {
             break;
         }
-        if !holds.is_empty() {
-            let earliest = holds.iter().map(|(_, due)| *due).min();
-            timer.next_due = timer.next_due.map(|known| match (known, earliest) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            });
-        }
+        noted |= !holds.is_empty();
         shared.metadata.note_holds(key, &holds, next).await?;
         through = next;
     }
     timer.noted_through = Some(through);
-    Ok(())
+    Ok(noted)
 }
 
 /// The holds (offset, due ms) in one read of the log from `from`, below `end`, and

@@ -81,6 +81,7 @@ impl Collector for StateCollector {
             shared.logs.flush_queue_len(),
         )?;
         partitions(&mut encoder, &shared, self.partition_series_limit)?;
+        delayed(&mut encoder, &shared)?;
         groups(&mut encoder, &shared)?;
         object_storage(&mut encoder, &shared)?;
         cluster(&mut encoder, &shared)
@@ -210,6 +211,43 @@ fn partitions(
         "Segment files of the partition on this broker (in shared-storage mode, its local tail)",
         series(|row| i64::try_from(row.usage.segments).unwrap_or(i64::MAX)),
     )
+}
+
+/// Delayed delivery: each led partition's held records, as its last round read them.
+fn delayed(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
+    let mut pending = Vec::new();
+    let mut next_due = Vec::new();
+    for (key, holds) in shared.delayed.all() {
+        let Some(topic) = shared.topics.by_id(key.topic_id) else {
+            continue;
+        };
+        let labels = PartitionLabels {
+            topic: Text(topic.record.name.as_str().to_owned()),
+            partition: key.partition,
+        };
+        if let Some(due) = holds.next_due_ms {
+            next_due.push((labels.clone(), due));
+        }
+        pending.push((labels, holds.count));
+    }
+    gauges(
+        encoder,
+        "partition_delayed_records",
+        "Held records waiting for their due time, by partition (topics with delivery.delay.enable)",
+        pending,
+    )?;
+    let mut family = encoder.encode_descriptor(
+        "partition_delayed_next_due_timestamp_seconds",
+        "When the partition's next held record is due (Unix time)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (labels, due_ms) in next_due {
+        #[allow(clippy::cast_precision_loss)]
+        let seconds = due_ms as f64 / 1000.0;
+        ConstGauge::new(seconds).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
 }
 
 /// The groups this broker coordinates: members, state, committed offsets and lag

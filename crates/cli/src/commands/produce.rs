@@ -41,9 +41,37 @@ pub(crate) struct ProduceArgs {
     /// Acknowledgements to wait for: all, 1 (the leader) or 0 (none).
     #[arg(long, value_parser = ["all", "1", "0"], default_value = "all")]
     acks: String,
+    /// Hold every record this long before consumers see it (`30s`, `5m`, `2h`,
+    /// `1500ms`): a `spool.delay-ms` header, for topics with
+    /// `delivery.delay.enable=true` (see docs/delayed-delivery.md).
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
+    delay: Option<u64>,
     /// Print the partition and offset of every record.
     #[arg(short, long)]
     verbose: bool,
+}
+
+/// A delay as milliseconds: a whole number with `ms`, `s`, `m`, `h` or `d`.
+fn parse_delay(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text}: expected a number with a unit, e.g. 30s"))?;
+    let unit_ms = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{text}: the unit is ms, s, m, h or d")),
+    };
+    number
+        .checked_mul(unit_ms)
+        .ok_or_else(|| format!("{text}: too long"))
 }
 
 #[derive(Debug, Serialize)]
@@ -141,9 +169,13 @@ pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), Cl
         }
         None => (Box::new(std::io::stdin().lock()), ProgressBar::hidden()),
     };
+    let delay = args
+        .delay
+        .map(|ms| ("spool.delay-ms".to_owned(), ms.to_string()));
     let headers = args
         .headers
         .iter()
+        .chain(&delay)
         .fold(OwnedHeaders::new(), |headers, (k, v)| {
             headers.insert(Header {
                 key: k,
@@ -248,7 +280,17 @@ fn split_key<'a>(line: &'a [u8], separator: Option<&str>) -> (Option<&'a [u8]>, 
 
 #[cfg(test)]
 mod tests {
-    use super::split_key;
+    use super::{parse_delay, split_key};
+
+    #[test]
+    fn delays_read_with_their_unit() {
+        assert_eq!(parse_delay("1500ms"), Ok(1_500));
+        assert_eq!(parse_delay("30s"), Ok(30_000));
+        assert_eq!(parse_delay("2h"), Ok(7_200_000));
+        assert!(parse_delay("30").is_err(), "a unit is needed");
+        assert!(parse_delay("soon").is_err());
+        assert!(parse_delay("99999999999999999999d").is_err());
+    }
 
     #[test]
     fn keys_split_at_the_first_separator() {
