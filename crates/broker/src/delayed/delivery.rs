@@ -53,6 +53,8 @@ struct PartitionTimer {
     /// Holds whose delivery is appended and not yet durable: a round does not deliver
     /// them again (rounds go on while deliveries wait for their fsync or upload).
     in_flight: Arc<Mutex<BTreeSet<i64>>>,
+    /// The partition, as opened under its current leader epoch.
+    partition: Option<PartitionHandle>,
 }
 
 /// Runs the rounds until the broker stops.
@@ -84,6 +86,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
                     // The next round tries again from the store's state.
                     timer.noted_through = None;
                     timer.next_due = None;
+                    timer.partition = None;
                     tracing::debug!(topic = %topic.record.name, partition = index, %error, "delayed delivery round failed");
                 }
             }
@@ -111,9 +114,18 @@ async fn round(
     key: PartitionKey,
     timer: &mut PartitionTimer,
 ) -> Result<(), RoundError> {
-    let partition = {
-        let (shared, topic) = (shared.clone(), topic.clone());
-        on_blocking_pool(move || shared.partition_of(topic, index, -1)).await??
+    // The handle is kept while the leader epoch stays: an idle partition's round
+    // then costs a look at its high watermark and nothing else.
+    let epoch = shared.led_epoch(topic, index);
+    let partition = match &timer.partition {
+        Some(partition) if Some(partition.leader_epoch) == epoch => partition.clone(),
+        _ => {
+            let (shared, topic) = (shared.clone(), topic.clone());
+            let partition =
+                on_blocking_pool(move || shared.partition_of(topic, index, -1)).await??;
+            timer.partition = Some(partition.clone());
+            partition
+        }
     };
     let noted = note_holds(shared, &partition, key, timer).await?;
     let now = Timestamp::now().0;
