@@ -215,7 +215,13 @@ fn check_members(events: &Events, findings: &mut Findings) {
         let assigned = events.sessions.iter().find(|s| s.id == session);
         let member = assigned.map_or("?", |s| s.member.as_str());
         if let (Some(first), Some(assigned)) = (polls.first(), assigned) {
-            let mut allowed = resume_offsets(&events.commits, partition, assigned.at, first.at);
+            let mut allowed = resume_offsets(
+                &events.commits,
+                &events.deaths,
+                partition,
+                assigned.at,
+                first.at,
+            );
             if let Some(kept) = own_position(events, &runs, assigned, partition) {
                 allowed.push(kept);
             }
@@ -339,10 +345,20 @@ fn earlier_sessions(
 ///   one began (it may have been stored after it).
 fn resume_offsets(
     commits: &[Commit],
+    deaths: &[Tick],
     partition: i32,
     assigned: Tick,
     first_poll: Tick,
 ) -> Vec<i64> {
+    // A commit refused by the broker was not stored by that answer; but when a broker
+    // died while it was in flight, an earlier attempt may have reached the dead one
+    // and been stored before it died (librdkafka sends the commit again to its
+    // successor, which refuses a generation it never saw). Such a refusal is unknown.
+    let died_during = |attempted: Tick, ended: Tick| {
+        deaths
+            .iter()
+            .any(|death| (attempted..=ended).contains(death))
+    };
     let mine: Vec<&Commit> = commits
         .iter()
         .filter(|c| c.partition == partition)
@@ -360,7 +376,7 @@ fn resume_offsets(
                 CommitOutcome::Acknowledged(at) if at < assigned => at > since,
                 CommitOutcome::Acknowledged(_) => true,
                 CommitOutcome::Unknown(at) => at > since,
-                CommitOutcome::Refused(_) => false,
+                CommitOutcome::Refused(at) => died_during(c.attempted, at) && at > since,
             })
             .map(|c| c.offset),
     );
@@ -603,13 +619,21 @@ mod tests {
             commit(6, 4, Refused(7)),
         ];
         // Assigned at 5: 2 was settled, 4 was in flight, 5 may have landed; 6 was refused.
-        assert_eq!(resume_offsets(&commits, 0, 5, 8), vec![2, 4, 5]);
+        assert_eq!(resume_offsets(&commits, &[], 0, 5, 8), vec![2, 4, 5]);
+        // A broker died while the refused one was in flight: an earlier attempt of it
+        // may have been stored by the broker that died.
+        assert_eq!(resume_offsets(&commits, &[5], 0, 5, 8), vec![2, 4, 5, 6]);
+        assert_eq!(
+            resume_offsets(&commits, &[8], 0, 5, 8),
+            vec![2, 4, 5],
+            "a death after it ended changes nothing"
+        );
         // Assigned at 1, before any commit ended; the first poll at 2 came before the
         // others began.
-        assert_eq!(resume_offsets(&commits, 0, 1, 2), vec![0, 2]);
-        assert_eq!(resume_offsets(&commits, 1, 5, 7), vec![0]);
+        assert_eq!(resume_offsets(&commits, &[], 0, 1, 2), vec![0, 2]);
+        assert_eq!(resume_offsets(&commits, &[], 1, 5, 7), vec![0]);
         // A failed commit that ended before the settled one began is old news.
         let old = [commit(9, 1, Unknown(2)), commit(3, 3, Acknowledged(4))];
-        assert_eq!(resume_offsets(&old, 0, 5, 6), vec![3]);
+        assert_eq!(resume_offsets(&old, &[], 0, 5, 6), vec![3]);
     }
 }

@@ -143,6 +143,8 @@ pub struct Events {
     /// Transactions the transformer committed, and how often it started over.
     pub ctp_transactions: u64,
     pub ctp_restarts: u64,
+    /// When a broker was killed, paused or stopped.
+    pub deaths: Vec<Tick>,
 }
 
 /// The history, shared by the client threads.
@@ -166,6 +168,12 @@ impl History {
 
     pub fn tick(&self) -> Tick {
         self.clock.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Notes that a broker is about to die (be killed, paused or stopped).
+    pub fn died(&self) {
+        let at = self.tick();
+        self.events().deaths.push(at);
     }
 
     pub fn events(&self) -> MutexGuard<'_, Events> {

@@ -279,9 +279,9 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
             );
         }
         let cycles = if check.mode == Mode::Cluster {
-            cluster_cycles(&mut hosts, check, seed)
+            cluster_cycles(&mut hosts, check, seed, &history)
         } else {
-            kill_cycles(&mut hosts, check, seed)
+            kill_cycles(&mut hosts, check, seed, &history)
         };
         // Let the clients catch up with the last life before they stop: a second, or
         // until the transactional clients got somewhere (a short run of frequent
@@ -355,13 +355,19 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
 const PROGRESS_WAIT: Duration = Duration::from_secs(30);
 
 /// Lets the broker live a random while, kills it and starts it again, `cycles` times.
-fn kill_cycles(hosts: &mut [Host], check: &FaultCheck, seed: u64) -> Result<(), CheckError> {
+fn kill_cycles(
+    hosts: &mut [Host],
+    check: &FaultCheck,
+    seed: u64,
+    history: &History,
+) -> Result<(), CheckError> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let progress = Progress::new(check.cycles);
     for cycle in 1..=check.cycles {
         let up = rng.u64(check.up_min_ms..=check.up_max_ms);
         std::thread::sleep(Duration::from_millis(up));
         for host in hosts.iter_mut() {
+            history.died();
             host.crash()?;
             host.start()?;
         }
@@ -388,7 +394,12 @@ fn cluster_settings() -> Vec<String> {
 /// lapsed (the others took its partitions); pauses it past its lease and lets it run
 /// again (it wakes up believing it leads partitions the others took); stops it with
 /// SIGTERM (it hands over cleanly) and starts it again.
-fn cluster_cycles(hosts: &mut [Host], check: &FaultCheck, seed: u64) -> Result<(), CheckError> {
+fn cluster_cycles(
+    hosts: &mut [Host],
+    check: &FaultCheck,
+    seed: u64,
+    history: &History,
+) -> Result<(), CheckError> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let progress = Progress::new(check.cycles);
     let past_lease =
@@ -400,6 +411,7 @@ fn cluster_cycles(hosts: &mut [Host], check: &FaultCheck, seed: u64) -> Result<(
         let Some(host) = hosts.get_mut(victim) else {
             continue;
         };
+        history.died();
         match rng.u8(..4) {
             0 => {
                 host.crash()?;

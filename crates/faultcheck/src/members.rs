@@ -97,9 +97,11 @@ impl Member {
     }
 }
 
-/// Commit errors after which the offsets cannot have been stored: the broker's own
-/// refusals, which it answers before storing anything. librdkafka's local errors are
-/// not among them, since it may still send a commit it reported as failed.
+/// Commit errors after which the offsets were not stored by the answering broker: its
+/// own refusals, which it answers before storing anything. librdkafka's local errors
+/// are not among them, since it may still send a commit it reported as failed. (An
+/// earlier attempt that reached a broker which then died may have been stored: the
+/// checker counts a refusal with a death in flight as unknown.)
 fn never_stored(code: RDKafkaErrorCode) -> bool {
     matches!(
         code,
