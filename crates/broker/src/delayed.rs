@@ -27,7 +27,7 @@ impl DelayedStats {
     }
 
     /// Keeps only the partitions in `led`.
-    pub(crate) fn retain(&self, led: &[PartitionKey]) {
+    pub(crate) fn retain(&self, led: &std::collections::HashSet<PartitionKey>) {
         self.write().retain(|key, _| led.contains(key));
     }
 

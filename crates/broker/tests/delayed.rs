@@ -173,6 +173,25 @@ async fn bad_due_times_are_refused_and_other_topics_ignore_the_headers() {
         assert_eq!(produce(&broker, "later", batch).await, INVALID_RECORD);
     }
     assert!(visible(admin, "later").await.is_empty(), "nothing written");
+    // Retention shorter than the delay would remove the hold before it is due.
+    let short = http(
+        admin,
+        "POST",
+        "/api/topics",
+        Some(
+            r#"{"name":"short","configs":{"delivery.delay.enable":"true","retention.ms":"20000"}}"#,
+        ),
+    )
+    .await;
+    assert_eq!(short.status, 201, "{}", short.body);
+    let beyond_retention = BatchBuilder::new()
+        .timestamp(now_ms())
+        .record(record("x", Some(("spool.delay-ms", "30000".to_owned()))))
+        .build();
+    assert_eq!(
+        produce(&broker, "short", beyond_retention).await,
+        INVALID_RECORD
+    );
     let plain = http(admin, "POST", "/api/topics", Some(r#"{"name":"plain"}"#)).await;
     assert_eq!(plain.status, 201);
     let batch = BatchBuilder::new()

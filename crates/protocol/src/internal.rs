@@ -53,6 +53,17 @@ pub struct Hold {
 /// The version of the hold value's layout.
 const HOLD_VERSION: i16 = 0;
 
+/// The producer epoch of a delivery batch (ASCII `SD`): with producer id -1, what
+/// marks a batch as one Spool wrote, so that a record a client forwarded with the same
+/// headers is not taken for a delivery. (Clients send -1 or 0 with producer id -1.)
+const DELIVERY_EPOCH: i16 = 0x5344;
+
+/// Whether the batch of `header` is a delivery batch Spool wrote.
+#[must_use]
+pub fn is_delivery(header: &RecordBatchHeader) -> bool {
+    !header.is_control() && header.producer_id.0 == -1 && header.producer_epoch.0 == DELIVERY_EPOCH
+}
+
 /// A skip marker covering `span` offsets (at least 1) from `base_offset`: one control
 /// record on the last of them.
 #[must_use]
@@ -127,7 +138,7 @@ pub fn delivery_batch(
     put(batch_field::BASE_TIMESTAMP, &now.0.to_be_bytes());
     put(batch_field::MAX_TIMESTAMP, &now.0.to_be_bytes());
     put(batch_field::PRODUCER_ID, &(-1_i64).to_be_bytes());
-    put(batch_field::PRODUCER_EPOCH, &(-1_i16).to_be_bytes());
+    put(batch_field::PRODUCER_EPOCH, &DELIVERY_EPOCH.to_be_bytes());
     put(batch_field::BASE_SEQUENCE, &(-1_i32).to_be_bytes());
     crate::batch::with_records(&batch, 0, count, &body).unwrap_or_default()
 }

@@ -42,6 +42,9 @@ const TICK: Duration = Duration::from_millis(20);
 const DUE_PER_ROUND: i64 = 500;
 /// Bytes of log read per step of noting holds.
 const NOTE_READ_BYTES: u64 = 1 << 20;
+/// Steps of noting holds per round: a partition with much to catch up on (delayed
+/// delivery just turned on) does not hold up the others' deliveries.
+const NOTE_READS_PER_ROUND: usize = 16;
 
 /// What this broker remembers of a partition between rounds.
 #[derive(Debug, Default, Clone)]
@@ -65,7 +68,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
             () = tokio::time::sleep(TICK) => {}
             _ = stopped.changed() => return,
         }
-        let mut seen = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for topic in shared
             .topics
             .all()
@@ -80,7 +83,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
                     topic_id: topic.record.id,
                     partition: index,
                 };
-                seen.push(key);
+                seen.insert(key);
                 let timer = timers.entry(key).or_default();
                 if let Err(error) = round(&shared, &topic, index, key, timer).await {
                     // The next round tries again from the store's state.
@@ -120,6 +123,10 @@ async fn round(
     let partition = match &timer.partition {
         Some(partition) if Some(partition.leader_epoch) == epoch => partition.clone(),
         _ => {
+            // Another leader may have noted and delivered meanwhile: start from the
+            // store's state again.
+            timer.noted_through = None;
+            timer.next_due = None;
             let (shared, topic) = (shared.clone(), topic.clone());
             let partition =
                 on_blocking_pool(move || shared.partition_of(topic, index, -1)).await??;
@@ -136,12 +143,25 @@ async fn round(
     if next_due.is_none_or(|due| due > now) {
         return Ok(());
     }
-    let mut due = shared.metadata.due_holds(key, now, DUE_PER_ROUND).await?;
+    // Rows in flight are still in the store and sort first: ask for that many more.
+    let in_flight_count = i64::try_from(lock(&timer.in_flight).len()).unwrap_or(0);
+    let mut due = shared
+        .metadata
+        .due_holds(key, now, DUE_PER_ROUND + in_flight_count)
+        .await?;
     {
         let in_flight = lock(&timer.in_flight);
         due.retain(|hold| !in_flight.contains(&hold.hold_offset));
     }
-    deliver(shared, &partition, key, &due, &timer.in_flight).await?;
+    deliver(
+        shared,
+        &partition,
+        key,
+        &due,
+        &timer.in_flight,
+        topic.max_message_bytes,
+    )
+    .await?;
     refresh(shared, key, timer).await?;
     Ok(())
 }
@@ -172,9 +192,14 @@ async fn note_holds(
         Some(through) => through,
         None => shared.metadata.holds_noted_through(key).await?,
     };
-    let high_watermark = partition.log.offsets().high_watermark.0;
+    // Only what is durable: with interval flushing the high watermark runs ahead of
+    // the fsync, and a crash could take back (and reuse) offsets noted beyond it.
+    let offsets = partition.log.offsets();
+    let high_watermark = offsets.high_watermark.0.min(offsets.durable.0);
     through = through.max(partition.log_start().0);
-    while through < high_watermark {
+    let mut reads = 0;
+    while through < high_watermark && reads < NOTE_READS_PER_ROUND {
+        reads += 1;
         let (holds, next) = {
             let partition = partition.clone();
             on_blocking_pool(move || holds_from(&partition, through, high_watermark)).await??
@@ -222,6 +247,7 @@ async fn deliver(
     key: PartitionKey,
     due: &[DelayedRecord],
     in_flight: &Arc<Mutex<BTreeSet<i64>>>,
+    max_bytes: usize,
 ) -> Result<(), RoundError> {
     if due.is_empty() {
         return Ok(());
@@ -232,7 +258,7 @@ async fn deliver(
         done,
     } = {
         let (partition, due) = (partition.clone(), due.to_vec());
-        on_blocking_pool(move || prepare(&partition, &due)).await??
+        on_blocking_pool(move || prepare(&partition, &due, max_bytes)).await??
     };
     // Delivered before a crash, or gone with retention: nothing more to do for them.
     shared.metadata.holds_delivered(key, &done).await?;
@@ -296,7 +322,12 @@ struct Prepared {
 }
 
 /// Reads the due holds and builds their delivery. Blocking.
-fn prepare(partition: &PartitionHandle, due: &[DelayedRecord]) -> Result<Prepared, PartitionError> {
+fn prepare(
+    partition: &PartitionHandle,
+    due: &[DelayedRecord],
+    max_bytes: usize,
+) -> Result<Prepared, PartitionError> {
+    let mut batch_bytes = 0usize;
     let log_start = partition.log_start().0;
     let mut holds = Vec::new();
     let mut extra = Vec::new();
@@ -337,6 +368,14 @@ fn prepare(partition: &PartitionHandle, due: &[DelayedRecord]) -> Result<Prepare
             (DELAYED_FROM, hold.produced.0.to_string().into_bytes()),
             (DELAYED_OFFSET, hold_offset.to_string().into_bytes()),
         ]);
+        // A delivery stays within the topic's max.message.bytes (the first record
+        // whatever its size): what is left goes in the next round.
+        let size = hold_size(&hold);
+        if !holds.is_empty() && batch_bytes + size > max_bytes {
+            extra.pop();
+            break;
+        }
+        batch_bytes += size;
         holds.push(hold);
         offsets.push(hold_offset);
     }
@@ -347,6 +386,16 @@ fn prepare(partition: &PartitionHandle, due: &[DelayedRecord]) -> Result<Prepare
         offsets,
         done,
     })
+}
+
+/// About what a held record takes in a batch.
+fn hold_size(hold: &internal::Hold) -> usize {
+    let headers: usize = hold
+        .headers
+        .iter()
+        .map(|(name, value)| name.len() + value.as_ref().map_or(0, Vec::len) + 4)
+        .sum();
+    64 + hold.key.as_ref().map_or(0, Vec::len) + hold.value.as_ref().map_or(0, Vec::len) + headers
 }
 
 /// Whether a delivery of hold `hold_offset` is in the log from `from` on. Blocking.
@@ -364,7 +413,7 @@ fn delivered_since(
         for frame in BatchFrames::new(&bytes) {
             let Ok((header, batch)) = frame else { break };
             at = header.last_offset().0 + 1;
-            if header.is_control() || header.producer_id.0 != -1 {
+            if header.is_control() || !internal::is_delivery(&header) {
                 continue;
             }
             let Ok(records) = BatchRecords::read(batch, 64 << 20) else {

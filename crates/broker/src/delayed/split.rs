@@ -78,18 +78,20 @@ pub(crate) fn split(
     let mut kept: Vec<KeyedRecord<'_>> = Vec::with_capacity(records.len());
     let mut holds = Vec::new();
     for (index, record) in records.iter().enumerate() {
+        if header.is_transactional() {
+            for name in [DELIVER_AT, DELAY_MS] {
+                if has_header(record, name) {
+                    return Err(DelayError::InTransaction {
+                        index,
+                        header: name,
+                    });
+                }
+            }
+        }
         let Some(due) = due_time(record, index, policy, now)? else {
             kept.push(*record);
             continue;
         };
-        if header.is_transactional() {
-            let header = if has_header(record, DELIVER_AT) {
-                DELIVER_AT
-            } else {
-                DELAY_MS
-            };
-            return Err(DelayError::InTransaction { index, header });
-        }
         let produced = match header.timestamp_type() {
             TimestampType::CreateTime => {
                 Timestamp(header.base_timestamp.0 + record.timestamp_delta)
@@ -177,7 +179,7 @@ fn due_time(
             header,
             value,
             format!(
-                "due in {away} ms, beyond the topic's delivery.delay.max.ms of {}",
+                "due in {away} ms, beyond the topic's longest delay of {} ms (delivery.delay.max.ms, and retention.ms)",
                 policy.max_ms
             ),
         ));

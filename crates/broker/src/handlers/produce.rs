@@ -318,7 +318,16 @@ fn append_partition(
         }
         records += u64::try_from(header.last_offset_delta).unwrap_or(0) + 1;
         let (bytes, holds) = match topic.delay {
-            Some(policy) => held_back(bytes, &header, policy, &name)?,
+            Some(policy) => {
+                // Retention would remove a hold before it is due.
+                let policy = crate::topics::DelayPolicy {
+                    max_ms: topic
+                        .log
+                        .retention_ms
+                        .map_or(policy.max_ms, |retention| policy.max_ms.min(retention)),
+                };
+                held_back(bytes, &header, policy, &name)?
+            }
             None => (Some(Cow::Borrowed(bytes)), Vec::new()),
         };
         if let Some(bytes) = bytes {

@@ -80,6 +80,11 @@ fn a_delivery_batch_is_a_plain_batch_of_the_held_records() {
     let header = validate_batch(&batch, BatchRules::Produce).expect("valid as produced");
     assert_eq!((header.record_count, header.last_offset_delta), (2, 1));
     assert_eq!(kind_of(&batch), None);
+    assert!(is_delivery(&header));
+    let plain = spool_testkit::BatchBuilder::new().values(1, 3).build();
+    assert!(!is_delivery(
+        &validate_batch(&plain, BatchRules::Produce).unwrap()
+    ));
     let decoded = RecordBatchDecoder::decode(&mut Bytes::from(batch)).expect("decodes");
     let record = &decoded.records[1];
     assert_eq!(record.offset, 1);

@@ -113,4 +113,15 @@ fn a_transactional_batch_cannot_hold_records() {
         matches!(error, DelayError::InTransaction { index: 0, .. }),
         "{error}"
     );
+    // Even a due time already past: the header itself is what is refused.
+    let past = BatchBuilder::new()
+        .timestamp(NOW.0)
+        .producer(9, 0, 0)
+        .attributes(batch_attributes::TRANSACTIONAL)
+        .record(record("a", None))
+        .record(record("b", Some((DELAY_MS, "0"))));
+    assert!(matches!(
+        split_of(past).unwrap_err(),
+        DelayError::InTransaction { index: 1, .. }
+    ));
 }
