@@ -101,6 +101,14 @@ pub(crate) fn topic_id_of_log(topic: &TopicName) -> Option<Uuid> {
 }
 
 impl Topic {
+    /// The metadata store's key of the topic's partition `index`.
+    pub(crate) fn partition_key(&self, index: i32) -> PartitionKey {
+        PartitionKey {
+            topic_id: self.record.id,
+            partition: index,
+        }
+    }
+
     /// The log-manager key of the topic's partition `index`, if it has one.
     pub(crate) fn log_partition(&self, index: i32) -> Option<TopicPartition> {
         (0..self.record.partitions)

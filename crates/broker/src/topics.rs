@@ -100,6 +100,15 @@ impl TopicTable {
         self.read().values().cloned().collect()
     }
 
+    /// The topics `keep` says yes to (only those are cloned).
+    pub(crate) fn matching(&self, keep: impl Fn(&Topic) -> bool) -> Vec<Arc<Topic>> {
+        self.read()
+            .values()
+            .filter(|topic| keep(topic))
+            .cloned()
+            .collect()
+    }
+
     pub(crate) fn insert(&self, topic: Topic) {
         let name = topic.record.name.as_str().to_owned();
         self.by_name

@@ -280,6 +280,68 @@ pub fn with_records(
     Some(out)
 }
 
+/// The header fields of a batch the broker writes itself (a transaction marker,
+/// Spool's internal batches): no leader epoch yet, both timestamps `timestamp`, no
+/// sequence.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BrokerBatch {
+    pub(crate) base_offset: i64,
+    pub(crate) last_offset_delta: i32,
+    pub(crate) timestamp: spool_model::Timestamp,
+    pub(crate) producer_id: i64,
+    pub(crate) producer_epoch: i16,
+}
+
+impl BrokerBatch {
+    /// The batch of `record_count` records (`records`, encoded and uncompressed) with
+    /// `attributes`, its CRC set.
+    pub(crate) fn build(self, attributes: i16, record_count: i32, records: &[u8]) -> Vec<u8> {
+        let mut header = vec![0_u8; BATCH_HEADER_LEN];
+        write_at(
+            &mut header,
+            batch_field::BASE_OFFSET,
+            &self.base_offset.to_be_bytes(),
+        );
+        write_at(
+            &mut header,
+            batch_field::PARTITION_LEADER_EPOCH,
+            &(-1_i32).to_be_bytes(),
+        );
+        write_at(&mut header, batch_field::MAGIC, &[2]);
+        write_at(
+            &mut header,
+            batch_field::LAST_OFFSET_DELTA,
+            &self.last_offset_delta.to_be_bytes(),
+        );
+        write_at(
+            &mut header,
+            batch_field::BASE_TIMESTAMP,
+            &self.timestamp.0.to_be_bytes(),
+        );
+        write_at(
+            &mut header,
+            batch_field::MAX_TIMESTAMP,
+            &self.timestamp.0.to_be_bytes(),
+        );
+        write_at(
+            &mut header,
+            batch_field::PRODUCER_ID,
+            &self.producer_id.to_be_bytes(),
+        );
+        write_at(
+            &mut header,
+            batch_field::PRODUCER_EPOCH,
+            &self.producer_epoch.to_be_bytes(),
+        );
+        write_at(
+            &mut header,
+            batch_field::BASE_SEQUENCE,
+            &(-1_i32).to_be_bytes(),
+        );
+        with_records(&header, attributes, record_count, records).unwrap_or_default()
+    }
+}
+
 fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) {
     if let Some(field) = batch.get_mut(at..at + bytes.len()) {
         field.copy_from_slice(bytes);

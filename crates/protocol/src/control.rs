@@ -4,8 +4,9 @@
 //! `version i16 (0) | coordinatorEpoch i32`; it is never compressed.
 #![deny(clippy::indexing_slicing)]
 
-use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, Timestamp, batch_attributes, batch_field};
+use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, Timestamp, batch_attributes};
 
+use crate::batch::BrokerBatch;
 use crate::records::{put_varint, read_varint};
 
 /// What a marker ends its transaction with.
@@ -60,21 +61,15 @@ pub fn marker_batch(
     put_varint(&mut records, i64::try_from(record.len()).unwrap_or(0));
     records.extend_from_slice(&record);
 
-    let mut batch = vec![0_u8; BATCH_HEADER_LEN];
-    let mut put = |at: usize, bytes: &[u8]| {
-        if let Some(field) = batch.get_mut(at..at + bytes.len()) {
-            field.copy_from_slice(bytes);
-        }
-    };
-    put(batch_field::PARTITION_LEADER_EPOCH, &(-1_i32).to_be_bytes());
-    put(batch_field::MAGIC, &[2]);
-    put(batch_field::BASE_TIMESTAMP, &now.0.to_be_bytes());
-    put(batch_field::MAX_TIMESTAMP, &now.0.to_be_bytes());
-    put(batch_field::PRODUCER_ID, &producer_id.to_be_bytes());
-    put(batch_field::PRODUCER_EPOCH, &producer_epoch.to_be_bytes());
-    put(batch_field::BASE_SEQUENCE, &(-1_i32).to_be_bytes());
     let attributes = batch_attributes::TRANSACTIONAL | batch_attributes::CONTROL;
-    crate::batch::with_records(&batch, attributes, 1, &records).unwrap_or_default()
+    BrokerBatch {
+        base_offset: 0,
+        last_offset_delta: 0,
+        timestamp: now,
+        producer_id,
+        producer_epoch,
+    }
+    .build(attributes, 1, &records)
 }
 
 /// The marker a control batch holds; `None` for any other batch, or a control record

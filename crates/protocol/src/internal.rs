@@ -13,8 +13,9 @@
 //! - [`Kind::Hold`]: a delayed record, kept until it is due ([`Hold`]).
 #![deny(clippy::indexing_slicing)]
 
-use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, Timestamp, batch_attributes, batch_field};
+use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, Timestamp, batch_attributes};
 
+use crate::batch::BrokerBatch;
 use crate::records::{put_varint, read_bytes, read_varint};
 
 /// The control types Spool writes (ASCII `SP` and `SD`).
@@ -123,24 +124,14 @@ pub fn delivery_batch(
         body.extend_from_slice(&record);
     }
     let count = i32::try_from(records.len()).unwrap_or(i32::MAX);
-    let mut batch = vec![0_u8; BATCH_HEADER_LEN];
-    let mut put = |at: usize, bytes: &[u8]| {
-        if let Some(field) = batch.get_mut(at..at + bytes.len()) {
-            field.copy_from_slice(bytes);
-        }
-    };
-    put(batch_field::PARTITION_LEADER_EPOCH, &(-1_i32).to_be_bytes());
-    put(batch_field::MAGIC, &[2]);
-    put(
-        batch_field::LAST_OFFSET_DELTA,
-        &(count - 1).max(0).to_be_bytes(),
-    );
-    put(batch_field::BASE_TIMESTAMP, &now.0.to_be_bytes());
-    put(batch_field::MAX_TIMESTAMP, &now.0.to_be_bytes());
-    put(batch_field::PRODUCER_ID, &(-1_i64).to_be_bytes());
-    put(batch_field::PRODUCER_EPOCH, &DELIVERY_EPOCH.to_be_bytes());
-    put(batch_field::BASE_SEQUENCE, &(-1_i32).to_be_bytes());
-    crate::batch::with_records(&batch, 0, count, &body).unwrap_or_default()
+    BrokerBatch {
+        base_offset: 0,
+        last_offset_delta: (count - 1).max(0),
+        timestamp: now,
+        producer_id: -1,
+        producer_epoch: DELIVERY_EPOCH,
+    }
+    .build(0, count, &body)
 }
 
 /// The kind of Spool's control batch `batch` is; `None` for any other batch.
@@ -227,22 +218,14 @@ fn internal_batch(
     put_varint(&mut records, i64::try_from(record.len()).unwrap_or(0));
     records.extend_from_slice(&record);
 
-    let mut batch = vec![0_u8; BATCH_HEADER_LEN];
-    let mut put = |at: usize, bytes: &[u8]| {
-        if let Some(field) = batch.get_mut(at..at + bytes.len()) {
-            field.copy_from_slice(bytes);
-        }
-    };
-    put(batch_field::BASE_OFFSET, &base_offset.to_be_bytes());
-    put(batch_field::PARTITION_LEADER_EPOCH, &(-1_i32).to_be_bytes());
-    put(batch_field::MAGIC, &[2]);
-    put(batch_field::LAST_OFFSET_DELTA, &last_delta.to_be_bytes());
-    put(batch_field::BASE_TIMESTAMP, &now.0.to_be_bytes());
-    put(batch_field::MAX_TIMESTAMP, &now.0.to_be_bytes());
-    put(batch_field::PRODUCER_ID, &(-1_i64).to_be_bytes());
-    put(batch_field::PRODUCER_EPOCH, &(-1_i16).to_be_bytes());
-    put(batch_field::BASE_SEQUENCE, &(-1_i32).to_be_bytes());
-    crate::batch::with_records(&batch, batch_attributes::CONTROL, 1, &records).unwrap_or_default()
+    BrokerBatch {
+        base_offset,
+        last_offset_delta: last_delta,
+        timestamp: now,
+        producer_id: -1,
+        producer_epoch: -1,
+    }
+    .build(batch_attributes::CONTROL, 1, &records)
 }
 
 fn take_array<const N: usize>(rest: &mut &[u8]) -> Option<[u8; N]> {

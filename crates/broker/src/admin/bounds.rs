@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use spool_metadata::{PartitionKey, PartitionState};
+use spool_metadata::PartitionState;
 
 use crate::server::Shared;
 use crate::topics::Topic;
@@ -45,10 +45,7 @@ pub(super) fn committed_state(
 ) -> Option<PartitionState> {
     let storage = shared.storage.as_ref()?;
     let metadata = shared.metadata.clone();
-    let key = PartitionKey {
-        topic_id: topic.record.id,
-        partition: index,
-    };
+    let key = topic.partition_key(index);
     match storage.wait_for(async move { metadata.partition_state(key).await }) {
         Ok(Ok(state)) => state,
         Ok(Err(error)) => {

@@ -90,10 +90,7 @@ fn committed_source(shared: &Shared, topic: &Topic, index: i32) -> Option<Source
     let state = super::bounds::committed_state(shared, topic, index)?;
     Some(Source::Committed {
         storage: shared.storage.clone()?,
-        key: PartitionKey {
-            topic_id: topic.record.id,
-            partition: index,
-        },
+        key: topic.partition_key(index),
         log_start: state.log_start,
         high_watermark: state.high_watermark,
     })

@@ -7,7 +7,6 @@ use spool_admin::{
     ApiError, BrokerInfo, ClusterInfo, ConfigChanges, ConfigEntry, DelayedInfo, NewTopic,
     PartitionInfo, TopicDetail, TopicSummary,
 };
-use spool_metadata::PartitionKey;
 
 use super::bounds::partition_bounds;
 use super::kafka_error;
@@ -46,7 +45,7 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
     let mut led: HashMap<i32, usize> = HashMap::new();
     for topic in shared.topics.all() {
         for index in 0..topic.record.partitions {
-            if let Some(leadership) = view.leader_of(key(&topic, index)) {
+            if let Some(leadership) = view.leader_of(topic.partition_key(index)) {
                 *led.entry(leadership.leader).or_default() += 1;
             }
         }
@@ -68,13 +67,6 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
         mode: "shared".to_owned(),
         controller: view.controller(),
         brokers,
-    }
-}
-
-fn key(topic: &Topic, index: i32) -> PartitionKey {
-    PartitionKey {
-        topic_id: topic.record.id,
-        partition: index,
     }
 }
 
@@ -122,7 +114,7 @@ pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDe
         for info in &mut partitions {
             let pending = shared
                 .metadata
-                .pending_holds(key(&topic, info.partition))
+                .pending_holds(topic.partition_key(info.partition))
                 .await
                 .map_err(|error| kafka_error(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
             info.delayed = Some(DelayedInfo {
@@ -146,7 +138,7 @@ fn partitions(shared: &Shared, topic: &Arc<Topic>) -> Vec<PartitionInfo> {
             let (leader, leader_epoch) = match &shared.cluster {
                 None => (shared.started_config().node_id, topic.leader_epoch(index)),
                 Some(view) => view
-                    .leader_of(key(topic, index))
+                    .leader_of(topic.partition_key(index))
                     .map_or((-1, -1), |l| (l.leader, l.leader_epoch)),
             };
             let mut info = PartitionInfo {

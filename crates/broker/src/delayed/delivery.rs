@@ -69,20 +69,12 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
             _ = stopped.changed() => return,
         }
         let mut seen = std::collections::HashSet::new();
-        for topic in shared
-            .topics
-            .all()
-            .into_iter()
-            .filter(|t| t.delay.is_some())
-        {
+        for topic in shared.topics.matching(|topic| topic.delay.is_some()) {
             for index in 0..topic.record.partitions {
                 if shared.led_epoch(&topic, index).is_none() {
                     continue;
                 }
-                let key = PartitionKey {
-                    topic_id: topic.record.id,
-                    partition: index,
-                };
+                let key = topic.partition_key(index);
                 seen.insert(key);
                 let timer = timers.entry(key).or_default();
                 if let Err(error) = round(&shared, &topic, index, key, timer).await {
