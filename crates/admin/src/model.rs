@@ -264,4 +264,8 @@ pub struct GroupOffset {
     /// `null` when this broker does not know the partition's high watermark.
     pub high_watermark: Option<i64>,
     pub lag: Option<i64>,
+    /// On a view: the records of the lag it is expected to show (the lag is in the
+    /// source's offsets, most of which a filtering view skips). Absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matching_lag: Option<i64>,
 }

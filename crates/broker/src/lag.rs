@@ -17,6 +17,10 @@ pub struct PartitionLag {
     pub high_watermark: Option<i64>,
     /// `high_watermark - committed`, never negative; `None` with the high watermark.
     pub lag: Option<i64>,
+    /// On a view, the records of the lag it is expected to show: the lag (in the
+    /// source's offsets) times the share of the source the view has let through so
+    /// far. `None` on other topics, where every offset of the lag is a record.
+    pub matching: Option<i64>,
 }
 
 /// Every partition the group has committed an offset for, by topic and partition;
@@ -44,8 +48,15 @@ pub(crate) fn group_lag_with(
         .filter_map(|offset| {
             let topic = shared.topics.get(&offset.topic)?;
             let high_watermark = high_watermark(&topic, offset.partition);
+            let lag = high_watermark.map(|hw| (hw - offset.offset).max(0));
+            let matching = topic
+                .view
+                .as_ref()
+                .and(lag)
+                .map(|lag| estimate(lag, shared.views.match_ratio(topic.record.id)));
             Some(PartitionLag {
-                lag: high_watermark.map(|hw| (hw - offset.offset).max(0)),
+                lag,
+                matching,
                 high_watermark,
                 topic: offset.topic,
                 partition: offset.partition,
@@ -55,4 +66,9 @@ pub(crate) fn group_lag_with(
         .collect();
     lags.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
     lags
+}
+
+#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+fn estimate(lag: i64, ratio: f64) -> i64 {
+    (lag as f64 * ratio.clamp(0.0, 1.0)).round() as i64
 }

@@ -29,6 +29,7 @@ mod store_binding;
 mod topic_configs;
 mod topics;
 mod transactions;
+mod views;
 
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{

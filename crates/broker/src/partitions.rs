@@ -54,6 +54,9 @@ pub(crate) enum PartitionError {
     /// Shared-storage mode: an object could not be read.
     #[error("object storage: {0}")]
     ObjectRead(String),
+    /// A batch a view has to read the records of cannot be read.
+    #[error("{0}")]
+    Unreadable(String),
     /// The blocking task doing the work failed (panicked, or was cancelled as the
     /// broker stopped): the work may or may not have happened.
     #[error("the storage task failed: {0}")]
@@ -81,6 +84,7 @@ impl PartitionError {
             // librdkafka bump its epoch and re-send its other batches in flight as new
             // ones: duplicates, found by `spool faultcheck`.
             PartitionError::Interrupted(_) => code::KAFKA_STORAGE_ERROR,
+            PartitionError::Unreadable(_) => code::CORRUPT_MESSAGE,
         }
     }
 }
@@ -109,8 +113,12 @@ impl Topic {
         }
     }
 
-    /// The log-manager key of the topic's partition `index`, if it has one.
+    /// The log-manager key of the topic's partition `index`, if it has one (a view
+    /// has no log).
     pub(crate) fn log_partition(&self, index: i32) -> Option<TopicPartition> {
+        if self.view.is_some() {
+            return None;
+        }
         (0..self.record.partitions)
             .contains(&index)
             .then(|| TopicPartition::new(log_topic(self.record.id), index))
@@ -130,6 +138,9 @@ impl Shared {
     /// The partition's leader and leader epoch: this broker, at the epoch it took, in
     /// embedded mode; the cluster's in shared-storage mode (`None`: no leader yet).
     pub(crate) fn leadership(&self, topic: &Topic, index: i32) -> Option<(i32, i32)> {
+        if topic.view.is_some() {
+            return self.leadership(&*self.source_of(topic)?, index);
+        }
         let Some(view) = &self.cluster else {
             let node = self.started_config().node_id;
             return Some((node, topic.leader_epoch(index)));
@@ -142,8 +153,24 @@ impl Shared {
             .map(|leadership| (leadership.leader, leadership.leader_epoch))
     }
 
+    /// The topic whose records `topic` shows: its source if it is a view (`None` if
+    /// that is gone), itself otherwise. A view's partitions are its source's: the
+    /// routing below follows a view there.
+    pub(crate) fn source_of(&self, topic: &Topic) -> Option<Arc<Topic>> {
+        match &topic.view {
+            Some(view) => self
+                .topics
+                .get(&view.source)
+                .filter(|source| source.view.is_none()),
+            None => self.topics.get(topic.record.name.as_str()),
+        }
+    }
+
     /// The epoch this broker leads the partition under, if it leads it.
     pub(crate) fn led_epoch(&self, topic: &Topic, index: i32) -> Option<i32> {
+        if topic.view.is_some() {
+            return self.led_epoch(&*self.source_of(topic)?, index);
+        }
         match &self.cluster {
             None => Some(topic.leader_epoch(index)),
             Some(view) => view.led_epoch(PartitionKey {
@@ -176,6 +203,12 @@ impl Shared {
         index: i32,
         current_leader_epoch: i32,
     ) -> Result<PartitionHandle, PartitionError> {
+        if topic.view.is_some() {
+            let source = self
+                .source_of(&topic)
+                .ok_or(PartitionError::UnknownTopicOrPartition)?;
+            return self.partition_of(source, index, current_leader_epoch);
+        }
         let key = topic
             .log_partition(index)
             .ok_or(PartitionError::UnknownTopicOrPartition)?;

@@ -103,6 +103,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Option<Arc<BrokerMetrics>>,
     /// Pending delayed records of the partitions this broker leads.
     pub(crate) delayed: crate::delayed::DelayedStats,
+    /// The views' tag index and match counts.
+    pub(crate) views: crate::views::Views,
 }
 
 impl Shared {
@@ -347,6 +349,7 @@ impl Broker {
             cluster,
             metrics,
             delayed: crate::delayed::DelayedStats::default(),
+            views: crate::views::Views::default(),
         });
         markers.attach(&shared);
         if let Some(metrics) = &shared.metrics {

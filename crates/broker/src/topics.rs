@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::errors::code;
 use crate::partitions::{PartitionError, log_topic, on_blocking_pool};
 use crate::server::Shared;
+use crate::views::View;
 
 pub(crate) mod follow;
 mod settings;
@@ -36,6 +37,9 @@ pub(crate) struct Topic {
     pub(crate) timestamps: TimestampBounds,
     /// `delivery.delay.enable`: records due later are held; `None` when off.
     pub(crate) delay: Option<DelayPolicy>,
+    /// `view.source.topic`: a read-only view of another topic; `None` for a topic
+    /// with records of its own.
+    pub(crate) view: Option<crate::views::View>,
     /// Every config of the topic with its value: explicit, the broker's default, or
     /// Kafka's.
     pub(crate) configs: BTreeMap<&'static str, String>,
@@ -203,8 +207,12 @@ pub(crate) async fn create(
         partitions,
         configs: request.configs,
     };
-    let topic = resolve(record, &settings.topic_defaults())
+    let mut topic = resolve(record, &settings.topic_defaults())
         .map_err(|e| AdminError::new(code::INVALID_CONFIG, e.0))?;
+    if let Some(view) = &topic.view {
+        topic.record.partitions = view_partitions(shared, view, request.partitions)?;
+    }
+    let partitions = topic.record.partitions;
     if validate_only {
         return Ok(Arc::new(topic));
     }
@@ -226,13 +234,46 @@ pub(crate) async fn create(
     created?;
     tracing::info!(topic = %name, partitions, "created topic");
     shared.topics.insert(topic.clone());
-    if let Some(view) = &shared.cluster {
-        crate::cluster::assign_new(shared, view, &new_partitions(&topic, 0)).await;
+    if let Some(cluster) = &shared.cluster
+        && topic.view.is_none()
+    {
+        crate::cluster::assign_new(shared, cluster, &new_partitions(&topic, 0)).await;
     }
     shared
         .topics
         .get(name.as_str())
         .ok_or_else(|| AdminError::new(code::UNKNOWN_SERVER_ERROR, "topic vanished"))
+}
+
+/// A new view's partition count: its source's (asking for another is refused). The
+/// source must exist and not be a view itself.
+fn view_partitions(shared: &Shared, view: &View, asked: i32) -> Result<i32, AdminError> {
+    let source = shared.topics.get(&view.source).ok_or_else(|| {
+        AdminError::new(
+            code::INVALID_CONFIG,
+            format!("view.source.topic={}: no such topic", view.source),
+        )
+    })?;
+    if source.view.is_some() {
+        return Err(AdminError::new(
+            code::INVALID_CONFIG,
+            format!(
+                "view.source.topic={}: that is a view; give its source",
+                view.source
+            ),
+        ));
+    }
+    let partitions = source.record.partitions;
+    if asked != -1 && asked != partitions {
+        return Err(AdminError::new(
+            code::INVALID_PARTITIONS,
+            format!(
+                "a view has its source's partitions: {} has {partitions}, not {asked} (or give -1)",
+                view.source
+            ),
+        ));
+    }
+    Ok(partitions)
 }
 
 /// The topic named `name`, creating it with defaults when auto-creation is enabled
@@ -276,15 +317,23 @@ pub(crate) async fn get_or_auto_create(
 /// Deletes a topic: from the metadata store first (it is gone for clients from then
 /// on, with every committed offset of it), then its partitions' logs. A crash between
 /// the two leaves logs that no topic owns: they are removed at the next start.
+///
+/// Deleting a topic deletes its views first (so that no view outlives its source,
+/// even across a crash between the two).
 pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, AdminError> {
     let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
-    match shared.metadata.delete_topic(topic.record.id).await {
-        Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
-        Err(error) => return Err(metadata_failure(&error)),
+    let views = shared
+        .topics
+        .matching(|other| other.view.as_ref().is_some_and(|view| view.source == name));
+    for view in views.iter().chain([&topic]) {
+        match shared.metadata.delete_topic(view.record.id).await {
+            Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
+            Err(error) => return Err(metadata_failure(&error)),
+        }
+        forget(shared, view).await;
+        tracing::info!(topic = %view.record.name, id = %view.record.id, "deleted topic");
     }
-    forget(shared, &topic).await;
-    tracing::info!(topic = name, id = %topic.record.id, "deleted topic");
     Ok(topic)
 }
 
@@ -301,6 +350,7 @@ pub(crate) async fn forget(shared: &Arc<Shared>, topic: &Arc<Topic>) {
     if let Some(metrics) = &shared.metrics {
         metrics.forget_topic(topic.record.id, topic.record.name.as_str());
     }
+    shared.views.forget(topic.record.id);
     let deleting = {
         let (shared, topic) = (shared.clone(), topic.clone());
         on_blocking_pool(move || {
@@ -373,6 +423,15 @@ pub(crate) async fn add_partitions(
     let _admin = shared.admin.lock().await;
     let topic = shared.topics.existing(name)?;
     let current = topic.record.partitions;
+    if let Some(view) = &topic.view {
+        return Err(AdminError::new(
+            code::INVALID_PARTITIONS,
+            format!(
+                "{name} is a view: it has its source's partitions (add them to {})",
+                view.source
+            ),
+        ));
+    }
     if count <= current {
         return Err(AdminError::new(
             code::INVALID_PARTITIONS,
@@ -404,6 +463,19 @@ pub(crate) async fn add_partitions(
     if let Some(view) = &shared.cluster {
         crate::cluster::assign_new(shared, view, &added).await;
     }
+    // Its views follow: they have its partitions.
+    for view in shared
+        .topics
+        .matching(|other| other.view.as_ref().is_some_and(|view| view.source == name))
+    {
+        match shared.metadata.add_partitions(view.record.id, count).await {
+            Ok(()) | Err(MetadataError::Conflict(_)) => {}
+            Err(error) => return Err(metadata_failure(&error)),
+        }
+        let mut grown = (*view).clone();
+        grown.record.partitions = count;
+        shared.topics.insert(grown);
+    }
     tracing::info!(topic = name, from = current, to = count, "added partitions");
     Ok(())
 }
@@ -434,6 +506,13 @@ pub(crate) async fn change_configs(
     let updated = topic
         .resolved_again(record, &shared.current_config().topic_defaults())
         .map_err(|e| AdminError::new(code::INVALID_CONFIG, e.0))?;
+    let source = |topic: &Topic| topic.view.as_ref().map(|view| view.source.clone());
+    if source(&topic) != source(&updated) {
+        return Err(AdminError::new(
+            code::INVALID_CONFIG,
+            "view.source.topic is set at creation only: a topic cannot become a view, stop being one or change its source",
+        ));
+    }
     if validate_only {
         return Ok(());
     }

@@ -200,7 +200,8 @@ async fn offsets_are_committed_fetched_and_deleted() {
             partition: 0,
             committed: 5,
             high_watermark: Some(9),
-            lag: Some(4)
+            lag: Some(4),
+            matching: None,
         }]
     );
 }

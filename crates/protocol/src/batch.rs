@@ -253,6 +253,18 @@ pub fn patch_log_append_time(batch: &mut [u8], now: Timestamp) {
     }
 }
 
+/// Sets the batch's `lastOffsetDelta` and recomputes the CRC, which covers it.
+pub fn patch_last_offset_delta(batch: &mut [u8], delta: i32) {
+    let Some(header) = RecordBatchHeader::parse(batch) else {
+        return;
+    };
+    write_at(batch, batch_field::LAST_OFFSET_DELTA, &delta.to_be_bytes());
+    if let Some(covered) = batch.get(batch_field::ATTRIBUTES..header.total_len()) {
+        let crc = crc32c::crc32c(covered);
+        write_at(batch, batch_field::CRC, &crc.to_be_bytes());
+    }
+}
+
 /// A batch with `original`'s header and `records` as its records section, the length,
 /// attributes, record count and CRC set to match; offsets, timestamps and producer
 /// fields stay. Once per batch (recompression, the log cleaner), never per record.

@@ -143,6 +143,17 @@ pub fn rebuild_batch(original: &[u8], kept: &[KeyedRecord<'_>]) -> Result<Vec<u8
     batch::with_records(original, header.attributes, count, &packed).ok_or(RecordsError::Header)
 }
 
+/// A batch of `original`'s header holding only `kept` (at least one, in order), its
+/// `lastOffsetDelta` moved to the last of them so that the batch ends on a record; the
+/// offsets, timestamps, producer fields and codec of the records stay. For views.
+pub fn filtered_batch(original: &[u8], kept: &[KeyedRecord<'_>]) -> Result<Vec<u8>, RecordsError> {
+    let last = kept.last().ok_or(RecordsError::Header)?;
+    let delta = i32::try_from(last.offset_delta).map_err(|_| RecordsError::Header)?;
+    let mut batch = rebuild_batch(original, kept)?;
+    batch::patch_last_offset_delta(&mut batch, delta);
+    Ok(batch)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +245,22 @@ mod tests {
                 .map(|r| r.offset_delta)
                 .collect();
             assert_eq!(deltas, vec![1, 5]);
+        }
+    }
+
+    #[test]
+    fn a_filtered_batch_ends_on_its_last_kept_record_with_a_valid_crc() {
+        for codec in [CompressionCodec::None, CompressionCodec::Zstd] {
+            let original = recompress(&batch(), codec, None, 1 << 20)
+                .unwrap()
+                .unwrap_or_else(batch);
+            let read = BatchRecords::read(&original, 1 << 20).unwrap();
+            let records = read.records().unwrap();
+            let filtered = filtered_batch(&original, &[records[0], records[3]]).unwrap();
+            let header = validate_batch(&filtered, BatchRules::Stored).unwrap();
+            assert_eq!((header.base_offset.0, header.last_offset_delta), (100, 3));
+            assert_eq!(header.record_count, 2);
+            assert!(filtered_batch(&original, &[]).is_err());
         }
     }
 

@@ -45,7 +45,8 @@ pub(super) fn committed_state(
 ) -> Option<PartitionState> {
     let storage = shared.storage.as_ref()?;
     let metadata = shared.metadata.clone();
-    let key = topic.partition_key(index);
+    // A view's partitions are its source's.
+    let key = shared.source_of(topic)?.partition_key(index);
     match storage.wait_for(async move { metadata.partition_state(key).await }) {
         Ok(Ok(state)) => state,
         Ok(Err(error)) => {

@@ -117,6 +117,7 @@ fn offsets(shared: &Shared, group: &str) -> Vec<GroupOffset> {
         committed: lag.committed,
         high_watermark: lag.high_watermark,
         lag: lag.lag,
+        matching_lag: lag.matching,
     })
     .collect()
 }

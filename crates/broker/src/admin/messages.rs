@@ -3,7 +3,8 @@
 //! Reads go through the same partition reads as Fetch (read_uncommitted, up to the
 //! high watermark); control batches (transaction markers) are left out. In a
 //! cluster, a partition another broker leads is read from what the catalogue has
-//! committed, straight from object storage. This is
+//! committed, straight from object storage. A view's page holds its source's records
+//! that match the view's filter. This is
 //! per-record work, for a person looking, never on the Kafka path.
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
 use crate::server::Shared;
 use crate::shared_storage::SharedStorage;
 use crate::topics::Topic;
+use crate::views::filter::Filter;
 use spool_metadata::PartitionKey;
 
 /// Bytes of batches one read takes.
@@ -56,16 +58,24 @@ pub(super) async fn read(
         ));
     }
     let shared = shared.clone();
+    // A view shows its source's records that match its filter.
+    let filter = topic.view.as_ref().map(|view| view.filter.clone());
+    let data = shared.source_of(&topic).ok_or_else(|| {
+        kafka_error(
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("the source of view {} does not exist", query.topic),
+        )
+    })?;
     on_blocking_pool(move || {
         let source = match shared.partition_of(topic.clone(), query.partition, -1) {
             Ok(partition) => Source::Led(partition),
-            Err(PartitionError::NotLeader) => committed_source(&shared, &topic, query.partition)
+            Err(PartitionError::NotLeader) => committed_source(&shared, &data, query.partition)
                 .ok_or_else(|| {
                     partition_error(&shared, &topic, query.partition, &PartitionError::NotLeader)
                 })?,
             Err(error) => return Err(partition_error(&shared, &topic, query.partition, &error)),
         };
-        read_page(&source, &query)
+        read_page(&source, &query, filter.as_deref())
     })
     .await
     .map_err(|error| kafka_error(error.code(), error.to_string()))?
@@ -175,7 +185,11 @@ fn partition_error(shared: &Shared, topic: &Topic, index: i32, error: &Partition
 }
 
 /// Blocking: reads the partition's files or objects.
-fn read_page(source: &Source, query: &MessageQuery) -> Result<MessagePage, ApiError> {
+fn read_page(
+    source: &Source,
+    query: &MessageQuery,
+    filter: Option<&Filter>,
+) -> Result<MessagePage, ApiError> {
     let (log_start, high_watermark) = source.bounds();
     let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
     let start = match query.start {
@@ -232,6 +246,9 @@ fn read_page(source: &Source, query: &MessageQuery) -> Result<MessagePage, ApiEr
                 let headers = record
                     .headers()
                     .ok_or_else(|| corrupt(&"a record's headers"))?;
+                if filter.is_some_and(|filter| !filter.matches(&headers)) {
+                    continue;
+                }
                 payload += record.key.map_or(0, <[u8]>::len) + record.value.map_or(0, <[u8]>::len);
                 page.messages.push(Message {
                     partition: query.partition,

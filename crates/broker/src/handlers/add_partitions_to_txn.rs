@@ -39,7 +39,10 @@ pub(crate) async fn handle(
     for topic in &request.v3_and_below_topics {
         let known = shared.topics.get(topic.name.0.as_str());
         for index in &topic.partitions {
-            match known.as_ref().filter(|t| t.has_partition(*index)) {
+            match known
+                .as_ref()
+                .filter(|t| t.has_partition(*index) && t.view.is_none())
+            {
                 Some(known) => partitions.push((known.record.id, *index)),
                 None => unknown = true,
             }
@@ -70,8 +73,11 @@ pub(crate) async fn handle(
                 .iter()
                 .map(|index| {
                     let exists = known.as_ref().is_some_and(|t| t.has_partition(*index));
+                    let view = known.as_ref().is_some_and(|t| t.view.is_some());
                     let error = match &outcome {
                         Some(result) => txn_result_code(*result, version >= FENCED_CODE),
+                        // A view is read-only, as produce says too.
+                        None if view => code::INVALID_TOPIC_EXCEPTION,
                         None if exists => code::OPERATION_NOT_ATTEMPTED,
                         None => code::UNKNOWN_TOPIC_OR_PARTITION,
                     };

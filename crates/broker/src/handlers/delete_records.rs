@@ -37,6 +37,14 @@ pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -
         })
         .collect();
     let answers = per_partition(&shared, asked, |shared, name: &TopicName, index, offset| {
+        if shared
+            .topics
+            .get(name.0.as_str())
+            .is_some_and(|topic| topic.view.is_some())
+        {
+            // A view's records are its source's: delete them there.
+            return Err(code::INVALID_TOPIC_EXCEPTION);
+        }
         let partition = shared
             .partition(name.0.as_str(), index, -1)
             .map_err(|error| error.code())?;

@@ -18,6 +18,9 @@
 //! offset, with the aborted transactions of what it returns; the client drops their
 //! records (see `docs/transactions.md`).
 //!
+//! A view topic's partition is read from its source's and filtered (see
+//! `crate::views::read`).
+//!
 //! Not yet: fetch sessions (Spool answers session id 0: no session, which KIP-227
 //! allows).
 
@@ -38,6 +41,7 @@ use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
 use crate::server::Shared;
+use crate::views::read::ViewReader;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Fetch,
@@ -151,7 +155,27 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
                 .unwrap_or(0)
                 .min(budget);
             let offset = Offset(wanted.fetch_offset);
-            let read = partition.read(offset, partition_budget, pass.bytes == 0, isolation);
+            let read = match &known.view {
+                None => partition.read(offset, partition_budget, pass.bytes == 0, isolation),
+                Some(view) => shared.source_of(known).map_or(
+                    Err(PartitionError::UnknownTopicOrPartition),
+                    |source| {
+                        ViewReader {
+                            filter: &view.filter,
+                            index: &shared.views.index,
+                            stats: &shared.views.stats(known.record.id),
+                            source: source.partition_key(wanted.partition),
+                        }
+                        .read(
+                            &partition,
+                            offset,
+                            partition_budget,
+                            pass.bytes == 0,
+                            isolation,
+                        )
+                    },
+                ),
+            };
             let log = &partition.log;
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
             out.high_watermark = log.offsets().high_watermark.0;

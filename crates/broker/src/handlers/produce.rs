@@ -287,6 +287,17 @@ fn append_partition(
         records: records_bytes,
         topic,
     } = work;
+    if let Some(view) = &topic.view {
+        // Kafka's answer to a write to a topic that takes none (an internal one):
+        // not retriable, so the producer fails the records at once.
+        return Err(Refused {
+            message: Some(format!(
+                "{} is a read-only view of {}: produce to {} instead",
+                topic.record.name, view.source, view.source
+            )),
+            ..Refused::from(code::INVALID_TOPIC_EXCEPTION)
+        });
+    }
     let name = TopicPartition::new(topic.record.name.clone(), index);
     let max_message_bytes = topic.max_message_bytes;
     let check_timestamps =

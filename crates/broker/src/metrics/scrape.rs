@@ -82,6 +82,7 @@ impl Collector for StateCollector {
         )?;
         partitions(&mut encoder, &shared, self.partition_series_limit)?;
         delayed(&mut encoder, &shared)?;
+        views(&mut encoder, &shared)?;
         groups(&mut encoder, &shared)?;
         object_storage(&mut encoder, &shared)?;
         cluster(&mut encoder, &shared)
@@ -248,6 +249,61 @@ fn delayed(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Re
         ConstGauge::new(seconds).encode(family.encode_family(&labels)?)?;
     }
     Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ViewBatchLabels {
+    topic: Text,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct TopicLabels {
+    topic: Text,
+}
+
+/// What the views read on this broker made of their sources' batches, and the tag
+/// index's size.
+fn views(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
+    let views: Vec<_> = shared
+        .views
+        .all()
+        .into_iter()
+        .filter_map(|(id, stats)| Some((shared.topics.by_id(id)?, stats)))
+        .collect();
+    let mut family = encoder.encode_descriptor(
+        "view_batches",
+        "Source batches a view's fetches took: sent as stored, rewritten with the matching records, or skipped as a gap",
+        None,
+        MetricType::Counter,
+    )?;
+    for (topic, stats) in &views {
+        for outcome in crate::views::Outcome::ALL {
+            let labels = ViewBatchLabels {
+                topic: Text(topic.record.name.as_str().to_owned()),
+                outcome: outcome.label(),
+            };
+            ConstCounter::new(stats.batches(outcome)).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    let mut family = encoder.encode_descriptor(
+        "view_batches_inflated",
+        "Source batches a view had to read the records of (the tag index could not decide)",
+        None,
+        MetricType::Counter,
+    )?;
+    for (topic, stats) in &views {
+        let labels = TopicLabels {
+            topic: Text(topic.record.name.as_str().to_owned()),
+        };
+        ConstCounter::new(stats.inflated()).encode(family.encode_family(&labels)?)?;
+    }
+    gauge(
+        encoder,
+        "view_tag_index_batches",
+        "Source batches whose tags the tag index holds",
+        shared.views.index.len(),
+    )
 }
 
 /// The groups this broker coordinates: members, state, committed offsets and lag

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::Topic;
 use crate::topic_configs::{self, TOPIC_CONFIGS};
+use crate::views::View;
 
 /// Why a topic config was refused; the message goes back to the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -161,6 +162,18 @@ pub(crate) fn resolve(
         }),
         _ => None,
     };
+    let view = View::from_configs(
+        values.text("view.source.topic"),
+        values.text("view.filter"),
+        values.text("view.filter.sql"),
+    )
+    .map_err(InvalidConfig)?;
+    if view.is_some() && delay.is_some() {
+        return Err(InvalidConfig(
+            "a view has no records of its own to delay: delivery.delay.enable is for its source"
+                .to_owned(),
+        ));
+    }
     Ok(Topic {
         record,
         log,
@@ -168,6 +181,7 @@ pub(crate) fn resolve(
         recompression,
         timestamps,
         delay,
+        view,
         configs,
         leader_epochs: Vec::new(),
     })
