@@ -2,7 +2,8 @@
 // metadata, offsets), produce (no compression and gzip, keys, headers, null values),
 // offsets by timestamp (read back with kcat, librdkafka), and consumer groups: two
 // KafkaJS consumers share a topic, commit, and a restarted group resumes; the group
-// admin API lists, describes and deletes the group.
+// admin API lists, describes and deletes the group. Delayed records arrive when due;
+// a view topic shows only its matching records and KafkaJS moves past its gaps.
 const { test, before, after } = require('node:test');
 const assert = require('node:assert');
 const { spawn, spawnSync } = require('node:child_process');
@@ -385,6 +386,77 @@ test('delayed records arrive when due; KafkaJS moves past their holds', async ()
     assert.ok(m.at >= due && m.timestamp >= due, `${m.value} arrived early`);
     assert.ok(m.from, 'spool.delayed-from is set');
   }
+  await producer.disconnect();
+  await admin.disconnect();
+});
+
+test('a view shows only matching records; KafkaJS moves past gaps, commits and resumes', async () => {
+  const source = 'js-orders';
+  const view = 'js-orders-ab';
+  const admin = kafka().admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: source, numPartitions: 1 }] });
+  await admin.createTopics({
+    topics: [{
+      topic: view,
+      numPartitions: -1,
+      configEntries: [{ name: 'view.source.topic', value: source }, { name: 'view.filter', value: 'A || B' }],
+    }],
+  });
+  const producer = kafka().producer();
+  await producer.connect();
+  const send = (messages) => producer.send({
+    topic: source,
+    messages: messages.map(([value, tag]) => ({
+      value, partition: 0, headers: tag ? { 'spool.tag': tag } : {},
+    })),
+  });
+  // Only non-matching records at first: the consumer's first fetches hold nothing but
+  // gaps, and it must move past them.
+  for (let i = 0; i < 5; i++) {
+    await send(Array.from({ length: 100 }, (_, j) => [`c${i}-${j}`, 'C']));
+  }
+  const seen = [];
+  const start = async () => {
+    const consumer = kafka().consumer({
+      groupId: 'js-view', sessionTimeout: 6000, heartbeatInterval: 500, maxBytesPerPartition: 2048,
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic: view, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        seen.push({ value: message.value.toString(), offset: Number(message.offset) });
+      },
+    });
+    return consumer;
+  };
+  let consumer = await start();
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.deepStrictEqual(seen, [], 'nothing matches yet');
+  // Mixed batches, some ending on a record that does not match, and untagged ones.
+  await send([['a0', 'A'], ['c', 'C'], ['b1', 'B'], ['c', 'C']]);
+  await send([['u', null], ['u', null]]);
+  await send([['c', 'C'], ['a2', 'A']]);
+  await waitFor(() => seen.length >= 3, 'the matching records');
+  await new Promise((r) => setTimeout(r, 500));
+  await consumer.disconnect();
+  assert.deepStrictEqual(seen.map((m) => m.value), ['a0', 'b1', 'a2']);
+  assert.deepStrictEqual(seen.map((m) => m.offset), [500, 502, 507], "the source's offsets");
+
+  // The group committed; a new consumer of it resumes after a2, past the gaps.
+  await send(Array.from({ length: 50 }, (_, j) => [`c-${j}`, 'C']));
+  await send([['b3', 'B']]);
+  consumer = await start();
+  await waitFor(() => seen.length >= 4, 'the record after the resume');
+  await new Promise((r) => setTimeout(r, 500));
+  await consumer.disconnect();
+  assert.deepStrictEqual(seen.map((m) => m.value), ['a0', 'b1', 'a2', 'b3']);
+
+  // Writes to a view are refused, not retried forever.
+  await assert.rejects(
+    producer.send({ topic: view, messages: [{ value: 'x', partition: 0 }], acks: -1 }),
+    /view|INVALID_TOPIC|invalid/i,
+  );
   await producer.disconnect();
   await admin.disconnect();
 });
