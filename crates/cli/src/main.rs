@@ -2,6 +2,7 @@
 //! any Kafka-compatible cluster (`spool topic`, `produce`, `consume`, `group`,
 //! `cluster`).
 
+mod admin_api;
 mod client;
 mod commands;
 mod error;

@@ -20,6 +20,14 @@ pub(crate) fn table<const N: usize>(header: [&str; N]) -> Table {
     table
 }
 
+/// [`table`] with a header chosen at run time.
+pub(crate) fn table_of(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table.load_preset(presets::NOTHING);
+    table.set_header(header);
+    table
+}
+
 /// Prints a table, or a line saying there is nothing to show.
 pub(crate) fn print_table(table: &Table, empty: &str) {
     if table.row_count() == 0 {

@@ -57,6 +57,9 @@ pub trait DelayedRecords {
     ) -> Result<()>;
     /// Forgets delivered holds.
     async fn holds_delivered(&self, key: PartitionKey, hold_offsets: &[i64]) -> Result<()>;
-    /// The partition's pending holds.
+    /// The partition's pending holds (a count over all of them: for showing, not for
+    /// every round).
     async fn pending_holds(&self, key: PartitionKey) -> Result<PendingHolds>;
+    /// When the partition's next hold is due (epoch ms), by the due-time index.
+    async fn next_hold_due(&self, key: PartitionKey) -> Result<Option<i64>>;
 }

@@ -463,4 +463,9 @@ impl DelayedRecords for FaultyMetadata {
         self.check_up()?;
         self.inner.pending_holds(key).await
     }
+
+    async fn next_hold_due(&self, key: PartitionKey) -> Result<Option<i64>> {
+        self.check_up()?;
+        self.inner.next_hold_due(key).await
+    }
 }

@@ -112,3 +112,46 @@ async fn holds_come_out_by_due_time_and_go_when_delivered() {
         assert_eq!(store.holds_noted_through(key).await.unwrap(), 0, "{label}");
     }
 }
+
+#[tokio::test]
+async fn many_holds_are_noted_marked_and_forgotten_in_chunks() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let orders = topic("many");
+        store.create_topic(&orders).await.unwrap();
+        let key = PartitionKey {
+            topic_id: orders.id,
+            partition: 0,
+        };
+        // More than one statement's worth (200) of each.
+        let holds: Vec<(i64, i64)> = (0..450).map(|i| (i, 10_000 - i)).collect();
+        store.note_holds(key, &holds, 450).await.unwrap();
+        assert_eq!(
+            store.pending_holds(key).await.unwrap().count,
+            450,
+            "{label}"
+        );
+        assert_eq!(
+            store.next_hold_due(key).await.unwrap(),
+            Some(10_000 - 449),
+            "{label}"
+        );
+        let offsets: Vec<i64> = (0..450).collect();
+        store.begin_delivery(key, &offsets, 900).await.unwrap();
+        let due = store.due_holds(key, 20_000, 1_000).await.unwrap();
+        assert!(
+            due.iter().all(|hold| hold.delivering_from == Some(900)),
+            "{label}"
+        );
+        store.holds_delivered(key, &offsets[..401]).await.unwrap();
+        assert_eq!(store.pending_holds(key).await.unwrap().count, 49, "{label}");
+        assert_eq!(
+            store.next_hold_due(key).await.unwrap(),
+            Some(10_000 - 449),
+            "{label}"
+        );
+        store.holds_delivered(key, &offsets[401..]).await.unwrap();
+        assert_eq!(store.next_hold_due(key).await.unwrap(), None, "{label}");
+    }
+}

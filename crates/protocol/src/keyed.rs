@@ -133,23 +133,40 @@ pub fn keyless_records(batch: &[u8], limit: usize) -> Result<Vec<usize>, Records
 /// `lastOffsetDelta` kept, so offsets and producer sequences do not change) holding
 /// only `kept` records, compressed again with the batch's codec.
 pub fn rebuild_batch(original: &[u8], kept: &[KeyedRecord<'_>]) -> Result<Vec<u8>, RecordsError> {
+    rebuild_at_level(original, kept, None)
+}
+
+/// [`rebuild_batch`], compressing at `level` (`None`: the codec's default).
+fn rebuild_at_level(
+    original: &[u8],
+    kept: &[KeyedRecord<'_>],
+    level: Option<i32>,
+) -> Result<Vec<u8>, RecordsError> {
     let header = RecordBatchHeader::parse(original).ok_or(RecordsError::Header)?;
     let mut section = Vec::with_capacity(kept.iter().map(|r| r.raw.len()).sum());
     for record in kept {
         section.extend_from_slice(record.raw);
     }
-    let packed = compression::compress(header.compression(), None, &section)?;
+    let packed = compression::compress(header.compression(), level, &section)?;
     let count = i32::try_from(kept.len()).map_err(|_| RecordsError::Header)?;
     batch::with_records(original, header.attributes, count, &packed).ok_or(RecordsError::Header)
 }
 
 /// A batch of `original`'s header holding only `kept` (at least one, in order), its
 /// `lastOffsetDelta` moved to the last of them so that the batch ends on a record; the
-/// offsets, timestamps, producer fields and codec of the records stay. For views.
+/// offsets, timestamps, producer fields and codec of the records stay. For views,
+/// which rewrite batches on every read: compressed at the codec's fastest level
+/// (gzip 1, lz4 0, zstd 1; Kafka's lz4 default, 9, is the slow high-compression mode).
 pub fn filtered_batch(original: &[u8], kept: &[KeyedRecord<'_>]) -> Result<Vec<u8>, RecordsError> {
     let last = kept.last().ok_or(RecordsError::Header)?;
     let delta = i32::try_from(last.offset_delta).map_err(|_| RecordsError::Header)?;
-    let mut batch = rebuild_batch(original, kept)?;
+    let header = RecordBatchHeader::parse(original).ok_or(RecordsError::Header)?;
+    let fastest = match header.compression() {
+        spool_model::CompressionCodec::Lz4 => Some(0),
+        spool_model::CompressionCodec::Gzip | spool_model::CompressionCodec::Zstd => Some(1),
+        _ => None,
+    };
+    let mut batch = rebuild_at_level(original, kept, fastest)?;
     batch::patch_last_offset_delta(&mut batch, delta);
     Ok(batch)
 }

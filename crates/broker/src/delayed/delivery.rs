@@ -40,6 +40,8 @@ pub(crate) const DELAYED_OFFSET: &str = "spool.delayed-offset";
 const TICK: Duration = Duration::from_millis(20);
 /// Records delivered in one round of a partition (one batch).
 const DUE_PER_ROUND: i64 = 500;
+/// How often a partition's pending holds are counted for `/metrics`.
+const COUNT_EVERY: Duration = Duration::from_secs(1);
 /// Bytes of log read per step of noting holds.
 const NOTE_READ_BYTES: u64 = 1 << 20;
 /// Steps of noting holds per round: a partition with much to catch up on (delayed
@@ -58,6 +60,9 @@ struct PartitionTimer {
     in_flight: Arc<Mutex<BTreeSet<i64>>>,
     /// The partition, as opened under its current leader epoch.
     partition: Option<PartitionHandle>,
+    /// The pending count as last read, and when.
+    pending: i64,
+    counted_at: Option<std::time::Instant>,
 }
 
 /// Runs the rounds until the broker stops.
@@ -158,17 +163,34 @@ async fn round(
     Ok(())
 }
 
-/// Reads the partition's pending holds from the store: its next due time, and the
-/// count `/metrics` shows.
+/// Reads the partition's next due time from the store (one row, by index), and at
+/// most every [`COUNT_EVERY`] the pending count `/metrics` shows (a count reads every
+/// row: with a million waiting, far too slow for every round).
 async fn refresh(
     shared: &Shared,
     key: PartitionKey,
     timer: &mut PartitionTimer,
 ) -> Result<Option<i64>, RoundError> {
-    let pending = shared.metadata.pending_holds(key).await?;
-    shared.delayed.set(key, pending);
-    timer.next_due = Some(pending.next_due_ms);
-    Ok(pending.next_due_ms)
+    let next_due_ms = if timer
+        .counted_at
+        .is_none_or(|at| at.elapsed() >= COUNT_EVERY)
+    {
+        let pending = shared.metadata.pending_holds(key).await?;
+        timer.counted_at = Some(std::time::Instant::now());
+        timer.pending = pending.count;
+        pending.next_due_ms
+    } else {
+        shared.metadata.next_hold_due(key).await?
+    };
+    shared.delayed.set(
+        key,
+        spool_metadata::PendingHolds {
+            count: timer.pending,
+            next_due_ms,
+        },
+    );
+    timer.next_due = Some(next_due_ms);
+    Ok(next_due_ms)
 }
 
 /// Step 1: notes the holds between the store's mark and the high watermark; whether
@@ -325,6 +347,7 @@ fn prepare(
     let mut extra = Vec::new();
     let mut offsets = Vec::new();
     let mut done = Vec::new();
+    let mut window = ReadWindow::default();
     for record in due {
         let hold_offset = record.hold_offset;
         if record.hold_offset < log_start {
@@ -342,12 +365,7 @@ fn prepare(
             done.push(hold_offset);
             continue;
         }
-        let bytes = partition.read_bytes(Offset(hold_offset), 1)?;
-        let hold = BatchFrames::new(&bytes)
-            .next()
-            .and_then(Result::ok)
-            .filter(|(header, _)| header.base_offset.0 == hold_offset)
-            .and_then(|(_, batch)| internal::read_hold(batch));
+        let hold = window.hold_at(partition, hold_offset)?;
         let Some(hold) = hold else {
             tracing::warn!(
                 hold = hold_offset,
@@ -378,6 +396,60 @@ fn prepare(
         offsets,
         done,
     })
+}
+
+/// The stretch of log last read for holds: due holds mostly lie close together (records
+/// produced together are due together), so one read serves many.
+#[derive(Default)]
+struct ReadWindow {
+    /// The first offset read and the offset after the last batch.
+    from: i64,
+    to: i64,
+    bytes: Vec<u8>,
+    /// Where the last hold found starts (byte position, offset): the next search
+    /// starts there when it asks for a later offset.
+    resume: (usize, i64),
+}
+
+/// Bytes of log one read for holds takes.
+const HOLD_READ_BYTES: u64 = 256 << 10;
+
+impl ReadWindow {
+    /// The hold batch at `offset`; `None` if there is none there. Blocking.
+    fn hold_at(
+        &mut self,
+        partition: &PartitionHandle,
+        offset: i64,
+    ) -> Result<Option<internal::Hold>, PartitionError> {
+        if !(self.from..self.to).contains(&offset) {
+            self.bytes = partition.read_bytes(Offset(offset), HOLD_READ_BYTES)?;
+            self.from = offset;
+            self.to = BatchFrames::new(&self.bytes)
+                .map_while(Result::ok)
+                .last()
+                .map_or(offset, |(header, _)| header.last_offset().0 + 1);
+            self.resume = (0, offset);
+        }
+        let start = if offset >= self.resume.1 {
+            self.resume.0
+        } else {
+            0
+        };
+        let mut position = start;
+        for (header, batch) in
+            BatchFrames::new(self.bytes.get(start..).unwrap_or_default()).map_while(Result::ok)
+        {
+            if header.base_offset.0 > offset {
+                break;
+            }
+            if header.base_offset.0 == offset {
+                self.resume = (position, offset);
+                return Ok(internal::read_hold(batch));
+            }
+            position += batch.len();
+        }
+        Ok(None)
+    }
 }
 
 /// About what a held record takes in a batch.

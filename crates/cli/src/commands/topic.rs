@@ -9,6 +9,7 @@ use rdkafka::metadata::Metadata;
 use serde::Serialize;
 use spool_loadgen::workload::parse_property;
 
+use crate::admin_api::{self, Delayed};
 use crate::client::ClientArgs;
 use crate::error::CliError;
 use crate::output::{self, Format, OutcomeKind};
@@ -37,6 +38,11 @@ pub(crate) enum TopicCommand {
         /// Show every config, not just those set on the topic.
         #[arg(short, long)]
         all_configs: bool,
+        /// The broker's HTTP admin API, for what the Kafka protocol does not tell
+        /// (delayed records pending); default: the first bootstrap broker's host,
+        /// port 9644.
+        #[arg(long, env = "SPOOL_ADMIN_URL", value_name = "URL")]
+        admin_url: Option<String>,
     },
     /// Delete topics.
     Delete {
@@ -71,7 +77,11 @@ pub(crate) async fn run(command: TopicCommand, client: &ClientArgs) -> Result<()
             configs,
         } => create(client, &names, partitions, replicas, &configs).await,
         TopicCommand::List => list(client),
-        TopicCommand::Describe { name, all_configs } => describe(client, &name, all_configs).await,
+        TopicCommand::Describe {
+            name,
+            all_configs,
+            admin_url,
+        } => describe(client, &name, all_configs, admin_url.as_deref()).await,
         TopicCommand::Delete { names } => delete(client, &names).await,
         TopicCommand::AlterConfig { name, set, delete } => {
             alter_config(client, &name, &set, &delete).await
@@ -184,6 +194,9 @@ struct PartitionDetail {
     replicas: Vec<i32>,
     log_start_offset: i64,
     high_watermark: i64,
+    /// Topics with delayed delivery: the records held (from the admin API).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delayed: Option<Delayed>,
 }
 
 #[derive(Debug, Serialize)]
@@ -261,7 +274,12 @@ fn partitions_of(metadata: &Metadata, name: &str) -> Result<Vec<(i32, i32, Vec<i
         .collect())
 }
 
-async fn describe(client: &ClientArgs, name: &str, all_configs: bool) -> Result<(), CliError> {
+async fn describe(
+    client: &ClientArgs,
+    name: &str,
+    all_configs: bool,
+    admin_url: Option<&str>,
+) -> Result<(), CliError> {
     let metadata = metadata(client)?;
     let admin = client.admin()?;
     let mut partitions = Vec::new();
@@ -276,10 +294,28 @@ async fn describe(client: &ClientArgs, name: &str, all_configs: bool) -> Result<
             replicas,
             log_start_offset: low,
             high_watermark: high,
+            delayed: None,
         });
     }
     partitions.sort_by_key(|p| p.partition);
     let mut configs = topic_configs(client, name).await?;
+    let delay_enabled = configs
+        .iter()
+        .any(|c| c.name == "delivery.delay.enable" && c.value.as_deref() == Some("true"));
+    let mut delayed_unknown = None;
+    if delay_enabled {
+        let url = admin_api::admin_url(admin_url, &client.brokers);
+        match admin_api::delayed(&url, name, client.timeout()) {
+            Ok(found) => {
+                for (index, delayed) in found {
+                    if let Some(partition) = partitions.iter_mut().find(|p| p.partition == index) {
+                        partition.delayed = delayed;
+                    }
+                }
+            }
+            Err(error) => delayed_unknown = Some(error),
+        }
+    }
     if !all_configs {
         configs.retain(|c| c.source == source_name(&ConfigSource::DynamicTopic));
     }
@@ -291,6 +327,11 @@ async fn describe(client: &ClientArgs, name: &str, all_configs: bool) -> Result<
     match client.format {
         Format::Json => output::print_json(&detail),
         Format::Human => print_detail(&detail, all_configs),
+    }
+    if let Some(error) = delayed_unknown {
+        eprintln!(
+            "delayed records pending: unknown, the admin API did not answer ({error}); give --admin-url"
+        );
     }
     Ok(())
 }
@@ -313,24 +354,51 @@ fn print_detail(detail: &TopicDetail, all_configs: bool) {
     }
     output::print_table(&configs, "none");
     output::heading("PARTITIONS");
-    let mut partitions = output::table([
+    let delayed = detail.partitions.iter().any(|p| p.delayed.is_some());
+    let mut columns = vec![
         "PARTITION",
         "LEADER",
         "REPLICAS",
         "LOG-START-OFFSET",
         "HIGH-WATERMARK",
-    ]);
+    ];
+    if delayed {
+        columns.extend(["DELAYED-PENDING", "NEXT-DUE"]);
+    }
+    let mut partitions = output::table_of(&columns);
     for p in &detail.partitions {
         let replicas: Vec<String> = p.replicas.iter().map(ToString::to_string).collect();
-        partitions.add_row([
+        let mut row = vec![
             p.partition.to_string(),
             p.leader.to_string(),
             format!("[{}]", replicas.join(",")),
             p.log_start_offset.to_string(),
             p.high_watermark.to_string(),
-        ]);
+        ];
+        if delayed {
+            let pending = p.delayed.map_or(0, |d| d.pending);
+            let next = p.delayed.and_then(|d| d.next_due_ms);
+            row.push(pending.to_string());
+            row.push(next.map_or_else(|| "-".to_owned(), due_in));
+        }
+        partitions.add_row(row);
     }
     output::print_table(&partitions, "none");
+}
+
+/// When a due time (epoch ms) comes, from now: `in 1h 5m`, `in 3s`, `now`.
+fn due_in(due_ms: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let seconds = (due_ms - now).max(0) / 1000;
+    match seconds {
+        0 => "now".to_owned(),
+        s if s < 60 => format!("in {s}s"),
+        s if s < 3600 => format!("in {}m {}s", s / 60, s % 60),
+        s if s < 86_400 => format!("in {}h {}m", s / 3600, s % 3600 / 60),
+        s => format!("in {}d {}h", s / 86_400, s % 86_400 / 3600),
+    }
 }
 
 #[derive(Debug, Serialize)]
