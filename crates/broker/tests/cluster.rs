@@ -712,3 +712,104 @@ async fn a_draining_leader_commits_what_it_acknowledged_before_handing_over() {
         cluster.stop(node).await;
     }
 }
+
+/// Every (offset, value, delivered) of the topic `delayed`'s partition 0 through
+/// `node`, where `delivered` says whether the record came from a delivery batch.
+async fn delayed_records(cluster: &Cluster, node: i32) -> Vec<(i64, String, bool)> {
+    let mut client = cluster.client(node).await;
+    let at = FetchAt {
+        partition: 0,
+        offset: 0,
+        max_bytes: 1 << 20,
+    };
+    let answer = &client.fetch(12, "delayed", &[at], 0, 0, 1 << 20).await[0];
+    assert_eq!(answer.error_code, 0, "fetch from {node}");
+    let bytes = answer.records.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for frame in spool_protocol::batch::BatchFrames::new(&bytes) {
+        let (header, batch) = frame.unwrap();
+        if header.is_control() {
+            continue;
+        }
+        let records = spool_protocol::keyed::BatchRecords::read(batch, 1 << 20).unwrap();
+        for record in records.records().unwrap() {
+            out.push((
+                header.base_offset.0 + record.offset_delta,
+                String::from_utf8(record.value.unwrap().to_vec()).unwrap(),
+                spool_protocol::internal::is_delivery(&header),
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_records_pending_when_their_leader_stops_are_delivered_once_by_the_next() {
+    let mut cluster = Cluster::new();
+    for node in [1, 2] {
+        cluster.start(node).await;
+    }
+    let mut client = cluster.client(1).await;
+    let configs = [("delivery.delay.enable", "true")];
+    assert_eq!(client.create_topic_with("delayed", 1, &configs).await, 0);
+    let (_, leaders) = leaders_now(&cluster, 1, "delayed").await;
+    let started = Instant::now();
+    let mut leader = leaders[0];
+    while leader < 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "no leader");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        leader = leaders_now(&cluster, 1, "delayed").await.1[0];
+    }
+    let now = spool_model::Timestamp::now().0;
+    let due = now + 3_000;
+    let mut builder = BatchBuilder::new().timestamp(now);
+    for i in 0..20 {
+        let mut record = spool_testkit::TestRecord::value(format!("later-{i}").into_bytes());
+        record
+            .headers
+            .push(("spool.deliver-at".to_owned(), Some(due.to_string().into_bytes())));
+        builder = builder.record(record);
+    }
+    let mut on_leader = cluster.client(leader).await;
+    assert_eq!(on_leader.produce("delayed", 0, builder.build()).await.0, 0);
+    assert_eq!(on_leader.produce("delayed", 0, batch("now")).await.0, 0);
+
+    // The leader stops with all 20 pending; the other broker takes the partition.
+    cluster.stop(leader).await;
+    let next = if leader == 1 { 2 } else { 1 };
+    let started = Instant::now();
+    loop {
+        let seen = delayed_records(&cluster, next).await;
+        let delivered: Vec<&str> = seen
+            .iter()
+            .filter(|(_, _, delivered)| *delivered)
+            .map(|(_, value, _)| value.as_str())
+            .collect();
+        if !delivered.is_empty() {
+            assert!(
+                spool_model::Timestamp::now().0 >= due,
+                "delivered before its time"
+            );
+        }
+        if delivered.len() >= 20 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let again = delayed_records(&cluster, next).await;
+            let mut values: Vec<&str> = again
+                .iter()
+                .filter(|(_, _, delivered)| *delivered)
+                .map(|(_, value, _)| value.as_str())
+                .collect();
+            values.sort_unstable();
+            let mut expected: Vec<String> = (0..20).map(|i| format!("later-{i}")).collect();
+            expected.sort_unstable();
+            assert_eq!(values, expected, "each delayed record once");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not delivered after the move: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cluster.stop(next).await;
+}
