@@ -765,9 +765,10 @@ async fn delayed_records_pending_when_their_leader_stops_are_delivered_once_by_t
     let mut builder = BatchBuilder::new().timestamp(now);
     for i in 0..20 {
         let mut record = spool_testkit::TestRecord::value(format!("later-{i}").into_bytes());
-        record
-            .headers
-            .push(("spool.deliver-at".to_owned(), Some(due.to_string().into_bytes())));
+        record.headers.push((
+            "spool.deliver-at".to_owned(),
+            Some(due.to_string().into_bytes()),
+        ));
         builder = builder.record(record);
     }
     let mut on_leader = cluster.client(leader).await;

@@ -833,13 +833,9 @@ async fn produce_delay_holds_records_until_due() {
     )
     .await
     .ok();
-    run_with_input(
-        &broker,
-        &["produce", "later", "--delay", "1500ms"],
-        "held\n",
-    )
-    .await
-    .ok();
+    run_with_input(&broker, &["produce", "later", "--delay", "4s"], "held\n")
+        .await
+        .ok();
     let count = async || {
         run(&broker, &["consume", "later", "-e", "--format", "json"])
             .await
@@ -848,6 +844,42 @@ async fn produce_delay_holds_records_until_due() {
             .len()
     };
     assert_eq!(count().await, 0, "held, not yet seen");
+    // `topic describe` shows it pending, from the admin API.
+    let admin = format!("http://{}", broker.admin_addr().unwrap());
+    let noted = std::time::Instant::now();
+    loop {
+        let described = run(
+            &broker,
+            &[
+                "topic",
+                "describe",
+                "later",
+                "--admin-url",
+                &admin,
+                "--format",
+                "json",
+            ],
+        )
+        .await
+        .ok()
+        .json();
+        if described["partitions"][0]["delayed"]["pending"] == 1 {
+            break;
+        }
+        assert!(
+            noted.elapsed() < std::time::Duration::from_secs(3),
+            "the hold is noted: {described}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let human = run(
+        &broker,
+        &["topic", "describe", "later", "--admin-url", &admin],
+    )
+    .await
+    .ok()
+    .stdout;
+    assert!(human.contains("DELAYED-PENDING"), "{human}");
     let started = std::time::Instant::now();
     while count().await == 0 {
         assert!(
