@@ -244,3 +244,69 @@ async fn pending_records_survive_a_restart_and_are_delivered_once() {
     );
     broker.stop().await;
 }
+
+#[tokio::test]
+async fn a_delivery_cut_short_before_its_rows_went_is_not_made_twice() {
+    let broker = TestBroker::start().await;
+    let admin = broker.admin_addr().unwrap();
+    create_delayed_topic(admin, "later").await;
+    let due = now_ms() + 300;
+    let mut builder = BatchBuilder::new().timestamp(now_ms());
+    for i in 0..3 {
+        builder = builder.record(record(
+            &format!("held-{i}"),
+            Some(("spool.deliver-at", due.to_string())),
+        ));
+    }
+    assert_eq!(produce(&broker, "later", builder.build()).await, 0);
+    until("delivered", Duration::from_secs(10), async || {
+        visible(admin, "later").await.len() == 3
+    })
+    .await;
+    let topic: Value =
+        serde_json::from_str(&http_get(admin, "/api/topics/later").await.body).unwrap();
+    let topic_id: uuid::Uuid = topic["id"].as_str().unwrap().parse().unwrap();
+    until("the rows went", Duration::from_secs(5), async || {
+        let topic: Value =
+            serde_json::from_str(&http_get(admin, "/api/topics/later").await.body).unwrap();
+        topic["partitions"][0]["delayed"]["pending"] == 0
+    })
+    .await;
+    let data = broker.stop().await;
+
+    // As if the broker had died after the delivery was durable and before its rows
+    // were deleted: the holds (offsets 0-2) are pending again, with the intent the
+    // delivery set (the log ended at 3).
+    let url = spool_metadata::MetadataUrl::in_data_dir(data.path());
+    let store = spool_metadata::open(&url).await.unwrap();
+    let key = spool_metadata::PartitionKey {
+        topic_id,
+        partition: 0,
+    };
+    store
+        .note_holds(key, &[(0, due), (1, due), (2, due)], 3)
+        .await
+        .unwrap();
+    store.begin_delivery(key, &[0, 1, 2], 3).await.unwrap();
+    drop(store);
+
+    let broker = TestBroker::start_in(data).await;
+    let admin = broker.admin_addr().unwrap();
+    until(
+        "the rows are found delivered",
+        Duration::from_secs(10),
+        async || {
+            let topic: Value =
+                serde_json::from_str(&http_get(admin, "/api/topics/later").await.body).unwrap();
+            topic["partitions"][0]["delayed"]["pending"] == 0
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        visible(admin, "later").await.len(),
+        3,
+        "the delivery found in the log is not made again"
+    );
+    broker.stop().await;
+}

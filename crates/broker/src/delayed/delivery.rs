@@ -348,6 +348,11 @@ fn prepare(
     let mut offsets = Vec::new();
     let mut done = Vec::new();
     let mut window = ReadWindow::default();
+    // Rows with an intent: a delivery begun before a crash may be in the log.
+    let delivered = match due.iter().filter_map(|record| record.delivering_from).min() {
+        Some(from) => delivered_since(partition, from)?,
+        None => std::collections::HashSet::new(),
+    };
     for record in due {
         let hold_offset = record.hold_offset;
         if record.hold_offset < log_start {
@@ -359,9 +364,7 @@ fn prepare(
             done.push(hold_offset);
             continue;
         }
-        if let Some(from) = record.delivering_from
-            && delivered_since(partition, from, hold_offset)?
-        {
+        if record.delivering_from.is_some() && delivered.contains(&hold_offset) {
             done.push(hold_offset);
             continue;
         }
@@ -462,13 +465,14 @@ fn hold_size(hold: &internal::Hold) -> usize {
     64 + hold.key.as_ref().map_or(0, Vec::len) + hold.value.as_ref().map_or(0, Vec::len) + headers
 }
 
-/// Whether a delivery of hold `hold_offset` is in the log from `from` on. Blocking.
+/// The holds whose deliveries are in the log from `from` on (by their
+/// `spool.delayed-offset` header): one scan for all the rows a round finds with an
+/// intent. Blocking.
 fn delivered_since(
     partition: &PartitionHandle,
     from: i64,
-    hold_offset: i64,
-) -> Result<bool, PartitionError> {
-    let wanted = hold_offset.to_string();
+) -> Result<std::collections::HashSet<i64>, PartitionError> {
+    let mut delivered = std::collections::HashSet::new();
     let end = partition.log.offsets().log_end.0;
     let mut at = from.max(partition.log_start().0);
     while at < end {
@@ -483,22 +487,22 @@ fn delivered_since(
             let Ok(records) = BatchRecords::read(batch, 64 << 20) else {
                 continue;
             };
-            let found = records.records().is_ok_and(|records| {
-                records.iter().any(|record| {
-                    record.headers().is_some_and(|headers| {
-                        headers.iter().any(|(name, value)| {
-                            *name == DELAYED_OFFSET.as_bytes() && *value == Some(wanted.as_bytes())
-                        })
-                    })
-                })
-            });
-            if found {
-                return Ok(true);
+            for record in records.records().into_iter().flatten() {
+                let offset = record
+                    .headers()
+                    .into_iter()
+                    .flatten()
+                    .find_map(|(name, value)| {
+                        (name == DELAYED_OFFSET.as_bytes())
+                            .then(|| std::str::from_utf8(value?).ok()?.parse::<i64>().ok())
+                            .flatten()
+                    });
+                delivered.extend(offset);
             }
         }
         if at == before {
             break;
         }
     }
-    Ok(false)
+    Ok(delivered)
 }
