@@ -460,3 +460,57 @@ test('a view shows only matching records; KafkaJS moves past gaps, commits and r
   await producer.disconnect();
   await admin.disconnect();
 });
+
+test('SASL: SCRAM-SHA-256 and PLAIN over SASL_PLAINTEXT and SASL_SSL; a wrong password fails', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-kafkajs-sasl-'));
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key,
+    '-out', cert, '-days', '1', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { encoding: 'utf8' });
+  assert.strictEqual(made.status, 0, made.stderr);
+  const [plainPort, saslPort, sslPort] = [await freePort(), await freePort(), await freePort()];
+  const broker = spawn(SPOOL_BIN, ['--data-dir', path.join(dir, 'data'), '--admin-listen', 'off',
+    '--bootstrap-user', 'carol:carol-secret',
+    '--set', `listeners=PLAINTEXT://127.0.0.1:${plainPort},SASL_PLAINTEXT://127.0.0.1:${saslPort},SASL_SSL://127.0.0.1:${sslPort}`,
+    '--set', 'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512',
+    '--set', `ssl.certificate.location=${cert}`, '--set', `ssl.key.location=${key}`], { stdio: 'ignore' });
+  try {
+    for (const port of [plainPort, saslPort, sslPort]) await waitForPort(port);
+    const client = (port, mechanism, password, ssl) => new Kafka({
+      clientId: 'spool-sasl', brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING,
+      sasl: { mechanism, username: 'carol', password },
+      ssl: ssl ? { ca: [fs.readFileSync(cert)] } : false,
+      retry: { retries: 1 },
+    });
+    const cases = [[saslPort, 'scram-sha-256', false], [saslPort, 'plain', false],
+      [sslPort, 'scram-sha-512', true], [sslPort, 'plain', true]];
+    for (const [port, mechanism, ssl] of cases) {
+      const kafkaClient = client(port, mechanism, 'carol-secret', ssl);
+      const topic = `js-sasl-${mechanism}-${ssl ? 'ssl' : 'plain'}`;
+      const admin = kafkaClient.admin();
+      await admin.connect();
+      await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
+      await admin.disconnect();
+      const producer = kafkaClient.producer();
+      await producer.connect();
+      await producer.send({ topic, messages: [{ value: 'a' }, { value: 'b' }] });
+      await producer.disconnect();
+      const seen = [];
+      const consumer = kafkaClient.consumer({ groupId: `g-${topic}`, sessionTimeout: 6000, heartbeatInterval: 500 });
+      await consumer.connect();
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({ eachMessage: async ({ message }) => { seen.push(message.value.toString()); } });
+      await waitFor(() => seen.length >= 2, `records over ${mechanism}`);
+      await consumer.disconnect();
+      assert.deepStrictEqual(seen, ['a', 'b']);
+    }
+    const wrong = client(saslPort, 'scram-sha-256', 'nope', false).admin();
+    await assert.rejects(wrong.connect(), /SASL|authentication|credentials/i);
+  } finally {
+    const exited = new Promise((resolve) => broker.on('exit', resolve));
+    broker.kill('SIGTERM');
+    await exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -60,6 +60,8 @@ pub struct BrokerConfig {
     /// The HTTP admin listener and what `/metrics` shows (`admin.listen`,
     /// `metrics.*`).
     pub admin: AdminConfig,
+    /// Listeners, TLS and SASL (`listeners`, `ssl.*`, `sasl.*`).
+    pub security: crate::security::config::SecurityConfig,
 }
 
 /// The HTTP admin listener (health, `/metrics`, the REST API and the console).
@@ -224,6 +226,7 @@ impl Default for BrokerConfig {
             storage: StorageConfig::default(),
             retention_check_interval: Duration::from_secs(300),
             admin: AdminConfig::default(),
+            security: crate::security::config::SecurityConfig::default(),
         }
     }
 }
@@ -240,11 +243,18 @@ pub(crate) mod source {
 /// A broker setting that is a field of [`BrokerConfig`]: its Kafka name, whether it
 /// can change while the broker runs (the others need a restart, as in Kafka), and how
 /// to read and set it.
-struct Setting {
-    name: &'static str,
-    dynamic: bool,
-    get: fn(&BrokerConfig) -> String,
-    set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
+pub(crate) struct Setting {
+    pub(crate) name: &'static str,
+    pub(crate) dynamic: bool,
+    pub(crate) get: fn(&BrokerConfig) -> String,
+    pub(crate) set: fn(&mut BrokerConfig, &str) -> Result<(), String>,
+}
+
+/// Every broker setting that is a field: the general ones, then security's.
+fn all_settings() -> impl Iterator<Item = &'static Setting> {
+    SETTINGS
+        .iter()
+        .chain(crate::security::config::SECURITY_SETTINGS.iter())
 }
 
 const SETTINGS: [Setting; 38] = [
@@ -645,7 +655,7 @@ fn rate_of(rate: f64) -> u64 {
     rate.round() as u64
 }
 
-fn expected(value: &str, what: &str) -> String {
+pub(crate) fn expected(value: &str, what: &str) -> String {
     format!("{value:?}: expected {what}")
 }
 
@@ -656,6 +666,11 @@ fn millis(value: &str, minimum: u64) -> Result<Duration, String> {
         return Err(expected(value, &format!("at most {} ms", i32::MAX)));
     }
     Ok(Duration::from_millis(ms))
+}
+
+/// A duration setting in ms where 0 means off.
+pub(crate) fn millis_or_zero(value: &str) -> Result<Duration, String> {
+    millis(value, 0)
 }
 
 fn between(value: &str, minimum: u64, maximum: u64) -> Result<u64, String> {
@@ -679,15 +694,14 @@ fn at_least(value: &str, minimum: u64) -> Result<u64, String> {
 /// variants `log.retention.minutes` and `log.retention.hours`, and so on; see
 /// `crate::topic_configs`).
 pub fn setting_names() -> impl Iterator<Item = &'static str> {
-    SETTINGS
-        .iter()
+    all_settings()
         .map(|setting| setting.name)
         .chain(topic_configs::broker_synonyms().map(|synonym| synonym.name))
 }
 
 /// Whether a setting can change at run time (every topic default can).
 pub(crate) fn is_dynamic(name: &str) -> bool {
-    SETTINGS.iter().any(|s| s.name == name && s.dynamic)
+    all_settings().any(|s| s.name == name && s.dynamic)
         || topic_configs::defaulted_by(name).is_some()
 }
 
@@ -715,7 +729,7 @@ impl BrokerConfig {
     /// Applies one setting by its Kafka name, checking the value; the message says
     /// what the setting accepts.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
-        if let Some(setting) = SETTINGS.iter().find(|s| s.name == name) {
+        if let Some(setting) = all_settings().find(|s| s.name == name) {
             return (setting.set)(self, value);
         }
         let Some((topic_config, synonym)) = topic_configs::defaulted_by(name) else {
@@ -749,7 +763,7 @@ impl BrokerConfig {
 
     /// Every setting by Kafka name with its current value.
     pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
-        let mut settings: Vec<_> = SETTINGS.iter().map(|s| (s.name, (s.get)(self))).collect();
+        let mut settings: Vec<_> = all_settings().map(|s| (s.name, (s.get)(self))).collect();
         let defaults = topics::default_config_values(&self.topic_defaults());
         for config in topic_configs::TOPIC_CONFIGS {
             for (i, synonym) in config.broker.iter().enumerate() {

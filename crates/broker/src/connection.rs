@@ -10,20 +10,54 @@
 //! flight share an fsync or an object upload. At most `max_in_flight_per_connection`
 //! requests wait in the queue and as many replies behind the writer; reading pauses
 //! beyond that.
+//!
+//! On a TLS listener the handshake comes first (within the idle timeout), and stored
+//! records go through the TLS stream rather than `sendfile`. On a SASL listener the
+//! worker's [`Session`] lets nothing but ApiVersions and the SASL requests through
+//! until the client has authenticated, and the reader takes frames of at most
+//! [`PRE_AUTH_MAX_FRAME`] bytes until then.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::{Buf, Bytes, BytesMut};
 use spool_protocol::frame::{self, SIZE_PREFIX_LEN};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch};
 
 use crate::handlers;
-use crate::response::Response;
+use crate::response::{Response, ResponseWriter};
+use crate::security::ListenerSetup;
+use crate::security::session::{PRE_AUTH_MAX_FRAME, Session};
 use crate::server::Shared;
+
+/// Where replies are written: the TCP socket itself (stored records go by
+/// `sendfile`), or a TLS stream.
+pub(crate) enum SocketWriter {
+    Plain(OwnedWriteHalf),
+    Tls(tokio::io::WriteHalf<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl std::fmt::Debug for SocketWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SocketWriter::Plain(_) => "Plain",
+            SocketWriter::Tls(_) => "Tls",
+        })
+    }
+}
+
+impl SocketWriter {
+    async fn shutdown(&mut self) {
+        let _ = match self {
+            SocketWriter::Plain(writer) => writer.shutdown().await,
+            SocketWriter::Tls(writer) => writer.shutdown().await,
+        };
+    }
+}
 
 /// What to do after a request.
 pub(crate) enum Reply {
@@ -33,6 +67,8 @@ pub(crate) enum Reply {
     Nothing,
     /// The request was unacceptable: close the connection.
     Close,
+    /// Send this response, then close (a failed authentication).
+    SendAndClose(Response),
     /// The reply once this is done (a produce waiting for durability).
     Later(std::pin::Pin<Box<dyn std::future::Future<Output = Reply> + Send>>),
 }
@@ -41,6 +77,7 @@ impl std::fmt::Debug for Reply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Reply::Send(response) => f.debug_tuple("Send").field(response).finish(),
+            Reply::SendAndClose(response) => f.debug_tuple("SendAndClose").field(response).finish(),
             Reply::Nothing => f.write_str("Nothing"),
             Reply::Close => f.write_str("Close"),
             Reply::Later(_) => f.write_str("Later"),
@@ -48,23 +85,82 @@ impl std::fmt::Debug for Reply {
     }
 }
 
+/// Serves a connection accepted on `listener`: the TLS handshake first where the
+/// listener asks for it.
 pub(crate) async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
+    listener: ListenerSetup,
+    shared: Arc<Shared>,
+    stopped: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let session = Session::new(listener.policy.clone());
+    let Some(tls) = &listener.tls else {
+        let (reader, writer) = stream.into_split();
+        return run(
+            reader,
+            SocketWriter::Plain(writer),
+            peer,
+            session,
+            shared,
+            stopped,
+        )
+        .await;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.current());
+    let handshake = tokio::time::timeout(
+        shared.started_config().idle_timeout,
+        acceptor.accept(stream),
+    )
+    .await;
+    let stream = match handshake {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(error)) => {
+            tracing::info!(%peer, %error, listener = %listener.policy.name, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    let (reader, writer) = tokio::io::split(stream);
+    run(
+        reader,
+        SocketWriter::Tls(writer),
+        peer,
+        session,
+        shared,
+        stopped,
+    )
+    .await;
+}
+
+async fn run(
+    mut reader: impl AsyncRead + Unpin,
+    writer: SocketWriter,
+    peer: SocketAddr,
+    session: Session,
     shared: Arc<Shared>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let _ = stream.set_nodelay(true);
-    let (mut reader, writer) = stream.into_split();
     let in_flight = shared.started_config().max_in_flight_per_connection.max(1);
     let (requests, queued) = mpsc::channel::<Bytes>(in_flight);
     let (replies, pending) = mpsc::channel::<Reply>(in_flight);
     let (closing, mut closed) = watch::channel(false);
+    let authenticated = session.authenticated_flag();
     let writer = tokio::spawn(write_replies(writer, pending, closing, peer));
-    let worker = tokio::spawn(handle_in_order(queued, replies, peer, shared.clone()));
+    let worker = tokio::spawn(handle_in_order(
+        queued,
+        replies,
+        peer,
+        session,
+        shared.clone(),
+    ));
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
-        match frame::check_frame(&buffer, shared.started_config().max_request_bytes) {
+        match frame::check_frame(&buffer, frame_limit(&shared, &authenticated)) {
             Ok(Some(size)) => {
                 buffer.advance(SIZE_PREFIX_LEN);
                 let request = buffer.split_to(size).freeze();
@@ -105,20 +201,35 @@ pub(crate) async fn serve(
     let _ = writer.await;
 }
 
+/// The largest frame the reader takes now: small until the client authenticated.
+fn frame_limit(shared: &Shared, authenticated: &AtomicBool) -> usize {
+    let limit = shared.started_config().max_request_bytes;
+    if authenticated.load(Ordering::Acquire) {
+        limit
+    } else {
+        limit.min(PRE_AUTH_MAX_FRAME)
+    }
+}
+
 /// Handles requests one at a time, in the order they arrived.
 async fn handle_in_order(
     mut queued: mpsc::Receiver<Bytes>,
     replies: mpsc::Sender<Reply>,
     peer: SocketAddr,
+    mut session: Session,
     shared: Arc<Shared>,
 ) {
     while let Some(request) = queued.recv().await {
         let size = request.len();
-        let reply = handlers::handle(request, peer, shared.clone()).await;
+        let reply = if session.exchange.expects_raw_token() {
+            raw_token(&request, &mut session, &shared).await
+        } else {
+            handlers::handle(request, peer, &mut session, shared.clone()).await
+        };
         if let Some(metrics) = &shared.metrics {
             metrics.request_bytes_in_flight.dec_by(gauge_bytes(size));
         }
-        let close = matches!(reply, Reply::Close);
+        let close = matches!(reply, Reply::Close | Reply::SendAndClose(_));
         if replies.send(reply).await.is_err() || close {
             break;
         }
@@ -134,6 +245,33 @@ async fn handle_in_order(
     }
 }
 
+/// After a SaslHandshake v0, the frames are bare SASL tokens and so are the answers;
+/// a failure closes the connection (v0 has no way to say why).
+async fn raw_token(token: &[u8], session: &mut Session, shared: &Arc<Shared>) -> Reply {
+    use crate::security::sasl::{self, Step};
+    let answer = match sasl::step(&mut session.exchange, token, &shared.metadata).await {
+        Ok(Step::Continue(challenge)) => challenge,
+        Ok(Step::Done { user, last }) => {
+            match session.authenticated(&user, std::time::Instant::now()) {
+                Ok(_) => last,
+                Err(reason) => {
+                    tracing::info!(reason, "SASL authentication failed");
+                    tokio::time::sleep(session.listener.failed_delay).await;
+                    return Reply::Close;
+                }
+            }
+        }
+        Err(failure) => {
+            tracing::info!(reason = %failure, "SASL authentication failed");
+            tokio::time::sleep(session.listener.failed_delay).await;
+            return Reply::Close;
+        }
+    };
+    let mut writer = ResponseWriter::new();
+    writer.buffer().extend_from_slice(&answer);
+    writer.finish().map_or(Reply::Close, Reply::Send)
+}
+
 /// A request's size as the in-flight gauge counts it (frames are far below
 /// `i64::MAX`: `socket.request.max.bytes` bounds them).
 fn gauge_bytes(size: usize) -> i64 {
@@ -141,7 +279,7 @@ fn gauge_bytes(size: usize) -> i64 {
 }
 
 async fn write_replies(
-    mut writer: OwnedWriteHalf,
+    mut writer: SocketWriter,
     mut pending: mpsc::Receiver<Reply>,
     closing: watch::Sender<bool>,
     peer: SocketAddr,
@@ -158,10 +296,16 @@ async fn write_replies(
                     break;
                 }
             }
+            Reply::SendAndClose(response) => {
+                if let Err(error) = response.write_to(&mut writer).await {
+                    tracing::debug!(%peer, %error, "write failed");
+                }
+                break;
+            }
             Reply::Nothing => {}
             Reply::Close | Reply::Later(_) => break,
         }
     }
     let _ = closing.send(true);
-    let _ = writer.shutdown().await;
+    writer.shutdown().await;
 }

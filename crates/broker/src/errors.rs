@@ -55,6 +55,9 @@ pub(crate) mod code {
     pub(crate) const PRODUCER_FENCED: i16 = 90;
     pub(crate) const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
     pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    pub(crate) const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+    pub(crate) const ILLEGAL_SASL_STATE: i16 = 34;
+    pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
 }
 
 /// The Kafka error code for a group coordinator error.

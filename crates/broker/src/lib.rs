@@ -23,6 +23,7 @@ mod metrics;
 mod partitions;
 mod producer_ids;
 mod response;
+mod security;
 mod server;
 mod shared_storage;
 mod store_binding;
@@ -36,6 +37,8 @@ pub use config::{
     AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names,
 };
 pub use lag::PartitionLag;
+pub use security::config::{ClientAuth, SecurityConfig};
+pub use security::listeners::SecurityProtocol;
 pub use server::{Broker, BrokerError};
 pub use shared_storage::{Latency, StorageStats};
 pub use spool_metadata::{BrokerRecord, MetadataStore, MetadataUrl};

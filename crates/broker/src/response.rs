@@ -11,6 +11,11 @@ use spool_store::StoreFile;
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
 
+use crate::connection::SocketWriter;
+
+/// The most of a file range read into memory at a time for a TLS connection.
+const TLS_READ: u64 = 1 << 20;
+
 /// Memory chunks shorter than this are copied into the surrounding bytes: one write
 /// instead of several.
 const COPY_BELOW: u64 = 64 * 1024;
@@ -51,16 +56,46 @@ impl Response {
         Ok(out)
     }
 
-    /// Writes the response to the socket.
-    pub(crate) async fn write_to(&self, socket: &mut OwnedWriteHalf) -> io::Result<()> {
-        for part in &self.parts {
-            match part {
-                Part::Bytes(bytes) => socket.write_all(bytes).await?,
-                Part::File {
-                    file,
-                    position,
-                    len,
-                } => send_file(socket, file, *position, *len).await?,
+    /// Writes the response to the socket: file ranges by `sendfile` on a plain
+    /// socket; through memory (in pieces of [`TLS_READ`]) on a TLS stream, which has
+    /// to encrypt them.
+    pub(crate) async fn write_to(&self, socket: &mut SocketWriter) -> io::Result<()> {
+        match socket {
+            SocketWriter::Plain(socket) => {
+                for part in &self.parts {
+                    match part {
+                        Part::Bytes(bytes) => socket.write_all(bytes).await?,
+                        Part::File {
+                            file,
+                            position,
+                            len,
+                        } => send_file(socket, file, *position, *len).await?,
+                    }
+                }
+            }
+            SocketWriter::Tls(stream) => {
+                for part in &self.parts {
+                    match part {
+                        Part::Bytes(bytes) => stream.write_all(bytes).await?,
+                        Part::File {
+                            file,
+                            position,
+                            len,
+                        } => {
+                            let end = position + len;
+                            let mut at = *position;
+                            while at < end {
+                                let piece = (end - at).min(TLS_READ);
+                                let mut bytes =
+                                    Vec::with_capacity(usize::try_from(piece).unwrap_or(0));
+                                chunk_of(file, at, piece).append_to(&mut bytes)?;
+                                stream.write_all(&bytes).await?;
+                                at += piece;
+                            }
+                        }
+                    }
+                }
+                stream.flush().await?;
             }
         }
         Ok(())
@@ -267,9 +302,12 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap());
         let (client, accepted) = tokio::join!(client, listener.accept());
-        let (_read_half, mut write_half) = accepted.unwrap().0.into_split();
+        let (_read_half, write_half) = accepted.unwrap().0.into_split();
         let sender = tokio::spawn(async move {
-            response.write_to(&mut write_half).await.unwrap();
+            response
+                .write_to(&mut SocketWriter::Plain(write_half))
+                .await
+                .unwrap();
         });
         let mut received = Vec::new();
         client.unwrap().read_to_end(&mut received).await.unwrap();

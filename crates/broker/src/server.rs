@@ -49,6 +49,8 @@ pub enum BrokerError {
     Metadata(#[from] spool_metadata::MetadataError),
     #[error("cannot open the object storage: {0}")]
     Objects(#[from] spool_objects::ObjectsError),
+    #[error("security settings: {0}")]
+    Security(String),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: SocketAddr,
@@ -85,8 +87,11 @@ pub(crate) struct Shared {
     pub(crate) dynamic: DynamicConfig,
     /// Serializes changes of topics and configs, so that none is lost to another.
     pub(crate) admin: tokio::sync::Mutex<()>,
-    /// Host and port that Metadata responses advertise.
+    /// Host and port of the first listener that Metadata responses advertise (and
+    /// the cluster registers).
     pub(crate) advertised: (String, i32),
+    /// Every listener: its name, where it is bound, what it advertises.
+    pub(crate) listeners: Vec<ListenerEndpoint>,
     pub(crate) logs: LogManager,
     pub(crate) metadata: Arc<dyn MetadataStore>,
     pub(crate) topics: TopicTable,
@@ -107,7 +112,27 @@ pub(crate) struct Shared {
     pub(crate) views: crate::views::Views,
 }
 
+/// A listener as bound.
+#[derive(Debug, Clone)]
+pub(crate) struct ListenerEndpoint {
+    pub(crate) name: String,
+    pub(crate) local: SocketAddr,
+    pub(crate) advertised: (String, i32),
+}
+
 impl Shared {
+    /// What this broker advertises on the listener named `name` (the first
+    /// listener's for a name it does not have).
+    pub(crate) fn advertised_on(&self, name: &str) -> (String, i32) {
+        self.listeners
+            .iter()
+            .find(|listener| listener.name == name)
+            .map_or_else(
+                || self.advertised.clone(),
+                |listener| listener.advertised.clone(),
+            )
+    }
+
     /// The settings the broker started with (the static ones stay so).
     pub(crate) fn started_config(&self) -> &BrokerConfig {
         self.dynamic.started()
@@ -281,20 +306,42 @@ impl Broker {
             })
             .await??
         };
-        let listener =
-            TcpListener::bind(config.listen)
+        let setups = crate::security::listener_setups(config.listen, &config.security)
+            .map_err(BrokerError::Security)?;
+        let mut listeners = Vec::with_capacity(setups.len());
+        let mut endpoints = Vec::with_capacity(setups.len());
+        for (index, setup) in setups.into_iter().enumerate() {
+            let address = setup.listener.address;
+            let bound = TcpListener::bind(address)
                 .await
-                .map_err(|source| BrokerError::Listen {
-                    address: config.listen,
-                    source,
-                })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| BrokerError::Listen {
-                address: config.listen,
-                source,
-            })?;
-        let advertised = advertised_address(config.advertise.as_deref(), local_addr);
+                .map_err(|source| BrokerError::Listen { address, source })?;
+            let local = bound
+                .local_addr()
+                .map_err(|source| BrokerError::Listen { address, source })?;
+            // `--advertise` stands for the first listener's, as before listeners.
+            let advertised = match &setup.advertised {
+                Some((host, port)) => (host.clone(), *port),
+                None if index == 0 => advertised_address(config.advertise.as_deref(), local),
+                None => advertised_address(None, local),
+            };
+            endpoints.push(ListenerEndpoint {
+                name: setup.listener.name.clone(),
+                local,
+                advertised,
+            });
+            listeners.push((bound, setup));
+        }
+        let local_addr = endpoints
+            .first()
+            .map(|endpoint| endpoint.local)
+            .unwrap_or(config.listen);
+        let advertised = endpoints
+            .first()
+            .map(|endpoint| endpoint.advertised.clone())
+            .unwrap_or_else(|| advertised_address(None, local_addr));
+        if let Some((user, password)) = &config.security.bootstrap_user {
+            crate::security::seed_user(&metadata, user, password).await?;
+        }
         // In shared-storage mode, this broker joins the cluster of the brokers
         // sharing the metadata store.
         let cluster = if objects.is_some() {
@@ -338,6 +385,7 @@ impl Broker {
             dynamic,
             admin: tokio::sync::Mutex::new(()),
             advertised,
+            listeners: endpoints,
             logs,
             metadata: metadata.clone(),
             topics,
@@ -387,7 +435,30 @@ impl Broker {
             ));
         }
         crate::cluster::start(&shared, &stopped);
-        let accept = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
+        let mut watched_tls = Vec::new();
+        let mut loops = Vec::with_capacity(listeners.len());
+        for (bound, setup) in listeners {
+            if let Some(tls) = &setup.tls
+                && !watched_tls.iter().any(|watched| Arc::ptr_eq(watched, tls))
+            {
+                watched_tls.push(tls.clone());
+                tokio::spawn(crate::security::tls::watch_files(
+                    tls.clone(),
+                    stopped.clone(),
+                ));
+            }
+            loops.push(tokio::spawn(accept_loop(
+                bound,
+                setup,
+                shared.clone(),
+                stopped.clone(),
+            )));
+        }
+        let accept = tokio::spawn(async move {
+            for accepting in loops {
+                let _ = accepting.await;
+            }
+        });
         Ok(Broker {
             local_addr,
             shared,
@@ -415,6 +486,16 @@ impl Broker {
     #[must_use]
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The address the listener named `name` is bound to.
+    #[must_use]
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.shared
+            .listeners
+            .iter()
+            .find(|listener| listener.name.eq_ignore_ascii_case(name))
+            .map(|listener| listener.local)
     }
 
     /// The address the admin listener is bound to; `None` when it runs none.
@@ -496,6 +577,7 @@ fn advertised_address(advertise: Option<&str>, bound: SocketAddr) -> (String, i3
 
 async fn accept_loop(
     listener: TcpListener,
+    setup: crate::security::ListenerSetup,
     shared: Arc<Shared>,
     mut stopped: watch::Receiver<bool>,
 ) {
@@ -530,8 +612,9 @@ async fn accept_loop(
                     metrics.connections_open.inc();
                     metrics.connections_open.clone()
                 });
+                let setup = setup.clone();
                 connections.spawn(async move {
-                    connection::serve(stream, peer, shared, stopped).await;
+                    connection::serve(stream, peer, setup, shared, stopped).await;
                     if let Some(open) = open {
                         open.dec();
                     }

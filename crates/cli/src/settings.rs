@@ -38,6 +38,10 @@ pub(crate) struct ServeArgs {
     /// This broker's node id [default: 1].
     #[arg(long, env = "SPOOL_NODE_ID")]
     node_id: Option<i32>,
+    /// A SCRAM user to create at start if it has no credential, as NAME:PASSWORD (both
+    /// SCRAM-SHA-256 and SCRAM-SHA-512); for the first user of a SASL listener.
+    #[arg(long, env = "SPOOL_BOOTSTRAP_USER", value_name = "NAME:PASSWORD")]
+    bootstrap_user: Option<String>,
     /// A broker setting by its Kafka name, e.g. `--set auto.create.topics.enable=false`
     /// (repeatable). Each also reads `SPOOL_<NAME>` (dots as underscores, upper case).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -80,6 +84,13 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<BrokerConfig, String> {
     }
     if let Some(node_id) = args.node_id {
         config.node_id = node_id;
+    }
+    if let Some(user) = &args.bootstrap_user {
+        let (name, password) = user
+            .split_once(':')
+            .filter(|(name, password)| !name.is_empty() && !password.is_empty())
+            .ok_or("--bootstrap-user: expected NAME:PASSWORD")?;
+        config.security.bootstrap_user = Some((name.to_owned(), password.to_owned()));
     }
     if let Some(address) = &args.admin_listen {
         config
@@ -204,6 +215,7 @@ mod tests {
             listen: None,
             admin_listen: None,
             advertise: None,
+            bootstrap_user: None,
             data_dir: None,
             metadata_url: None,
             storage_url: None,

@@ -13,8 +13,9 @@ use uuid::Uuid;
 use crate::{
     BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange, ControllerLease,
     DelayedRecord, DelayedRecords, Leadership, MetadataError, MetadataStore, ObjectCommit,
-    PartitionKey, PartitionMove, PartitionState, PendingHolds, Result, StoredRange, TopicRecord,
-    TransactionRecord, Transactions, TxnMarker, TxnUpdate,
+    PartitionKey, PartitionMove, PartitionState, PendingHolds, Result, ScramCredentialRecord,
+    ScramCredentials, StoredRange, TopicRecord, TransactionRecord, Transactions, TxnMarker,
+    TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -467,5 +468,28 @@ impl DelayedRecords for FaultyMetadata {
     async fn next_hold_due(&self, key: PartitionKey) -> Result<Option<i64>> {
         self.check_up()?;
         self.inner.next_hold_due(key).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ScramCredentials for FaultyMetadata {
+    async fn upsert_credential(&self, credential: &ScramCredentialRecord) -> Result<()> {
+        self.check_up()?;
+        self.inner.upsert_credential(credential).await
+    }
+
+    async fn delete_credential(&self, user: &str, mechanism: i8) -> Result<bool> {
+        self.check_up()?;
+        self.inner.delete_credential(user, mechanism).await
+    }
+
+    async fn credential(&self, user: &str, mechanism: i8) -> Result<Option<ScramCredentialRecord>> {
+        self.check_up()?;
+        self.inner.credential(user, mechanism).await
+    }
+
+    async fn credential_list(&self) -> Result<Vec<(String, i8, i32)>> {
+        self.check_up()?;
+        self.inner.credential_list().await
     }
 }

@@ -20,6 +20,8 @@ mod catalogue;
 mod catalogue_sql;
 mod cluster;
 mod cluster_sql;
+mod credentials;
+mod credentials_sql;
 mod delayed;
 mod delayed_sql;
 mod error;
@@ -40,6 +42,7 @@ pub use catalogue::{
     Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
 };
 pub use cluster::{BrokerLease, BrokerRecord, Cluster, ControllerLease, Leadership, PartitionMove};
+pub use credentials::{ScramCredentialRecord, ScramCredentials};
 pub use delayed::{DelayedRecord, DelayedRecords, PendingHolds};
 pub use error::MetadataError;
 pub use faulty::FaultyMetadata;
@@ -115,7 +118,14 @@ pub type Result<T> = std::result::Result<T, MetadataError>;
 /// returns, and visible to every broker sharing the store.
 #[async_trait::async_trait]
 pub trait MetadataStore:
-    Catalogue + Cluster + Transactions + DelayedRecords + Send + Sync + std::fmt::Debug
+    Catalogue
+    + Cluster
+    + Transactions
+    + DelayedRecords
+    + ScramCredentials
+    + Send
+    + Sync
+    + std::fmt::Debug
 {
     /// Creates a topic with its configs and its partitions at leader epoch 0;
     /// `TopicExists` if one of that name exists.

@@ -35,3 +35,4 @@ crate::catalogue_sql::impl_catalogue!(PostgresStore);
 crate::cluster_sql::impl_cluster!(PostgresStore);
 crate::transactions_sql::impl_transactions!(PostgresStore);
 crate::delayed_sql::impl_delayed_records!(PostgresStore);
+crate::credentials_sql::impl_scram_credentials!(PostgresStore);

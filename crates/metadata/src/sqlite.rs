@@ -39,6 +39,7 @@ crate::catalogue_sql::impl_catalogue!(SqliteStore);
 crate::cluster_sql::impl_cluster!(SqliteStore);
 crate::transactions_sql::impl_transactions!(SqliteStore);
 crate::delayed_sql::impl_delayed_records!(SqliteStore);
+crate::credentials_sql::impl_scram_credentials!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

@@ -33,6 +33,19 @@ impl TestBroker {
         TestBroker::start_configured(data, settings).await
     }
 
+    /// Starts a broker with `settings` and a SCRAM user (`--bootstrap-user`), for
+    /// listeners that ask for SASL.
+    pub async fn start_secured(settings: &[(&str, &str)], user: (&str, &str)) -> TestBroker {
+        let data = tempfile::tempdir().expect("temp dir");
+        let mut config = TestBroker::config(&data, None, settings);
+        config.security.bootstrap_user = Some((user.0.to_owned(), user.1.to_owned()));
+        let broker = Broker::start(config).await.expect("broker starts");
+        TestBroker {
+            broker: Some(broker),
+            data,
+        }
+    }
+
     /// Starts a broker on an existing data directory (to test restarts).
     pub async fn start_in(data: tempfile::TempDir) -> TestBroker {
         TestBroker::start_configured(data, &[]).await
@@ -269,6 +282,8 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
         RequestKind::DescribeTransactions(_) => ApiKey::DescribeTransactions,
         RequestKind::ListTransactions(_) => ApiKey::ListTransactions,
+        RequestKind::SaslHandshake(_) => ApiKey::SaslHandshake,
+        RequestKind::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }

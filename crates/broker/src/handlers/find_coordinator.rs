@@ -9,7 +9,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::server::Shared;
 
@@ -44,21 +44,33 @@ impl Found {
     }
 }
 
-fn find(key_type: i8, key: &str, shared: &Shared) -> Found {
+fn find(key_type: i8, key: &str, listener: &str, shared: &Shared) -> Found {
     if key_type != GROUP && key_type != TRANSACTION {
         return Found::refused(code::INVALID_REQUEST, "unknown coordinator key type");
     }
+    let node = shared.started_config().node_id;
     let Some(view) = &shared.cluster else {
-        let (host, port) = &shared.advertised;
+        let (host, port) = shared.advertised_on(listener);
         return Found {
             error: code::NONE,
             message: None,
-            node: BrokerId(shared.started_config().node_id),
-            host: StrBytes::from_string(host.clone()),
-            port: *port,
+            node: BrokerId(node),
+            host: StrBytes::from_string(host),
+            port,
         };
     };
     match view.coordinator_of(key) {
+        // This broker: its endpoint on the request's listener.
+        Some(broker) if broker.node_id == node => {
+            let (host, port) = shared.advertised_on(listener);
+            Found {
+                error: code::NONE,
+                message: None,
+                node: BrokerId(node),
+                host: StrBytes::from_string(host),
+                port,
+            }
+        }
         Some(broker) => Found {
             error: code::NONE,
             message: None,
@@ -76,14 +88,16 @@ fn find(key_type: i8, key: &str, shared: &Shared) -> Found {
 pub(crate) fn handle(
     request: FindCoordinatorRequest,
     version: i16,
+    context: &RequestContext,
     shared: &Shared,
 ) -> ResponseKind {
+    let listener = context.listener.as_str();
     let response = if version >= 4 {
         let coordinators = request
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                let found = find(request.key_type, key.as_str(), shared);
+                let found = find(request.key_type, key.as_str(), listener, shared);
                 Coordinator::default()
                     .with_key(key)
                     .with_node_id(found.node)
@@ -95,7 +109,7 @@ pub(crate) fn handle(
             .collect();
         FindCoordinatorResponse::default().with_coordinators(coordinators)
     } else {
-        let found = find(request.key_type, request.key.as_str(), shared);
+        let found = find(request.key_type, request.key.as_str(), listener, shared);
         let response = FindCoordinatorResponse::default()
             .with_error_code(found.error)
             .with_node_id(found.node)

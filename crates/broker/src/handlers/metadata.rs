@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::server::Shared;
 use crate::topics::{self, Topic};
@@ -42,10 +42,11 @@ const fn bits(operations: &[u32]) -> i32 {
 pub(crate) async fn handle(
     request: MetadataRequest,
     version: i16,
+    context: &RequestContext,
     shared: Arc<Shared>,
 ) -> ResponseKind {
     let node = BrokerId(shared.started_config().node_id);
-    let brokers = brokers(&shared);
+    let brokers = brokers(&shared, &context.listener);
     // A partition whose leader is not among them is told leaderless, as Kafka does
     // (its leader died and the controller has not moved it yet).
     let listed: HashSet<i32> = brokers.iter().map(|broker| broker.node_id.0).collect();
@@ -130,13 +131,14 @@ pub(crate) async fn handle(
 
 /// This broker alone in embedded mode; the live brokers of the cluster (this one
 /// always among them) in shared-storage mode.
-fn brokers(shared: &Shared) -> Vec<MetadataResponseBroker> {
+fn brokers(shared: &Shared, listener: &str) -> Vec<MetadataResponseBroker> {
     let node = shared.started_config().node_id;
-    let (host, port) = &shared.advertised;
+    // This broker's endpoint on the listener the request came in on.
+    let (host, port) = shared.advertised_on(listener);
     let me = MetadataResponseBroker::default()
         .with_node_id(BrokerId(node))
-        .with_host(StrBytes::from_string(host.clone()))
-        .with_port(*port);
+        .with_host(StrBytes::from_string(host))
+        .with_port(port);
     let Some(view) = &shared.cluster else {
         return vec![me];
     };

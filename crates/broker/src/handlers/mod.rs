@@ -31,6 +31,8 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod sasl_authenticate;
+mod sasl_handshake;
 mod sync_group;
 mod txn_offset_commit;
 
@@ -45,6 +47,7 @@ use spool_protocol::request::{self, Envelope};
 
 use crate::connection::Reply;
 use crate::response::ResponseWriter;
+use crate::security::session::{Gate, Session};
 use crate::server::Shared;
 
 /// `isolation_level` (Fetch, ListOffsets) of a consumer that reads only committed
@@ -92,14 +95,18 @@ pub(crate) const APIS: &[ApiDecl] = &[
     txn_offset_commit::API,
     describe_transactions::API,
     list_transactions::API,
+    sasl_handshake::API,
+    sasl_authenticate::API,
 ];
 
-/// Who sent a request: what JoinGroup records of a member.
+/// Who sent a request: what JoinGroup records of a member, and the listener it came
+/// in on (Metadata and FindCoordinator answer with that listener's endpoints).
 #[derive(Debug, Clone)]
 pub(crate) struct RequestContext {
     pub(crate) client_id: String,
     /// As Kafka shows it: `/` and the peer's IP address.
     pub(crate) client_host: String,
+    pub(crate) listener: String,
 }
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
@@ -107,7 +114,12 @@ fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
 }
 
 /// Decodes, dispatches and encodes one request from `peer`.
-pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) -> Reply {
+pub(crate) async fn handle(
+    frame: Bytes,
+    peer: SocketAddr,
+    session: &mut Session,
+    shared: Arc<Shared>,
+) -> Reply {
     let started = Instant::now();
     let envelope = match request::decode_header(frame) {
         Ok(envelope) => envelope,
@@ -117,6 +129,10 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
         }
     };
     let (key, version) = (envelope.api_key, envelope.version);
+    if let Gate::Close(reason) = session.gate(key, Instant::now()) {
+        tracing::info!(%peer, api = ?key, reason, "closing connection");
+        return Reply::Close;
+    }
     let Some(api) = declared(key) else {
         tracing::warn!(api = ?key, version, "closing connection: API not implemented");
         return Reply::Close;
@@ -149,10 +165,26 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
             .map(ToString::to_string)
             .unwrap_or_default(),
         client_host: format!("/{}", peer.ip()),
+        listener: session.listener.name.clone(),
     };
     let response = match body {
         RequestKind::ApiVersions(_) => api_versions::handle(),
-        RequestKind::Metadata(request) => metadata::handle(request, version, shared).await,
+        RequestKind::Metadata(request) => {
+            metadata::handle(request, version, &context, shared).await
+        }
+        RequestKind::SaslHandshake(request) => sasl_handshake::handle(&request, version, session),
+        RequestKind::SaslAuthenticate(request) => {
+            let (response, failed) = sasl_authenticate::handle(request, session, &shared).await;
+            if failed {
+                // Kafka's pause before a failed client may try again, then the close.
+                tokio::time::sleep(session.listener.failed_delay).await;
+                return match encode(&envelope, version, &response) {
+                    Reply::Send(response) => Reply::SendAndClose(response),
+                    other => other,
+                };
+            }
+            response
+        }
         RequestKind::CreateTopics(request) => create_topics::handle(request, version, shared).await,
         RequestKind::Produce(request) => {
             let appended = produce::append(request, shared).await;
@@ -190,7 +222,7 @@ pub(crate) async fn handle(frame: Bytes, peer: SocketAddr, shared: Arc<Shared>) 
             alter_configs::incremental(request, shared).await
         }
         RequestKind::FindCoordinator(request) => {
-            find_coordinator::handle(request, version, &shared)
+            find_coordinator::handle(request, version, &context, &shared)
         }
         RequestKind::JoinGroup(request) => {
             join_group::handle(request, version, &context, shared).await

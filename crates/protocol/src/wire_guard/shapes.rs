@@ -236,6 +236,18 @@ pub const INCREMENTAL_ALTER_CONFIGS: Shape = Shape {
     ],
 };
 
+/// SaslHandshake (key 17): never flexible (its versions "cannot be bumped").
+pub const SASL_HANDSHAKE: Shape = Shape {
+    flexible_since: i16::MAX,
+    fields: &[from(0, String)], // mechanism
+};
+
+/// SaslAuthenticate (key 36).
+pub const SASL_AUTHENTICATE: Shape = Shape {
+    flexible_since: 2,
+    fields: &[from(0, Bytes)], // auth_bytes
+};
+
 /// The shape of a request body by API key, for the APIs Spool decodes.
 #[must_use]
 pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
@@ -271,6 +283,8 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         28 => Some(&group_shapes::TXN_OFFSET_COMMIT),
         65 => Some(&group_shapes::DESCRIBE_TRANSACTIONS),
         66 => Some(&group_shapes::LIST_TRANSACTIONS),
+        17 => Some(&SASL_HANDSHAKE),
+        36 => Some(&SASL_AUTHENTICATE),
         _ => None,
     }
 }

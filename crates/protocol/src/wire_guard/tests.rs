@@ -6,7 +6,7 @@ use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, BrokerId, CreatePartitionsRequest,
     CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
     FetchRequest, IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
-    ProduceRequest, TopicName,
+    ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
     alter_configs_request::{AlterConfigsResource, AlterableConfig},
     create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
     create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig},
@@ -282,6 +282,20 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         ApiKey::IncrementalAlterConfigs,
         IncrementalAlterConfigsRequest::VERSIONS,
         &|v| encoded(&incremental, v),
+    );
+    let handshake =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("SCRAM-SHA-256"));
+    add(
+        ApiKey::SaslHandshake,
+        SaslHandshakeRequest::VERSIONS,
+        &|v| encoded(&handshake, v),
+    );
+    let authenticate = SaslAuthenticateRequest::default()
+        .with_auth_bytes(bytes::Bytes::from_static(b"n,,n=alice,r=abc"));
+    add(
+        ApiKey::SaslAuthenticate,
+        SaslAuthenticateRequest::VERSIONS,
+        &|v| encoded(&authenticate, v),
     );
     out.extend(group_samples::samples());
     out

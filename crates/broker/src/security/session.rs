@@ -1,0 +1,151 @@
+//! A connection's security state: the listener it came in on, who it authenticated as,
+//! where its SASL exchange stands, and when its session expires (KIP-368). The
+//! connection's worker owns it and asks it, before each request, whether the request
+//! may be handled at all.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::ApiKey;
+
+use super::listeners::SecurityProtocol;
+use super::sasl::{Exchange, SaslMechanism};
+
+/// What a listener asks of its connections.
+#[derive(Debug, Clone)]
+pub(crate) struct ListenerPolicy {
+    pub(crate) name: String,
+    pub(crate) protocol: SecurityProtocol,
+    /// `sasl.enabled.mechanisms`.
+    pub(crate) mechanisms: Vec<SaslMechanism>,
+    /// `connections.max.reauth.ms`: 0 for sessions that do not expire.
+    pub(crate) max_reauth: Duration,
+    /// `connection.failed.authentication.delay.ms`.
+    pub(crate) failed_delay: Duration,
+}
+
+/// Whether a request may be handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    Allow,
+    /// Close the connection, and log why.
+    Close(&'static str),
+}
+
+/// The most a frame may be before authentication: Kafka's
+/// `sasl.server.max.receive.size` (CVE-2022-34917: unauthenticated clients made
+/// brokers allocate from huge counts).
+pub(crate) const PRE_AUTH_MAX_FRAME: usize = 512 * 1024;
+
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) listener: Arc<ListenerPolicy>,
+    /// `User:name` once authenticated (`User:ANONYMOUS` on listeners without SASL):
+    /// a re-authentication must keep it.
+    principal: Option<String>,
+    /// Read by the connection's reader: frames are small until this is set.
+    authenticated: Arc<AtomicBool>,
+    pub(crate) exchange: Exchange,
+    expires: Option<Instant>,
+}
+
+impl Session {
+    pub(crate) fn new(listener: Arc<ListenerPolicy>) -> Session {
+        let open = !listener.protocol.uses_sasl();
+        Session {
+            principal: open.then(|| "User:ANONYMOUS".to_owned()),
+            authenticated: Arc::new(AtomicBool::new(open)),
+            exchange: Exchange::Idle,
+            expires: None,
+            listener,
+        }
+    }
+
+    /// The flag the reader watches.
+    pub(crate) fn authenticated_flag(&self) -> Arc<AtomicBool> {
+        self.authenticated.clone()
+    }
+
+    /// Whether a request of `key` may be handled now.
+    pub(crate) fn gate(&self, key: ApiKey, now: Instant) -> Gate {
+        if !self.listener.protocol.uses_sasl()
+            || matches!(key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate)
+        {
+            return Gate::Allow;
+        }
+        if !self.authenticated.load(Ordering::Acquire) {
+            return if key == ApiKey::ApiVersions {
+                Gate::Allow
+            } else {
+                Gate::Close("a request other than ApiVersions or SASL before authentication")
+            };
+        }
+        if self.expires.is_some_and(|expires| now >= expires) {
+            return Gate::Close("the SASL session expired without re-authentication");
+        }
+        Gate::Allow
+    }
+
+    /// Records a successful authentication of `user`; the session's lifetime in ms (0:
+    /// no expiry). A re-authentication must be of the same principal.
+    pub(crate) fn authenticated(&mut self, user: &str, now: Instant) -> Result<i64, String> {
+        let principal = format!("User:{user}");
+        if let Some(current) = &self.principal
+            && *current != principal
+        {
+            return Err("a re-authentication cannot change the principal".to_owned());
+        }
+        self.principal = Some(principal);
+        self.authenticated.store(true, Ordering::Release);
+        let lifetime = self.listener.max_reauth;
+        self.expires = (!lifetime.is_zero()).then(|| now + lifetime);
+        Ok(i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listener(protocol: SecurityProtocol, reauth_ms: u64) -> Arc<ListenerPolicy> {
+        Arc::new(ListenerPolicy {
+            name: protocol.name().to_owned(),
+            protocol,
+            mechanisms: vec![SaslMechanism::Plain],
+            max_reauth: Duration::from_millis(reauth_ms),
+            failed_delay: Duration::from_millis(100),
+        })
+    }
+
+    #[test]
+    fn before_authentication_only_api_versions_and_sasl_pass() {
+        let now = Instant::now();
+        let session = Session::new(listener(SecurityProtocol::SaslPlaintext, 0));
+        assert_eq!(session.gate(ApiKey::ApiVersions, now), Gate::Allow);
+        assert_eq!(session.gate(ApiKey::SaslHandshake, now), Gate::Allow);
+        assert!(matches!(
+            session.gate(ApiKey::Metadata, now),
+            Gate::Close(_)
+        ));
+        let open = Session::new(listener(SecurityProtocol::Plaintext, 0));
+        assert_eq!(open.gate(ApiKey::Produce, now), Gate::Allow);
+    }
+
+    #[test]
+    fn a_session_expires_and_keeps_its_principal() {
+        let now = Instant::now();
+        let mut session = Session::new(listener(SecurityProtocol::SaslSsl, 1000));
+        assert_eq!(session.authenticated("alice", now), Ok(1000));
+        assert_eq!(session.gate(ApiKey::Produce, now), Gate::Allow);
+        let later = now + Duration::from_millis(1001);
+        assert!(matches!(
+            session.gate(ApiKey::Produce, later),
+            Gate::Close(_)
+        ));
+        assert_eq!(session.gate(ApiKey::SaslHandshake, later), Gate::Allow);
+        assert!(session.authenticated("mallory", later).is_err());
+        assert_eq!(session.authenticated("alice", later), Ok(1000));
+        assert_eq!(session.gate(ApiKey::Produce, later), Gate::Allow);
+    }
+}

@@ -1,0 +1,273 @@
+//! SASL through the broker, with a raw client: on a SASL_PLAINTEXT listener only
+//! ApiVersions and the SASL requests pass before authentication (anything else, or a
+//! frame over 512 KiB, closes the connection); SCRAM and PLAIN log in with a
+//! `--bootstrap-user` credential; a wrong password, a wrong nonce or an authzid
+//! answer `SASL_AUTHENTICATION_FAILED` and close; a SaslHandshake v0 exchange with
+//! bare tokens works too; the PLAINTEXT listener beside it stays open. Real clients
+//! (and TLS) are in `compat/test_security.py`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
+use hmac::{Hmac, Mac};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, MetadataRequest, RequestKind, ResponseKind, SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+use sha2::{Digest, Sha256};
+use spool_testkit::{RawClient, TestBroker};
+
+const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+const ILLEGAL_SASL_STATE: i16 = 34;
+const SASL_AUTHENTICATION_FAILED: i16 = 58;
+
+async fn broker() -> (TestBroker, SocketAddr) {
+    let broker = TestBroker::start_secured(
+        &[
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            ),
+            (
+                "sasl.enabled.mechanisms",
+                "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+            ),
+            ("connection.failed.authentication.delay.ms", "10"),
+        ],
+        ("alice", "alice-secret"),
+    )
+    .await;
+    let sasl = broker
+        .broker()
+        .unwrap()
+        .listener_addr("SASL_PLAINTEXT")
+        .unwrap();
+    (broker, sasl)
+}
+
+async fn handshake(client: &mut RawClient, mechanism: &str, version: i16) -> i16 {
+    let request =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_string(mechanism.to_owned()));
+    let ResponseKind::SaslHandshake(response) = client
+        .call(RequestKind::SaslHandshake(request), version)
+        .await
+    else {
+        panic!("not a SaslHandshake response")
+    };
+    response.error_code
+}
+
+async fn authenticate(client: &mut RawClient, token: Vec<u8>) -> (i16, Vec<u8>, i64) {
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
+    let ResponseKind::SaslAuthenticate(response) =
+        client.call(RequestKind::SaslAuthenticate(request), 2).await
+    else {
+        panic!("not a SaslAuthenticate response")
+    };
+    (
+        response.error_code,
+        response.auth_bytes.to_vec(),
+        response.session_lifetime_ms,
+    )
+}
+
+async fn metadata_works(client: &mut RawClient) -> bool {
+    let request = MetadataRequest::default().with_topics(Some(Vec::new()));
+    matches!(
+        client.call(RequestKind::Metadata(request), 12).await,
+        ResponseKind::Metadata(_)
+    )
+}
+
+fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap();
+    mac.update(data);
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// A SCRAM-SHA-256 client: the final message for `password`, given the first and the
+/// server's answer; `nonce_suffix` alters the nonce sent back.
+fn client_final(
+    password: &str,
+    first_bare: &str,
+    server_first: &str,
+    nonce_suffix: &str,
+) -> Vec<u8> {
+    let fields: Vec<&str> = server_first.split(',').collect();
+    let nonce = fields[0].strip_prefix("r=").unwrap();
+    let salt = BASE64
+        .decode(fields[1].strip_prefix("s=").unwrap())
+        .unwrap();
+    let iterations: u32 = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
+    let mut block = salt.clone();
+    block.extend_from_slice(&1_u32.to_be_bytes());
+    let mut u = hmac(password.as_bytes(), &block);
+    let mut salted = u.clone();
+    for _ in 1..iterations {
+        u = hmac(password.as_bytes(), &u);
+        for (s, x) in salted.iter_mut().zip(&u) {
+            *s ^= x;
+        }
+    }
+    let client_key = hmac(&salted, b"Client Key");
+    let stored_key = Sha256::digest(&client_key).to_vec();
+    let without_proof = format!("c=biws,r={nonce}{nonce_suffix}");
+    let auth = format!("{first_bare},{server_first},{without_proof}");
+    let signature = hmac(&stored_key, auth.as_bytes());
+    let proof: Vec<u8> = client_key
+        .iter()
+        .zip(&signature)
+        .map(|(k, s)| k ^ s)
+        .collect();
+    format!("{without_proof},p={}", BASE64.encode(proof)).into_bytes()
+}
+
+/// Logs in with SCRAM-SHA-256; the final answer's error.
+async fn scram_login(
+    client: &mut RawClient,
+    user: &str,
+    password: &str,
+    nonce_suffix: &str,
+) -> i16 {
+    assert_eq!(handshake(client, "SCRAM-SHA-256", 1).await, 0);
+    let first_bare = format!("n={user},r=clientnonce123");
+    let (error, server_first, _) =
+        authenticate(client, format!("n,,{first_bare}").into_bytes()).await;
+    if error != 0 {
+        return error;
+    }
+    let server_first = String::from_utf8(server_first).unwrap();
+    assert!(
+        server_first.starts_with("r=clientnonce123"),
+        "{server_first}"
+    );
+    let last = client_final(password, &first_bare, &server_first, nonce_suffix);
+    authenticate(client, last).await.0
+}
+
+#[tokio::test]
+async fn only_sasl_and_api_versions_pass_before_authentication() {
+    let (broker, sasl) = broker().await;
+    let mut client = RawClient::connect(sasl).await;
+    let ResponseKind::ApiVersions(versions) = client
+        .call(RequestKind::ApiVersions(ApiVersionsRequest::default()), 3)
+        .await
+    else {
+        panic!("not ApiVersions")
+    };
+    assert!(
+        versions.api_keys.iter().any(|api| api.api_key == 36),
+        "SaslAuthenticate advertised"
+    );
+    let request = MetadataRequest::default().with_topics(Some(Vec::new()));
+    client.send(&RequestKind::Metadata(request), 12).await;
+    assert!(
+        client.is_closed().await,
+        "Metadata before authentication closes"
+    );
+
+    // A frame over the pre-authentication limit closes, before it is read.
+    let mut big = RawClient::connect(sasl).await;
+    big.send_bytes(&(600 * 1024_i32).to_be_bytes()).await;
+    assert!(
+        big.is_closed().await,
+        "a 600 KiB frame before authentication"
+    );
+
+    // The PLAINTEXT listener next to it needs nothing.
+    let mut open = RawClient::connect(broker.addr()).await;
+    assert!(metadata_works(&mut open).await);
+    assert_eq!(
+        handshake(&mut open, "PLAIN", 1).await,
+        ILLEGAL_SASL_STATE,
+        "no SASL on a PLAINTEXT listener"
+    );
+}
+
+#[tokio::test]
+async fn scram_and_plain_log_in_and_wrong_secrets_are_refused_and_closed() {
+    let (_broker, sasl) = broker().await;
+    let mut client = RawClient::connect(sasl).await;
+    assert_eq!(
+        scram_login(&mut client, "alice", "alice-secret", "").await,
+        0
+    );
+    assert!(metadata_works(&mut client).await, "authenticated");
+
+    for (password, suffix) in [("wrong", ""), ("alice-secret", "X")] {
+        let mut client = RawClient::connect(sasl).await;
+        assert_eq!(
+            scram_login(&mut client, "alice", password, suffix).await,
+            SASL_AUTHENTICATION_FAILED,
+            "{password} {suffix}"
+        );
+        assert!(client.is_closed().await, "closed after a failed login");
+    }
+    let mut client = RawClient::connect(sasl).await;
+    assert_eq!(
+        scram_login(&mut client, "nobody", "x", "").await,
+        SASL_AUTHENTICATION_FAILED
+    );
+
+    let mut client = RawClient::connect(sasl).await;
+    assert_eq!(
+        handshake(&mut client, "GSSAPI", 1).await,
+        UNSUPPORTED_SASL_MECHANISM
+    );
+    assert_eq!(handshake(&mut client, "PLAIN", 1).await, 0);
+    let (error, _, _) = authenticate(&mut client, b"\0alice\0alice-secret".to_vec()).await;
+    assert_eq!(error, 0);
+    assert!(metadata_works(&mut client).await);
+
+    for token in [
+        &b"mallory\0alice\0alice-secret"[..],
+        b"\0alice\0nope",
+        b"garbage",
+    ] {
+        let mut client = RawClient::connect(sasl).await;
+        assert_eq!(handshake(&mut client, "PLAIN", 1).await, 0);
+        let (error, _, _) = authenticate(&mut client, token.to_vec()).await;
+        assert_eq!(error, SASL_AUTHENTICATION_FAILED, "{token:?}");
+        assert!(client.is_closed().await);
+    }
+}
+
+#[tokio::test]
+async fn a_v0_handshake_takes_bare_tokens() {
+    let (_broker, sasl) = broker().await;
+    let mut client = RawClient::connect(sasl).await;
+    assert_eq!(handshake(&mut client, "PLAIN", 0).await, 0);
+    let token = b"\0alice\0alice-secret";
+    let mut frame = i32::try_from(token.len()).unwrap().to_be_bytes().to_vec();
+    frame.extend_from_slice(token);
+    client.send_bytes(&frame).await;
+    let answer = client.read_frame().await.expect("an answer to the token");
+    assert!(answer.is_empty(), "PLAIN's last token is empty");
+    assert!(metadata_works(&mut client).await);
+}
+
+#[tokio::test]
+async fn a_session_lifetime_is_announced_when_reauthentication_is_on() {
+    let broker = TestBroker::start_secured(
+        &[
+            ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("connections.max.reauth.ms", "60000"),
+        ],
+        ("bob", "bob-secret"),
+    )
+    .await;
+    let mut client = RawClient::connect(broker.addr()).await;
+    assert_eq!(handshake(&mut client, "PLAIN", 1).await, 0);
+    let (error, _, lifetime) = authenticate(&mut client, b"\0bob\0bob-secret".to_vec()).await;
+    assert_eq!((error, lifetime), (0, 60_000));
+    // Re-authenticating as someone else is refused.
+    assert_eq!(handshake(&mut client, "PLAIN", 1).await, 0);
+    let (error, _, _) = authenticate(&mut client, b"\0bob\0bob-secret".to_vec()).await;
+    assert_eq!(error, 0, "the same principal again");
+}
