@@ -204,3 +204,28 @@ def test_a_renewed_certificate_is_used_without_a_restart(secured):
         except KafkaException:
             assert time.time() < deadline, "the certificate did not come back"
             time.sleep(0.5)
+
+
+def test_librdkafka_sets_and_describes_scram_credentials(secured):
+    """KIP-554 through confluent-kafka's admin API: a user made over the wire logs in."""
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialDeletion, UserScramCredentialUpsertion)
+    admin = AdminClient(secured.librdkafka("SASL_SSL", "SCRAM-SHA-512"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    altered = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("dave", info, b"dave-secret")])
+    for future in altered.values():
+        future.result(15)
+    described = admin.describe_user_scram_credentials(["dave"])["dave"].result(15)
+    infos = described.scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_256, 8192)]
+    config = {**secured.librdkafka("SASL_PLAINTEXT"), "sasl.mechanisms": "SCRAM-SHA-256",
+              "sasl.username": "dave", "sasl.password": "dave-secret"}
+    dave = AdminClient(config)
+    assert dave.list_topics(timeout=10).brokers, "dave logs in"
+    removed = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_256)])
+    for future in removed.values():
+        future.result(15)
+    with pytest.raises(KafkaException):
+        AdminClient(config).list_topics(timeout=5)

@@ -58,6 +58,9 @@ pub(crate) mod code {
     pub(crate) const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
     pub(crate) const ILLEGAL_SASL_STATE: i16 = 34;
     pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
+    pub(crate) const RESOURCE_NOT_FOUND: i16 = 91;
+    pub(crate) const DUPLICATE_RESOURCE: i16 = 92;
+    pub(crate) const UNACCEPTABLE_CREDENTIAL: i16 = 93;
 }
 
 /// The Kafka error code for a group coordinator error.

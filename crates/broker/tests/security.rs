@@ -271,3 +271,113 @@ async fn a_session_lifetime_is_announced_when_reauthentication_is_on() {
     let (error, _, _) = authenticate(&mut client, b"\0bob\0bob-secret".to_vec()).await;
     assert_eq!(error, 0, "the same principal again");
 }
+
+/// KIP-554 through the raw client: a credential set with AlterUserScramCredentials
+/// (the client salts, the broker derives the keys) logs in; bad ones are refused per
+/// user; Describe shows mechanisms and iterations; a deletion takes the login away.
+#[tokio::test]
+async fn scram_credentials_are_set_described_and_deleted_over_kip_554() {
+    use kafka_protocol::messages::alter_user_scram_credentials_request::{
+        ScramCredentialDeletion, ScramCredentialUpsertion,
+    };
+    use kafka_protocol::messages::{
+        AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
+    };
+    let (broker, sasl) = broker().await;
+    let mut admin = RawClient::connect(broker.addr()).await;
+    let salt = b"0123456789abcdef".to_vec();
+    let mut block = salt.clone();
+    block.extend_from_slice(&1_u32.to_be_bytes());
+    let mut u = hmac(b"dave-secret", &block);
+    let mut salted = u.clone();
+    for _ in 1..4096 {
+        u = hmac(b"dave-secret", &u);
+        for (s, x) in salted.iter_mut().zip(&u) {
+            *s ^= x;
+        }
+    }
+    let upsert = |name: &str, mechanism: i8, iterations: i32| {
+        ScramCredentialUpsertion::default()
+            .with_name(StrBytes::from_string(name.to_owned()))
+            .with_mechanism(mechanism)
+            .with_iterations(iterations)
+            .with_salt(Bytes::from(salt.clone()))
+            .with_salted_password(Bytes::from(salted.clone()))
+    };
+    let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+        upsert("dave", 1, 4096),
+        upsert("erin", 1, 100),
+        upsert("frank", 3, 4096),
+    ]);
+    let ResponseKind::AlterUserScramCredentials(altered) = admin
+        .call(RequestKind::AlterUserScramCredentials(request), 0)
+        .await
+    else {
+        panic!("not AlterUserScramCredentials")
+    };
+    let codes: Vec<(String, i16)> = altered
+        .results
+        .iter()
+        .map(|r| (r.user.to_string(), r.error_code))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            ("dave".to_owned(), 0),
+            ("erin".to_owned(), 93),
+            ("frank".to_owned(), UNSUPPORTED_SASL_MECHANISM)
+        ]
+    );
+    let mut client = RawClient::connect(sasl).await;
+    assert_eq!(scram_login(&mut client, "dave", "dave-secret", "").await, 0);
+
+    let ResponseKind::DescribeUserScramCredentials(described) = admin
+        .call(
+            RequestKind::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsRequest::default(),
+            ),
+            0,
+        )
+        .await
+    else {
+        panic!("not DescribeUserScramCredentials")
+    };
+    let users: Vec<(String, Vec<(i8, i32)>)> = described
+        .results
+        .iter()
+        .map(|r| {
+            (
+                r.user.to_string(),
+                r.credential_infos
+                    .iter()
+                    .map(|c| (c.mechanism, c.iterations))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        users,
+        vec![
+            ("alice".to_owned(), vec![(1, 8192), (2, 8192)]),
+            ("dave".to_owned(), vec![(1, 4096)])
+        ]
+    );
+
+    let delete = AlterUserScramCredentialsRequest::default().with_deletions(vec![
+        ScramCredentialDeletion::default()
+            .with_name(StrBytes::from_static_str("dave"))
+            .with_mechanism(1),
+    ]);
+    let ResponseKind::AlterUserScramCredentials(deleted) = admin
+        .call(RequestKind::AlterUserScramCredentials(delete), 0)
+        .await
+    else {
+        panic!("not AlterUserScramCredentials")
+    };
+    assert_eq!(deleted.results[0].error_code, 0);
+    let mut client = RawClient::connect(sasl).await;
+    assert_eq!(
+        scram_login(&mut client, "dave", "dave-secret", "").await,
+        SASL_AUTHENTICATION_FAILED
+    );
+}

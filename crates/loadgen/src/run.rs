@@ -87,7 +87,7 @@ impl Report {
     }
 }
 
-fn base_config(brokers: &str) -> ClientConfig {
+fn base_config(brokers: &str, workload: &Workload) -> ClientConfig {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", brokers)
@@ -96,6 +96,9 @@ fn base_config(brokers: &str) -> ClientConfig {
         // As the Java client does (TCP_NODELAY): Nagle's algorithm would hold small
         // requests back behind delayed ACKs, adding up to 40 ms.
         .set("socket.nagle.disable", "true");
+    for (key, value) in &workload.client_config {
+        config.set(key, value);
+    }
     config
 }
 
@@ -133,7 +136,7 @@ type Threads = Vec<JoinHandle<Result<(), BenchError>>>;
 impl<'a> Fleet<'a> {
     fn new(brokers: &str, workload: &'a Workload) -> Result<Fleet<'a>, BenchError> {
         workload.validate().map_err(BenchError::Invalid)?;
-        let config = base_config(brokers);
+        let config = base_config(brokers, workload);
         let topics = Topics::create(&config, workload)?;
         Ok(Fleet {
             config,

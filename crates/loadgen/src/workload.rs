@@ -48,6 +48,10 @@ pub struct Workload {
     /// Keep the topics after the run.
     #[arg(long)]
     pub keep_topics: bool,
+    /// A librdkafka property for every client of the run (admin, producers,
+    /// consumers), e.g. `security.protocol=SASL_SSL` (repeatable).
+    #[arg(long = "client-config", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub client_config: Vec<(String, String)>,
     /// A librdkafka property for the producers, e.g. `linger.ms=5` (repeatable).
     #[arg(long = "producer-config", value_name = "KEY=VALUE", value_parser = parse_property)]
     pub producer_config: Vec<(String, String)>,

@@ -284,6 +284,8 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::ListTransactions(_) => ApiKey::ListTransactions,
         RequestKind::SaslHandshake(_) => ApiKey::SaslHandshake,
         RequestKind::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
+        RequestKind::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
+        RequestKind::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }

@@ -5,6 +5,7 @@
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_user_scram_credentials;
 mod api_versions;
 mod configs;
 mod create_partitions;
@@ -15,6 +16,7 @@ mod delete_topics;
 mod describe_configs;
 mod describe_groups;
 mod describe_transactions;
+mod describe_user_scram_credentials;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
@@ -97,6 +99,8 @@ pub(crate) const APIS: &[ApiDecl] = &[
     list_transactions::API,
     sasl_handshake::API,
     sasl_authenticate::API,
+    describe_user_scram_credentials::API,
+    alter_user_scram_credentials::API,
 ];
 
 /// Who sent a request: what JoinGroup records of a member, and the listener it came
@@ -256,6 +260,12 @@ pub(crate) async fn handle(
             describe_transactions::handle(request, shared).await
         }
         RequestKind::ListTransactions(request) => list_transactions::handle(request, shared).await,
+        RequestKind::DescribeUserScramCredentials(request) => {
+            describe_user_scram_credentials::handle(request, shared).await
+        }
+        RequestKind::AlterUserScramCredentials(request) => {
+            alter_user_scram_credentials::handle(request, shared).await
+        }
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

@@ -53,6 +53,12 @@ impl Mechanism {
         }
     }
 
+    pub(crate) fn from_code(code: i8) -> Option<Mechanism> {
+        Mechanism::ALL
+            .into_iter()
+            .find(|mechanism| mechanism.code() == code)
+    }
+
     fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha256 => {
@@ -92,6 +98,10 @@ impl Mechanism {
         result
     }
 }
+
+/// The fewest and most iterations a credential may have (Kafka's bounds).
+pub(crate) const MIN_ITERATIONS: u32 = 4096;
+pub(crate) const MAX_ITERATIONS: u32 = 16_384;
 
 /// What the server keeps of a password for one mechanism.
 #[derive(Clone, PartialEq, Eq)]

@@ -248,6 +248,30 @@ pub const SASL_AUTHENTICATE: Shape = Shape {
     fields: &[from(0, Bytes)], // auth_bytes
 };
 
+/// DescribeUserScramCredentials (key 50): a nullable list of user names.
+pub const DESCRIBE_USER_SCRAM_CREDENTIALS: Shape = Shape {
+    flexible_since: 0,
+    fields: &[from(0, Structs(&[from(0, String)]))], // users: name
+};
+
+const SCRAM_DELETION: &[Field] = &[from(0, String), from(0, INT8)]; // name, mechanism
+const SCRAM_UPSERTION: &[Field] = &[
+    from(0, String), // name
+    from(0, INT8),   // mechanism
+    from(0, INT32),  // iterations
+    from(0, Bytes),  // salt
+    from(0, Bytes),  // salted_password
+];
+
+/// AlterUserScramCredentials (key 51).
+pub const ALTER_USER_SCRAM_CREDENTIALS: Shape = Shape {
+    flexible_since: 0,
+    fields: &[
+        from(0, Structs(SCRAM_DELETION)),
+        from(0, Structs(SCRAM_UPSERTION)),
+    ],
+};
+
 /// The shape of a request body by API key, for the APIs Spool decodes.
 #[must_use]
 pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
@@ -285,6 +309,8 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         66 => Some(&group_shapes::LIST_TRANSACTIONS),
         17 => Some(&SASL_HANDSHAKE),
         36 => Some(&SASL_AUTHENTICATE),
+        50 => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS),
+        51 => Some(&ALTER_USER_SCRAM_CREDENTIALS),
         _ => None,
     }
 }

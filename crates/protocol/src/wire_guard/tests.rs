@@ -3,16 +3,19 @@
 
 use bytes::BytesMut;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, BrokerId, CreatePartitionsRequest,
-    CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-    FetchRequest, IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
-    ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
+    AlterConfigsRequest, AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    DescribeConfigsRequest, DescribeUserScramCredentialsRequest, FetchRequest,
+    IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
     alter_configs_request::{AlterConfigsResource, AlterableConfig},
+    alter_user_scram_credentials_request::{ScramCredentialDeletion, ScramCredentialUpsertion},
     create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
     create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig},
     delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic},
     delete_topics_request::DeleteTopicState,
     describe_configs_request::DescribeConfigsResource,
+    describe_user_scram_credentials_request::UserName,
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic, ReplicaState},
     list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
     metadata_request::MetadataRequestTopic,
@@ -296,6 +299,38 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         ApiKey::SaslAuthenticate,
         SaslAuthenticateRequest::VERSIONS,
         &|v| encoded(&authenticate, v),
+    );
+    for users in [
+        None,
+        Some(vec![
+            UserName::default().with_name(StrBytes::from_static_str("alice")),
+        ]),
+    ] {
+        let describe = DescribeUserScramCredentialsRequest::default().with_users(users);
+        add(
+            ApiKey::DescribeUserScramCredentials,
+            DescribeUserScramCredentialsRequest::VERSIONS,
+            &|v| encoded(&describe, v),
+        );
+    }
+    let alter = AlterUserScramCredentialsRequest::default()
+        .with_deletions(vec![
+            ScramCredentialDeletion::default()
+                .with_name(StrBytes::from_static_str("bob"))
+                .with_mechanism(2),
+        ])
+        .with_upsertions(vec![
+            ScramCredentialUpsertion::default()
+                .with_name(StrBytes::from_static_str("alice"))
+                .with_mechanism(1)
+                .with_iterations(8192)
+                .with_salt(bytes::Bytes::from_static(&[7; 24]))
+                .with_salted_password(bytes::Bytes::from_static(&[9; 32])),
+        ]);
+    add(
+        ApiKey::AlterUserScramCredentials,
+        AlterUserScramCredentialsRequest::VERSIONS,
+        &|v| encoded(&alter, v),
     );
     out.extend(group_samples::samples());
     out

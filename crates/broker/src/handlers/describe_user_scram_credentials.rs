@@ -1,0 +1,95 @@
+//! DescribeUserScramCredentials (key 50, KIP-554): each user's SCRAM mechanisms and
+//! iteration counts, never salts or keys. All users for a null or empty list; a user asked for
+//! with no credential gets `RESOURCE_NOT_FOUND`, one asked for twice
+//! `DUPLICATE_RESOURCE`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_user_scram_credentials_response::{
+    CredentialInfo, DescribeUserScramCredentialsResult,
+};
+use kafka_protocol::messages::{
+    ApiKey, DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::ApiDecl;
+use crate::errors::code;
+use crate::server::Shared;
+
+pub(crate) const API: ApiDecl = ApiDecl {
+    key: ApiKey::DescribeUserScramCredentials,
+    min: 0,
+    max: 0,
+};
+
+pub(crate) async fn handle(
+    request: DescribeUserScramCredentialsRequest,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let listed = match shared.metadata.credential_list().await {
+        Ok(listed) => listed,
+        Err(error) => {
+            return ResponseKind::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsResponse::default()
+                    .with_error_code(code::UNKNOWN_SERVER_ERROR)
+                    .with_error_message(Some(StrBytes::from_string(error.to_string()))),
+            );
+        }
+    };
+    let mut by_user: BTreeMap<String, Vec<CredentialInfo>> = BTreeMap::new();
+    for (user, mechanism, iterations) in listed {
+        by_user.entry(user).or_default().push(
+            CredentialInfo::default()
+                .with_mechanism(mechanism)
+                .with_iterations(iterations),
+        );
+    }
+    let result = |user: &str, infos: Vec<CredentialInfo>| {
+        DescribeUserScramCredentialsResult::default()
+            .with_user(StrBytes::from_string(user.to_owned()))
+            .with_credential_infos(infos)
+    };
+    let results = match request.users.filter(|users| !users.is_empty()) {
+        None => by_user
+            .into_iter()
+            .map(|(user, infos)| result(&user, infos))
+            .collect(),
+        Some(asked) => {
+            let names: Vec<String> = asked.iter().map(|u| u.name.to_string()).collect();
+            names
+                .iter()
+                .enumerate()
+                .filter_map(|(index, user)| {
+                    let refused = |error: i16, message: String| {
+                        result(user, Vec::new())
+                            .with_error_code(error)
+                            .with_error_message(Some(StrBytes::from_string(message)))
+                    };
+                    if names.iter().filter(|other| *other == user).count() > 1 {
+                        // Once, for the first time it is named.
+                        return (names.iter().position(|other| other == user) == Some(index)).then(
+                            || {
+                                refused(
+                                    code::DUPLICATE_RESOURCE,
+                                    format!("user {user} is asked for twice"),
+                                )
+                            },
+                        );
+                    }
+                    Some(match by_user.get(user) {
+                        Some(infos) => result(user, infos.clone()),
+                        None => refused(
+                            code::RESOURCE_NOT_FOUND,
+                            format!("user {user} has no SCRAM credential"),
+                        ),
+                    })
+                })
+                .collect()
+        }
+    };
+    ResponseKind::DescribeUserScramCredentials(
+        DescribeUserScramCredentialsResponse::default().with_results(results),
+    )
+}
