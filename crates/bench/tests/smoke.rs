@@ -127,3 +127,64 @@ fn the_cleaner_benchmark_reports_its_measures() {
     assert!(report["records_removed"].as_u64().unwrap() > 0);
     assert!(report["append_baseline"]["p99_ms"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn the_view_benchmark_reads_every_view_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let views = dir.path().join("views");
+    let report = report_of(
+        env!("CARGO_BIN_EXE_spool-view-bench"),
+        &[
+            "--dir",
+            views.to_str().unwrap(),
+            "--mib",
+            "2",
+            "--rounds",
+            "1",
+            "--json",
+        ],
+    );
+    let reads = report["reads"].as_array().unwrap();
+    // Per layout: the source and three views.
+    assert_eq!(reads.len(), 8, "{report}");
+    for read in reads {
+        let records = read["records"].as_u64().unwrap();
+        assert!(records > 0, "{read}");
+        assert!(read["source_mb_s"].as_f64().unwrap() > 0.0, "{read}");
+    }
+    let records = |topic: &str| {
+        reads
+            .iter()
+            .find(|read| read["topic"] == topic)
+            .and_then(|read| read["records"].as_u64())
+            .unwrap()
+    };
+    assert_eq!(
+        records("source-per-batch-100"),
+        records("source-per-batch"),
+        "every tag named: every record"
+    );
+    assert!(records("source-per-record-10") < records("source-per-record-50"));
+}
+
+#[test]
+fn the_delayed_benchmark_delivers_every_record_once_and_not_early() {
+    let report = report_of(
+        env!("CARGO_BIN_EXE_spool-delayed-bench"),
+        &[
+            "--records",
+            "3000",
+            "--partitions",
+            "2",
+            "--lead-s",
+            "3",
+            "--window-s",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(report["delivered"], 3000, "{report}");
+    assert_eq!(report["delivered_early"], 0, "{report}");
+    assert_eq!(report["delivered_twice"], 0, "{report}");
+    assert!(report["rss_mib_peak_while_pending"].as_u64().unwrap() > 0);
+}
