@@ -87,10 +87,8 @@ pub(crate) struct Shared {
     pub(crate) dynamic: DynamicConfig,
     /// Serializes changes of topics and configs, so that none is lost to another.
     pub(crate) admin: tokio::sync::Mutex<()>,
-    /// Host and port of the first listener that Metadata responses advertise (and
-    /// the cluster registers).
-    pub(crate) advertised: (String, i32),
-    /// Every listener: its name, where it is bound, what it advertises.
+    /// Every listener (at least one): its name, where it is bound, what it
+    /// advertises.
     pub(crate) listeners: Vec<ListenerEndpoint>,
     pub(crate) logs: LogManager,
     pub(crate) metadata: Arc<dyn MetadataStore>,
@@ -127,10 +125,15 @@ impl Shared {
         self.listeners
             .iter()
             .find(|listener| listener.name == name)
-            .map_or_else(
-                || self.advertised.clone(),
-                |listener| listener.advertised.clone(),
-            )
+            .map_or_else(|| self.advertised(), |listener| listener.advertised.clone())
+    }
+
+    /// What the first listener advertises (and the cluster registers).
+    pub(crate) fn advertised(&self) -> (String, i32) {
+        self.listeners
+            .first()
+            .map(|listener| listener.advertised.clone())
+            .unwrap_or_default()
     }
 
     /// The settings the broker started with (the static ones stay so).
@@ -384,7 +387,6 @@ impl Broker {
         let shared = Arc::new(Shared {
             dynamic,
             admin: tokio::sync::Mutex::new(()),
-            advertised,
             listeners: endpoints,
             logs,
             metadata: metadata.clone(),

@@ -266,7 +266,8 @@ async fn a_session_lifetime_is_announced_when_reauthentication_is_on() {
     assert_eq!(handshake(&mut client, "PLAIN", 1).await, 0);
     let (error, _, lifetime) = authenticate(&mut client, b"\0bob\0bob-secret".to_vec()).await;
     assert_eq!((error, lifetime), (0, 60_000));
-    // Re-authenticating as someone else is refused.
+    // A re-authentication as the same principal is taken (another principal is
+    // refused: see the session's unit test).
     assert_eq!(handshake(&mut client, "PLAIN", 1).await, 0);
     let (error, _, _) = authenticate(&mut client, b"\0bob\0bob-secret".to_vec()).await;
     assert_eq!(error, 0, "the same principal again");

@@ -272,23 +272,13 @@ async fn views_refuse_writes_and_bad_definitions_and_go_with_their_source() {
         INVALID_TOPIC_EXCEPTION
     );
     assert_eq!(client.produce("src", 1, records).await.0, 0);
-    let (seen, _) = {
-        let answer = client
-            .fetch(
-                12,
-                "v",
-                &[FetchAt {
-                    partition: 1,
-                    offset: 0,
-                    max_bytes: 1 << 20,
-                }],
-                0,
-                0,
-                1 << 20,
-            )
-            .await;
-        (answer[0].records.clone().unwrap_or_default(), ())
+    let at = FetchAt {
+        partition: 1,
+        offset: 0,
+        max_bytes: 1 << 20,
     };
+    let answer = client.fetch(12, "v", &[at], 0, 0, 1 << 20).await;
+    let seen = answer[0].records.clone().unwrap_or_default();
     assert!(
         !seen.is_empty(),
         "partition 1 of the view is partition 1 of its source"

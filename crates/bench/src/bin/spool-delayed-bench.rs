@@ -19,17 +19,13 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use bytes::Buf;
 use clap::Parser;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, RequestKind};
-use kafka_protocol::protocol::Decodable;
 use serde_json::{Value, json};
 use spool_model::Timestamp;
 use spool_protocol::batch::BatchFrames;
 use spool_protocol::internal::is_delivery;
 use spool_protocol::keyed::BatchRecords;
-use spool_testkit::{BatchBuilder, RawClient, TestBroker, TestRecord, http, http_get, topic_name};
+use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestBroker, TestRecord, http, http_get};
 
 #[derive(Debug, Parser)]
 #[command(about = "Benchmark a million pending delayed records: memory and lateness")]
@@ -218,29 +214,14 @@ async fn read_back(addr: SocketAddr, args: &Args) -> Fallible<(Vec<i64>, usize, 
     for partition in 0..args.partitions {
         let mut offset = 0i64;
         loop {
-            let request = FetchRequest::default()
-                .with_replica_id(BrokerId(-1))
-                .with_max_wait_ms(0)
-                .with_min_bytes(1)
-                .with_max_bytes(16 << 20)
-                .with_topics(vec![
-                    FetchTopic::default()
-                        .with_topic(topic_name(TOPIC))
-                        .with_partitions(vec![
-                            FetchPartition::default()
-                                .with_partition(partition)
-                                .with_fetch_offset(offset)
-                                .with_partition_max_bytes(16 << 20),
-                        ]),
-                ]);
-            client.send(&RequestKind::Fetch(request), 12).await;
-            let mut frame = client.read_frame().await.ok_or("connection closed")?;
-            frame.advance(5);
-            let response = FetchResponse::decode(&mut frame, 12)?;
-            let bytes = response
-                .responses
+            let at = FetchAt {
+                partition,
+                offset,
+                max_bytes: 16 << 20,
+            };
+            let answer = client.fetch(12, TOPIC, &[at], 1, 0, 16 << 20).await;
+            let bytes = answer
                 .first()
-                .and_then(|t| t.partitions.first())
                 .and_then(|p| p.records.clone())
                 .unwrap_or_default();
             if bytes.is_empty() {

@@ -17,17 +17,13 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use bytes::Buf;
 use clap::Parser;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, RequestKind};
-use kafka_protocol::protocol::Decodable;
 use serde_json::json;
 use spool_broker::{Broker, BrokerConfig};
 use spool_loadgen::limits::mb_per_s;
 use spool_model::{CompressionCodec, RecordBatchHeader};
 use spool_protocol::recompress::recompress;
-use spool_testkit::{BatchBuilder, RawClient, TestRecord, topic_name};
+use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestRecord};
 
 #[derive(Debug, Parser)]
 #[command(about = "Benchmark reading view topics against reading their source")]
@@ -194,29 +190,13 @@ async fn read_all(addr: SocketAddr, topic: &str, source_bytes: u64) -> Fallible<
     let (mut returned, mut records) = (0u64, 0u64);
     let started = Instant::now();
     while offset < end {
-        let request = FetchRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_max_wait_ms(0)
-            .with_min_bytes(1)
-            .with_max_bytes(8 << 20)
-            .with_topics(vec![
-                FetchTopic::default()
-                    .with_topic(topic_name(topic))
-                    .with_partitions(vec![
-                        FetchPartition::default()
-                            .with_fetch_offset(offset)
-                            .with_partition_max_bytes(8 << 20),
-                    ]),
-            ]);
-        client.send(&RequestKind::Fetch(request), 12).await;
-        let mut frame = client.read_frame().await.ok_or("connection closed")?;
-        frame.advance(5); // correlation id, header tagged fields
-        let response = FetchResponse::decode(&mut frame, 12)?;
-        let partition = response
-            .responses
-            .first()
-            .and_then(|t| t.partitions.first())
-            .ok_or("no partition")?;
+        let at = FetchAt {
+            partition: 0,
+            offset,
+            max_bytes: 8 << 20,
+        };
+        let answer = client.fetch(12, topic, &[at], 1, 0, 8 << 20).await;
+        let partition = answer.first().ok_or("no partition")?;
         if partition.error_code != 0 {
             return Err(format!("fetch of {topic} failed with {}", partition.error_code).into());
         }

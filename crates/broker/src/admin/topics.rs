@@ -22,7 +22,7 @@ fn admin_error(error: AdminError) -> ApiError {
 pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
     let node_id = shared.started_config().node_id;
     let Some(view) = &shared.cluster else {
-        let (host, port) = shared.advertised.clone();
+        let (host, port) = shared.advertised();
         let led = shared
             .topics
             .all()

@@ -41,7 +41,7 @@ pub(crate) async fn handle(
     // Every user named, in order, with the first error found for it.
     let mut errors: BTreeMap<String, Option<(i16, String)>> = BTreeMap::new();
     let mut changes: Vec<(String, Mechanism, Change)> = Vec::new();
-    let mut seen: Vec<(String, i8)> = Vec::new();
+    let mut seen: std::collections::HashSet<(String, i8)> = std::collections::HashSet::new();
     let named = request
         .deletions
         .iter()
@@ -55,7 +55,7 @@ pub(crate) async fn handle(
         }));
     for (user, mechanism_code, upsert) in named {
         let slot = errors.entry(user.clone()).or_insert(None);
-        let error = if seen.contains(&(user.clone(), mechanism_code)) {
+        let error = if !seen.insert((user.clone(), mechanism_code)) {
             Some((
                 code::DUPLICATE_RESOURCE,
                 format!("{user}'s mechanism {mechanism_code} is named twice"),
@@ -68,7 +68,6 @@ pub(crate) async fn handle(
         } else {
             None
         };
-        seen.push((user.clone(), mechanism_code));
         if let Some(error) = error {
             slot.get_or_insert(error);
             continue;

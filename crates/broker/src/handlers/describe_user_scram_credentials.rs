@@ -57,34 +57,33 @@ pub(crate) async fn handle(
             .map(|(user, infos)| result(&user, infos))
             .collect(),
         Some(asked) => {
-            let names: Vec<String> = asked.iter().map(|u| u.name.to_string()).collect();
-            names
+            let mut times: BTreeMap<String, usize> = BTreeMap::new();
+            for user in &asked {
+                *times.entry(user.name.to_string()).or_default() += 1;
+            }
+            let mut answered = std::collections::HashSet::new();
+            asked
                 .iter()
-                .enumerate()
-                .filter_map(|(index, user)| {
+                .map(|user| user.name.to_string())
+                // Each user once, in the order first named.
+                .filter(|user| answered.insert(user.clone()))
+                .map(|user| {
                     let refused = |error: i16, message: String| {
-                        result(user, Vec::new())
+                        result(&user, Vec::new())
                             .with_error_code(error)
                             .with_error_message(Some(StrBytes::from_string(message)))
                     };
-                    if names.iter().filter(|other| *other == user).count() > 1 {
-                        // Once, for the first time it is named.
-                        return (names.iter().position(|other| other == user) == Some(index)).then(
-                            || {
-                                refused(
-                                    code::DUPLICATE_RESOURCE,
-                                    format!("user {user} is asked for twice"),
-                                )
-                            },
-                        );
-                    }
-                    Some(match by_user.get(user) {
-                        Some(infos) => result(user, infos.clone()),
+                    match by_user.get(&user) {
+                        _ if times.get(&user).is_some_and(|n| *n > 1) => refused(
+                            code::DUPLICATE_RESOURCE,
+                            format!("user {user} is asked for twice"),
+                        ),
+                        Some(infos) => result(&user, infos.clone()),
                         None => refused(
                             code::RESOURCE_NOT_FOUND,
                             format!("user {user} has no SCRAM credential"),
                         ),
-                    })
+                    }
                 })
                 .collect()
         }

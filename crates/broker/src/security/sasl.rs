@@ -112,7 +112,7 @@ pub(crate) async fn step(
             exchange: server, ..
         } => {
             let last = server.finish(token).map_err(|error| match error {
-                scram::ScramError::InvalidCredentials => invalid(server_mechanism_name(&server)),
+                scram::ScramError::InvalidCredentials => invalid(server.mechanism().sasl_name()),
                 other => AuthFailure(other.to_string()),
             })?;
             Ok(Step::Done {
@@ -121,10 +121,6 @@ pub(crate) async fn step(
             })
         }
     }
-}
-
-fn server_mechanism_name(server: &ServerExchange) -> &'static str {
-    server.mechanism().sasl_name()
 }
 
 /// Kafka's words for a bad user or password, the same whichever it was.

@@ -123,21 +123,11 @@ impl ViewReader<'_> {
             crc: header.crc,
         };
         let known = self.index.get(&key);
-        if let Some(tags) = &known {
-            match self.filter.judge(tags) {
-                Verdict::All => {
-                    return Ok(self.counted(out.keep(piece), Outcome::Sent, count, count));
-                }
-                Verdict::None => {
-                    return Ok(self.counted(
-                        out.gap(header.base_offset, header.last_offset()),
-                        Outcome::Skipped,
-                        count,
-                        0,
-                    ));
-                }
-                Verdict::Some => {}
-            }
+        if let Some(taken) = known
+            .as_ref()
+            .and_then(|tags| self.by_verdict(self.filter.judge(tags), piece, out))
+        {
+            return Ok(taken);
         }
         let bytes = piece.bytes()?;
         self.stats.note_inflated();
@@ -162,19 +152,8 @@ impl ViewReader<'_> {
             }
             let verdict = self.filter.judge(&tags);
             self.index.insert(key, std::sync::Arc::new(tags));
-            match verdict {
-                Verdict::All => {
-                    return Ok(self.counted(out.keep(piece), Outcome::Sent, count, count));
-                }
-                Verdict::None => {
-                    return Ok(self.counted(
-                        out.gap(header.base_offset, header.last_offset()),
-                        Outcome::Skipped,
-                        count,
-                        0,
-                    ));
-                }
-                Verdict::Some => {}
+            if let Some(taken) = self.by_verdict(verdict, piece, out) {
+                return Ok(taken);
             }
         }
         let kept: Vec<_> = records
@@ -185,7 +164,7 @@ impl ViewReader<'_> {
             .collect();
         let matched = u64::try_from(kept.len()).unwrap_or(0);
         if kept.len() == records.len() {
-            return Ok(self.counted(out.keep(piece), Outcome::Sent, count, count));
+            return Ok(self.sent(piece, out));
         }
         // What a rewritten batch keeps is at or past the fetch offset, so that it
         // moves the client on even when it is all a response holds.
@@ -197,12 +176,7 @@ impl ViewReader<'_> {
             .last()
             .map(|record| header.base_offset.plus(record.offset_delta))
         else {
-            return Ok(self.counted(
-                out.gap(header.base_offset, header.last_offset()),
-                Outcome::Skipped,
-                count,
-                0,
-            ));
+            return Ok(self.skipped(piece, out));
         };
         let rewritten =
             filtered_batch(&bytes, &kept).map_err(|error| unreadable(header, &error))?;
@@ -214,6 +188,30 @@ impl ViewReader<'_> {
             out.gap_anyway(last_kept.plus(1), header.last_offset());
         }
         Ok(self.counted(fits, Outcome::Rewritten, count, matched))
+    }
+
+    /// The batch as a summary's verdict says, when it decides (`None`: read the
+    /// records).
+    fn by_verdict(&self, verdict: Verdict, piece: &Piece<'_>, out: &mut Output) -> Option<bool> {
+        match verdict {
+            Verdict::All => Some(self.sent(piece, out)),
+            Verdict::None => Some(self.skipped(piece, out)),
+            Verdict::Some => None,
+        }
+    }
+
+    /// The batch as stored: every record matched.
+    fn sent(&self, piece: &Piece<'_>, out: &mut Output) -> bool {
+        let count = u64::try_from(piece.header.record_count).unwrap_or(0);
+        self.counted(out.keep(piece), Outcome::Sent, count, count)
+    }
+
+    /// The batch as part of a gap: no record matched.
+    fn skipped(&self, piece: &Piece<'_>, out: &mut Output) -> bool {
+        let header = &piece.header;
+        let count = u64::try_from(header.record_count).unwrap_or(0);
+        let taken = out.gap(header.base_offset, header.last_offset());
+        self.counted(taken, Outcome::Skipped, count, 0)
     }
 
     /// `taken`, with the batch's records counted into the view's match ratio when it
