@@ -83,8 +83,10 @@ def free_port():
 class Broker:
     """The broker of a test: one spool process, or CLUSTER of them."""
 
-    def __init__(self, data_dir, settings=(), args=(), env=None, node_args=None):
+    def __init__(self, data_dir, settings=(), args=(), env=None, node_args=None, client=None):
         self.data_dir = data_dir
+        # What a client needs besides the address (SASL settings, say).
+        self.client = dict(client or {})
         self.ports = [free_port() for _ in range(CLUSTER)]
         # Each broker's HTTP admin listener (health, /metrics, REST API, console).
         self.admin_ports = [free_port() for _ in range(CLUSTER)]
@@ -137,8 +139,9 @@ class Broker:
         storage = storage_url(self.data_dir)
         if storage:
             args += ["--storage-url", storage]
+        # "{port}" in a setting stands for this broker's Kafka port.
         for setting in self.settings:
-            args += ["--set", setting]
+            args += ["--set", setting.replace("{port}", str(port))]
         return args + self.extra_args + list(self.node_args(node))
 
     def start(self):
@@ -185,7 +188,7 @@ class Broker:
         from confluent_kafka.admin import AdminClient
         deadline = time.time() + 20
         for port in self.ports:
-            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", **self.client})
             while len(admin.list_topics(timeout=10).brokers) < CLUSTER:
                 if time.time() > deadline:
                     raise RuntimeError("the brokers did not form one cluster")
@@ -244,8 +247,8 @@ def make_broker():
     """Starts brokers with settings; all are stopped at the end."""
     started = []
     with tempfile.TemporaryDirectory() as data_dir:
-        def make(*settings, args=(), env=None, node_args=None):
-            b = Broker(data_dir, settings, args, env, node_args).start()
+        def make(*settings, args=(), env=None, node_args=None, client=None):
+            b = Broker(data_dir, settings, args, env, node_args, client).start()
             started.append(b)
             return b
         yield make

@@ -188,3 +188,28 @@ fn the_delayed_benchmark_delivers_every_record_once_and_not_early() {
     assert_eq!(report["delivered_twice"], 0, "{report}");
     assert!(report["rss_mib_peak_while_pending"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn the_acl_benchmark_lists_what_each_principal_may_describe() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("acls");
+    let report = report_of(
+        env!("CARGO_BIN_EXE_spool-acl-bench"),
+        &[
+            "--dir",
+            data.to_str().unwrap(),
+            "--topics",
+            "200",
+            "--acls",
+            "300",
+            "--rounds",
+            "3",
+            "--json",
+        ],
+    );
+    assert_eq!(report["super_user"]["listed"], 200);
+    // The wildcard DESCRIBE, less the topics with a DENY: bindings 0, 100 and 200 name
+    // topics 0, 100 and 0 again.
+    assert_eq!(report["anonymous"]["listed"], 198);
+    assert!(report["anonymous"]["median_ms"].as_f64().unwrap() > 0.0);
+}

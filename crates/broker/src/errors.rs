@@ -61,6 +61,11 @@ pub(crate) mod code {
     pub(crate) const RESOURCE_NOT_FOUND: i16 = 91;
     pub(crate) const DUPLICATE_RESOURCE: i16 = 92;
     pub(crate) const UNACCEPTABLE_CREDENTIAL: i16 = 93;
+    pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub(crate) const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+    pub(crate) const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+    pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+    pub(crate) const SECURITY_DISABLED: i16 = 54;
 }
 
 /// The Kafka error code for a group coordinator error.

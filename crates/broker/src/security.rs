@@ -1,12 +1,15 @@
 //! Security: listeners by Kafka's names, TLS (rustls), SASL (PLAIN, SCRAM-SHA-256,
-//! SCRAM-SHA-512) with credentials in the metadata store. See `docs/security.md`.
+//! SCRAM-SHA-512) with credentials in the metadata store, ACLs. See `docs/security.md`.
 //!
 //! - [`listeners`]: `listeners`, `advertised.listeners`, the protocol map;
 //! - [`config`]: the settings;
 //! - [`tls`]: certificates, reloaded when their files change;
 //! - [`session`]: a connection's authentication state and the pre-auth gate;
-//! - [`sasl`]: the exchanges; [`scram`]: SCRAM itself and its credentials.
+//! - [`sasl`]: the exchanges; [`scram`]: SCRAM itself and its credentials;
+//! - [`acl`]: Kafka's ACL model; [`authorizer`]: the decisions, indexed.
 
+pub(crate) mod acl;
+pub(crate) mod authorizer;
 pub(crate) mod config;
 pub(crate) mod listeners;
 pub(crate) mod sasl;

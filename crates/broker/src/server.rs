@@ -108,6 +108,8 @@ pub(crate) struct Shared {
     pub(crate) delayed: crate::delayed::DelayedStats,
     /// The views' tag index and match counts.
     pub(crate) views: crate::views::Views,
+    /// The ACLs and what decides with them.
+    pub(crate) authorizer: crate::security::authorizer::Authorizer,
 }
 
 /// A listener as bound.
@@ -342,6 +344,10 @@ impl Broker {
             .first()
             .map(|endpoint| endpoint.advertised.clone())
             .unwrap_or_else(|| advertised_address(None, local_addr));
+        let authorizer = crate::security::authorizer::Authorizer::new(
+            config.security.authorizer(),
+            metadata.acls().await?,
+        );
         if let Some((user, password)) = &config.security.bootstrap_user {
             crate::security::seed_user(&metadata, user, password).await?;
         }
@@ -400,6 +406,7 @@ impl Broker {
             metrics,
             delayed: crate::delayed::DelayedStats::default(),
             views: crate::views::Views::default(),
+            authorizer,
         });
         markers.attach(&shared);
         if let Some(metrics) = &shared.metrics {

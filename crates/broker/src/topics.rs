@@ -72,15 +72,22 @@ pub(crate) fn is_illegal_name(name: &str) -> bool {
     TopicName::new(name).is_err()
 }
 
-/// All topics, by name, shared by the handlers.
+/// All topics, by name and by id, shared by the handlers. Both are lookups: Fetch
+/// v13+, Metadata by id and following the store find topics by id.
 #[derive(Debug, Default)]
 pub(crate) struct TopicTable {
-    by_name: RwLock<BTreeMap<String, Arc<Topic>>>,
+    tables: RwLock<Tables>,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    by_name: BTreeMap<String, Arc<Topic>>,
+    by_id: std::collections::HashMap<Uuid, Arc<Topic>>,
 }
 
 impl TopicTable {
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Topic>> {
-        self.read().get(name).cloned()
+        self.read().by_name.get(name).cloned()
     }
 
     /// The topic named `name`, or the error a client gets for a missing one.
@@ -94,19 +101,17 @@ impl TopicTable {
     }
 
     pub(crate) fn by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
-        self.read()
-            .values()
-            .find(|topic| topic.record.id == id)
-            .cloned()
+        self.read().by_id.get(&id).cloned()
     }
 
     pub(crate) fn all(&self) -> Vec<Arc<Topic>> {
-        self.read().values().cloned().collect()
+        self.read().by_name.values().cloned().collect()
     }
 
     /// The topics `keep` says yes to (only those are cloned).
     pub(crate) fn matching(&self, keep: impl Fn(&Topic) -> bool) -> Vec<Arc<Topic>> {
         self.read()
+            .by_name
             .values()
             .filter(|topic| keep(topic))
             .cloned()
@@ -115,22 +120,32 @@ impl TopicTable {
 
     pub(crate) fn insert(&self, topic: Topic) {
         let name = topic.record.name.as_str().to_owned();
-        self.by_name
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(name, Arc::new(topic));
+        let topic = Arc::new(topic);
+        let mut tables = self.write();
+        tables.by_id.insert(topic.record.id, topic.clone());
+        if let Some(replaced) = tables.by_name.insert(name, topic.clone())
+            && replaced.record.id != topic.record.id
+        {
+            tables.by_id.remove(&replaced.record.id);
+        }
     }
 
     pub(crate) fn remove(&self, name: &str) -> Option<Arc<Topic>> {
-        self.by_name
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(name)
+        let mut tables = self.write();
+        let removed = tables.by_name.remove(name)?;
+        tables.by_id.remove(&removed.record.id);
+        Some(removed)
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {
-        self.by_name
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Tables> {
+        self.tables
             .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Tables> {
+        self.tables
+            .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use uuid::Uuid;
 
 use crate::{
-    BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange, ControllerLease,
-    DelayedRecord, DelayedRecords, Leadership, MetadataError, MetadataStore, ObjectCommit,
-    PartitionKey, PartitionMove, PartitionState, PendingHolds, Result, ScramCredentialRecord,
-    ScramCredentials, StoredRange, TopicRecord, TransactionRecord, Transactions, TxnMarker,
-    TxnUpdate,
+    AclRecord, Acls, BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange,
+    ControllerLease, DelayedRecord, DelayedRecords, Leadership, MetadataError, MetadataStore,
+    ObjectCommit, PartitionKey, PartitionMove, PartitionState, PendingHolds, Result,
+    ScramCredentialRecord, ScramCredentials, StoredRange, TopicRecord, TransactionRecord,
+    Transactions, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -491,5 +491,23 @@ impl ScramCredentials for FaultyMetadata {
     async fn credential_list(&self) -> Result<Vec<(String, i8, i32)>> {
         self.check_up()?;
         self.inner.credential_list().await
+    }
+}
+
+#[async_trait::async_trait]
+impl Acls for FaultyMetadata {
+    async fn create_acls(&self, acls: &[AclRecord]) -> Result<()> {
+        self.check_up()?;
+        self.inner.create_acls(acls).await
+    }
+
+    async fn delete_acls(&self, acls: &[AclRecord]) -> Result<Vec<AclRecord>> {
+        self.check_up()?;
+        self.inner.delete_acls(acls).await
+    }
+
+    async fn acls(&self) -> Result<Vec<AclRecord>> {
+        self.check_up()?;
+        self.inner.acls().await
     }
 }

@@ -16,6 +16,8 @@
 //! blocks are taken by one `UPDATE … RETURNING`, configs change key by key, committed
 //! offsets are fenced by the coordinator epoch in the same transaction).
 
+mod acls;
+mod acls_sql;
 mod catalogue;
 mod catalogue_sql;
 mod cluster;
@@ -38,6 +40,7 @@ use std::collections::BTreeMap;
 use spool_model::TopicName;
 use uuid::Uuid;
 
+pub use acls::{AclRecord, Acls};
 pub use catalogue::{
     Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
 };
@@ -123,6 +126,7 @@ pub trait MetadataStore:
     + Transactions
     + DelayedRecords
     + ScramCredentials
+    + Acls
     + Send
     + Sync
     + std::fmt::Debug

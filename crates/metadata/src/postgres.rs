@@ -36,3 +36,4 @@ crate::cluster_sql::impl_cluster!(PostgresStore);
 crate::transactions_sql::impl_transactions!(PostgresStore);
 crate::delayed_sql::impl_delayed_records!(PostgresStore);
 crate::credentials_sql::impl_scram_credentials!(PostgresStore);
+crate::acls_sql::impl_acls!(PostgresStore);

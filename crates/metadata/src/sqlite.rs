@@ -40,6 +40,7 @@ crate::cluster_sql::impl_cluster!(SqliteStore);
 crate::transactions_sql::impl_transactions!(SqliteStore);
 crate::delayed_sql::impl_delayed_records!(SqliteStore);
 crate::credentials_sql::impl_scram_credentials!(SqliteStore);
+crate::acls_sql::impl_acls!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

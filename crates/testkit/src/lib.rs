@@ -2,6 +2,8 @@
 //! random batch generators; with the `broker` feature, a [`TestBroker`] on port 0 and
 //! a raw Kafka client. Everything here is for tests and benchmarks.
 
+#[cfg(feature = "broker")]
+mod acls;
 mod batch_builder;
 #[cfg(feature = "broker")]
 mod http;
@@ -12,6 +14,8 @@ mod test_broker;
 #[cfg(feature = "broker")]
 mod transactions;
 
+#[cfg(feature = "broker")]
+pub use acls::Acl;
 pub use batch_builder::{BatchBuilder, TestRecord, put_varint, random_batch};
 #[cfg(feature = "broker")]
 pub use http::{HttpResponse, http, http_get};

@@ -286,6 +286,9 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
         RequestKind::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
         RequestKind::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
+        RequestKind::DescribeAcls(_) => ApiKey::DescribeAcls,
+        RequestKind::CreateAcls(_) => ApiKey::CreateAcls,
+        RequestKind::DeleteAcls(_) => ApiKey::DeleteAcls,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }

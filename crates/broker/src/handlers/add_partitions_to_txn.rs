@@ -18,6 +18,8 @@ use kafka_protocol::messages::{
 
 use super::ApiDecl;
 use crate::errors::{code, txn_result_code};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -32,11 +34,17 @@ const FENCED_CODE: i16 = 2;
 pub(crate) async fn handle(
     request: AddPartitionsToTxnRequest,
     version: i16,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
+    let transactional_id = request.v3_and_below_transactional_id.0.as_str();
+    let txn_denied = !access.transactional_id(Operation::Write, transactional_id);
+    let topic_denied = |name: &str| !access.topic(Operation::Write, name);
     let mut partitions = Vec::new();
-    let mut unknown = false;
+    // A partition refused makes the whole request not attempted.
+    let mut unknown = txn_denied;
     for topic in &request.v3_and_below_topics {
+        unknown |= topic_denied(topic.name.0.as_str());
         let known = shared.topics.get(topic.name.0.as_str());
         for index in &topic.partitions {
             match known
@@ -55,7 +63,7 @@ pub(crate) async fn handle(
             shared
                 .transactions
                 .add_partitions(
-                    request.v3_and_below_transactional_id.0.as_str(),
+                    transactional_id,
                     request.v3_and_below_producer_id.0,
                     request.v3_and_below_producer_epoch,
                     &partitions,
@@ -68,6 +76,7 @@ pub(crate) async fn handle(
         .into_iter()
         .map(|topic| {
             let known = shared.topics.get(topic.name.0.as_str());
+            let denied = topic_denied(topic.name.0.as_str());
             let results = topic
                 .partitions
                 .iter()
@@ -76,6 +85,8 @@ pub(crate) async fn handle(
                     let view = known.as_ref().is_some_and(|t| t.view.is_some());
                     let error = match &outcome {
                         Some(result) => txn_result_code(*result, version >= FENCED_CODE),
+                        None if txn_denied => code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        None if denied => code::TOPIC_AUTHORIZATION_FAILED,
                         // A view is read-only, as produce says too.
                         None if view => code::INVALID_TOPIC_EXCEPTION,
                         None if exists => code::OPERATION_NOT_ATTEMPTED,

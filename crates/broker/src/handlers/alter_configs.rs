@@ -14,9 +14,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
-use super::configs::{BROKER, TOPIC};
+use super::configs::{self, BROKER, TOPIC};
 use crate::dynamic_config;
 use crate::errors::code;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topic_configs;
 use crate::topics::{self, AdminError};
@@ -38,7 +40,11 @@ const DELETE: i8 = 1;
 const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
 
-pub(crate) async fn alter(request: AlterConfigsRequest, shared: Arc<Shared>) -> ResponseKind {
+pub(crate) async fn alter(
+    request: AlterConfigsRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> ResponseKind {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let configs: BTreeMap<String, String> = resource
@@ -48,6 +54,7 @@ pub(crate) async fn alter(request: AlterConfigsRequest, shared: Arc<Shared>) -> 
             .collect();
         let outcome = apply(
             &shared,
+            access,
             resource.resource_type,
             resource.resource_name.as_str(),
             request.validate_only,
@@ -70,6 +77,7 @@ pub(crate) async fn alter(request: AlterConfigsRequest, shared: Arc<Shared>) -> 
 
 pub(crate) async fn incremental(
     request: IncrementalAlterConfigsRequest,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
     let mut responses = Vec::with_capacity(request.resources.len());
@@ -88,6 +96,7 @@ pub(crate) async fn incremental(
         let resource_type = resource.resource_type;
         let outcome = apply(
             &shared,
+            access,
             resource_type,
             resource.resource_name.as_str(),
             request.validate_only,
@@ -174,11 +183,15 @@ fn apply_operations(
 /// Computes a resource's new configs from its current ones and stores them.
 async fn apply(
     shared: &Arc<Shared>,
+    access: &Access,
     resource_type: i8,
     name: &str,
     validate_only: bool,
     change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
 ) -> Result<(), AdminError> {
+    if let Some(refusal) = configs::refusal(access, Operation::AlterConfigs, resource_type, name) {
+        return Err(refusal);
+    }
     match resource_type {
         TOPIC => topics::change_configs(shared, name, validate_only, change).await,
         BROKER => dynamic_config::change(shared, name, validate_only, change).await,

@@ -5,7 +5,7 @@
 //! iterations outside 4,096–16,384, an empty name or salt, `DUPLICATE_RESOURCE` when a
 //! user's mechanism is named twice, `RESOURCE_NOT_FOUND` for a deletion of nothing.
 //!
-//! Until ACLs exist (docs/security.md), any client that may connect may call this.
+//! Needs ALTER on the cluster once the authorizer is on (`handlers/authorize.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,5 +1,38 @@
-//! What the config APIs share: Kafka's resource types.
+//! What the config APIs share: Kafka's resource types, and who may read or change
+//! which configs.
 
 /// Kafka's config resource types.
 pub(crate) const TOPIC: i8 = 2;
 pub(crate) const BROKER: i8 = 4;
+
+use crate::errors::code;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
+use crate::topics::AdminError;
+
+/// Why the principal may not do `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) to a
+/// resource's configs: a topic's need it on the topic, the broker's on the cluster.
+pub(crate) fn refusal(
+    access: &Access,
+    operation: Operation,
+    resource_type: i8,
+    name: &str,
+) -> Option<AdminError> {
+    let (allowed, error, what) = match resource_type {
+        TOPIC => (
+            access.topic(operation, name),
+            code::TOPIC_AUTHORIZATION_FAILED,
+            format!("topic {name}"),
+        ),
+        BROKER => (
+            access.cluster(operation),
+            code::CLUSTER_AUTHORIZATION_FAILED,
+            "the cluster".to_owned(),
+        ),
+        _ => return None,
+    };
+    (!allowed).then(|| AdminError {
+        code: error,
+        message: format!("{} may not {operation:?} on {what}", access.principal()),
+    })
+}

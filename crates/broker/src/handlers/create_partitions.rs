@@ -10,6 +10,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topics::{self, AdminError};
 
@@ -19,7 +21,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 3,
 };
 
-pub(crate) async fn handle(request: CreatePartitionsRequest, shared: Arc<Shared>) -> ResponseKind {
+pub(crate) async fn handle(
+    request: CreatePartitionsRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> ResponseKind {
     let node = shared.started_config().node_id;
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
@@ -27,7 +33,12 @@ pub(crate) async fn handle(request: CreatePartitionsRequest, shared: Arc<Shared>
             all.iter()
                 .all(|a| a.broker_ids.len() == 1 && a.broker_ids.iter().all(|b| b.0 == node))
         });
-        let outcome = if assignments_ok {
+        let outcome = if !access.topic(Operation::Alter, topic.name.0.as_str()) {
+            Err(AdminError {
+                code: code::TOPIC_AUTHORIZATION_FAILED,
+                message: format!("{} may not alter {}", access.principal(), topic.name.0),
+            })
+        } else if assignments_ok {
             topics::add_partitions(
                 &shared,
                 topic.name.0.as_str(),

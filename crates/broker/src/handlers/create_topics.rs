@@ -9,6 +9,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topics::{self, AdminError, NewTopic};
 
@@ -21,8 +23,10 @@ pub(crate) const API: ApiDecl = ApiDecl {
 pub(crate) async fn handle(
     request: CreateTopicsRequest,
     version: i16,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
+    let may_create_any = access.cluster(Operation::Create);
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.clone();
@@ -31,7 +35,9 @@ pub(crate) async fn handle(
             .iter()
             .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
             .collect();
-        let outcome = if !topic.assignments.is_empty() {
+        let outcome = if let Some(refusal) = refusal(access, may_create_any, &name.0, &configs) {
+            Err(refusal)
+        } else if !topic.assignments.is_empty() {
             manual_assignment_check(
                 &topic.assignments,
                 shared.started_config().node_id,
@@ -77,6 +83,33 @@ pub(crate) async fn handle(
     }
     crate::cluster::wait_for_followers(&shared).await;
     ResponseKind::CreateTopics(CreateTopicsResponse::default().with_topics(results))
+}
+
+/// Why the principal may not create the topic: it needs CREATE on the cluster or the
+/// topic, and, for a view, READ on its source (a view shows the source's records).
+fn refusal(
+    access: &Access,
+    may_create_any: bool,
+    name: &str,
+    configs: &BTreeMap<String, String>,
+) -> Option<AdminError> {
+    let denied = |message: String| AdminError {
+        code: code::TOPIC_AUTHORIZATION_FAILED,
+        message,
+    };
+    if !may_create_any && !access.topic(Operation::Create, name) {
+        return Some(denied(format!(
+            "{} may not create topic {name}",
+            access.principal()
+        )));
+    }
+    let source = configs.get("view.source.topic")?.trim();
+    (!access.topic(Operation::Read, source)).then(|| {
+        denied(format!(
+            "{} may not read {source}, so may not make a view of it",
+            access.principal()
+        ))
+    })
 }
 
 /// Manual assignments are accepted when every replica is this broker.

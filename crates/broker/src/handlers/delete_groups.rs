@@ -6,7 +6,9 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, ResponseKind};
 
 use super::ApiDecl;
-use crate::errors::group_result_code;
+use crate::errors::{code, group_result_code};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -15,14 +17,22 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 2,
 };
 
-pub(crate) async fn handle(request: DeleteGroupsRequest, shared: Arc<Shared>) -> ResponseKind {
+pub(crate) async fn handle(
+    request: DeleteGroupsRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> ResponseKind {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
-        let outcome = shared.groups.delete_group(group_id.0.as_str()).await;
+        let error = if access.group(Operation::Delete, group_id.0.as_str()) {
+            group_result_code(shared.groups.delete_group(group_id.0.as_str()).await)
+        } else {
+            code::GROUP_AUTHORIZATION_FAILED
+        };
         results.push(
             DeletableGroupResult::default()
                 .with_group_id(group_id)
-                .with_error_code(group_result_code(outcome)),
+                .with_error_code(error),
         );
     }
     ResponseKind::DeleteGroups(DeleteGroupsResponse::default().with_results(results))

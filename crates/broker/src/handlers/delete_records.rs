@@ -15,6 +15,8 @@ use spool_model::Offset;
 use super::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionHandle, per_partition};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -23,7 +25,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 2,
 };
 
-pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -> ResponseKind {
+pub(crate) async fn handle(
+    request: DeleteRecordsRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let access = access.clone();
     let asked = request
         .topics
         .into_iter()
@@ -36,20 +43,27 @@ pub(crate) async fn handle(request: DeleteRecordsRequest, shared: Arc<Shared>) -
             (topic.name, partitions)
         })
         .collect();
-    let answers = per_partition(&shared, asked, |shared, name: &TopicName, index, offset| {
-        if shared
-            .topics
-            .get(name.0.as_str())
-            .is_some_and(|topic| topic.view.is_some())
-        {
-            // A view's records are its source's: delete them there.
-            return Err(code::INVALID_TOPIC_EXCEPTION);
-        }
-        let partition = shared
-            .partition(name.0.as_str(), index, -1)
-            .map_err(|error| error.code())?;
-        delete_before(&partition, offset)
-    })
+    let answers = per_partition(
+        &shared,
+        asked,
+        move |shared, name: &TopicName, index, offset| {
+            if !access.topic(Operation::Delete, name.0.as_str()) {
+                return Err(code::TOPIC_AUTHORIZATION_FAILED);
+            }
+            if shared
+                .topics
+                .get(name.0.as_str())
+                .is_some_and(|topic| topic.view.is_some())
+            {
+                // A view's records are its source's: delete them there.
+                return Err(code::INVALID_TOPIC_EXCEPTION);
+            }
+            let partition = shared
+                .partition(name.0.as_str(), index, -1)
+                .map_err(|error| error.code())?;
+            delete_before(&partition, offset)
+        },
+    )
     .await;
     let topics = answers
         .into_iter()

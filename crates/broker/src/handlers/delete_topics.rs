@@ -10,6 +10,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topics;
 
@@ -22,6 +24,7 @@ pub(crate) const API: ApiDecl = ApiDecl {
 pub(crate) async fn handle(
     request: DeleteTopicsRequest,
     version: i16,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
     // Names (v1-5) or name-or-id states (v6+), as (name, id) pairs.
@@ -53,6 +56,9 @@ pub(crate) async fn handle(
         }
         match resolved {
             None => result = result.with_error_code(code::UNKNOWN_TOPIC_ID),
+            Some(resolved) if !access.topic(Operation::Delete, &resolved) => {
+                result = result.with_error_code(code::TOPIC_AUTHORIZATION_FAILED);
+            }
             Some(resolved) => match topics::delete(&shared, &resolved).await {
                 Ok(deleted) => {
                     if version >= 6 {

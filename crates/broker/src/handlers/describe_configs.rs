@@ -14,10 +14,12 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
-use super::configs::{BROKER, TOPIC};
+use super::configs::{self, BROKER, TOPIC};
 use crate::config::BrokerConfig;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::errors::code;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topic_configs::{self, Effect, TopicConfig};
 use crate::topics;
@@ -31,6 +33,7 @@ pub(crate) const API: ApiDecl = ApiDecl {
 pub(crate) fn handle(
     request: DescribeConfigsRequest,
     version: i16,
+    access: &Access,
     shared: &Arc<Shared>,
 ) -> ResponseKind {
     let with_synonyms = request.include_synonyms;
@@ -49,6 +52,14 @@ pub(crate) fn handle(
             let result = DescribeConfigsResult::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
+            let name = resource.resource_name.as_str();
+            let operation = Operation::DescribeConfigs;
+            if let Some(refusal) = configs::refusal(access, operation, resource.resource_type, name)
+            {
+                return result
+                    .with_error_code(refusal.code)
+                    .with_error_message(Some(StrBytes::from_string(refusal.message)));
+            }
             let entries: Vec<Described> = match resource.resource_type {
                 TOPIC => match shared.topics.get(resource.resource_name.as_str()) {
                     Some(topic) => {

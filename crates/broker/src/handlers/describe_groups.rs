@@ -10,6 +10,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
+use crate::security::acl::{Operation, ResourceType};
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -18,24 +20,30 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 5,
 };
 
-/// READ, DELETE and DESCRIBE on a group (ACL operation bits): there are no ACLs yet.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
-
 pub(crate) fn handle(
     request: DescribeGroupsRequest,
     version: i16,
+    access: &Access,
     shared: &Shared,
 ) -> ResponseKind {
     let groups = request
         .groups
         .into_iter()
         .map(|group_id| {
-            let owned = shared.groups.owns(group_id.0.as_str());
-            let described = shared.groups.describe(group_id.0.as_str());
-            let mut group = DescribedGroup::default().with_group_id(group_id);
-            if version >= 3 && request.include_authorized_operations {
-                group = group.with_authorized_operations(GROUP_OPERATIONS);
+            let name = group_id.0.as_str();
+            if !access.group(Operation::Describe, name) {
+                return DescribedGroup::default()
+                    .with_group_id(group_id)
+                    .with_error_code(code::GROUP_AUTHORIZATION_FAILED);
             }
+            let owned = shared.groups.owns(name);
+            let described = shared.groups.describe(name);
+            let mut group = DescribedGroup::default();
+            if version >= 3 && request.include_authorized_operations {
+                group =
+                    group.with_authorized_operations(access.operations(ResourceType::Group, name));
+            }
+            let group = group.with_group_id(group_id);
             if !owned {
                 // Another broker of the cluster coordinates it.
                 return group.with_error_code(code::NOT_COORDINATOR);

@@ -15,6 +15,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::{code, txn_error_code};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -25,18 +27,28 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: DescribeTransactionsRequest,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
     let mut states = Vec::with_capacity(request.transactional_ids.len());
     for id in request.transactional_ids {
         let state = TransactionState::default().with_transactional_id(id.clone());
+        if !access.transactional_id(Operation::Describe, id.0.as_str()) {
+            states.push(state.with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED));
+            continue;
+        }
         let state = match shared.transactions.describe(id.0.as_str()).await {
             Err(error) => state.with_error_code(txn_error_code(error, true)),
             Ok(None) => state.with_error_code(code::TRANSACTIONAL_ID_NOT_FOUND),
             Ok(Some(record)) => {
                 let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
                 for (topic_id, partition) in &record.partitions {
-                    if let Some(topic) = shared.topics.by_id(*topic_id) {
+                    // Topics the principal may not describe are left out.
+                    if let Some(topic) = shared
+                        .topics
+                        .by_id(*topic_id)
+                        .filter(|t| access.topic(Operation::Describe, t.record.name.as_str()))
+                    {
                         topics
                             .entry(topic.record.name.to_string())
                             .or_default()

@@ -40,6 +40,8 @@ use super::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::views::read::ViewReader;
 
@@ -52,15 +54,20 @@ pub(crate) const API: ApiDecl = ApiDecl {
 /// The longest a fetch may wait, whatever the client asks.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
 
-pub(crate) async fn handle(request: FetchRequest, version: i16, shared: Arc<Shared>) -> FetchBody {
+pub(crate) async fn handle(
+    request: FetchRequest,
+    version: i16,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> FetchBody {
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0))
         .min(MAX_WAIT_CAP);
     let deadline = tokio::time::Instant::now() + wait;
     let request = Arc::new(request);
     loop {
         let pass = {
-            let (shared, request) = (shared.clone(), request.clone());
-            on_blocking_pool(move || read_all(&shared, &request, version)).await
+            let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
+            on_blocking_pool(move || read_all(&shared, &request, version, &access)).await
         };
         let pass = match pass {
             Ok(pass) => pass,
@@ -104,7 +111,7 @@ struct Pass {
     watches: Vec<watch::Receiver<Offset>>,
 }
 
-fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
+fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Access) -> Pass {
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
         body: FetchBody::default(),
@@ -124,6 +131,19 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16) -> Pass {
         } else {
             let known = shared.topics.get(topic.topic.0.as_str());
             (known, code::UNKNOWN_TOPIC_OR_PARTITION)
+        };
+        // A topic named but not to be read is refused whether it exists or not.
+        let name = known
+            .as_ref()
+            .map_or(topic.topic.0.as_str(), |known| known.record.name.as_str());
+        let (known, unknown) = if known.is_some() || version < TOPIC_IDS {
+            if access.topic(Operation::Read, name) {
+                (known, unknown)
+            } else {
+                (None, code::TOPIC_AUTHORIZATION_FAILED)
+            }
+        } else {
+            (known, unknown)
         };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in &topic.partitions {

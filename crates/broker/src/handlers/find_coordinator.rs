@@ -1,7 +1,7 @@
 //! FindCoordinator (key 10): the broker coordinating a group — this one in embedded
 //! mode, the cluster's choice in shared-storage mode (`crate::cluster`) — and the
 //! broker coordinating a transactional id, chosen the same way. Batched keys (v4+)
-//! get one answer each.
+//! get one answer each. A key needs DESCRIBE on its group or transactional id.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
+use crate::security::acl::Operation;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -44,9 +45,24 @@ impl Found {
     }
 }
 
-fn find(key_type: i8, key: &str, listener: &str, shared: &Shared) -> Found {
-    if key_type != GROUP && key_type != TRANSACTION {
-        return Found::refused(code::INVALID_REQUEST, "unknown coordinator key type");
+fn find(key_type: i8, key: &str, context: &RequestContext, shared: &Shared) -> Found {
+    let listener = context.listener.as_str();
+    let access = &context.access;
+    match key_type {
+        GROUP if !access.group(Operation::Describe, key) => {
+            return Found::refused(
+                code::GROUP_AUTHORIZATION_FAILED,
+                "not authorized to describe the group",
+            );
+        }
+        TRANSACTION if !access.transactional_id(Operation::Describe, key) => {
+            return Found::refused(
+                code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "not authorized to describe the transactional id",
+            );
+        }
+        GROUP | TRANSACTION => {}
+        _ => return Found::refused(code::INVALID_REQUEST, "unknown coordinator key type"),
     }
     let node = shared.started_config().node_id;
     let Some(view) = &shared.cluster else {
@@ -91,13 +107,12 @@ pub(crate) fn handle(
     context: &RequestContext,
     shared: &Shared,
 ) -> ResponseKind {
-    let listener = context.listener.as_str();
     let response = if version >= 4 {
         let coordinators = request
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                let found = find(request.key_type, key.as_str(), listener, shared);
+                let found = find(request.key_type, key.as_str(), context, shared);
                 Coordinator::default()
                     .with_key(key)
                     .with_node_id(found.node)
@@ -109,7 +124,7 @@ pub(crate) fn handle(
             .collect();
         FindCoordinatorResponse::default().with_coordinators(coordinators)
     } else {
-        let found = find(request.key_type, request.key.as_str(), listener, shared);
+        let found = find(request.key_type, request.key.as_str(), context, shared);
         let response = FindCoordinatorResponse::default()
             .with_error_code(found.error)
             .with_node_id(found.node)

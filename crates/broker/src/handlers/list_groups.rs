@@ -8,6 +8,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -16,7 +18,15 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 5,
 };
 
-pub(crate) fn handle(request: &ListGroupsRequest, version: i16, shared: &Shared) -> ResponseKind {
+pub(crate) fn handle(
+    request: &ListGroupsRequest,
+    version: i16,
+    access: &Access,
+    shared: &Shared,
+) -> ResponseKind {
+    // DESCRIBE on the cluster shows every group; else those the principal may
+    // describe, and never an error.
+    let all = access.cluster(Operation::Describe);
     let state_wanted = |state: &str| {
         request.states_filter.is_empty()
             || request
@@ -34,6 +44,7 @@ pub(crate) fn handle(request: &ListGroupsRequest, version: i16, shared: &Shared)
         .list()
         .into_iter()
         .filter(|g| type_wanted && state_wanted(g.state.name()))
+        .filter(|g| all || access.group(Operation::Describe, &g.group_id))
         .map(|g| {
             let mut listed = ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(g.group_id)))

@@ -21,6 +21,8 @@ use spool_model::{Offset, Timestamp};
 use super::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle, per_partition};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -37,8 +39,10 @@ const EARLIEST_LOCAL: i64 = -4;
 pub(crate) async fn handle(
     request: ListOffsetsRequest,
     version: i16,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
+    let access = access.clone();
     let asked = request
         .topics
         .into_iter()
@@ -57,6 +61,9 @@ pub(crate) async fn handle(
         asked,
         move |shared, name: &TopicName, index, asked| {
             let (current_leader_epoch, timestamp) = asked;
+            if !access.topic(Operation::Describe, name.0.as_str()) {
+                return Err(code::TOPIC_AUTHORIZATION_FAILED);
+            }
             let partition = shared
                 .partition(name.0.as_str(), index, current_leader_epoch)
                 .map_err(|error| error.code())?;

@@ -14,6 +14,8 @@ use spool_metadata::TxnState;
 
 use super::ApiDecl;
 use crate::errors::txn_error_code;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -26,7 +28,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 /// matches nothing, but they are not unknown.
 const KAFKA_ONLY_STATES: [&str; 2] = ["PrepareEpochFence", "Dead"];
 
-pub(crate) async fn handle(request: ListTransactionsRequest, shared: Arc<Shared>) -> ResponseKind {
+pub(crate) async fn handle(
+    request: ListTransactionsRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> ResponseKind {
     let records = match shared.transactions.transactions().await {
         Ok(records) => records,
         Err(error) => {
@@ -47,6 +53,8 @@ pub(crate) async fn handle(request: ListTransactionsRequest, shared: Arc<Shared>
     let states = records
         .into_iter()
         .filter(|record| shared.transactions.owns(&record.transactional_id))
+        // Those the principal may not describe are left out.
+        .filter(|record| access.transactional_id(Operation::Describe, &record.transactional_id))
         .filter(|record| {
             request.state_filters.is_empty()
                 || request

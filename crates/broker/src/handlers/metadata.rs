@@ -1,6 +1,8 @@
 //! Metadata (key 3): the brokers and the topics with each partition's leader — this
 //! broker for every partition in embedded mode, the cluster's leaders in
-//! shared-storage mode. Unknown topics are auto-created when allowed.
+//! shared-storage mode. Unknown topics are auto-created when allowed. Topics the
+//! principal may not DESCRIBE are left out of "all topics" and refused when named;
+//! auto-creation needs CREATE on the cluster or the topic.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
+use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::server::Shared;
 use crate::topics::{self, Topic};
 
@@ -23,21 +26,6 @@ pub(crate) const API: ApiDecl = ApiDecl {
     min: 0,
     max: 12,
 };
-
-/// Spool has no ACLs yet, so a client asking what it may do is told: everything that
-/// applies. Bits are Kafka's ACL operation codes.
-const TOPIC_OPERATIONS: i32 = bits(&[3, 4, 5, 6, 7, 8, 10, 11]); // read .. alter configs
-const CLUSTER_OPERATIONS: i32 = bits(&[5, 7, 8, 9, 10, 11, 12]); // create .. idempotent write
-
-const fn bits(operations: &[u32]) -> i32 {
-    let mut mask = 0;
-    let mut i = 0;
-    while i < operations.len() {
-        mask |= 1 << operations[i];
-        i += 1;
-    }
-    mask
-}
 
 pub(crate) async fn handle(
     request: MetadataRequest,
@@ -57,39 +45,77 @@ pub(crate) async fn handle(
         Some(topics) => Some(topics),
     };
     let allow_auto_create = version < 4 || request.allow_auto_topic_creation;
-    let topic_operations =
-        (version >= 8 && request.include_topic_authorized_operations).then_some(TOPIC_OPERATIONS);
+    let access = &context.access;
+    // The authorized-operations bitfields, when asked for.
+    let topic_operations = version >= 8 && request.include_topic_authorized_operations;
+    let operations = |topic: &Topic| {
+        topic_operations.then(|| access.operations(ResourceType::Topic, topic.record.name.as_str()))
+    };
     let mut topics = Vec::new();
     match requested {
         None => {
+            // Topics the principal may not describe are left out.
             for topic in shared.topics.all() {
-                topics.push(describe(
-                    &shared,
-                    &listed,
-                    &topic,
-                    version,
-                    topic_operations,
-                ));
+                if access.topic(Operation::Describe, topic.record.name.as_str()) {
+                    topics.push(describe(
+                        &shared,
+                        &listed,
+                        &topic,
+                        version,
+                        operations(&topic),
+                    ));
+                }
             }
         }
         Some(requested) => {
             for wanted in requested {
                 let by_id = (version >= 10 && !wanted.topic_id.is_nil()).then_some(wanted.topic_id);
+                let may_describe = |name: &str| access.topic(Operation::Describe, name);
+                let denied = MetadataResponseTopic::default()
+                    .with_name(wanted.name.clone())
+                    .with_error_code(code::TOPIC_AUTHORIZATION_FAILED);
                 let found = match (&wanted.name, by_id) {
                     (_, Some(id)) => shared.topics.by_id(id),
+                    (Some(name), None) if !may_describe(name.0.as_str()) => {
+                        topics.push(denied);
+                        continue;
+                    }
                     (Some(name), None) => {
-                        topics::get_or_auto_create(&shared, name.0.as_str(), allow_auto_create)
-                            .await
+                        let name = name.0.as_str();
+                        let may_create = access.cluster(Operation::Create)
+                            || access.topic(Operation::Create, name);
+                        let found = topics::get_or_auto_create(
+                            &shared,
+                            name,
+                            allow_auto_create && may_create,
+                        )
+                        .await;
+                        if found.is_none()
+                            && allow_auto_create
+                            && !may_create
+                            && shared.current_config().auto_create_topics
+                        {
+                            topics.push(denied);
+                            continue;
+                        }
+                        found
                     }
                     (None, None) => None,
                 };
+                if found
+                    .as_ref()
+                    .is_some_and(|topic| !may_describe(topic.record.name.as_str()))
+                {
+                    topics.push(denied);
+                    continue;
+                }
                 // A name Kafka would refuse is told so, so that a producer fails its
                 // messages at once instead of waiting for the topic to appear.
                 let illegal = |name: Option<&TopicName>| {
                     by_id.is_none() && name.is_some_and(|n| topics::is_illegal_name(n.0.as_str()))
                 };
                 let response = match found {
-                    Some(topic) => describe(&shared, &listed, &topic, version, topic_operations),
+                    Some(topic) => describe(&shared, &listed, &topic, version, operations(&topic)),
                     None if illegal(wanted.name.as_ref()) => MetadataResponseTopic::default()
                         .with_name(wanted.name)
                         .with_error_code(code::INVALID_TOPIC_EXCEPTION),
@@ -124,7 +150,9 @@ pub(crate) async fn handle(
         response = response.with_cluster_id(Some(StrBytes::from_string(shared.cluster_id.clone())));
     }
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
-        response = response.with_cluster_authorized_operations(CLUSTER_OPERATIONS);
+        response = response.with_cluster_authorized_operations(
+            access.operations(ResourceType::Cluster, CLUSTER_NAME),
+        );
     }
     ResponseKind::Metadata(response)
 }

@@ -7,12 +7,16 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod authorize;
 mod configs;
+mod create_acls;
 mod create_partitions;
 mod create_topics;
+mod delete_acls;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_acls;
 mod describe_configs;
 mod describe_groups;
 mod describe_transactions;
@@ -49,6 +53,7 @@ use spool_protocol::request::{self, Envelope};
 
 use crate::connection::Reply;
 use crate::response::ResponseWriter;
+use crate::security::authorizer::Access;
 use crate::security::session::{Gate, Session};
 use crate::server::Shared;
 
@@ -101,6 +106,9 @@ pub(crate) const APIS: &[ApiDecl] = &[
     sasl_authenticate::API,
     describe_user_scram_credentials::API,
     alter_user_scram_credentials::API,
+    describe_acls::API,
+    create_acls::API,
+    delete_acls::API,
 ];
 
 /// Who sent a request: what JoinGroup records of a member, and the listener it came
@@ -111,6 +119,8 @@ pub(crate) struct RequestContext {
     /// As Kafka shows it: `/` and the peer's IP address.
     pub(crate) client_host: String,
     pub(crate) listener: String,
+    /// What the request's principal may do.
+    pub(crate) access: Access,
 }
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
@@ -170,7 +180,15 @@ pub(crate) async fn handle(
             .unwrap_or_default(),
         client_host: format!("/{}", peer.ip()),
         listener: session.listener.name.clone(),
+        access: shared.authorizer.access(session.principal(), peer.ip()),
     };
+    if let Some(response) = authorize::refusal(&body, &context, &shared) {
+        if let Some(metrics) = &metrics {
+            metrics.response_errors(key, &response);
+            metrics.answered(key, started);
+        }
+        return encode(&envelope, version, &response);
+    }
     let response = match body {
         RequestKind::ApiVersions(_) => api_versions::handle(),
         RequestKind::Metadata(request) => {
@@ -189,9 +207,11 @@ pub(crate) async fn handle(
             }
             response
         }
-        RequestKind::CreateTopics(request) => create_topics::handle(request, version, shared).await,
+        RequestKind::CreateTopics(request) => {
+            create_topics::handle(request, version, &context.access, shared).await
+        }
         RequestKind::Produce(request) => {
-            let appended = produce::append(request, shared).await;
+            let appended = produce::append(request, &context.access, shared).await;
             return Reply::Later(Box::pin(async move {
                 let answer = appended.answer().await;
                 if let Some(metrics) = &metrics {
@@ -207,23 +227,33 @@ pub(crate) async fn handle(
             }));
         }
         RequestKind::Fetch(request) => {
-            let body = fetch::handle(request, version, shared).await;
+            let body = fetch::handle(request, version, &context.access, shared).await;
             if let Some(metrics) = &metrics {
                 body.count(metrics);
                 metrics.answered(key, started);
             }
             return encode_fetch(&envelope, version, &body);
         }
-        RequestKind::ListOffsets(request) => list_offsets::handle(request, version, shared).await,
-        RequestKind::DeleteTopics(request) => delete_topics::handle(request, version, shared).await,
-        RequestKind::DeleteRecords(request) => delete_records::handle(request, shared).await,
-        RequestKind::CreatePartitions(request) => create_partitions::handle(request, shared).await,
-        RequestKind::DescribeConfigs(request) => {
-            describe_configs::handle(request, version, &shared)
+        RequestKind::ListOffsets(request) => {
+            list_offsets::handle(request, version, &context.access, shared).await
         }
-        RequestKind::AlterConfigs(request) => alter_configs::alter(request, shared).await,
+        RequestKind::DeleteTopics(request) => {
+            delete_topics::handle(request, version, &context.access, shared).await
+        }
+        RequestKind::DeleteRecords(request) => {
+            delete_records::handle(request, &context.access, shared).await
+        }
+        RequestKind::CreatePartitions(request) => {
+            create_partitions::handle(request, &context.access, shared).await
+        }
+        RequestKind::DescribeConfigs(request) => {
+            describe_configs::handle(request, version, &context.access, &shared)
+        }
+        RequestKind::AlterConfigs(request) => {
+            alter_configs::alter(request, &context.access, shared).await
+        }
         RequestKind::IncrementalAlterConfigs(request) => {
-            alter_configs::incremental(request, shared).await
+            alter_configs::incremental(request, &context.access, shared).await
         }
         RequestKind::FindCoordinator(request) => {
             find_coordinator::handle(request, version, &context, &shared)
@@ -234,38 +264,55 @@ pub(crate) async fn handle(
         RequestKind::SyncGroup(request) => sync_group::handle(request, version, shared).await,
         RequestKind::Heartbeat(request) => heartbeat::handle(&request, &shared),
         RequestKind::LeaveGroup(request) => leave_group::handle(request, version, &shared),
-        RequestKind::OffsetCommit(request) => offset_commit::handle(request, shared).await,
-        RequestKind::OffsetFetch(request) => offset_fetch::handle(request, version, &shared).await,
-        RequestKind::ListGroups(request) => list_groups::handle(&request, version, &shared),
-        RequestKind::DescribeGroups(request) => describe_groups::handle(request, version, &shared),
-        RequestKind::DeleteGroups(request) => delete_groups::handle(request, shared).await,
-        RequestKind::OffsetDelete(request) => offset_delete::handle(request, shared).await,
+        RequestKind::OffsetCommit(request) => {
+            offset_commit::handle(request, &context.access, shared).await
+        }
+        RequestKind::OffsetFetch(request) => {
+            offset_fetch::handle(request, version, &context.access, &shared).await
+        }
+        RequestKind::ListGroups(request) => {
+            list_groups::handle(&request, version, &context.access, &shared)
+        }
+        RequestKind::DescribeGroups(request) => {
+            describe_groups::handle(request, version, &context.access, &shared)
+        }
+        RequestKind::DeleteGroups(request) => {
+            delete_groups::handle(request, &context.access, shared).await
+        }
+        RequestKind::OffsetDelete(request) => {
+            offset_delete::handle(request, &context.access, shared).await
+        }
         RequestKind::OffsetForLeaderEpoch(request) => {
-            offset_for_leader_epoch::handle(request, version, shared).await
+            offset_for_leader_epoch::handle(request, version, &context.access, shared).await
         }
         RequestKind::InitProducerId(request) => {
             init_producer_id::handle(request, version, shared).await
         }
         RequestKind::AddPartitionsToTxn(request) => {
-            add_partitions_to_txn::handle(request, version, shared).await
+            add_partitions_to_txn::handle(request, version, &context.access, shared).await
         }
         RequestKind::AddOffsetsToTxn(request) => {
             add_offsets_to_txn::handle(request, version, shared).await
         }
         RequestKind::EndTxn(request) => end_txn::handle(request, version, shared).await,
         RequestKind::TxnOffsetCommit(request) => {
-            txn_offset_commit::handle(request, version, shared).await
+            txn_offset_commit::handle(request, version, &context.access, shared).await
         }
         RequestKind::DescribeTransactions(request) => {
-            describe_transactions::handle(request, shared).await
+            describe_transactions::handle(request, &context.access, shared).await
         }
-        RequestKind::ListTransactions(request) => list_transactions::handle(request, shared).await,
+        RequestKind::ListTransactions(request) => {
+            list_transactions::handle(request, &context.access, shared).await
+        }
         RequestKind::DescribeUserScramCredentials(request) => {
             describe_user_scram_credentials::handle(request, shared).await
         }
         RequestKind::AlterUserScramCredentials(request) => {
             alter_user_scram_credentials::handle(request, shared).await
         }
+        RequestKind::DescribeAcls(request) => describe_acls::handle(&request, &context, &shared),
+        RequestKind::CreateAcls(request) => create_acls::handle(request, &context, shared).await,
+        RequestKind::DeleteAcls(request) => delete_acls::handle(request, &context, shared).await,
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;

@@ -12,6 +12,8 @@ use spool_coordinator::{CommitOffset, CommitRequest};
 
 use super::ApiDecl;
 use crate::errors::{code, group_error_code, group_result_code};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
@@ -21,18 +23,31 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 8,
 };
 
-pub(crate) async fn handle(request: OffsetCommitRequest, shared: Arc<Shared>) -> ResponseKind {
-    // Which partitions exist, in request order.
-    let mut known = Vec::new();
+pub(crate) async fn handle(
+    request: OffsetCommitRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> ResponseKind {
+    let group_denied = !access.group(Operation::Read, request.group_id.0.as_str());
+    // Per partition in request order, why it is refused (`None`: committed).
+    let mut refused = Vec::new();
     let mut offsets = Vec::new();
     for topic in &request.topics {
         let exists = shared.topics.get(topic.name.0.as_str());
+        let topic_denied = !access.topic(Operation::Read, topic.name.0.as_str());
         for partition in &topic.partitions {
             let found = exists
                 .as_ref()
                 .filter(|t| t.has_partition(partition.partition_index));
-            known.push(found.is_some());
-            if let Some(found) = found {
+            let refusal = if group_denied {
+                Some(code::GROUP_AUTHORIZATION_FAILED)
+            } else if topic_denied {
+                Some(code::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                found.is_none().then_some(code::UNKNOWN_TOPIC_OR_PARTITION)
+            };
+            refused.push(refusal);
+            if let (Some(found), None) = (found, refusal) {
                 offsets.push(CommitOffset {
                     topic: topic.name.0.to_string(),
                     topic_id: found.record.id,
@@ -54,13 +69,17 @@ pub(crate) async fn handle(request: OffsetCommitRequest, shared: Arc<Shared>) ->
         group_instance_id: request.group_instance_id.as_ref().map(ToString::to_string),
         offsets,
     };
-    let outcome = shared.groups.commit(commit).await;
+    let outcome = if commit.offsets.is_empty() && group_denied {
+        Ok(Vec::new())
+    } else {
+        shared.groups.commit(commit).await
+    };
     let mut results = match &outcome {
         Ok(results) => results.iter().map(|r| group_result_code(*r)).collect(),
         Err(_) => Vec::new(),
     }
     .into_iter();
-    let mut known = known.into_iter();
+    let mut refused = refused.into_iter();
     let topics = request
         .topics
         .into_iter()
@@ -69,10 +88,11 @@ pub(crate) async fn handle(request: OffsetCommitRequest, shared: Arc<Shared>) ->
                 .partitions
                 .iter()
                 .map(|partition| {
-                    let error = match (&outcome, known.next()) {
-                        (_, Some(false) | None) => code::UNKNOWN_TOPIC_OR_PARTITION,
-                        (Err(error), Some(true)) => group_error_code(*error),
-                        (Ok(_), Some(true)) => results.next().unwrap_or(code::NONE),
+                    let error = match (&outcome, refused.next()) {
+                        (_, Some(Some(refusal))) => refusal,
+                        (_, None) => code::UNKNOWN_TOPIC_OR_PARTITION,
+                        (Err(error), Some(None)) => group_error_code(*error),
+                        (Ok(_), Some(None)) => results.next().unwrap_or(code::NONE),
                     };
                     OffsetCommitResponsePartition::default()
                         .with_partition_index(partition.partition_index)

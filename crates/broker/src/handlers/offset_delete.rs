@@ -1,5 +1,6 @@
 //! OffsetDelete (key 47): removes a group's committed offsets of some partitions,
-//! refused (`GROUP_SUBSCRIBED_TO_TOPIC`) for topics its members consume.
+//! refused (`GROUP_SUBSCRIBED_TO_TOPIC`) for topics its members consume. Needs DELETE
+//! on the group and READ on each topic.
 
 use std::sync::Arc;
 
@@ -10,7 +11,9 @@ use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse
 use spool_protocol::consumer_protocol::subscribed_topics;
 
 use super::ApiDecl;
-use crate::errors::{group_error_code, group_result_code};
+use crate::errors::{code, group_error_code, group_result_code};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -19,11 +22,22 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 0,
 };
 
-pub(crate) async fn handle(request: OffsetDeleteRequest, shared: Arc<Shared>) -> ResponseKind {
+pub(crate) async fn handle(
+    request: OffsetDeleteRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> ResponseKind {
     let group = request.group_id.0.as_str();
+    if !access.group(Operation::Delete, group) {
+        return ResponseKind::OffsetDelete(
+            OffsetDeleteResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED),
+        );
+    }
+    let readable = |topic: &str| access.topic(Operation::Read, topic);
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()
+        .filter(|t| readable(t.name.0.as_str()))
         .flat_map(|t| {
             t.partitions
                 .iter()
@@ -56,13 +70,19 @@ pub(crate) async fn handle(request: OffsetDeleteRequest, shared: Arc<Shared>) ->
         .topics
         .into_iter()
         .map(|topic| {
+            let denied = !readable(topic.name.0.as_str());
             let partitions = topic
                 .partitions
                 .iter()
                 .map(|p| {
+                    let error = if denied {
+                        code::TOPIC_AUTHORIZATION_FAILED
+                    } else {
+                        results.next().map_or(0, group_result_code)
+                    };
                     OffsetDeleteResponsePartition::default()
                         .with_partition_index(p.partition_index)
-                        .with_error_code(results.next().map_or(0, group_result_code))
+                        .with_error_code(error)
                 })
                 .collect();
             OffsetDeleteResponseTopic::default()

@@ -19,6 +19,8 @@ use spool_metadata::CommittedOffset;
 
 use super::ApiDecl;
 use crate::errors::{code, group_error_code};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
@@ -34,6 +36,7 @@ type Found = (i64, i32, String, i16);
 pub(crate) async fn handle(
     request: OffsetFetchRequest,
     version: i16,
+    access: &Access,
     shared: &Shared,
 ) -> ResponseKind {
     if version >= 8 {
@@ -47,6 +50,7 @@ pub(crate) async fn handle(
             });
             let found = match lookup(
                 shared,
+                access,
                 group.group_id.0.as_str(),
                 wanted,
                 request.require_stable,
@@ -58,7 +62,7 @@ pub(crate) async fn handle(
                     groups.push(
                         OffsetFetchResponseGroup::default()
                             .with_group_id(group.group_id)
-                            .with_error_code(group_error_code(error)),
+                            .with_error_code(error),
                     );
                     continue;
                 }
@@ -99,9 +103,10 @@ pub(crate) async fn handle(
     });
     let asked: Vec<(TopicName, Vec<i32>)> = wanted.clone().unwrap_or_default();
     let require_stable = version >= 7 && request.require_stable;
-    let found = match lookup(shared, request.group_id.0.as_str(), wanted, require_stable).await {
+    let group = request.group_id.0.as_str();
+    let found = match lookup(shared, access, group, wanted, require_stable).await {
         Ok(found) => found,
-        Err(error) => return refused(version, asked, group_error_code(error)),
+        Err(error) => return refused(version, asked, error),
     };
     let topics = found
         .into_iter()
@@ -131,19 +136,31 @@ pub(crate) async fn handle(
 }
 
 /// The committed offsets of `wanted` partitions (by topic), or of all partitions
-/// the group has committed when `None`.
+/// the group has committed when `None`; or the group's error code. The group needs
+/// DESCRIBE; a topic without it is left out of "all" and refused when named.
 async fn lookup(
     shared: &Shared,
+    access: &Access,
     group: &str,
     wanted: Option<Vec<(TopicName, Vec<i32>)>>,
     require_stable: bool,
-) -> Result<Vec<(TopicName, Vec<(i32, Found)>)>, GroupError> {
-    let mut all = shared.groups.fetch_committed(group, None).await?;
+) -> Result<Vec<(TopicName, Vec<(i32, Found)>)>, i16> {
+    if !access.group(Operation::Describe, group) {
+        return Err(code::GROUP_AUTHORIZATION_FAILED);
+    }
+    let mut all = shared
+        .groups
+        .fetch_committed(group, None)
+        .await
+        .map_err(group_error_code)?;
     let unstable = if require_stable {
-        unstable_partitions(shared, group).await?
+        unstable_partitions(shared, group)
+            .await
+            .map_err(group_error_code)?
     } else {
         Vec::new()
     };
+    all.retain(|offset| access.topic(Operation::Describe, &offset.topic));
     // A pending offset of a partition with none committed is answered too.
     for (topic, partition) in &unstable {
         if !all
@@ -195,11 +212,16 @@ async fn lookup(
                     .filter(|o| o.topic == name.0.as_str())
                     .map(|o| (o.partition, found(o)))
                     .collect();
+                let none = if access.topic(Operation::Describe, name.0.as_str()) {
+                    code::NONE
+                } else {
+                    code::TOPIC_AUTHORIZATION_FAILED
+                };
                 let answers = partitions
                     .into_iter()
                     .map(|index| {
                         let hit = committed.get(&index).cloned();
-                        (index, hit.unwrap_or((-1, -1, String::new(), code::NONE)))
+                        (index, hit.unwrap_or((-1, -1, String::new(), none)))
                     })
                     .collect();
                 (name, answers)

@@ -14,8 +14,10 @@ use kafka_protocol::messages::{
 };
 
 use super::ApiDecl;
-use crate::errors;
+use crate::errors::{self, code};
 use crate::partitions::per_partition;
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -27,8 +29,10 @@ pub(crate) const API: ApiDecl = ApiDecl {
 pub(crate) async fn handle(
     request: OffsetForLeaderEpochRequest,
     version: i16,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
+    let access = access.clone();
     // The response's leader epoch exists from v1 on.
     let epoch_field = |epoch: i32| if version >= 1 { epoch } else { -1 };
     let asked = request
@@ -43,16 +47,23 @@ pub(crate) async fn handle(
             (topic.topic, partitions)
         })
         .collect();
-    let answers = per_partition(&shared, asked, |shared, name: &TopicName, index, asked| {
-        let (current_leader_epoch, leader_epoch) = asked;
-        let partition = shared
-            .partition(name.0.as_str(), index, current_leader_epoch)
-            .map_err(|error| error.code())?;
-        partition
-            .log
-            .end_offset_for_epoch(leader_epoch)
-            .map_err(|error| errors::log_error_code(&error))
-    })
+    let answers = per_partition(
+        &shared,
+        asked,
+        move |shared, name: &TopicName, index, asked| {
+            let (current_leader_epoch, leader_epoch) = asked;
+            if !access.topic(Operation::Describe, name.0.as_str()) {
+                return Err(code::TOPIC_AUTHORIZATION_FAILED);
+            }
+            let partition = shared
+                .partition(name.0.as_str(), index, current_leader_epoch)
+                .map_err(|error| error.code())?;
+            partition
+                .log
+                .end_offset_for_epoch(leader_epoch)
+                .map_err(|error| errors::log_error_code(&error))
+        },
+    )
     .await;
     let topics = answers
         .into_iter()

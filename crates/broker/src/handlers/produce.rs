@@ -33,6 +33,8 @@ use super::ApiDecl;
 use crate::errors::{self, code};
 use crate::leader_hint::LeaderHint;
 use crate::partitions::{PartitionHandle, per_partition};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topics::{self, Recompression, Topic};
 
@@ -107,18 +109,37 @@ pub(crate) struct Appended {
 }
 
 /// The first phase: appends every partition's batches.
-pub(crate) async fn append(request: ProduceRequest, shared: Arc<Shared>) -> Appended {
+pub(crate) async fn append(
+    request: ProduceRequest,
+    access: &Access,
+    shared: Arc<Shared>,
+) -> Appended {
     let acks = request.acks;
+    // CVE-2018-17196: what the batches are decides, not what the request claims.
+    let transactional_refused = access.enforced()
+        && carries_transactional_batches(&request)
+        && !request
+            .transactional_id
+            .as_ref()
+            .is_some_and(|id| access.transactional_id(Operation::Write, id));
     // What each partition gets: an error found up front, or an append.
     let mut planned: Plan = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
         let topic = shared.topics.get(topic_data.name.0.as_str());
+        let denied = if transactional_refused {
+            Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        } else {
+            (!access.topic(Operation::Write, topic_data.name.0.as_str()))
+                .then_some(code::TOPIC_AUTHORIZATION_FAILED)
+        };
         let partitions = topic_data
             .partition_data
             .into_iter()
             .map(|partition| {
                 let index = partition.index;
-                let plan = if !matches!(acks, -1..=1) {
+                let plan = if let Some(denied) = denied {
+                    Err(denied)
+                } else if !matches!(acks, -1..=1) {
                     Err(code::INVALID_REQUIRED_ACKS)
                 } else {
                     topic
@@ -184,6 +205,20 @@ pub(crate) async fn append(request: ProduceRequest, shared: Arc<Shared>) -> Appe
         topics,
         leaders,
     }
+}
+
+/// Whether any batch of the request is transactional (a header read per batch).
+fn carries_transactional_batches(request: &ProduceRequest) -> bool {
+    request
+        .topic_data
+        .iter()
+        .flat_map(|topic| &topic.partition_data)
+        .filter_map(|partition| partition.records.as_ref())
+        .any(|records| {
+            BatchFrames::new(records)
+                .map_while(Result::ok)
+                .any(|(header, _)| header.is_transactional())
+        })
 }
 
 impl Appended {

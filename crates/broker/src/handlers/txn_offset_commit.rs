@@ -18,6 +18,8 @@ use spool_metadata::CommittedOffset;
 
 use super::ApiDecl;
 use crate::errors::{code, group_error_code, txn_error_code};
+use crate::security::acl::Operation;
+use crate::security::authorizer::Access;
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -32,13 +34,25 @@ const FENCED_CODE: i16 = 3;
 pub(crate) async fn handle(
     request: TxnOffsetCommitRequest,
     version: i16,
+    access: &Access,
     shared: Arc<Shared>,
 ) -> ResponseKind {
     let group = request.group_id.0.to_string();
+    let refused = if !access.transactional_id(Operation::Write, &request.transactional_id) {
+        Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !access.group(Operation::Read, &group) {
+        Some(code::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    };
+    let topic_denied = |name: &str| !access.topic(Operation::Read, name);
     let commit_ms = spool_model::Timestamp::now().0;
     let mut offsets = Vec::new();
     let mut too_large = false;
     for topic in &request.topics {
+        if topic_denied(topic.name.0.as_str()) {
+            continue;
+        }
         let known = shared.topics.get(topic.name.0.as_str());
         for partition in &topic.partitions {
             let Some(known) = known
@@ -75,11 +89,12 @@ pub(crate) async fn handle(
             request.generation_id,
         )
         .map_err(group_error_code);
-    let outcome = match checked {
-        Err(error) => Err(error),
-        Ok(()) if too_large => Err(code::OFFSET_METADATA_TOO_LARGE),
-        Ok(()) if offsets.is_empty() => Ok(()),
-        Ok(()) => shared
+    let outcome = match (refused, checked) {
+        (Some(refusal), _) => Err(refusal),
+        (None, Err(error)) => Err(error),
+        (None, Ok(())) if too_large => Err(code::OFFSET_METADATA_TOO_LARGE),
+        (None, Ok(())) if offsets.is_empty() => Ok(()),
+        (None, Ok(())) => shared
             .transactions
             .commit_offsets(
                 request.transactional_id.0.as_str(),
@@ -95,6 +110,7 @@ pub(crate) async fn handle(
         .into_iter()
         .map(|topic| {
             let known = shared.topics.get(topic.name.0.as_str());
+            let denied = refused.is_none() && topic_denied(topic.name.0.as_str());
             let partitions = topic
                 .partitions
                 .iter()
@@ -103,6 +119,8 @@ pub(crate) async fn handle(
                         .as_ref()
                         .is_some_and(|t| t.has_partition(partition.partition_index));
                     let error = match &outcome {
+                        _ if denied => code::TOPIC_AUTHORIZATION_FAILED,
+                        Err(error) if refused.is_some() => *error,
                         _ if !exists => code::UNKNOWN_TOPIC_OR_PARTITION,
                         Ok(()) => code::NONE,
                         Err(error) => *error,

@@ -43,6 +43,33 @@ pub struct SecurityConfig {
     /// `--bootstrap-user NAME:PASSWORD`: a SCRAM credential (both mechanisms) set at
     /// start if the user has none.
     pub bootstrap_user: Option<(String, String)>,
+    /// `authorizer.enabled`: whether ACLs are enforced (off: every request allowed).
+    pub authorizer_enabled: bool,
+    /// `super.users`: `User:name` principals allowed everything, `;`-separated.
+    pub super_users: String,
+    /// `allow.everyone.if.no.acl.found`: the decision for a resource no binding names.
+    pub allow_if_no_acl: bool,
+}
+
+impl SecurityConfig {
+    /// What the authorizer is built with.
+    pub(crate) fn authorizer(&self) -> super::authorizer::AuthorizerSettings {
+        super::authorizer::AuthorizerSettings {
+            enabled: self.authorizer_enabled,
+            super_users: principals(&self.super_users),
+            allow_if_no_acl: self.allow_if_no_acl,
+        }
+    }
+}
+
+/// The principals of a `super.users` value.
+fn principals(value: &str) -> std::collections::HashSet<String> {
+    value
+        .split(';')
+        .map(str::trim)
+        .filter(|principal| !principal.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 impl Default for SecurityConfig {
@@ -59,6 +86,9 @@ impl Default for SecurityConfig {
             ca: None,
             client_auth: ClientAuth::None,
             bootstrap_user: None,
+            authorizer_enabled: false,
+            super_users: String::new(),
+            allow_if_no_acl: false,
         }
     }
 }
@@ -71,7 +101,7 @@ fn shown(path: Option<&PathBuf>) -> String {
     path.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
-pub(crate) const SECURITY_SETTINGS: [Setting; 10] = [
+pub(crate) const SECURITY_SETTINGS: [Setting; 13] = [
     Setting {
         name: "listeners",
         dynamic: false,
@@ -174,6 +204,39 @@ pub(crate) const SECURITY_SETTINGS: [Setting; 10] = [
                 "required" => ClientAuth::Required,
                 _ => return Err(expected(v, "none, requested or required")),
             };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "authorizer.enabled",
+        dynamic: false,
+        get: |c| c.security.authorizer_enabled.to_string(),
+        set: |c, v| {
+            c.security.authorizer_enabled = v.parse().map_err(|_| expected(v, "true or false"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "super.users",
+        dynamic: false,
+        get: |c| c.security.super_users.clone(),
+        set: |c, v| {
+            if let Some(bad) = principals(v).iter().find(|p| !p.starts_with("User:")) {
+                return Err(expected(
+                    bad,
+                    "principals of the form User:name, ;-separated",
+                ));
+            }
+            c.security.super_users = v.to_owned();
+            Ok(())
+        },
+    },
+    Setting {
+        name: "allow.everyone.if.no.acl.found",
+        dynamic: false,
+        get: |c| c.security.allow_if_no_acl.to_string(),
+        set: |c, v| {
+            c.security.allow_if_no_acl = v.parse().map_err(|_| expected(v, "true or false"))?;
             Ok(())
         },
     },

@@ -38,12 +38,15 @@ pub(crate) enum Gate {
 /// brokers allocate from huge counts).
 pub(crate) const PRE_AUTH_MAX_FRAME: usize = 512 * 1024;
 
+/// Kafka's principal of a connection that did not authenticate.
+pub(crate) const ANONYMOUS: &str = "User:ANONYMOUS";
+
 #[derive(Debug)]
 pub(crate) struct Session {
     pub(crate) listener: Arc<ListenerPolicy>,
     /// `User:name` once authenticated (`User:ANONYMOUS` on listeners without SASL):
     /// a re-authentication must keep it.
-    principal: Option<String>,
+    principal: Option<Arc<str>>,
     /// Read by the connection's reader: frames are small until this is set.
     authenticated: Arc<AtomicBool>,
     pub(crate) exchange: Exchange,
@@ -54,12 +57,20 @@ impl Session {
     pub(crate) fn new(listener: Arc<ListenerPolicy>) -> Session {
         let open = !listener.protocol.uses_sasl();
         Session {
-            principal: open.then(|| "User:ANONYMOUS".to_owned()),
+            principal: open.then(|| Arc::from(ANONYMOUS)),
             authenticated: Arc::new(AtomicBool::new(open)),
             exchange: Exchange::Idle,
             expires: None,
             listener,
         }
+    }
+
+    /// Who the connection authenticated as (`User:ANONYMOUS` before, and on
+    /// listeners without SASL).
+    pub(crate) fn principal(&self) -> Arc<str> {
+        self.principal
+            .clone()
+            .unwrap_or_else(|| Arc::from(ANONYMOUS))
     }
 
     /// The flag the reader watches.
@@ -90,7 +101,7 @@ impl Session {
     /// Records a successful authentication of `user`; the session's lifetime in ms (0:
     /// no expiry). A re-authentication must be of the same principal.
     pub(crate) fn authenticated(&mut self, user: &str, now: Instant) -> Result<i64, String> {
-        let principal = format!("User:{user}");
+        let principal: Arc<str> = Arc::from(format!("User:{user}"));
         if let Some(current) = &self.principal
             && *current != principal
         {

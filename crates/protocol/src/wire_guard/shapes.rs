@@ -272,6 +272,36 @@ pub const ALTER_USER_SCRAM_CREDENTIALS: Shape = Shape {
     ],
 };
 
+/// An ACL filter (DescribeAcls, DeleteAcls) or binding (CreateAcls): resource type,
+/// name, pattern type (v1+), principal, host, operation, permission.
+const ACL_FIELDS: &[Field] = &[
+    from(0, INT8),   // resource_type
+    from(0, String), // resource_name
+    from(1, INT8),   // pattern_type
+    from(0, String), // principal
+    from(0, String), // host
+    from(0, INT8),   // operation
+    from(0, INT8),   // permission_type
+];
+
+/// DescribeAcls (key 29): one filter.
+pub const DESCRIBE_ACLS: Shape = Shape {
+    flexible_since: 2,
+    fields: ACL_FIELDS,
+};
+
+/// CreateAcls (key 30).
+pub const CREATE_ACLS: Shape = Shape {
+    flexible_since: 2,
+    fields: &[from(0, Structs(ACL_FIELDS))], // creations
+};
+
+/// DeleteAcls (key 31).
+pub const DELETE_ACLS: Shape = Shape {
+    flexible_since: 2,
+    fields: &[from(0, Structs(ACL_FIELDS))], // filters
+};
+
 /// The shape of a request body by API key, for the APIs Spool decodes.
 #[must_use]
 pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
@@ -311,6 +341,9 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         36 => Some(&SASL_AUTHENTICATE),
         50 => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS),
         51 => Some(&ALTER_USER_SCRAM_CREDENTIALS),
+        29 => Some(&DESCRIBE_ACLS),
+        30 => Some(&CREATE_ACLS),
+        31 => Some(&DELETE_ACLS),
         _ => None,
     }
 }

@@ -4,14 +4,17 @@
 use bytes::BytesMut;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId,
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-    DescribeConfigsRequest, DescribeUserScramCredentialsRequest, FetchRequest,
-    IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
+    CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
+    DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeConfigsRequest,
+    DescribeUserScramCredentialsRequest, FetchRequest, IncrementalAlterConfigsRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest, TopicName,
     alter_configs_request::{AlterConfigsResource, AlterableConfig},
     alter_user_scram_credentials_request::{ScramCredentialDeletion, ScramCredentialUpsertion},
+    create_acls_request::AclCreation,
     create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
     create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig},
+    delete_acls_request::DeleteAclsFilter,
     delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic},
     delete_topics_request::DeleteTopicState,
     describe_configs_request::DescribeConfigsResource,
@@ -332,6 +335,41 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         AlterUserScramCredentialsRequest::VERSIONS,
         &|v| encoded(&alter, v),
     );
+    let describe_acls = DescribeAclsRequest::default()
+        .with_resource_type_filter(2)
+        .with_resource_name_filter(None)
+        .with_pattern_type_filter(1)
+        .with_principal_filter(Some(StrBytes::from_static_str("User:alice")))
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    add(ApiKey::DescribeAcls, DescribeAclsRequest::VERSIONS, &|v| {
+        encoded(&describe_acls, v)
+    });
+    let create_acls = CreateAclsRequest::default().with_creations(vec![
+        AclCreation::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("orders"))
+            .with_resource_pattern_type(4)
+            .with_principal(StrBytes::from_static_str("User:alice"))
+            .with_host(StrBytes::from_static_str("*"))
+            .with_operation(3)
+            .with_permission_type(3),
+    ]);
+    add(ApiKey::CreateAcls, CreateAclsRequest::VERSIONS, &|v| {
+        encoded(&create_acls, v)
+    });
+    let delete_acls = DeleteAclsRequest::default().with_filters(vec![
+        DeleteAclsFilter::default()
+            .with_resource_type_filter(1)
+            .with_resource_name_filter(Some(StrBytes::from_static_str("orders")))
+            .with_pattern_type_filter(2)
+            .with_operation(1)
+            .with_permission_type(1),
+    ]);
+    add(ApiKey::DeleteAcls, DeleteAclsRequest::VERSIONS, &|v| {
+        encoded(&delete_acls, v)
+    });
     out.extend(group_samples::samples());
     out
 }

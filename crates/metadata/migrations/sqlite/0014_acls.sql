@@ -1,0 +1,14 @@
+-- ACL bindings (Kafka's authorizer model), every field by its wire code:
+-- resource type, name and pattern type; principal (User:name or User:*), host (an IP
+-- or *), operation and permission (2 DENY, 3 ALLOW).
+CREATE TABLE acls (
+    resource_type  INTEGER NOT NULL,
+    resource_name  TEXT NOT NULL,
+    pattern_type   INTEGER NOT NULL,
+    principal      TEXT NOT NULL,
+    host           TEXT NOT NULL,
+    operation      INTEGER NOT NULL,
+    permission     INTEGER NOT NULL,
+    PRIMARY KEY (resource_type, resource_name, pattern_type, principal, host, operation,
+                 permission)
+);
