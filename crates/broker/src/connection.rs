@@ -233,6 +233,11 @@ async fn handle_in_order(
         if replies.send(reply).await.is_err() || close {
             break;
         }
+        // A client over its quota: its answer is on its way; nothing more is read
+        // from it until the throttle time is over (KIP-219).
+        if let Some(until) = session.take_mute() {
+            tokio::time::sleep_until(until.into()).await;
+        }
     }
     // Requests left unhandled as the connection closes leave the in-flight count.
     queued.close();

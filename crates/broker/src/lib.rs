@@ -22,6 +22,7 @@ mod leader_hint;
 mod metrics;
 mod partitions;
 mod producer_ids;
+mod quotas;
 mod response;
 mod security;
 mod server;

@@ -110,6 +110,8 @@ pub(crate) struct Shared {
     pub(crate) views: crate::views::Views,
     /// The ACLs and what decides with them.
     pub(crate) authorizer: crate::security::authorizer::Authorizer,
+    /// Client quotas and what each entity has used.
+    pub(crate) quotas: crate::quotas::Quotas,
 }
 
 /// A listener as bound.
@@ -348,6 +350,8 @@ impl Broker {
             config.security.authorizer(),
             metadata.acls().await?,
         );
+        let quotas = crate::quotas::Quotas::default();
+        quotas.load(metadata.quotas().await?);
         if let Some((user, password)) = &config.security.bootstrap_user {
             crate::security::seed_user(&metadata, user, password).await?;
         }
@@ -407,6 +411,7 @@ impl Broker {
             delayed: crate::delayed::DelayedStats::default(),
             views: crate::views::Views::default(),
             authorizer,
+            quotas,
         });
         markers.attach(&shared);
         if let Some(metrics) = &shared.metrics {

@@ -548,7 +548,17 @@ async fn each_api_is_refused_until_its_binding_is_granted() {
     );
     assert_eq!(find_coordinator(&mut anon, 1, "ty").await, TXN_DENIED);
 
-    // Admin APIs of the cluster.
+    // Admin APIs of the cluster: quotas (DESCRIBE_CONFIGS was granted above),
+    // credentials.
+    assert_eq!(anon.describe_quotas(&[], false).await.0, 0);
+    refused_until_granted!(
+        admin,
+        [Acl::allow(CLUSTER, "kafka-cluster", ANONYMOUS, 11)],
+        anon.alter_quotas(&[("user", Some("x"))], &[("producer_byte_rate", Some(1e6))])
+            .await,
+        CLUSTER_DENIED,
+        0
+    );
     refused_until_granted!(
         admin,
         [Acl::allow(CLUSTER, "kafka-cluster", ANONYMOUS, ALTER)],

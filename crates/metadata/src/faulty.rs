@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use uuid::Uuid;
 
 use crate::{
-    AclRecord, Acls, BrokerLease, BrokerRecord, Catalogue, Cluster, CommittedOffset, ConfigChange,
-    ControllerLease, DelayedRecord, DelayedRecords, Leadership, MetadataError, MetadataStore,
-    ObjectCommit, PartitionKey, PartitionMove, PartitionState, PendingHolds, Result,
-    ScramCredentialRecord, ScramCredentials, StoredRange, TopicRecord, TransactionRecord,
-    Transactions, TxnMarker, TxnUpdate,
+    AclRecord, Acls, BrokerLease, BrokerRecord, Catalogue, ClientQuotas, Cluster, CommittedOffset,
+    ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, Leadership, MetadataError,
+    MetadataStore, ObjectCommit, PartitionKey, PartitionMove, PartitionState, PendingHolds,
+    QuotaEntity, QuotaRecord, Result, ScramCredentialRecord, ScramCredentials, StoredRange,
+    TopicRecord, TransactionRecord, Transactions, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -509,5 +509,18 @@ impl Acls for FaultyMetadata {
     async fn acls(&self) -> Result<Vec<AclRecord>> {
         self.check_up()?;
         self.inner.acls().await
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientQuotas for FaultyMetadata {
+    async fn alter_quotas(&self, changes: &[(QuotaEntity, String, Option<f64>)]) -> Result<()> {
+        self.check_up()?;
+        self.inner.alter_quotas(changes).await
+    }
+
+    async fn quotas(&self) -> Result<Vec<QuotaRecord>> {
+        self.check_up()?;
+        self.inner.quotas().await
     }
 }

@@ -29,6 +29,8 @@ mod delayed_sql;
 mod error;
 mod faulty;
 mod postgres;
+mod quotas;
+mod quotas_sql;
 mod sql;
 mod sqlite;
 mod transactions;
@@ -50,6 +52,7 @@ pub use delayed::{DelayedRecord, DelayedRecords, PendingHolds};
 pub use error::MetadataError;
 pub use faulty::FaultyMetadata;
 pub use postgres::PostgresStore;
+pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use sqlite::SqliteStore;
 pub use transactions::{
     SettleOffsets, TransactionRecord, Transactions, TxnMarker, TxnState, TxnUpdate,
@@ -127,6 +130,7 @@ pub trait MetadataStore:
     + DelayedRecords
     + ScramCredentials
     + Acls
+    + ClientQuotas
     + Send
     + Sync
     + std::fmt::Debug

@@ -37,3 +37,4 @@ crate::transactions_sql::impl_transactions!(PostgresStore);
 crate::delayed_sql::impl_delayed_records!(PostgresStore);
 crate::credentials_sql::impl_scram_credentials!(PostgresStore);
 crate::acls_sql::impl_acls!(PostgresStore);
+crate::quotas_sql::impl_client_quotas!(PostgresStore);

@@ -41,6 +41,7 @@ crate::transactions_sql::impl_transactions!(SqliteStore);
 crate::delayed_sql::impl_delayed_records!(SqliteStore);
 crate::credentials_sql::impl_scram_credentials!(SqliteStore);
 crate::acls_sql::impl_acls!(SqliteStore);
+crate::quotas_sql::impl_client_quotas!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

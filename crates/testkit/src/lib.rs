@@ -8,6 +8,8 @@ mod batch_builder;
 #[cfg(feature = "broker")]
 mod http;
 #[cfg(feature = "broker")]
+mod quotas;
+#[cfg(feature = "broker")]
 mod requests;
 #[cfg(feature = "broker")]
 mod test_broker;
@@ -19,6 +21,8 @@ pub use acls::Acl;
 pub use batch_builder::{BatchBuilder, TestRecord, put_varint, random_batch};
 #[cfg(feature = "broker")]
 pub use http::{HttpResponse, http, http_get};
+#[cfg(feature = "broker")]
+pub use quotas::QuotaPart;
 #[cfg(feature = "broker")]
 pub use requests::{FetchAt, fetch_request, produce_request, topic_name};
 #[cfg(feature = "broker")]

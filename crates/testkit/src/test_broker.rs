@@ -289,6 +289,8 @@ fn api_key(request: &RequestKind) -> ApiKey {
         RequestKind::DescribeAcls(_) => ApiKey::DescribeAcls,
         RequestKind::CreateAcls(_) => ApiKey::CreateAcls,
         RequestKind::DeleteAcls(_) => ApiKey::DeleteAcls,
+        RequestKind::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
+        RequestKind::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
         other => panic!("RawClient does not know the key of {other:?}"),
     }
 }

@@ -100,6 +100,7 @@ fn failed(request: &FetchRequest, error: i16) -> FetchBody {
             })
             .collect(),
         leaders: Vec::new(),
+        throttle_time_ms: 0,
     }
 }
 

@@ -8,6 +8,7 @@ mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod authorize;
+mod client_quotas;
 mod configs;
 mod create_acls;
 mod create_partitions;
@@ -40,11 +41,12 @@ mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
+mod throttle;
 mod txn_offset_commit;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
@@ -52,6 +54,7 @@ use kafka_protocol::protocol::Encodable;
 use spool_protocol::request::{self, Envelope};
 
 use crate::connection::Reply;
+use crate::quotas::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, throttle_ms};
 use crate::response::ResponseWriter;
 use crate::security::authorizer::Access;
 use crate::security::session::{Gate, Session};
@@ -109,6 +112,8 @@ pub(crate) const APIS: &[ApiDecl] = &[
     describe_acls::API,
     create_acls::API,
     delete_acls::API,
+    client_quotas::DESCRIBE_API,
+    client_quotas::ALTER_API,
 ];
 
 /// Who sent a request: what JoinGroup records of a member, and the listener it came
@@ -189,6 +194,8 @@ pub(crate) async fn handle(
         }
         return encode(&envelope, version, &response);
     }
+    // What the quotas need once a handler has taken `shared`.
+    let after = shared.clone();
     let response = match body {
         RequestKind::ApiVersions(_) => api_versions::handle(),
         RequestKind::Metadata(request) => {
@@ -211,9 +218,32 @@ pub(crate) async fn handle(
             create_topics::handle(request, version, &context.access, shared).await
         }
         RequestKind::Produce(request) => {
-            let appended = produce::append(request, &context.access, shared).await;
+            let bytes: usize = request
+                .topic_data
+                .iter()
+                .flat_map(|topic| &topic.partition_data)
+                .filter_map(|partition| partition.records.as_ref())
+                .map(Bytes::len)
+                .sum();
+            #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
+            let bytes = bytes as f64;
+            let charged = throttle::charge(&shared, &context, PRODUCER_BYTE_RATE, bytes);
+            let appended = produce::append(request, &context.access, shared.clone()).await;
+            let throttle = charged.max(throttle::charge_time(&shared, &context, started.elapsed()));
+            // KIP-219 (v6+): answered at once, then muted; older clients wait for
+            // their answer instead.
+            let late = if version >= 6 {
+                session.mute(throttle);
+                Duration::ZERO
+            } else {
+                throttle
+            };
             return Reply::Later(Box::pin(async move {
-                let answer = appended.answer().await;
+                let mut answer = appended.answer().await;
+                if let Some(response) = &mut answer {
+                    throttle::set_throttle_time(response, throttle);
+                }
+                tokio::time::sleep(late).await;
                 if let Some(metrics) = &metrics {
                     if let Some(response) = &answer {
                         metrics.response_errors(key, response);
@@ -227,7 +257,17 @@ pub(crate) async fn handle(
             }));
         }
         RequestKind::Fetch(request) => {
-            let body = fetch::handle(request, version, &context.access, shared).await;
+            let mut body = fetch::handle(request, version, &context.access, shared.clone()).await;
+            #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
+            let bytes = body.bytes() as f64;
+            let throttle = throttle::charge(&shared, &context, CONSUMER_BYTE_RATE, bytes)
+                .max(throttle::charge_time(&shared, &context, started.elapsed()));
+            body.throttle_time_ms = throttle_ms(throttle);
+            if version >= 8 {
+                session.mute(throttle);
+            } else {
+                tokio::time::sleep(throttle).await;
+            }
             if let Some(metrics) = &metrics {
                 body.count(metrics);
                 metrics.answered(key, started);
@@ -313,11 +353,23 @@ pub(crate) async fn handle(
         RequestKind::DescribeAcls(request) => describe_acls::handle(&request, &context, &shared),
         RequestKind::CreateAcls(request) => create_acls::handle(request, &context, shared).await,
         RequestKind::DeleteAcls(request) => delete_acls::handle(request, &context, shared).await,
+        RequestKind::DescribeClientQuotas(request) => {
+            client_quotas::describe(&request, &context, &shared)
+        }
+        RequestKind::AlterClientQuotas(request) => {
+            client_quotas::alter(request, &context, shared).await
+        }
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
             return Reply::Close;
         }
     };
+    let throttle = throttle::charge_time(&after, &context, started.elapsed());
+    let mut response = response;
+    if !throttle.is_zero() {
+        throttle::set_throttle_time(&mut response, throttle);
+        session.mute(throttle);
+    }
     if let Some(metrics) = &metrics {
         metrics.response_errors(key, &response);
         metrics.answered(key, started);

@@ -51,6 +51,8 @@ pub(crate) struct Session {
     authenticated: Arc<AtomicBool>,
     pub(crate) exchange: Exchange,
     expires: Option<Instant>,
+    /// A quota's throttle (KIP-219): no request is read before this.
+    muted_until: Option<Instant>,
 }
 
 impl Session {
@@ -61,6 +63,7 @@ impl Session {
             authenticated: Arc::new(AtomicBool::new(open)),
             exchange: Exchange::Idle,
             expires: None,
+            muted_until: None,
             listener,
         }
     }
@@ -71,6 +74,19 @@ impl Session {
         self.principal
             .clone()
             .unwrap_or_else(|| Arc::from(ANONYMOUS))
+    }
+
+    /// Mutes the connection for `throttle` from now (a client over its quota).
+    pub(crate) fn mute(&mut self, throttle: Duration) {
+        if !throttle.is_zero() {
+            let until = Instant::now() + throttle;
+            self.muted_until = Some(self.muted_until.map_or(until, |muted| muted.max(until)));
+        }
+    }
+
+    /// Until when the connection is muted, if it is; the mute is then over.
+    pub(crate) fn take_mute(&mut self) -> Option<Instant> {
+        self.muted_until.take()
     }
 
     /// The flag the reader watches.

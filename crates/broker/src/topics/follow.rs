@@ -1,5 +1,5 @@
 //! Following the metadata store: topics created, deleted, grown or altered, broker
-//! configs and ACLs changed, through another broker sharing the store reach this broker within
+//! configs, ACLs and quotas changed, through another broker sharing the store reach this broker within
 //! a poll interval. The store's topics version is read every poll interval; when it
 //! moved, the topics and broker configs are read again and the table (and the logs)
 //! made to agree, under the admin lock so that this broker's own changes are never
@@ -108,6 +108,7 @@ async fn catch_up(shared: &Arc<Shared>) -> Result<bool, spool_metadata::Metadata
     let _admin = shared.admin.lock().await;
     let records = shared.metadata.topics().await?;
     shared.authorizer.load(shared.metadata.acls().await?);
+    shared.quotas.load(shared.metadata.quotas().await?);
     // New defaults reach every topic that does not set the config itself.
     let defaults_changed = shared
         .dynamic

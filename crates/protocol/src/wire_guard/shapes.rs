@@ -302,6 +302,35 @@ pub const DELETE_ACLS: Shape = Shape {
     fields: &[from(0, Structs(ACL_FIELDS))], // filters
 };
 
+/// DescribeClientQuotas (key 48).
+pub const DESCRIBE_CLIENT_QUOTAS: Shape = Shape {
+    flexible_since: 1,
+    fields: &[
+        // components: entity_type, match_type, match
+        from(
+            0,
+            Structs(&[from(0, String), from(0, INT8), from(0, String)]),
+        ),
+        from(0, BOOL), // strict
+    ],
+};
+
+const QUOTA_ENTITY: &[Field] = &[from(0, String), from(0, String)]; // entity_type, entity_name
+const QUOTA_OP: &[Field] = &[from(0, String), from(0, INT64), from(0, BOOL)]; // key, value (float64), remove
+
+/// AlterClientQuotas (key 49).
+pub const ALTER_CLIENT_QUOTAS: Shape = Shape {
+    flexible_since: 1,
+    fields: &[
+        // entries: entity, ops
+        from(
+            0,
+            Structs(&[from(0, Structs(QUOTA_ENTITY)), from(0, Structs(QUOTA_OP))]),
+        ),
+        from(0, BOOL), // validate_only
+    ],
+};
+
 /// The shape of a request body by API key, for the APIs Spool decodes.
 #[must_use]
 pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
@@ -344,6 +373,8 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         29 => Some(&DESCRIBE_ACLS),
         30 => Some(&CREATE_ACLS),
         31 => Some(&DELETE_ACLS),
+        48 => Some(&DESCRIBE_CLIENT_QUOTAS),
+        49 => Some(&ALTER_CLIENT_QUOTAS),
         _ => None,
     }
 }

@@ -2,6 +2,9 @@
 //! refuse array counts that outrun the bytes present.
 
 use bytes::BytesMut;
+use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+use kafka_protocol::messages::{AlterClientQuotasRequest, DescribeClientQuotasRequest};
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId,
     CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
@@ -370,6 +373,37 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
     add(ApiKey::DeleteAcls, DeleteAclsRequest::VERSIONS, &|v| {
         encoded(&delete_acls, v)
     });
+    let describe_quotas = DescribeClientQuotasRequest::default()
+        .with_components(vec![
+            ComponentData::default()
+                .with_entity_type(StrBytes::from_static_str("user"))
+                .with_match_type(0)
+                .with_match(Some(StrBytes::from_static_str("alice"))),
+        ])
+        .with_strict(true);
+    add(
+        ApiKey::DescribeClientQuotas,
+        DescribeClientQuotasRequest::VERSIONS,
+        &|v| encoded(&describe_quotas, v),
+    );
+    let alter_quotas = AlterClientQuotasRequest::default().with_entries(vec![
+        EntryData::default()
+            .with_entity(vec![
+                EntityData::default()
+                    .with_entity_type(StrBytes::from_static_str("client-id"))
+                    .with_entity_name(None),
+            ])
+            .with_ops(vec![
+                OpData::default()
+                    .with_key(StrBytes::from_static_str("producer_byte_rate"))
+                    .with_value(1024.0),
+            ]),
+    ]);
+    add(
+        ApiKey::AlterClientQuotas,
+        AlterClientQuotasRequest::VERSIONS,
+        &|v| encoded(&alter_quotas, v),
+    );
     out.extend(group_samples::samples());
     out
 }

@@ -32,6 +32,8 @@ pub(crate) struct FetchBody {
     pub(crate) topics: Vec<TopicOut>,
     /// The brokers named as leaders of refused partitions, with their addresses.
     pub(crate) leaders: Vec<BrokerRecord>,
+    /// A consumer over its quota: how long it is throttled (KIP-219).
+    pub(crate) throttle_time_ms: i32,
 }
 
 #[derive(Debug)]
@@ -78,6 +80,16 @@ impl PartitionOut {
 }
 
 impl FetchBody {
+    /// The bytes of records returned.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.topics
+            .iter()
+            .flat_map(|topic| &topic.partitions)
+            .flat_map(|partition| &partition.records)
+            .map(ReadChunk::len)
+            .sum()
+    }
+
     /// Counts the bytes returned per topic and the partitions' error codes.
     pub(crate) fn count(&self, metrics: &BrokerMetrics) {
         for topic in &self.topics {
@@ -109,7 +121,7 @@ impl FetchBody {
     pub(crate) fn encode(&self, version: i16, out: &mut ResponseWriter) -> Result<(), EncodeError> {
         let flexible = version >= FLEXIBLE;
         let buf = out.buffer();
-        buf.put_i32(0); // throttle_time_ms
+        buf.put_i32(self.throttle_time_ms);
         if version >= 7 {
             buf.put_i16(0); // top-level error_code
             buf.put_i32(0); // session_id: no fetch session (KIP-227 allows it)
@@ -340,6 +352,7 @@ mod tests {
                 },
             ],
             leaders: vec![broker(2, Some("a")), broker(3, None)],
+            throttle_time_ms: 0,
         }
     }
 

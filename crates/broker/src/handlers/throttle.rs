@@ -1,0 +1,86 @@
+//! Quotas as requests meet them (see `crate::quotas`): what a request is charged, and
+//! the throttle time written into its response.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::ResponseKind;
+
+use super::RequestContext;
+use crate::quotas::{REQUEST_PERCENTAGE, throttle_ms};
+use crate::server::Shared;
+
+/// Charges `amount` to the request's quota `key`; the throttle time.
+pub(crate) fn charge(
+    shared: &Shared,
+    context: &RequestContext,
+    key: &str,
+    amount: f64,
+) -> Duration {
+    shared
+        .quotas
+        .record(context.access.principal(), &context.client_id, key, amount)
+}
+
+/// Charges the time a request took to handle to its `request_percentage` quota
+/// (percent of one core: a request of 10 ms costs 1 percent-second).
+pub(crate) fn charge_time(shared: &Shared, context: &RequestContext, took: Duration) -> Duration {
+    charge(
+        shared,
+        context,
+        REQUEST_PERCENTAGE,
+        took.as_secs_f64() * 100.0,
+    )
+}
+
+/// Writes `throttle` into the response's `throttle_time_ms` (the versions without
+/// the field leave it out when encoding).
+pub(crate) fn set_throttle_time(response: &mut ResponseKind, throttle: Duration) {
+    let ms = throttle_ms(throttle);
+    macro_rules! set {
+        ($($kind:ident),+ $(,)?) => {
+            match response {
+                $(ResponseKind::$kind(r) => r.throttle_time_ms = ms,)+
+                _ => {}
+            }
+        };
+    }
+    set!(
+        Produce,
+        ListOffsets,
+        Metadata,
+        OffsetCommit,
+        OffsetFetch,
+        FindCoordinator,
+        JoinGroup,
+        Heartbeat,
+        LeaveGroup,
+        SyncGroup,
+        DescribeGroups,
+        ListGroups,
+        ApiVersions,
+        CreateTopics,
+        DeleteTopics,
+        DeleteRecords,
+        InitProducerId,
+        OffsetForLeaderEpoch,
+        AddPartitionsToTxn,
+        AddOffsetsToTxn,
+        EndTxn,
+        TxnOffsetCommit,
+        DescribeAcls,
+        CreateAcls,
+        DeleteAcls,
+        DescribeConfigs,
+        AlterConfigs,
+        CreatePartitions,
+        DeleteGroups,
+        IncrementalAlterConfigs,
+        OffsetDelete,
+        DescribeClientQuotas,
+        AlterClientQuotas,
+        DescribeUserScramCredentials,
+        AlterUserScramCredentials,
+        DescribeTransactions,
+        ListTransactions,
+    );
+}

@@ -1,0 +1,79 @@
+//! Client quotas (KIP-13, KIP-124, KIP-219, KIP-546): `producer_byte_rate`,
+//! `consumer_byte_rate` and `request_percentage` per user, client id or both, with
+//! defaults, resolved in Kafka's order of precedence ([`index`]), metered per quota
+//! entity on each broker ([`meter`]). A request over its quota is answered at once
+//! with `throttle_time_ms`, and its connection then reads nothing more for that long
+//! (KIP-219); clients too old for that get their answer late instead. With no quota
+//! configured, a request costs one read of an atomic flag.
+
+pub(crate) mod index;
+pub(crate) mod meter;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use spool_metadata::QuotaRecord;
+
+use self::index::QuotaIndex;
+use self::meter::Meters;
+
+/// The quota keys Spool enforces, by Kafka's names.
+pub(crate) const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
+pub(crate) const CONSUMER_BYTE_RATE: &str = "consumer_byte_rate";
+pub(crate) const REQUEST_PERCENTAGE: &str = "request_percentage";
+pub(crate) const KEYS: [&str; 3] = [PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE];
+
+/// The quotas in force and what each entity has used.
+#[derive(Debug, Default)]
+pub(crate) struct Quotas {
+    /// Whether any quota is configured: the fast path's one check.
+    any: AtomicBool,
+    index: RwLock<Arc<QuotaIndex>>,
+    meters: Mutex<Meters>,
+}
+
+impl Quotas {
+    /// Indexes `records` (read again from the store) in place of the old ones.
+    pub(crate) fn load(&self, records: Vec<QuotaRecord>) {
+        let index = Arc::new(QuotaIndex::new(records));
+        self.any.store(!index.is_empty(), Ordering::Release);
+        *self.index.write().unwrap_or_else(PoisonError::into_inner) = index;
+    }
+
+    /// The quotas as they are now.
+    pub(crate) fn current(&self) -> Arc<QuotaIndex> {
+        self.index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Counts `amount` (bytes, or percent-seconds of handler time) against the quota
+    /// `key` of a request from `principal` with `client_id`; how long the client is
+    /// to be throttled for it (zero within its quota, or with no quota).
+    pub(crate) fn record(
+        &self,
+        principal: &str,
+        client_id: &str,
+        key: &str,
+        amount: f64,
+    ) -> Duration {
+        if !self.any.load(Ordering::Acquire) {
+            return Duration::ZERO;
+        }
+        let user = principal.strip_prefix("User:").unwrap_or(principal);
+        let Some((entity, rate)) = self.current().resolve(user, client_id, key) else {
+            return Duration::ZERO;
+        };
+        self.meters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .charge(entity, key, rate, amount, Instant::now())
+    }
+}
+
+/// The throttle time as a response field (ms, at most `i32::MAX`).
+pub(crate) fn throttle_ms(throttle: Duration) -> i32 {
+    i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX)
+}

@@ -1,0 +1,97 @@
+//! Metering against a rate: for each quota entity and key, the time at which what it
+//! has used would be paid off at its rate (the generic cell rate algorithm). Use
+//! within a second's worth of the rate passes; past it, the client is throttled for
+//! what it is ahead, so that over time it gets its rate and no more.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use spool_metadata::QuotaEntity;
+
+/// How far ahead of its rate an entity may run before it is throttled.
+const BURST: Duration = Duration::from_secs(1);
+/// The longest a client is throttled for one request.
+const MAX_THROTTLE: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Default)]
+pub(crate) struct Meters {
+    paid_off_at: HashMap<(QuotaEntity, String), Instant>,
+}
+
+impl Meters {
+    /// Charges `amount` at `rate` per second to the entity's `key`; the throttle time.
+    pub(crate) fn charge(
+        &mut self,
+        entity: QuotaEntity,
+        key: &str,
+        rate: f64,
+        amount: f64,
+        now: Instant,
+    ) -> Duration {
+        if amount.is_nan() || amount <= 0.0 {
+            return Duration::ZERO;
+        }
+        // AlterClientQuotas takes rates above 0 only; a stored one that is not stops
+        // the entity as long as it may.
+        if rate.is_nan() || rate <= 0.0 {
+            return MAX_THROTTLE;
+        }
+        let cost = Duration::try_from_secs_f64(amount / rate).unwrap_or(MAX_THROTTLE);
+        let paid_off_at = self
+            .paid_off_at
+            .entry((entity, key.to_owned()))
+            .or_insert(now);
+        *paid_off_at = (*paid_off_at).max(now) + cost.min(MAX_THROTTLE);
+        paid_off_at
+            .saturating_duration_since(now)
+            .saturating_sub(BURST)
+            .min(MAX_THROTTLE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spool_metadata::EntityPart;
+
+    fn entity() -> QuotaEntity {
+        QuotaEntity {
+            user: EntityPart::Named("alice".to_owned()),
+            client_id: EntityPart::Absent,
+        }
+    }
+
+    #[test]
+    fn a_client_ahead_of_its_rate_is_throttled_for_what_it_is_ahead() {
+        let mut meters = Meters::default();
+        let start = Instant::now();
+        // 1000 bytes/s: the first second's worth passes.
+        assert_eq!(
+            meters.charge(entity(), "k", 1000.0, 1000.0, start),
+            Duration::ZERO
+        );
+        // Half a second more, at once: throttled half a second.
+        let throttle = meters.charge(entity(), "k", 1000.0, 500.0, start);
+        assert_eq!(throttle, Duration::from_millis(500));
+        // After waiting it out and the rest of the burst, the next second's worth is
+        // within the rate again.
+        let later = start + Duration::from_millis(1500);
+        assert_eq!(
+            meters.charge(entity(), "k", 1000.0, 1000.0, later),
+            Duration::ZERO
+        );
+        // Another key and another entity are metered apart.
+        assert_eq!(
+            meters.charge(entity(), "other", 1000.0, 1000.0, start),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn a_zero_rate_throttles_as_long_as_allowed() {
+        let mut meters = Meters::default();
+        let now = Instant::now();
+        assert_eq!(meters.charge(entity(), "k", 0.0, 1.0, now), MAX_THROTTLE);
+        assert_eq!(meters.charge(entity(), "k", 0.0, 0.0, now), Duration::ZERO);
+    }
+}
