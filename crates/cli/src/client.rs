@@ -29,11 +29,29 @@ pub(crate) struct ClientArgs {
     /// How long to wait for the cluster, in seconds.
     #[arg(long, global = true, default_value_t = 10)]
     pub(crate) timeout: u64,
+    /// Log in with SASL over plaintext: `PLAIN` (the only mechanism the CLI's client,
+    /// built without OpenSSL, has).
+    #[arg(long, global = true, env = "SPOOL_SASL_MECHANISM")]
+    pub(crate) sasl_mechanism: Option<String>,
+    #[arg(long, global = true, env = "SPOOL_SASL_USERNAME")]
+    pub(crate) sasl_username: Option<String>,
+    #[arg(
+        long,
+        global = true,
+        env = "SPOOL_SASL_PASSWORD",
+        hide_env_values = true
+    )]
+    pub(crate) sasl_password: Option<String>,
 }
 
 impl ClientArgs {
     pub(crate) fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout.max(1))
+    }
+
+    /// The SASL mechanism asked for, if any (an empty one is none).
+    pub(crate) fn sasl(&self) -> Option<&str> {
+        self.sasl_mechanism.as_deref().filter(|m| !m.is_empty())
     }
 
     /// The librdkafka configuration every client starts from.
@@ -47,6 +65,13 @@ impl ClientArgs {
                 "socket.connection.setup.timeout.ms",
                 self.timeout().as_millis().to_string(),
             );
+        if let Some(mechanism) = self.sasl() {
+            config
+                .set("security.protocol", "SASL_PLAINTEXT")
+                .set("sasl.mechanisms", mechanism)
+                .set("sasl.username", self.sasl_username.as_deref().unwrap_or(""))
+                .set("sasl.password", self.sasl_password.as_deref().unwrap_or(""));
+        }
         config
     }
 

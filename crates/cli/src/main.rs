@@ -6,6 +6,7 @@ mod admin_api;
 mod client;
 mod commands;
 mod error;
+mod kafka_admin;
 mod output;
 mod settings;
 
@@ -67,6 +68,27 @@ enum Command {
     Cluster {
         #[command(subcommand)]
         command: ClusterCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Create, list and delete ACL bindings (with `authorizer.enabled=true`).
+    Acl {
+        #[command(subcommand)]
+        command: commands::acl::AclCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Create, delete and list SCRAM users.
+    User {
+        #[command(subcommand)]
+        command: commands::user::UserCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Set, remove and list client quotas.
+    Quota {
+        #[command(subcommand)]
+        command: commands::quota::QuotaCommand,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -148,6 +170,9 @@ async fn run_client(command: Command) -> ExitCode {
         Command::Group { command, client } => commands::group::run(command, &client).await,
         Command::Cluster { command, client } => commands::cluster::run(command, &client).await,
         Command::Bench { command, client } => commands::bench::run(command, &client).await,
+        Command::Acl { command, client } => commands::acl::run(command, &client).await,
+        Command::User { command, client } => commands::user::run(command, &client).await,
+        Command::Quota { command, client } => commands::quota::run(command, &client).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

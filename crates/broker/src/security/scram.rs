@@ -160,6 +160,20 @@ impl Credential {
     }
 }
 
+/// For a client setting a user's credential through AlterUserScramCredentials (KIP-554
+/// has the client salt the password): a fresh random salt and the salted password,
+/// for mechanism 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512); `None` for another.
+pub fn salt_password(
+    mechanism: i8,
+    password: &[u8],
+    iterations: u32,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mechanism = Mechanism::from_code(mechanism)?;
+    let salt = random_bytes(24);
+    let salted = mechanism.salted_password(password, &salt, iterations);
+    Some((salt, salted))
+}
+
 /// Random bytes from the operating system.
 pub(crate) fn random_bytes(len: usize) -> Vec<u8> {
     let mut bytes = vec![0_u8; len];

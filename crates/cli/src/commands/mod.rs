@@ -1,5 +1,6 @@
 //! The client commands, one module each.
 
+pub(crate) mod acl;
 pub(crate) mod bench;
 pub(crate) mod cluster;
 pub(crate) mod cluster_status;
@@ -7,5 +8,7 @@ pub(crate) mod consume;
 pub(crate) mod faultcheck;
 pub(crate) mod group;
 pub(crate) mod produce;
+pub(crate) mod quota;
 pub(crate) mod template;
 pub(crate) mod topic;
+pub(crate) mod user;
