@@ -125,6 +125,20 @@ pub(crate) async fn serve(
             return;
         }
     };
+    // mTLS: a client certificate names the principal.
+    let certificate = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first());
+    let session = match certificate.map(|der| tls.user_of(der)) {
+        None => session,
+        Some(Ok(user)) => session.certificate_user(&user),
+        Some(Err(why)) => {
+            tracing::info!(%peer, why, "closing connection: its certificate names no principal");
+            return;
+        }
+    };
     let (reader, writer) = tokio::io::split(stream);
     run(
         reader,

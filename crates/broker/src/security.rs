@@ -3,7 +3,8 @@
 //!
 //! - [`listeners`]: `listeners`, `advertised.listeners`, the protocol map;
 //! - [`config`]: the settings;
-//! - [`tls`]: certificates, reloaded when their files change;
+//! - [`tls`]: certificates, reloaded when their files change; [`principal`]: the
+//!   principal of a client certificate (`ssl.principal.mapping.rules`);
 //! - [`session`]: a connection's authentication state and the pre-auth gate;
 //! - [`sasl`]: the exchanges; [`scram`]: SCRAM itself and its credentials;
 //! - [`acl`]: Kafka's ACL model; [`authorizer`]: the decisions, indexed.
@@ -12,6 +13,7 @@ pub(crate) mod acl;
 pub(crate) mod authorizer;
 pub(crate) mod config;
 pub(crate) mod listeners;
+pub(crate) mod principal;
 pub(crate) mod sasl;
 pub(crate) mod scram;
 pub(crate) mod session;

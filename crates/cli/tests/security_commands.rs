@@ -151,6 +151,9 @@ async fn users_acls_and_quotas_are_managed_and_enforced() {
     assert_eq!(code, 1);
     assert!(err.contains("CLUSTER_AUTHORIZATION_FAILED"), "{err}");
 
+    // Deleting without naming what is a usage error, not every binding gone.
+    let (code, _, _) = spool(addr, admin, &["acl", "delete"], "").await;
+    assert_eq!(code, 2);
     let (code, out, _) = spool(
         addr,
         admin,

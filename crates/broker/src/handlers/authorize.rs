@@ -17,14 +17,9 @@ use kafka_protocol::protocol::StrBytes;
 use super::RequestContext;
 use crate::errors::code;
 use crate::security::acl::Operation::{self, Alter, Describe, IdempotentWrite, Read, Write};
-use crate::server::Shared;
 
 /// The answer to a request its principal may not make at all; `None` to handle it.
-pub(crate) fn refusal(
-    body: &RequestKind,
-    context: &RequestContext,
-    shared: &Shared,
-) -> Option<ResponseKind> {
+pub(crate) fn refusal(body: &RequestKind, context: &RequestContext) -> Option<ResponseKind> {
     let access = &context.access;
     let group = |id: &str| !access.group(Read, id);
     let group_denied = code::GROUP_AUTHORIZATION_FAILED;
@@ -46,9 +41,8 @@ pub(crate) fn refusal(
             let error = match r.transactional_id.as_ref().filter(|id| !id.is_empty()) {
                 Some(id) => (!access.transactional_id(Write, id)).then_some(txn_denied),
                 // KIP-679: WRITE on any topic stands for IDEMPOTENT_WRITE.
-                None => (!access.cluster(IdempotentWrite)
-                    && !may_write_some_topic(context, shared))
-                .then_some(code::CLUSTER_AUTHORIZATION_FAILED),
+                None => (!access.cluster(IdempotentWrite) && !access.topic_somewhere(Write))
+                    .then_some(code::CLUSTER_AUTHORIZATION_FAILED),
             };
             error.map(|error| {
                 ResponseKind::InitProducerId(
@@ -103,16 +97,6 @@ pub(crate) fn refusal(
         }
         _ => None,
     }
-}
-
-/// Whether the principal may WRITE some existing topic (KIP-679's stand-in for
-/// IDEMPOTENT_WRITE on the cluster).
-fn may_write_some_topic(context: &RequestContext, shared: &Shared) -> bool {
-    shared
-        .topics
-        .all()
-        .iter()
-        .any(|topic| context.access.topic(Write, topic.record.name.as_str()))
 }
 
 fn denied(context: &RequestContext, operation: Operation) -> StrBytes {

@@ -241,10 +241,15 @@ pub(crate) async fn alter(
                 result.error_message = Some(StrBytes::from_string(error.to_string()));
             }
         } else {
-            match shared.metadata.quotas().await {
-                Ok(quotas) => shared.quotas.load(quotas),
-                Err(error) => {
-                    tracing::warn!(%error, "cannot read the quotas again; the next poll does")
+            {
+                // Under the admin lock, as following the store loads them (see
+                // `create_acls::applied`).
+                let _admin = shared.admin.lock().await;
+                match shared.metadata.quotas().await {
+                    Ok(quotas) => shared.quotas.load(quotas),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read the quotas again; the next poll does");
+                    }
                 }
             }
             crate::cluster::wait_for_followers(&shared).await;

@@ -107,9 +107,14 @@ pub(crate) fn refusal(
 /// After a change: this broker's bindings read again, and, in a cluster, every other
 /// broker's, before the client is answered.
 pub(crate) async fn applied(shared: &Shared) {
-    match shared.metadata.acls().await {
-        Ok(bindings) => shared.authorizer.load(bindings),
-        Err(error) => tracing::warn!(%error, "cannot read the ACLs again; the next poll does"),
+    {
+        // Under the admin lock, as following the store loads them: a load of what it
+        // read before this change cannot come after this one.
+        let _admin = shared.admin.lock().await;
+        match shared.metadata.acls().await {
+            Ok(bindings) => shared.authorizer.load(bindings),
+            Err(error) => tracing::warn!(%error, "cannot read the ACLs again; the next poll does"),
+        }
     }
     crate::cluster::wait_for_followers(shared).await;
 }

@@ -64,11 +64,15 @@ pub(crate) async fn handle(
         .min(MAX_WAIT_CAP);
     let deadline = tokio::time::Instant::now() + wait;
     let request = Arc::new(request);
+    // The time spent reading, not waiting for data: what `request_percentage` counts.
+    let mut busy = Duration::ZERO;
     loop {
+        let started = std::time::Instant::now();
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
             on_blocking_pool(move || read_all(&shared, &request, version, &access)).await
         };
+        busy += started.elapsed();
         let pass = match pass {
             Ok(pass) => pass,
             Err(error) => return failed(&request, error.code()),
@@ -76,7 +80,7 @@ pub(crate) async fn handle(
         let enough =
             pass.bytes >= u64::try_from(request.min_bytes.max(0)).unwrap_or(0) || pass.errors;
         if enough || tokio::time::Instant::now() >= deadline || pass.watches.is_empty() {
-            return pass.body;
+            return FetchBody { busy, ..pass.body };
         }
         wait_for_data(pass.watches, deadline).await;
     }
@@ -101,6 +105,7 @@ fn failed(request: &FetchRequest, error: i16) -> FetchBody {
             .collect(),
         leaders: Vec::new(),
         throttle_time_ms: 0,
+        busy: Duration::ZERO,
     }
 }
 

@@ -185,9 +185,11 @@ pub(crate) async fn handle(
             .unwrap_or_default(),
         client_host: format!("/{}", peer.ip()),
         listener: session.listener.name.clone(),
-        access: shared.authorizer.access(session.principal(), peer.ip()),
+        access: shared
+            .authorizer
+            .access(session.principal(), peer.ip().to_canonical()),
     };
-    if let Some(response) = authorize::refusal(&body, &context, &shared) {
+    if let Some(response) = authorize::refusal(&body, &context) {
         if let Some(metrics) = &metrics {
             metrics.response_errors(key, &response);
             metrics.answered(key, started);
@@ -230,14 +232,8 @@ pub(crate) async fn handle(
             let charged = throttle::charge(&shared, &context, PRODUCER_BYTE_RATE, bytes);
             let appended = produce::append(request, &context.access, shared.clone()).await;
             let throttle = charged.max(throttle::charge_time(&shared, &context, started.elapsed()));
-            // KIP-219 (v6+): answered at once, then muted; older clients wait for
-            // their answer instead.
-            let late = if version >= 6 {
-                session.mute(throttle);
-                Duration::ZERO
-            } else {
-                throttle
-            };
+            // KIP-219 from v6.
+            let late = throttle::mute_or_delay(session, throttle, version >= 6);
             return Reply::Later(Box::pin(async move {
                 let mut answer = appended.answer().await;
                 if let Some(response) = &mut answer {
@@ -261,13 +257,10 @@ pub(crate) async fn handle(
             #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
             let bytes = body.bytes() as f64;
             let throttle = throttle::charge(&shared, &context, CONSUMER_BYTE_RATE, bytes)
-                .max(throttle::charge_time(&shared, &context, started.elapsed()));
+                .max(throttle::charge_time(&shared, &context, body.busy));
             body.throttle_time_ms = throttle_ms(throttle);
-            if version >= 8 {
-                session.mute(throttle);
-            } else {
-                tokio::time::sleep(throttle).await;
-            }
+            // KIP-219 from v8.
+            tokio::time::sleep(throttle::mute_or_delay(session, throttle, version >= 8)).await;
             if let Some(metrics) = &metrics {
                 body.count(metrics);
                 metrics.answered(key, started);
@@ -364,7 +357,12 @@ pub(crate) async fn handle(
             return Reply::Close;
         }
     };
-    let throttle = throttle::charge_time(&after, &context, started.elapsed());
+    let took = if throttle::waits(key) {
+        Duration::ZERO
+    } else {
+        started.elapsed()
+    };
+    let throttle = throttle::charge_time(&after, &context, took);
     let mut response = response;
     if !throttle.is_zero() {
         throttle::set_throttle_time(&mut response, throttle);

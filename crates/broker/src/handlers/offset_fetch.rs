@@ -160,7 +160,6 @@ async fn lookup(
     } else {
         Vec::new()
     };
-    all.retain(|offset| access.topic(Operation::Describe, &offset.topic));
     // A pending offset of a partition with none committed is answered too.
     for (topic, partition) in &unstable {
         if !all
@@ -179,6 +178,7 @@ async fn lookup(
             });
         }
     }
+    all.retain(|offset| access.topic(Operation::Describe, &offset.topic));
     let found = |o: &CommittedOffset| -> Found {
         if unstable.contains(&(o.topic.clone(), o.partition)) {
             return (-1, -1, String::new(), code::UNSTABLE_OFFSET_COMMIT);

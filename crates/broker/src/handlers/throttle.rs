@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use kafka_protocol::messages::ResponseKind;
+use kafka_protocol::messages::{ApiKey, ResponseKind};
 
 use super::RequestContext;
 use crate::quotas::{REQUEST_PERCENTAGE, throttle_ms};
+use crate::security::session::Session;
 use crate::server::Shared;
 
 /// Charges `amount` to the request's quota `key`; the throttle time.
@@ -30,6 +31,28 @@ pub(crate) fn charge_time(shared: &Shared, context: &RequestContext, took: Durat
         REQUEST_PERCENTAGE,
         took.as_secs_f64() * 100.0,
     )
+}
+
+/// KIP-219: a client that knows it (`client_side`) is answered at once, with the
+/// throttle time, and its connection then muted; an older one gets its answer late
+/// instead. How long to hold the answer back.
+pub(crate) fn mute_or_delay(
+    session: &mut Session,
+    throttle: Duration,
+    client_side: bool,
+) -> Duration {
+    if client_side {
+        session.mute(throttle);
+        Duration::ZERO
+    } else {
+        throttle
+    }
+}
+
+/// Whether a request of `key` waits by design (for a rebalance), so that its time is
+/// not work to charge to `request_percentage`.
+pub(crate) fn waits(key: ApiKey) -> bool {
+    matches!(key, ApiKey::JoinGroup | ApiKey::SyncGroup)
 }
 
 /// Writes `throttle` into the response's `throttle_time_ms` (the versions without

@@ -54,13 +54,29 @@ impl QuotaIndex {
             (EntityPart::Absent, named(client_id)),
             (EntityPart::Absent, EntityPart::Default),
         ];
-        order.into_iter().find_map(|(user, client_id)| {
-            let entity = QuotaEntity { user, client_id };
+        order.into_iter().find_map(|(user_part, client_part)| {
+            let entity = QuotaEntity {
+                user: user_part,
+                client_id: client_part,
+            };
             let value = *self.by_entity.get(&entity)?.get(key)?;
-            // The entity metered is the one named: every client it covers shares
-            // the quota (a default covers each user or client id on its own).
-            Some((entity, value))
+            // What is metered: the entity named, with a default standing for the
+            // name it covers, so that each user (or client id) under a default has
+            // the whole rate, as in Kafka. Clients of one named entity share it.
+            let metered = QuotaEntity {
+                user: in_place_of_default(entity.user, user),
+                client_id: in_place_of_default(entity.client_id, client_id),
+            };
+            Some((metered, value))
         })
+    }
+}
+
+/// A default part stands for the name it covers.
+fn in_place_of_default(part: EntityPart, name: &str) -> EntityPart {
+    match part {
+        EntityPart::Default => EntityPart::Named(name.to_owned()),
+        other => other,
     }
 }
 
@@ -99,6 +115,10 @@ mod tests {
             "a default user beats a client id"
         );
         assert_eq!(index.resolve("bob", "app", "consumer_byte_rate"), None);
+        // Each user under the default is metered on its own.
+        let (metered, _) = index.resolve("bob", "app", "producer_byte_rate").unwrap();
+        assert_eq!(metered.user, named("bob"));
+        assert_eq!(metered.client_id, EntityPart::Absent);
         let clients_only = QuotaIndex::new(vec![
             record(EntityPart::Absent, EntityPart::Default, 1.0),
             record(EntityPart::Absent, named("app"), 2.0),

@@ -10,8 +10,14 @@ use spool_metadata::QuotaEntity;
 
 /// How far ahead of its rate an entity may run before it is throttled.
 const BURST: Duration = Duration::from_secs(1);
-/// The longest a client is throttled for one request.
-const MAX_THROTTLE: Duration = Duration::from_secs(30);
+/// The longest a client is throttled for one request (about Kafka's quota window,
+/// 11 samples of a second, and well within a client's request timeout). What it is
+/// still ahead stays on the meter for its next requests.
+const MAX_THROTTLE: Duration = Duration::from_secs(10);
+/// The most one request adds to the meter (a day at the rate).
+const MAX_COST: Duration = Duration::from_secs(86_400);
+/// Entities metered past which those with nothing owed are forgotten.
+const FORGET_ABOVE: usize = 10_000;
 
 #[derive(Debug, Default)]
 pub(crate) struct Meters {
@@ -36,12 +42,16 @@ impl Meters {
         if rate.is_nan() || rate <= 0.0 {
             return MAX_THROTTLE;
         }
-        let cost = Duration::try_from_secs_f64(amount / rate).unwrap_or(MAX_THROTTLE);
+        if self.paid_off_at.len() > FORGET_ABOVE {
+            // An entity that owes nothing is as if never seen.
+            self.paid_off_at.retain(|_, paid_off_at| *paid_off_at > now);
+        }
+        let cost = Duration::try_from_secs_f64(amount / rate).map_or(MAX_COST, |c| c.min(MAX_COST));
         let paid_off_at = self
             .paid_off_at
             .entry((entity, key.to_owned()))
             .or_insert(now);
-        *paid_off_at = (*paid_off_at).max(now) + cost.min(MAX_THROTTLE);
+        *paid_off_at = (*paid_off_at).max(now) + cost;
         paid_off_at
             .saturating_duration_since(now)
             .saturating_sub(BURST)
@@ -73,6 +83,14 @@ mod tests {
         // Half a second more, at once: throttled half a second.
         let throttle = meters.charge(entity(), "k", 1000.0, 500.0, start);
         assert_eq!(throttle, Duration::from_millis(500));
+        // A huge request is throttled at most MAX_THROTTLE, and the rest stays owed.
+        let huge = meters.charge(entity(), "big", 1000.0, 30_000.0, start);
+        assert_eq!(huge, MAX_THROTTLE);
+        let after = start + MAX_THROTTLE;
+        assert_eq!(
+            meters.charge(entity(), "big", 1000.0, 1.0, after),
+            MAX_THROTTLE
+        );
         // After waiting it out and the rest of the burst, the next second's worth is
         // within the rate again.
         let later = start + Duration::from_millis(1500);

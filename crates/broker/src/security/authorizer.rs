@@ -27,15 +27,37 @@ pub(crate) struct AuthorizerSettings {
 #[derive(Debug)]
 struct Entry {
     principal: String,
-    host: String,
+    host: Host,
     operation: Operation,
     allow: bool,
 }
 
+/// A binding's host: `*`, an address, or text that is neither (which no client has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Host {
+    Any,
+    Address(IpAddr),
+    Never,
+}
+
+impl Host {
+    fn parse(text: &str) -> Host {
+        if text == "*" {
+            return Host::Any;
+        }
+        text.parse::<IpAddr>()
+            .map_or(Host::Never, |address| Host::Address(address.to_canonical()))
+    }
+}
+
 impl Entry {
-    fn applies_to(&self, principal: &str, host: &str) -> bool {
+    fn applies_to(&self, principal: &str, host: IpAddr) -> bool {
         (self.principal == principal || self.principal == "User:*")
-            && (self.host == "*" || self.host == host)
+            && match self.host {
+                Host::Any => true,
+                Host::Address(address) => address == host,
+                Host::Never => false,
+            }
     }
 }
 
@@ -86,7 +108,7 @@ impl AclIndex {
             let index = &mut types[resource_type.index()];
             let entry = Entry {
                 principal: acl.principal.clone(),
-                host: acl.host.clone(),
+                host: Host::parse(&acl.host),
                 operation,
                 allow: acl.permission == ALLOW,
             };
@@ -123,7 +145,7 @@ impl AclIndex {
     pub(crate) fn allows(
         &self,
         principal: &str,
-        host: &str,
+        host: IpAddr,
         operation: Operation,
         resource_type: ResourceType,
         name: &str,
@@ -148,6 +170,41 @@ impl AclIndex {
         } else {
             self.settings.allow_if_no_acl
         }
+    }
+
+    /// Whether `operation` is allowed on some resource of the type, named or not
+    /// yet: KIP-679's stand-in for IDEMPOTENT_WRITE (WRITE on any topic). A super user
+    /// may; with no binding of the type, `allow.everyone.if.no.acl.found` decides; a
+    /// DENY on every resource (`*`) refuses; else any ALLOW that applies allows.
+    pub(crate) fn allows_somewhere(
+        &self,
+        principal: &str,
+        host: IpAddr,
+        operation: Operation,
+        resource_type: ResourceType,
+    ) -> bool {
+        if self.settings.super_users.contains(principal) {
+            return true;
+        }
+        let index = &self.types[resource_type.index()];
+        if index.literal.is_empty() && index.prefixed.is_empty() {
+            return self.settings.allow_if_no_acl;
+        }
+        let applies = |entry: &&Entry| entry.applies_to(principal, host);
+        let denied_everywhere = index.literal.get("*").is_some_and(|entries| {
+            entries
+                .iter()
+                .filter(applies)
+                .any(|e| !e.allow && e.operation.denies(operation))
+        });
+        !denied_everywhere
+            && index
+                .literal
+                .values()
+                .chain(index.prefixed.values())
+                .flatten()
+                .filter(applies)
+                .any(|e| e.allow && e.operation.allows(operation))
     }
 }
 
@@ -189,7 +246,7 @@ impl Authorizer {
         Access {
             index: self.settings.enabled.then(|| self.current()),
             principal,
-            host: host.to_string(),
+            host: host.to_canonical(),
         }
     }
 }
@@ -201,7 +258,7 @@ impl Authorizer {
 pub(crate) struct Access {
     index: Option<Arc<AclIndex>>,
     principal: Arc<str>,
-    host: String,
+    host: IpAddr,
 }
 
 impl Access {
@@ -215,8 +272,15 @@ impl Access {
     }
 
     pub(crate) fn allows(&self, operation: Operation, resource: ResourceType, name: &str) -> bool {
+        self.index
+            .as_ref()
+            .is_none_or(|index| index.allows(&self.principal, self.host, operation, resource, name))
+    }
+
+    /// Whether `operation` is allowed on some topic (see [`AclIndex::allows_somewhere`]).
+    pub(crate) fn topic_somewhere(&self, operation: Operation) -> bool {
         self.index.as_ref().is_none_or(|index| {
-            index.allows(&self.principal, &self.host, operation, resource, name)
+            index.allows_somewhere(&self.principal, self.host, operation, ResourceType::Topic)
         })
     }
 
@@ -275,7 +339,7 @@ mod tests {
         Access {
             index: Some(index.clone()),
             principal: Arc::from(principal),
-            host: "10.0.0.1".to_owned(),
+            host: IpAddr::from([10, 0, 0, 1]),
         }
     }
 
@@ -321,6 +385,35 @@ mod tests {
         assert!(!alice.group(Read, "g"));
         let open = Arc::new(AclIndex::new(settings(true), Vec::new()));
         assert!(access(&open, "User:alice").group(Read, "g"));
+    }
+
+    #[test]
+    fn write_somewhere_stands_for_idempotent_write() {
+        use Operation::*;
+        use PatternType::*;
+        use ResourceType::Topic;
+        let index = Arc::new(AclIndex::new(
+            settings(false),
+            vec![
+                // A prefix covers topics not made yet (KIP-679).
+                acl(Topic, "new-", Prefixed, "User:alice", Write, ALLOW),
+                acl(Topic, "logs", Literal, "User:bob", Read, ALLOW),
+                acl(Topic, "x", Literal, "User:carol", Write, ALLOW),
+                acl(Topic, "*", Literal, "User:carol", Write, DENY),
+            ],
+        ));
+        assert!(access(&index, "User:alice").topic_somewhere(Write));
+        assert!(
+            !access(&index, "User:bob").topic_somewhere(Write),
+            "READ is not WRITE"
+        );
+        assert!(
+            !access(&index, "User:carol").topic_somewhere(Write),
+            "denied everywhere"
+        );
+        assert!(access(&index, "User:admin").topic_somewhere(Write));
+        let empty = Arc::new(AclIndex::new(settings(true), Vec::new()));
+        assert!(access(&empty, "User:bob").topic_somewhere(Write));
     }
 
     #[test]

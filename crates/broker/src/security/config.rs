@@ -40,6 +40,9 @@ pub struct SecurityConfig {
     pub ca: Option<PathBuf>,
     /// `ssl.client.auth`.
     pub client_auth: ClientAuth,
+    /// `ssl.principal.mapping.rules`: how a client certificate's subject becomes a
+    /// user name.
+    pub principal_mapping_rules: String,
     /// `--bootstrap-user NAME:PASSWORD`: a SCRAM credential (both mechanisms) set at
     /// start if the user has none.
     pub bootstrap_user: Option<(String, String)>,
@@ -85,6 +88,7 @@ impl Default for SecurityConfig {
             key: None,
             ca: None,
             client_auth: ClientAuth::None,
+            principal_mapping_rules: "DEFAULT".to_owned(),
             bootstrap_user: None,
             authorizer_enabled: false,
             super_users: String::new(),
@@ -101,7 +105,7 @@ fn shown(path: Option<&PathBuf>) -> String {
     path.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
-pub(crate) const SECURITY_SETTINGS: [Setting; 13] = [
+pub(crate) const SECURITY_SETTINGS: [Setting; 14] = [
     Setting {
         name: "listeners",
         dynamic: false,
@@ -237,6 +241,16 @@ pub(crate) const SECURITY_SETTINGS: [Setting; 13] = [
         get: |c| c.security.allow_if_no_acl.to_string(),
         set: |c, v| {
             c.security.allow_if_no_acl = v.parse().map_err(|_| expected(v, "true or false"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "ssl.principal.mapping.rules",
+        dynamic: false,
+        get: |c| c.security.principal_mapping_rules.clone(),
+        set: |c, v| {
+            super::principal::PrincipalRules::parse(v)?;
+            c.security.principal_mapping_rules = v.to_owned();
             Ok(())
         },
     },

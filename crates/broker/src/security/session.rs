@@ -68,6 +68,16 @@ impl Session {
         }
     }
 
+    /// On a listener without SASL, the principal of the client's TLS certificate
+    /// (`User:` and the name `ssl.principal.mapping.rules` made of its subject). With
+    /// SASL, the SASL login decides, as in Kafka.
+    pub(crate) fn certificate_user(mut self, user: &str) -> Session {
+        if !self.listener.protocol.uses_sasl() {
+            self.principal = Some(Arc::from(format!("User:{user}")));
+        }
+        self
+    }
+
     /// Who the connection authenticated as (`User:ANONYMOUS` before, and on
     /// listeners without SASL).
     pub(crate) fn principal(&self) -> Arc<str> {

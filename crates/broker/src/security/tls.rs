@@ -18,6 +18,7 @@ use rustls::{RootCertStore, ServerConfig};
 use tokio::sync::watch;
 
 use super::config::{ClientAuth, SecurityConfig};
+use super::principal::{PrincipalRules, subject_name};
 
 /// How often the certificate files are looked at.
 pub(crate) const RELOAD_EVERY: Duration = Duration::from_secs(5);
@@ -26,6 +27,8 @@ pub(crate) const RELOAD_EVERY: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct TlsConfig {
     files: TlsFiles,
+    /// `ssl.principal.mapping.rules`.
+    rules: PrincipalRules,
     current: RwLock<Arc<ServerConfig>>,
     stamps: RwLock<Vec<Option<SystemTime>>>,
 }
@@ -72,13 +75,25 @@ impl TlsConfig {
         if files.client_auth != ClientAuth::None && files.ca.is_none() {
             return Err("ssl.client.auth asks for client certificates: set ssl.ca.location".into());
         }
+        let rules = PrincipalRules::parse(&config.principal_mapping_rules)?;
         let stamps = files.stamps();
         let current = server_config(&files)?;
         Ok(TlsConfig {
             files,
+            rules,
             current: RwLock::new(current),
             stamps: RwLock::new(stamps),
         })
+    }
+
+    /// The user a client certificate (DER) names, by `ssl.principal.mapping.rules`;
+    /// why there is none.
+    pub(crate) fn user_of(&self, certificate: &[u8]) -> Result<String, String> {
+        let subject = subject_name(certificate)
+            .ok_or_else(|| "the client certificate does not parse".to_owned())?;
+        self.rules
+            .apply(&subject)
+            .ok_or_else(|| format!("no ssl.principal.mapping.rules rule applies to {subject}"))
     }
 
     /// The settings for a new connection.

@@ -76,6 +76,9 @@ pub(crate) struct FilterArgs {
     operation: Option<String>,
     #[arg(long)]
     host: Option<String>,
+    /// With `delete` and nothing else named: every binding.
+    #[arg(long)]
+    all: bool,
 }
 
 // Wire codes (docs/security.md).
@@ -152,6 +155,24 @@ struct Binding {
     permission: String,
 }
 
+impl Binding {
+    /// A binding as printed, from its resource pattern (type, name, pattern type) and
+    /// its entry (principal, host, operation, permission), as the wire has them.
+    fn of(resource: (i8, &StrBytes, i8), entry: (&StrBytes, &StrBytes, i8, i8)) -> Binding {
+        let (resource_type, name, pattern) = resource;
+        let (principal, host, operation, permission) = entry;
+        Binding {
+            resource_type: name_of(&RESOURCE_TYPES, resource_type),
+            name: name.to_string(),
+            pattern: pattern_name(pattern),
+            principal: principal.to_string(),
+            host: host.to_string(),
+            operation: name_of(&OPERATIONS, operation),
+            permission: permission_name(permission),
+        }
+    }
+}
+
 pub(crate) async fn run(command: AclCommand, client: &ClientArgs) -> Result<(), CliError> {
     let mut connection = AdminConnection::open(client).await?;
     match command {
@@ -201,6 +222,18 @@ pub(crate) async fn run(command: AclCommand, client: &ClientArgs) -> Result<(), 
             Ok(())
         }
         AclCommand::Delete { filter } => {
+            if filter.resource.pattern(false).is_none()
+                && filter.principal.is_none()
+                && filter.operation.is_none()
+                && filter.host.is_none()
+                && !filter.all
+            {
+                // Every binding, the super users' grants included: say so.
+                return Err(CliError::Usage(
+                    "name what to delete (a resource, --principal, --operation or --host), or --all"
+                        .to_owned(),
+                ));
+            }
             let deleted = delete(&mut connection, &filter).await?;
             match client.format {
                 Format::Json => output::print_json(&deleted),
@@ -273,14 +306,20 @@ async fn list(
         .resources
         .iter()
         .flat_map(|resource| {
-            resource.acls.iter().map(|acl| Binding {
-                resource_type: name_of(&RESOURCE_TYPES, resource.resource_type),
-                name: resource.resource_name.to_string(),
-                pattern: pattern_name(resource.pattern_type),
-                principal: acl.principal.to_string(),
-                host: acl.host.to_string(),
-                operation: name_of(&OPERATIONS, acl.operation),
-                permission: permission_name(acl.permission_type),
+            resource.acls.iter().map(|acl| {
+                Binding::of(
+                    (
+                        resource.resource_type,
+                        &resource.resource_name,
+                        resource.pattern_type,
+                    ),
+                    (
+                        &acl.principal,
+                        &acl.host,
+                        acl.operation,
+                        acl.permission_type,
+                    ),
+                )
             })
         })
         .collect())
@@ -314,14 +353,16 @@ async fn delete(
                 error_name(result.error_code)
             )));
         }
-        deleted.extend(result.matching_acls.iter().map(|acl| Binding {
-            resource_type: name_of(&RESOURCE_TYPES, acl.resource_type),
-            name: acl.resource_name.to_string(),
-            pattern: pattern_name(acl.pattern_type),
-            principal: acl.principal.to_string(),
-            host: acl.host.to_string(),
-            operation: name_of(&OPERATIONS, acl.operation),
-            permission: permission_name(acl.permission_type),
+        deleted.extend(result.matching_acls.iter().map(|acl| {
+            Binding::of(
+                (acl.resource_type, &acl.resource_name, acl.pattern_type),
+                (
+                    &acl.principal,
+                    &acl.host,
+                    acl.operation,
+                    acl.permission_type,
+                ),
+            )
         }));
     }
     Ok(deleted)

@@ -34,6 +34,8 @@ pub(crate) struct FetchBody {
     pub(crate) leaders: Vec<BrokerRecord>,
     /// A consumer over its quota: how long it is throttled (KIP-219).
     pub(crate) throttle_time_ms: i32,
+    /// The time the request spent reading (not waiting for data).
+    pub(crate) busy: std::time::Duration,
 }
 
 #[derive(Debug)]
@@ -353,6 +355,7 @@ mod tests {
             ],
             leaders: vec![broker(2, Some("a")), broker(3, None)],
             throttle_time_ms: 0,
+            busy: std::time::Duration::ZERO,
         }
     }
 
