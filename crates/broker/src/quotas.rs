@@ -4,7 +4,7 @@
 //! entity on each broker ([`meter`]). A request over its quota is answered at once
 //! with `throttle_time_ms`, and its connection then reads nothing more for that long
 //! (KIP-219); clients too old for that get their answer late instead. With no quota
-//! configured, a request costs one read of an atomic flag.
+//! configured, a request costs a clock read and an atomic load.
 
 pub(crate) mod index;
 pub(crate) mod meter;

@@ -1,18 +1,20 @@
-//! A connection for the admin requests librdkafka's Rust binding does not offer: ACLs
+//! A Kafka connection for the requests librdkafka's Rust binding does not offer:
+//! ApiVersions and Metadata as they are (`spool cluster info`), ACLs
 //! (Create/Describe/DeleteAcls), SCRAM credentials (KIP-554) and client quotas
 //! (KIP-546). Written here because no maintained Rust crate sends them; it frames the
 //! `kafka-protocol` crate's requests over one TCP connection to the first bootstrap
-//! broker, after a SASL PLAIN login when `--sasl-mechanism PLAIN` is given. Any broker
-//! of a Spool cluster applies these changes cluster-wide before it answers.
+//! broker that answers, after a SASL PLAIN login when `--sasl-mechanism PLAIN` is
+//! given. Any broker of a Spool cluster applies admin changes cluster-wide before it
+//! answers.
 
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind, SaslAuthenticateRequest,
-    SaslHandshakeRequest,
+    ApiKey, RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
+    SaslHandshakeRequest, SaslHandshakeResponse,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -22,41 +24,52 @@ use crate::error::CliError;
 /// The largest response accepted (a DescribeAcls of a big cluster fits easily).
 const MAX_RESPONSE: usize = 64 << 20;
 
-pub(crate) struct AdminConnection {
+/// A connection to the first bootstrap broker that answers, logged in when
+/// `--sasl-mechanism` asks; and that broker's address. `what` names the errand, for
+/// the error when none answers.
+pub(crate) async fn connect(
+    client: &ClientArgs,
+    what: &str,
+) -> Result<(Connection, String), CliError> {
+    let mut last_error = String::from("no brokers given");
+    for address in client
+        .brokers
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        match tokio::time::timeout(client.timeout(), TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => {
+                let mut connection = Connection {
+                    stream,
+                    correlation: 0,
+                    timeout: client.timeout(),
+                };
+                if let Some(mechanism) = client.sasl() {
+                    connection.login(mechanism, client).await?;
+                }
+                return Ok((connection, address.to_string()));
+            }
+            Ok(Err(error)) => last_error = format!("{address}: {error}"),
+            Err(_) => last_error = format!("{address}: timed out"),
+        }
+    }
+    Err(CliError::Unreachable {
+        brokers: client.brokers.clone(),
+        what: what.to_owned(),
+        detail: last_error,
+    })
+}
+
+/// One Kafka connection, one request at a time.
+#[derive(Debug)]
+pub(crate) struct Connection {
     stream: TcpStream,
     correlation: i32,
     timeout: Duration,
 }
 
-impl AdminConnection {
-    /// Connects to the first bootstrap broker, and logs in if SASL is asked for.
-    pub(crate) async fn open(client: &ClientArgs) -> Result<AdminConnection, CliError> {
-        let address = client
-            .brokers
-            .split(',')
-            .map(str::trim)
-            .find(|a| !a.is_empty())
-            .ok_or_else(|| CliError::Usage("--brokers names no broker".to_owned()))?;
-        let unreachable = |detail: String| CliError::Unreachable {
-            brokers: client.brokers.clone(),
-            what: "connect".to_owned(),
-            detail,
-        };
-        let stream = tokio::time::timeout(client.timeout(), TcpStream::connect(address))
-            .await
-            .map_err(|_| unreachable("timed out".to_owned()))?
-            .map_err(|e| unreachable(e.to_string()))?;
-        let mut connection = AdminConnection {
-            stream,
-            correlation: 0,
-            timeout: client.timeout(),
-        };
-        if let Some(mechanism) = client.sasl() {
-            connection.login(mechanism, client).await?;
-        }
-        Ok(connection)
-    }
-
+impl Connection {
     async fn login(&mut self, mechanism: &str, client: &ClientArgs) -> Result<(), CliError> {
         if mechanism != "PLAIN" {
             return Err(CliError::Usage(format!(
@@ -68,28 +81,25 @@ impl AdminConnection {
                 "--sasl-mechanism needs --sasl-username and --sasl-password".to_owned(),
             ));
         };
-        let handshake =
-            SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
-        let ResponseKind::SaslHandshake(answer) =
-            self.call(RequestKind::SaslHandshake(handshake), 1).await?
-        else {
-            return Err(CliError::Failed("not a SaslHandshake answer".to_owned()));
-        };
-        if answer.error_code != 0 {
+        let handshake: SaslHandshakeResponse = self
+            .call(
+                SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
+                1,
+            )
+            .await?;
+        if handshake.error_code != 0 {
             return Err(CliError::Failed(format!(
-                "the broker does not take SASL PLAIN here (error {})",
-                answer.error_code
+                "the broker does not take SASL PLAIN here: {}",
+                error_name(handshake.error_code)
             )));
         }
         let token = format!("\0{user}\0{password}");
-        let authenticate =
-            SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token.into_bytes()));
-        let ResponseKind::SaslAuthenticate(answer) = self
-            .call(RequestKind::SaslAuthenticate(authenticate), 2)
-            .await?
-        else {
-            return Err(CliError::Failed("not a SaslAuthenticate answer".to_owned()));
-        };
+        let answer: SaslAuthenticateResponse = self
+            .call(
+                SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token.into_bytes())),
+                2,
+            )
+            .await?;
         if answer.error_code != 0 {
             let why = answer
                 .error_message
@@ -101,72 +111,67 @@ impl AdminConnection {
     }
 
     /// Sends `request` at `version` and reads its answer.
-    pub(crate) async fn call(
+    pub(crate) async fn call<R>(
         &mut self,
-        request: RequestKind,
+        request: R,
         version: i16,
-    ) -> Result<ResponseKind, CliError> {
-        let key = api_key(&request)?;
+    ) -> Result<R::Response, CliError>
+    where
+        R: Request + Encodable + HeaderVersion,
+        R::Response: Decodable + HeaderVersion,
+    {
+        let failed = |what: &str, detail: String| {
+            CliError::Failed(format!(
+                "{what} ({:?} v{version}): {detail}",
+                ApiKey::try_from(R::KEY)
+            ))
+        };
         self.correlation += 1;
         let header = RequestHeader::default()
-            .with_request_api_key(key as i16)
+            .with_request_api_key(R::KEY)
             .with_request_api_version(version)
             .with_correlation_id(self.correlation)
             .with_client_id(Some(StrBytes::from_static_str("spool-cli")));
         let mut body = BytesMut::new();
-        let encoded = header
-            .encode(&mut body, key.request_header_version(version))
-            .and_then(|()| request.encode(&mut body, version));
-        encoded.map_err(|e| CliError::Failed(format!("cannot encode the request: {e}")))?;
+        header
+            .encode(&mut body, R::header_version(version))
+            .and_then(|()| request.encode(&mut body, version))
+            .map_err(|e| failed("cannot encode the request", e.to_string()))?;
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
-        frame.extend_from_slice(&body);
+        frame.put_slice(&body);
         let exchange = async {
             self.stream.write_all(&frame).await?;
-            let length = self.stream.read_u32().await? as usize;
-            if length > MAX_RESPONSE {
-                return Err(std::io::Error::other(format!("a {length}-byte answer")));
+            let size = self.stream.read_u32().await?;
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            if size > MAX_RESPONSE {
+                return Err(std::io::Error::other(format!(
+                    "a {size}-byte response is too large"
+                )));
             }
-            let mut answer = vec![0_u8; length];
-            self.stream.read_exact(&mut answer).await?;
-            Ok(Bytes::from(answer))
+            let mut response = vec![0; size];
+            self.stream.read_exact(&mut response).await?;
+            Ok(Bytes::from(response))
         };
-        let mut answer = tokio::time::timeout(self.timeout, exchange)
+        let mut response = tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|_| CliError::Failed("the broker did not answer in time".to_owned()))?
-            .map_err(|error| {
-                CliError::Failed(format!(
-                    "the broker closed the connection ({error}): is this listener's principal allowed, and is the broker new enough?"
-                ))
-            })?;
-        let header = ResponseHeader::decode(&mut answer, key.response_header_version(version))
-            .map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?;
+            .map_err(|_| failed("no answer", "timed out".to_string()))?
+            .map_err(|e| failed("the connection failed", e.to_string()))?;
+        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
+            .map_err(|e| failed("cannot decode the response header", e.to_string()))?;
         if header.correlation_id != self.correlation {
-            return Err(CliError::Failed("an answer to another request".to_owned()));
-        }
-        let response = ResponseKind::decode(key, &mut answer, version)
-            .map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?;
-        Ok(response)
-    }
-}
-
-fn api_key(request: &RequestKind) -> Result<ApiKey, CliError> {
-    Ok(match request {
-        RequestKind::SaslHandshake(_) => ApiKey::SaslHandshake,
-        RequestKind::SaslAuthenticate(_) => ApiKey::SaslAuthenticate,
-        RequestKind::CreateAcls(_) => ApiKey::CreateAcls,
-        RequestKind::DescribeAcls(_) => ApiKey::DescribeAcls,
-        RequestKind::DeleteAcls(_) => ApiKey::DeleteAcls,
-        RequestKind::DescribeUserScramCredentials(_) => ApiKey::DescribeUserScramCredentials,
-        RequestKind::AlterUserScramCredentials(_) => ApiKey::AlterUserScramCredentials,
-        RequestKind::DescribeClientQuotas(_) => ApiKey::DescribeClientQuotas,
-        RequestKind::AlterClientQuotas(_) => ApiKey::AlterClientQuotas,
-        _ => {
-            return Err(CliError::Failed(
-                "not an admin request of this client".to_owned(),
+            return Err(failed(
+                "the answer does not match the request",
+                format!("correlation id {}", header.correlation_id),
             ));
         }
-    })
+        let decoded = R::Response::decode(&mut response, version)
+            .map_err(|e| failed("cannot decode the response", e.to_string()))?;
+        if response.has_remaining() {
+            tracing::debug!(left = response.remaining(), "bytes after the response");
+        }
+        Ok(decoded)
+    }
 }
 
 /// A Kafka error code as a message: the name where Spool answers it.

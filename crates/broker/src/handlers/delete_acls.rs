@@ -15,7 +15,7 @@ use spool_metadata::AclRecord;
 use super::create_acls::{applied, refusal};
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::security::acl::{AclFilter, Operation};
+use crate::security::acl::{AclFilter, Operation, acl_filter_of};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -56,18 +56,7 @@ pub(crate) async fn handle(
     let filters: Vec<AclFilter> = request
         .filters
         .iter()
-        .map(|filter| AclFilter {
-            resource_type: filter.resource_type_filter,
-            resource_name: filter
-                .resource_name_filter
-                .as_ref()
-                .map(ToString::to_string),
-            pattern_type: filter.pattern_type_filter,
-            principal: filter.principal_filter.as_ref().map(ToString::to_string),
-            host: filter.host_filter.as_ref().map(ToString::to_string),
-            operation: filter.operation,
-            permission: filter.permission_type,
-        })
+        .map(|filter| acl_filter_of!(filter))
         .collect();
     // What the store holds now, not this broker's copy: another broker's change of a
     // moment ago may not have reached it.

@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::create_acls::refusal;
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::security::acl::{AclFilter, Operation};
+use crate::security::acl::{Operation, acl_filter_of};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -35,18 +35,7 @@ pub(crate) fn handle(
     if let Some((error, message)) = refusal(context, shared, Operation::Describe) {
         return failed(error, &message);
     }
-    let filter = AclFilter {
-        resource_type: request.resource_type_filter,
-        resource_name: request
-            .resource_name_filter
-            .as_ref()
-            .map(ToString::to_string),
-        pattern_type: request.pattern_type_filter,
-        principal: request.principal_filter.as_ref().map(ToString::to_string),
-        host: request.host_filter.as_ref().map(ToString::to_string),
-        operation: request.operation,
-        permission: request.permission_type,
-    };
+    let filter = acl_filter_of!(request);
     if let Some(why) = filter.invalid() {
         return failed(code::INVALID_REQUEST, why);
     }

@@ -4,14 +4,15 @@
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::{
-    CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest, RequestKind, ResponseKind,
+    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DescribeAclsRequest, DescribeAclsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 
 use crate::client::ClientArgs;
 use crate::error::CliError;
-use crate::kafka_admin::{AdminConnection, error_name};
+use crate::kafka_admin::{Connection, connect, error_name};
 use crate::output::{self, Format};
 
 #[derive(Debug, clap::Subcommand)]
@@ -174,7 +175,7 @@ impl Binding {
 }
 
 pub(crate) async fn run(command: AclCommand, client: &ClientArgs) -> Result<(), CliError> {
-    let mut connection = AdminConnection::open(client).await?;
+    let (mut connection, _) = connect(client, "manage ACLs").await?;
     match command {
         AclCommand::Create {
             resource,
@@ -198,11 +199,7 @@ pub(crate) async fn run(command: AclCommand, client: &ClientArgs) -> Result<(), 
                 .with_operation(operation_code(&operation)?)
                 .with_permission_type(if deny { DENY } else { ALLOW });
             let request = CreateAclsRequest::default().with_creations(vec![creation]);
-            let ResponseKind::CreateAcls(response) =
-                connection.call(RequestKind::CreateAcls(request), 3).await?
-            else {
-                return Err(CliError::Failed("not a CreateAcls answer".to_owned()));
-            };
+            let response: CreateAclsResponse = connection.call(request, 3).await?;
             for result in &response.results {
                 if result.error_code != 0 {
                     let message = result.error_message.as_ref().map(ToString::to_string);
@@ -277,10 +274,7 @@ fn filter_of(filter: &FilterArgs) -> Result<Filter, CliError> {
     ))
 }
 
-async fn list(
-    connection: &mut AdminConnection,
-    filter: &FilterArgs,
-) -> Result<Vec<Binding>, CliError> {
+async fn list(connection: &mut Connection, filter: &FilterArgs) -> Result<Vec<Binding>, CliError> {
     let (resource_type, name, pattern, principal, host, operation, permission) = filter_of(filter)?;
     let request = DescribeAclsRequest::default()
         .with_resource_type_filter(resource_type)
@@ -290,12 +284,7 @@ async fn list(
         .with_host_filter(host)
         .with_operation(operation)
         .with_permission_type(permission);
-    let ResponseKind::DescribeAcls(response) = connection
-        .call(RequestKind::DescribeAcls(request), 3)
-        .await?
-    else {
-        return Err(CliError::Failed("not a DescribeAcls answer".to_owned()));
-    };
+    let response: DescribeAclsResponse = connection.call(request, 3).await?;
     if response.error_code != 0 {
         return Err(CliError::Failed(format!(
             "cannot list ACLs: {}",
@@ -326,7 +315,7 @@ async fn list(
 }
 
 async fn delete(
-    connection: &mut AdminConnection,
+    connection: &mut Connection,
     filter: &FilterArgs,
 ) -> Result<Vec<Binding>, CliError> {
     let (resource_type, name, pattern, principal, host, operation, permission) = filter_of(filter)?;
@@ -340,11 +329,7 @@ async fn delete(
             .with_operation(operation)
             .with_permission_type(permission),
     ]);
-    let ResponseKind::DeleteAcls(response) =
-        connection.call(RequestKind::DeleteAcls(request), 3).await?
-    else {
-        return Err(CliError::Failed("not a DeleteAcls answer".to_owned()));
-    };
+    let response: DeleteAclsResponse = connection.call(request, 3).await?;
     let mut deleted = Vec::new();
     for result in &response.filter_results {
         if result.error_code != 0 {

@@ -3,24 +3,16 @@
 //! API versions it negotiated, so this command speaks the protocol itself, through
 //! `kafka-protocol`: ApiVersions, then Metadata at the highest version both sides know.
 
-use std::time::Duration;
-
-use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::client::ClientArgs;
 use crate::error::CliError;
+use crate::kafka_admin::connect;
 use crate::output::{self, Format};
-
-/// A response larger than this is not a Metadata or ApiVersions answer.
-const MAX_RESPONSE: usize = 64 << 20;
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum ClusterCommand {
@@ -106,7 +98,7 @@ pub(crate) async fn run(command: ClusterCommand, client: &ClientArgs) -> Result<
 }
 
 async fn info(client: &ClientArgs) -> Result<(), CliError> {
-    let (mut connection, bootstrap) = connect(client).await?;
+    let (mut connection, bootstrap) = connect(client, "ask for the cluster's metadata").await?;
     let versions: ApiVersionsResponse = connection
         .call(
             ApiVersionsRequest::default()
@@ -199,101 +191,4 @@ fn print_view(view: &ClusterView) {
         ]);
     }
     output::print_table(&apis, "none");
-}
-
-/// A connection to the first bootstrap broker that answers.
-async fn connect(client: &ClientArgs) -> Result<(Connection, String), CliError> {
-    let mut last_error = String::from("no brokers given");
-    for address in client
-        .brokers
-        .split(',')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-    {
-        match tokio::time::timeout(client.timeout(), TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => {
-                let connection = Connection {
-                    stream,
-                    correlation: 0,
-                    timeout: client.timeout(),
-                };
-                return Ok((connection, address.to_string()));
-            }
-            Ok(Err(error)) => last_error = format!("{address}: {error}"),
-            Err(_) => last_error = format!("{address}: timed out"),
-        }
-    }
-    Err(CliError::Unreachable {
-        brokers: client.brokers.clone(),
-        what: "ask for the cluster's metadata".to_string(),
-        detail: last_error,
-    })
-}
-
-/// One Kafka connection, one request at a time.
-#[derive(Debug)]
-struct Connection {
-    stream: TcpStream,
-    correlation: i32,
-    timeout: Duration,
-}
-
-impl Connection {
-    async fn call<R>(&mut self, request: R, version: i16) -> Result<R::Response, CliError>
-    where
-        R: Request + Encodable + HeaderVersion,
-        R::Response: Decodable + HeaderVersion,
-    {
-        let failed = |what: &str, detail: String| {
-            CliError::Failed(format!(
-                "{what} ({:?} v{version}): {detail}",
-                ApiKey::try_from(R::KEY)
-            ))
-        };
-        self.correlation += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation)
-            .with_client_id(Some(StrBytes::from_static_str("spool-cli")));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, R::header_version(version))
-            .and_then(|()| request.encode(&mut body, version))
-            .map_err(|e| failed("cannot encode the request", e.to_string()))?;
-        let mut frame = BytesMut::with_capacity(body.len() + 4);
-        frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
-        frame.put_slice(&body);
-        let exchange = async {
-            self.stream.write_all(&frame).await?;
-            let size = self.stream.read_u32().await?;
-            let size = usize::try_from(size).unwrap_or(usize::MAX);
-            if size > MAX_RESPONSE {
-                return Err(std::io::Error::other(format!(
-                    "a {size}-byte response is too large"
-                )));
-            }
-            let mut response = vec![0; size];
-            self.stream.read_exact(&mut response).await?;
-            Ok(Bytes::from(response))
-        };
-        let mut response = tokio::time::timeout(self.timeout, exchange)
-            .await
-            .map_err(|_| failed("no answer", "timed out".to_string()))?
-            .map_err(|e| failed("the connection failed", e.to_string()))?;
-        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
-            .map_err(|e| failed("cannot decode the response header", e.to_string()))?;
-        if header.correlation_id != self.correlation {
-            return Err(failed(
-                "the answer does not match the request",
-                format!("correlation id {}", header.correlation_id),
-            ));
-        }
-        let decoded = R::Response::decode(&mut response, version)
-            .map_err(|e| failed("cannot decode the response", e.to_string()))?;
-        if response.has_remaining() {
-            tracing::debug!(left = response.remaining(), "bytes after the response");
-        }
-        Ok(decoded)
-    }
 }

@@ -4,14 +4,15 @@
 use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
 use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
 use kafka_protocol::messages::{
-    AlterClientQuotasRequest, DescribeClientQuotasRequest, RequestKind, ResponseKind,
+    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 
 use crate::client::ClientArgs;
 use crate::error::CliError;
-use crate::kafka_admin::{AdminConnection, error_name};
+use crate::kafka_admin::{Connection, connect, error_name};
 use crate::output::{self, Format};
 
 #[derive(Debug, clap::Subcommand)]
@@ -79,7 +80,7 @@ fn text(value: &str) -> StrBytes {
 }
 
 pub(crate) async fn run(command: QuotaCommand, client: &ClientArgs) -> Result<(), CliError> {
-    let mut connection = AdminConnection::open(client).await?;
+    let (mut connection, _) = connect(client, "manage quotas").await?;
     let (entity, ops) = match command {
         QuotaCommand::List { entity } => {
             return list(&mut connection, &entity, client.format).await;
@@ -123,14 +124,7 @@ pub(crate) async fn run(command: QuotaCommand, client: &ClientArgs) -> Result<()
         .collect();
     let request = AlterClientQuotasRequest::default()
         .with_entries(vec![EntryData::default().with_entity(entity).with_ops(ops)]);
-    let ResponseKind::AlterClientQuotas(response) = connection
-        .call(RequestKind::AlterClientQuotas(request), 1)
-        .await?
-    else {
-        return Err(CliError::Failed(
-            "not an AlterClientQuotas answer".to_owned(),
-        ));
-    };
+    let response: AlterClientQuotasResponse = connection.call(request, 1).await?;
     for entry in &response.entries {
         if entry.error_code != 0 {
             let message = entry.error_message.as_ref().map(ToString::to_string);
@@ -146,7 +140,7 @@ pub(crate) async fn run(command: QuotaCommand, client: &ClientArgs) -> Result<()
 }
 
 async fn list(
-    connection: &mut AdminConnection,
+    connection: &mut Connection,
     entity: &EntityArgs,
     format: Format,
 ) -> Result<(), CliError> {
@@ -162,14 +156,7 @@ async fn list(
         })
         .collect();
     let request = DescribeClientQuotasRequest::default().with_components(components);
-    let ResponseKind::DescribeClientQuotas(response) = connection
-        .call(RequestKind::DescribeClientQuotas(request), 1)
-        .await?
-    else {
-        return Err(CliError::Failed(
-            "not a DescribeClientQuotas answer".to_owned(),
-        ));
-    };
+    let response: DescribeClientQuotasResponse = connection.call(request, 1).await?;
     if response.error_code != 0 {
         return Err(CliError::Failed(format!(
             "cannot list quotas: {}",

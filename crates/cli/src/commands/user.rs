@@ -8,15 +8,15 @@ use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
 };
 use kafka_protocol::messages::{
-    AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest, RequestKind,
-    ResponseKind,
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 
 use crate::client::ClientArgs;
 use crate::error::CliError;
-use crate::kafka_admin::{AdminConnection, error_name};
+use crate::kafka_admin::{Connection, connect, error_name};
 use crate::output::{self, Format};
 
 #[derive(Debug, clap::Subcommand)]
@@ -73,7 +73,7 @@ struct UserView {
 }
 
 pub(crate) async fn run(command: UserCommand, client: &ClientArgs) -> Result<(), CliError> {
-    let mut connection = AdminConnection::open(client).await?;
+    let (mut connection, _) = connect(client, "manage users").await?;
     let name_of = |name: &str| StrBytes::from_string(name.to_owned());
     let request = match command {
         UserCommand::List => return list(&mut connection, client.format).await,
@@ -112,14 +112,7 @@ pub(crate) async fn run(command: UserCommand, client: &ClientArgs) -> Result<(),
             AlterUserScramCredentialsRequest::default().with_deletions(deletions)
         }
     };
-    let ResponseKind::AlterUserScramCredentials(response) = connection
-        .call(RequestKind::AlterUserScramCredentials(request), 0)
-        .await?
-    else {
-        return Err(CliError::Failed(
-            "not an AlterUserScramCredentials answer".to_owned(),
-        ));
-    };
+    let response: AlterUserScramCredentialsResponse = connection.call(request, 0).await?;
     for result in &response.results {
         if result.error_code == 91 {
             return Err(CliError::NotFound(format!(
@@ -141,16 +134,9 @@ pub(crate) async fn run(command: UserCommand, client: &ClientArgs) -> Result<(),
     Ok(())
 }
 
-async fn list(connection: &mut AdminConnection, format: Format) -> Result<(), CliError> {
+async fn list(connection: &mut Connection, format: Format) -> Result<(), CliError> {
     let request = DescribeUserScramCredentialsRequest::default().with_users(None);
-    let ResponseKind::DescribeUserScramCredentials(response) = connection
-        .call(RequestKind::DescribeUserScramCredentials(request), 0)
-        .await?
-    else {
-        return Err(CliError::Failed(
-            "not a DescribeUserScramCredentials answer".to_owned(),
-        ));
-    };
+    let response: DescribeUserScramCredentialsResponse = connection.call(request, 0).await?;
     if response.error_code != 0 {
         return Err(CliError::Failed(format!(
             "cannot list users: {}",
