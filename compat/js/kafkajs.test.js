@@ -7,6 +7,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert');
 const { spawn, spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
@@ -461,7 +462,21 @@ test('a view shows only matching records; KafkaJS moves past gaps, commits and r
   await admin.disconnect();
 });
 
-test('SASL: SCRAM-SHA-256 and PLAIN over SASL_PLAINTEXT and SASL_SSL; a wrong password fails', async () => {
+// An ES256 key made for the run, and tokens it signs (what an identity provider does).
+function signingKey(kid) {
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = { ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' };
+  const b64 = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const sign = (sub) => {
+    const now = Math.floor(Date.now() / 1000);
+    const body = `${b64({ alg: 'ES256', kid, typ: 'JWT' })}.${b64({ sub, iat: now, exp: now + 600 })}`;
+    const signature = crypto.sign('sha256', Buffer.from(body), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+    return `${body}.${signature.toString('base64url')}`;
+  };
+  return { jwk, sign };
+}
+
+test('SASL: SCRAM-SHA-256, PLAIN and OAUTHBEARER over SASL_PLAINTEXT and SASL_SSL; a wrong password or token fails', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-kafkajs-sasl-'));
   const cert = path.join(dir, 'cert.pem');
   const key = path.join(dir, 'key.pem');
@@ -469,24 +484,33 @@ test('SASL: SCRAM-SHA-256 and PLAIN over SASL_PLAINTEXT and SASL_SSL; a wrong pa
     '-out', cert, '-days', '1', '-subj', '/CN=localhost',
     '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { encoding: 'utf8' });
   assert.strictEqual(made.status, 0, made.stderr);
+  const idp = signingKey('js-1');
+  const jwks = path.join(dir, 'jwks.json');
+  fs.writeFileSync(jwks, JSON.stringify({ keys: [idp.jwk] }));
   const [plainPort, saslPort, sslPort] = [await freePort(), await freePort(), await freePort()];
   const broker = spawn(SPOOL_BIN, ['--data-dir', path.join(dir, 'data'), '--admin-listen', 'off',
     '--bootstrap-user', 'carol:carol-secret',
     '--set', `listeners=PLAINTEXT://127.0.0.1:${plainPort},SASL_PLAINTEXT://127.0.0.1:${saslPort},SASL_SSL://127.0.0.1:${sslPort}`,
-    '--set', 'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512',
+    '--set', 'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER',
+    '--set', `sasl.oauthbearer.jwks.endpoint.url=${jwks}`,
     '--set', `ssl.certificate.location=${cert}`, '--set', `ssl.key.location=${key}`], { stdio: 'ignore' });
   try {
     for (const port of [plainPort, saslPort, sslPort]) await waitForPort(port);
+    // For OAUTHBEARER, `password` is the token.
     const client = (port, mechanism, password, ssl) => new Kafka({
       clientId: 'spool-sasl', brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING,
-      sasl: { mechanism, username: 'carol', password },
+      sasl: mechanism === 'oauthbearer'
+        ? { mechanism, oauthBearerProvider: async () => ({ value: password }) }
+        : { mechanism, username: 'carol', password },
       ssl: ssl ? { ca: [fs.readFileSync(cert)] } : false,
       retry: { retries: 1 },
     });
     const cases = [[saslPort, 'scram-sha-256', false], [saslPort, 'plain', false],
-      [sslPort, 'scram-sha-512', true], [sslPort, 'plain', true]];
+      [sslPort, 'scram-sha-512', true], [sslPort, 'plain', true],
+      [saslPort, 'oauthbearer', false], [sslPort, 'oauthbearer', true]];
     for (const [port, mechanism, ssl] of cases) {
-      const kafkaClient = client(port, mechanism, 'carol-secret', ssl);
+      const secret = mechanism === 'oauthbearer' ? idp.sign('carol') : 'carol-secret';
+      const kafkaClient = client(port, mechanism, secret, ssl);
       const topic = `js-sasl-${mechanism}-${ssl ? 'ssl' : 'plain'}`;
       const admin = kafkaClient.admin();
       await admin.connect();
@@ -507,6 +531,8 @@ test('SASL: SCRAM-SHA-256 and PLAIN over SASL_PLAINTEXT and SASL_SSL; a wrong pa
     }
     const wrong = client(saslPort, 'scram-sha-256', 'nope', false).admin();
     await assert.rejects(wrong.connect(), /SASL|authentication|credentials/i);
+    const forged = client(saslPort, 'oauthbearer', signingKey('js-1').sign('carol'), false).admin();
+    await assert.rejects(forged.connect(), /SASL|authentication|signature/i);
   } finally {
     const exited = new Promise((resolve) => broker.on('exit', resolve));
     broker.kill('SIGTERM');

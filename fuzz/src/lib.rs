@@ -190,3 +190,77 @@ fn overwrite(store: &dyn Store, path: &Path, bytes: &[u8]) {
         let _ = file.sync();
     }
 }
+
+/// What a client sends before it is authenticated, through each SASL mechanism's
+/// checks: the first byte picks PLAIN, SCRAM (client-first NUL client-final) or
+/// OAUTHBEARER (the client response, then its token against a key set, unsecured
+/// tokens allowed so that their claims are read too). Beyond "no panic": what passes
+/// is what the mechanism allows.
+pub fn sasl_exchange(data: &[u8]) {
+    use spool_sasl::{jwt, oauth, plain, scram};
+    let Some((&mode, message)) = data.split_first() else {
+        return;
+    };
+    match mode % 3 {
+        0 => {
+            if let Ok(login) = plain::parse(message) {
+                assert!(!login.user.is_empty() && login.user.len() <= plain::FIELD_MAX);
+                assert_eq!(message.iter().filter(|byte| **byte == 0).count(), 2);
+            }
+        }
+        1 => {
+            let mut parts = message.splitn(2, |byte| *byte == 0);
+            let first = parts.next().unwrap_or_default();
+            let Ok(first) = scram::parse_client_first(first) else {
+                return;
+            };
+            assert!(!first.user.is_empty());
+            let (exchange, challenge) = scram::ServerExchange::start(first, scram_credential());
+            assert!(challenge.starts_with(b"r="));
+            if let Some(last) = parts.next() {
+                // The server nonce is random: a final message found by the fuzzer
+                // cannot name it, so it must fail.
+                assert!(exchange.finish(last).is_err());
+            }
+        }
+        _ => {
+            let Ok(response) = oauth::parse_client_response(message) else {
+                return;
+            };
+            assert!(!response.token.is_empty() && response.token.len() <= oauth::TOKEN_MAX);
+            let (keys, rules) = token_checks();
+            if let Ok(verified) = jwt::verify(&response.token, keys, rules, 0) {
+                assert!(!verified.principal.is_empty());
+                assert!(response.token.ends_with('.'), "only unsecured tokens pass");
+            }
+        }
+    }
+}
+
+/// A credential made once (its PBKDF2 is slow).
+fn scram_credential() -> spool_sasl::scram::Credential {
+    use spool_sasl::scram::{Credential, MIN_ITERATIONS, Mechanism};
+    static CREDENTIAL: std::sync::OnceLock<Credential> = std::sync::OnceLock::new();
+    CREDENTIAL
+        .get_or_init(|| Credential::new(Mechanism::Sha256, b"secret", MIN_ITERATIONS))
+        .clone()
+}
+
+/// A key set of one key made for the run, and rules that take unsecured tokens.
+fn token_checks() -> &'static (jsonwebtoken::jwk::JwkSet, spool_sasl::jwt::TokenRules) {
+    use spool_testkit::tokens::{SigningKey, key_set_json};
+    static CHECKS: std::sync::OnceLock<(
+        jsonwebtoken::jwk::JwkSet,
+        spool_sasl::jwt::TokenRules,
+    )> = std::sync::OnceLock::new();
+    CHECKS.get_or_init(|| {
+        let json = key_set_json(&[&SigningKey::ec("fuzz")]);
+        let keys = spool_sasl::jwt::parse_key_set(json.as_bytes())
+            .unwrap_or_else(|error| unreachable!("{error}"));
+        let rules = spool_sasl::jwt::TokenRules {
+            allow_unsecured: true,
+            ..spool_sasl::jwt::TokenRules::default()
+        };
+        (keys, rules)
+    })
+}

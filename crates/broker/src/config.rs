@@ -255,6 +255,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
     SETTINGS
         .iter()
         .chain(crate::security::config::SECURITY_SETTINGS.iter())
+        .chain(crate::security::oauth::OAUTH_SETTINGS.iter())
 }
 
 const SETTINGS: [Setting; 38] = [

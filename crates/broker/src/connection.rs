@@ -267,11 +267,20 @@ async fn handle_in_order(
 /// After a SaslHandshake v0, the frames are bare SASL tokens and so are the answers;
 /// a failure closes the connection (v0 has no way to say why).
 async fn raw_token(token: &[u8], session: &mut Session, shared: &Arc<Shared>) -> Reply {
-    use crate::security::sasl::{self, Step};
-    let answer = match sasl::step(&mut session.exchange, token, &shared.metadata).await {
+    use crate::security::sasl::{self, Step, Verifiers};
+    let verifiers = Verifiers {
+        metadata: &shared.metadata,
+        tokens: shared.tokens.as_deref(),
+    };
+    let answer = match sasl::step(&mut session.exchange, token, verifiers).await {
         Ok(Step::Continue(challenge)) => challenge,
-        Ok(Step::Done { user, last }) => {
-            match session.authenticated(&user, std::time::Instant::now()) {
+        Ok(Step::Done {
+            user,
+            last,
+            expires_at_ms,
+        }) => {
+            let lifetime = expires_at_ms.map(sasl::credential_lifetime);
+            match session.authenticated(&user, lifetime, std::time::Instant::now()) {
                 Ok(_) => last,
                 Err(reason) => {
                     tracing::info!(reason, "SASL authentication failed");

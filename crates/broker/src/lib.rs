@@ -40,8 +40,8 @@ pub use config::{
 pub use lag::PartitionLag;
 pub use security::config::{ClientAuth, SecurityConfig};
 pub use security::listeners::SecurityProtocol;
-pub use security::scram::salt_password;
 pub use server::{Broker, BrokerError};
 pub use shared_storage::{Latency, StorageStats};
 pub use spool_metadata::{BrokerRecord, MetadataStore, MetadataUrl};
 pub use spool_objects::{ObjectStorage, StorageUrl};
+pub use spool_sasl::scram::salt_password;

@@ -6,16 +6,17 @@
 //! - [`tls`]: certificates, reloaded when their files change; [`principal`]: the
 //!   principal of a client certificate (`ssl.principal.mapping.rules`);
 //! - [`session`]: a connection's authentication state and the pre-auth gate;
-//! - [`sasl`]: the exchanges; [`scram`]: SCRAM itself and its credentials;
+//! - [`sasl`]: the exchanges (the mechanisms themselves are `spool_sasl`'s);
+//!   [`oauth`]: OAUTHBEARER's key set;
 //! - [`acl`]: Kafka's ACL model; [`authorizer`]: the decisions, indexed.
 
 pub(crate) mod acl;
 pub(crate) mod authorizer;
 pub(crate) mod config;
 pub(crate) mod listeners;
+pub(crate) mod oauth;
 pub(crate) mod principal;
 pub(crate) mod sasl;
-pub(crate) mod scram;
 pub(crate) mod session;
 pub(crate) mod tls;
 
@@ -27,9 +28,9 @@ use spool_metadata::{MetadataStore, ScramCredentialRecord};
 use self::config::SecurityConfig;
 use self::listeners::{Listener, SecurityProtocol};
 use self::sasl::SaslMechanism;
-use self::scram::{Credential, Mechanism};
 use self::session::ListenerPolicy;
 use self::tls::TlsConfig;
+use spool_sasl::scram::{Credential, Mechanism};
 
 /// Parses `sasl.enabled.mechanisms`.
 pub(crate) fn enabled_mechanisms(text: &str) -> Result<Vec<SaslMechanism>, String> {
@@ -40,7 +41,7 @@ pub(crate) fn enabled_mechanisms(text: &str) -> Result<Vec<SaslMechanism>, Strin
         .map(|name| {
             SaslMechanism::from_name(name).ok_or_else(|| {
                 format!(
-                    "SASL mechanism {name}: Spool offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"
+                    "SASL mechanism {name}: Spool offers PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER"
                 )
             })
         })

@@ -18,6 +18,7 @@ use crate::data_dir_lock::DataDirLock;
 use crate::dynamic_config::DynamicConfig;
 use crate::metrics::BrokerMetrics;
 use crate::producer_ids::ProducerIds;
+use crate::security::sasl::SaslMechanism;
 use crate::store_binding;
 use crate::topics::{self, TopicTable};
 use prometheus_client::metrics::histogram::Histogram;
@@ -112,6 +113,8 @@ pub(crate) struct Shared {
     pub(crate) authorizer: crate::security::authorizer::Authorizer,
     /// Client quotas and what each entity has used.
     pub(crate) quotas: crate::quotas::Quotas,
+    /// OAUTHBEARER's key set, when a listener offers the mechanism.
+    pub(crate) tokens: Option<Arc<crate::security::oauth::TokenVerifier>>,
 }
 
 /// A listener as bound.
@@ -238,7 +241,8 @@ impl Broker {
         metadata: Option<Arc<dyn MetadataStore>>,
     ) -> Result<Broker, BrokerError> {
         let admin = start_admin(&config.admin).await?;
-        match Broker::open(config, store, objects, metadata).await {
+        // Boxed: opening awaits every part of a broker's start, a large future.
+        match Box::pin(Broker::open(config, store, objects, metadata)).await {
             Ok(mut broker) => {
                 if let Some(server) = admin {
                     let source = Arc::new(BrokerAdmin::new(broker.shared.clone()));
@@ -315,6 +319,21 @@ impl Broker {
         };
         let setups = crate::security::listener_setups(config.listen, &config.security)
             .map_err(BrokerError::Security)?;
+        let offers_oauth = setups.iter().any(|setup| {
+            setup.policy.protocol.uses_sasl()
+                && setup
+                    .policy
+                    .mechanisms
+                    .contains(&SaslMechanism::OAuthBearer)
+        });
+        let tokens = if offers_oauth {
+            let verifier = crate::security::oauth::TokenVerifier::load(&config.security.oauth)
+                .await
+                .map_err(BrokerError::Security)?;
+            Some(Arc::new(verifier))
+        } else {
+            None
+        };
         let mut listeners = Vec::with_capacity(setups.len());
         let mut endpoints = Vec::with_capacity(setups.len());
         for (index, setup) in setups.into_iter().enumerate() {
@@ -412,6 +431,7 @@ impl Broker {
             views: crate::views::Views::default(),
             authorizer,
             quotas,
+            tokens,
         });
         markers.attach(&shared);
         if let Some(metrics) = &shared.metrics {
@@ -449,6 +469,12 @@ impl Broker {
             ));
         }
         crate::cluster::start(&shared, &stopped);
+        if let Some(tokens) = &shared.tokens {
+            tokio::spawn(crate::security::oauth::keep_fresh(
+                tokens.clone(),
+                stopped.clone(),
+            ));
+        }
         let mut watched_tls = Vec::new();
         let mut loops = Vec::with_capacity(listeners.len());
         for (bound, setup) in listeners {

@@ -1,6 +1,6 @@
 //! Test helpers for Spool: a builder for valid Kafka record batches (magic 2) and
 //! random batch generators; with the `broker` feature, a [`TestBroker`] on port 0 and
-//! a raw Kafka client. Everything here is for tests and benchmarks.
+//! a raw Kafka client; with `tokens`, OAUTHBEARER's signing keys and tokens. Everything here is for tests and benchmarks.
 
 #[cfg(feature = "broker")]
 mod acls;
@@ -13,6 +13,8 @@ mod quotas;
 mod requests;
 #[cfg(feature = "broker")]
 mod test_broker;
+#[cfg(feature = "tokens")]
+pub mod tokens;
 #[cfg(feature = "broker")]
 mod transactions;
 

@@ -1,6 +1,7 @@
 //! Writes the seed corpus (`fuzz/corpus/<target>/`): a well-formed request for every
 //! API key Spool decodes at every version, record batches of several shapes, and
-//! segment files (with and without the checkpoint a clean shutdown leaves).
+//! segment files (with and without the checkpoint a clean shutdown leaves), and the
+//! first messages of each SASL mechanism.
 //!
 //! `cargo run --manifest-path fuzz/Cargo.toml --bin seeds`; the output is committed.
 
@@ -30,6 +31,7 @@ fn main() -> std::io::Result<()> {
     write_all(&root.join("request_decoding"), &request_seeds(&batches[1]))?;
     write_all(&root.join("batch_validation"), &batches)?;
     write_all(&root.join("log_recovery"), &log_seeds())?;
+    write_all(&root.join("sasl_exchange"), &sasl_seeds())?;
     Ok(())
 }
 
@@ -247,4 +249,30 @@ fn log_seeds() -> Vec<Vec<u8>> {
         no_checkpoint(torn),
         [&checkpoint_len[..], &checkpoint, &segment].concat(),
     ]
+}
+
+/// A mode byte (0 PLAIN, 1 SCRAM, 2 OAUTHBEARER), then what a client sends.
+fn sasl_seeds() -> Vec<Vec<u8>> {
+    let now = spool_testkit::tokens::unix_seconds();
+    let unsecured = spool_testkit::tokens::unsecured_token(
+        &serde_json::json!({"sub": "alice", "iat": now, "exp": now + 3600}),
+    );
+    let signed = spool_testkit::tokens::SigningKey::ec("seed")
+        .sign(&serde_json::json!({"sub": "alice", "exp": now + 3600, "aud": "spool"}));
+    let mut seeds = vec![
+        [&[0_u8][..], b"\0alice\0alice-secret"].concat(),
+        [&[0_u8][..], b"alice\0alice\0alice-secret"].concat(),
+        [&[1_u8][..], b"n,,n=alice,r=rOprNGfwEbeRWgbNEkqO"].concat(),
+        [
+            &[1_u8][..],
+            b"n,a=alice,n=alice,r=abc\0c=biwsYT1hbGljZSw=,r=abcdef,p=dGhpcyBpcyBub3QgYSBwcm9vZg==",
+        ]
+        .concat(),
+    ];
+    for token in [unsecured, signed] {
+        let response = spool_testkit::tokens::oauthbearer_response(&token);
+        seeds.push([&[2_u8][..], &response].concat());
+    }
+    seeds.push([&[2_u8][..], b"n,a=alice,\x01auth=Bearer x.y.\x01traceId=1\x01\x01"].concat());
+    seeds
 }

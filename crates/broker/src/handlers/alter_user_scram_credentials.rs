@@ -19,8 +19,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::ApiDecl;
 use crate::errors::code;
 use crate::security::record_of;
-use crate::security::scram::{Credential, MAX_ITERATIONS, MIN_ITERATIONS, Mechanism};
 use crate::server::Shared;
+use spool_sasl::scram::{Credential, MAX_ITERATIONS, MIN_ITERATIONS, Mechanism};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::AlterUserScramCredentials,

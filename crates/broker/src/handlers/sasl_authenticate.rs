@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
-use crate::security::sasl::{self, Step};
+use crate::security::sasl::{self, Step, Verifiers};
 use crate::security::session::Session;
 use crate::server::Shared;
 
@@ -46,14 +46,26 @@ pub(crate) async fn handle(
             "SaslAuthenticate without a SaslHandshake v1 before it".to_owned(),
         );
     }
-    match sasl::step(&mut session.exchange, &request.auth_bytes, &shared.metadata).await {
+    let verifiers = Verifiers {
+        metadata: &shared.metadata,
+        tokens: shared.tokens.as_deref(),
+    };
+    match sasl::step(&mut session.exchange, &request.auth_bytes, verifiers).await {
         Ok(Step::Continue(challenge)) => (
             ResponseKind::SaslAuthenticate(
                 SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(challenge)),
             ),
             false,
         ),
-        Ok(Step::Done { user, last }) => match session.authenticated(&user, Instant::now()) {
+        Ok(Step::Done {
+            user,
+            last,
+            expires_at_ms,
+        }) => match session.authenticated(
+            &user,
+            expires_at_ms.map(sasl::credential_lifetime),
+            Instant::now(),
+        ) {
             Ok(lifetime_ms) => {
                 tracing::debug!(user, listener = %session.listener.name, "authenticated");
                 (

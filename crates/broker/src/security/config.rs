@@ -52,6 +52,8 @@ pub struct SecurityConfig {
     pub super_users: String,
     /// `allow.everyone.if.no.acl.found`: the decision for a resource no binding names.
     pub allow_if_no_acl: bool,
+    /// `sasl.oauthbearer.*`.
+    pub oauth: super::oauth::OAuthConfig,
 }
 
 impl SecurityConfig {
@@ -93,6 +95,7 @@ impl Default for SecurityConfig {
             authorizer_enabled: false,
             super_users: String::new(),
             allow_if_no_acl: false,
+            oauth: super::oauth::OAuthConfig::default(),
         }
     }
 }

@@ -1,23 +1,30 @@
 //! SASL exchanges (KIP-43, KIP-152): after SaslHandshake has chosen a mechanism, the
 //! client's tokens — in SaslAuthenticate requests, or raw frames after a v0 handshake
-//! — step the exchange until it succeeds or fails.
+//! — step the exchange until it succeeds or fails. The mechanisms' checks are
+//! `spool_sasl`'s; this looks up what they check against.
 //!
-//! - `PLAIN`: `[authzid] NUL user NUL password`, checked against the user's stored
-//!   SCRAM credential (no plaintext password is kept); an authzid other than the user
-//!   is refused (CVE-2017-12610).
-//! - `SCRAM-SHA-256`, `SCRAM-SHA-512`: see [`super::scram`].
+//! - `PLAIN`: checked against the user's stored SCRAM credential (no plaintext
+//!   password is kept).
+//! - `SCRAM-SHA-256`, `SCRAM-SHA-512`: the stored credential.
+//! - `OAUTHBEARER`: one message, the token checked against the key set
+//!   ([`super::oauth`]). A bad token fails at once with the reason (RFC 7628's error
+//!   challenge and the client's empty reply would only delay the same answer).
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use spool_metadata::MetadataStore;
+use spool_sasl::oauth::parse_client_response;
+use spool_sasl::scram::{self, Credential, Mechanism, ServerExchange};
 
-use super::scram::{self, Credential, Mechanism, ServerExchange};
+use super::oauth::TokenVerifier;
 
 /// A mechanism a listener offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SaslMechanism {
     Plain,
     Scram(Mechanism),
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -25,17 +32,18 @@ impl SaslMechanism {
         match self {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::Scram(mechanism) => mechanism.sasl_name(),
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
     pub(crate) fn from_name(name: &str) -> Option<SaslMechanism> {
-        if name == "PLAIN" {
-            return Some(SaslMechanism::Plain);
+        match name {
+            "PLAIN" => Some(SaslMechanism::Plain),
+            "OAUTHBEARER" => Some(SaslMechanism::OAuthBearer),
+            _ => Mechanism::from_sasl_name(name).map(SaslMechanism::Scram),
         }
-        Mechanism::from_sasl_name(name).map(SaslMechanism::Scram)
     }
 }
-
 /// Where a connection's exchange stands.
 #[derive(Debug, Default)]
 pub(crate) enum Exchange {
@@ -66,8 +74,13 @@ impl Exchange {
 pub(crate) enum Step {
     /// Send this challenge; more tokens follow.
     Continue(Vec<u8>),
-    /// Authenticated as this user; send these last bytes.
-    Done { user: String, last: Vec<u8> },
+    /// Authenticated as this user; send these last bytes. `expires_at_ms`: when the
+    /// credential itself expires (an OAUTHBEARER token), in ms since the Unix epoch.
+    Done {
+        user: String,
+        last: Vec<u8>,
+        expires_at_ms: Option<i64>,
+    },
 }
 
 /// Why an exchange failed: the message for the client.
@@ -75,16 +88,23 @@ pub(crate) enum Step {
 #[error("{0}")]
 pub(crate) struct AuthFailure(pub(crate) String);
 
-/// The longest user name or password PLAIN takes (as Redpanda).
-const PLAIN_FIELD_MAX: usize = 255;
+/// What an exchange checks against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Verifiers<'a> {
+    /// SCRAM credentials (for PLAIN too).
+    pub(crate) metadata: &'a Arc<dyn MetadataStore>,
+    /// OAUTHBEARER's key set, when a listener offers it.
+    pub(crate) tokens: Option<&'a TokenVerifier>,
+}
 
 /// Steps `exchange` with the client's `token`. On failure the exchange is back to
 /// idle (the connection is closed after the answer anyway).
 pub(crate) async fn step(
     exchange: &mut Exchange,
     token: &[u8],
-    metadata: &Arc<dyn MetadataStore>,
+    verifiers: Verifiers<'_>,
 ) -> Result<Step, AuthFailure> {
+    let metadata = verifiers.metadata;
     match std::mem::take(exchange) {
         Exchange::Idle => Err(AuthFailure(
             "no SASL mechanism chosen: send SaslHandshake first".to_owned(),
@@ -93,6 +113,10 @@ pub(crate) async fn step(
             mechanism: SaslMechanism::Plain,
             ..
         } => plain(token, metadata).await,
+        Exchange::Chosen {
+            mechanism: SaslMechanism::OAuthBearer,
+            ..
+        } => oauth_bearer(token, verifiers.tokens).await,
         Exchange::Chosen {
             mechanism: SaslMechanism::Scram(mechanism),
             raw,
@@ -118,6 +142,7 @@ pub(crate) async fn step(
             Ok(Step::Done {
                 user: server.user().to_owned(),
                 last,
+                expires_at_ms: None,
             })
         }
     }
@@ -131,26 +156,8 @@ fn invalid(mechanism: &str) -> AuthFailure {
 }
 
 async fn plain(token: &[u8], metadata: &Arc<dyn MetadataStore>) -> Result<Step, AuthFailure> {
-    let mut fields = token.split(|byte| *byte == 0);
-    let (Some(authzid), Some(user), Some(password), None) =
-        (fields.next(), fields.next(), fields.next(), fields.next())
-    else {
-        return Err(AuthFailure(
-            "malformed PLAIN message: expected [authzid] NUL user NUL password".to_owned(),
-        ));
-    };
-    let user = std::str::from_utf8(user)
-        .map_err(|_| AuthFailure("the PLAIN user name is not UTF-8".to_owned()))?;
-    if user.is_empty() || user.len() > PLAIN_FIELD_MAX || password.len() > PLAIN_FIELD_MAX {
-        return Err(AuthFailure(format!(
-            "PLAIN user names and passwords are 1 to {PLAIN_FIELD_MAX} bytes"
-        )));
-    }
-    if !authzid.is_empty() && authzid != user.as_bytes() {
-        return Err(AuthFailure(
-            "the authorization id must be the user name or empty".to_owned(),
-        ));
-    }
+    let login = spool_sasl::plain::parse(token).map_err(|error| AuthFailure(error.to_string()))?;
+    let user = login.user;
     // The strongest credential the user has.
     let mut found = None;
     for mechanism in [Mechanism::Sha512, Mechanism::Sha256] {
@@ -163,7 +170,7 @@ async fn plain(token: &[u8], metadata: &Arc<dyn MetadataStore>) -> Result<Step, 
         return Err(invalid("PLAIN"));
     };
     // PBKDF2 over thousands of iterations: off the async threads.
-    let password = password.to_vec();
+    let password = login.password.to_vec();
     let matches = tokio::task::spawn_blocking(move || credential.matches_password(&password))
         .await
         .unwrap_or(false);
@@ -173,6 +180,33 @@ async fn plain(token: &[u8], metadata: &Arc<dyn MetadataStore>) -> Result<Step, 
     Ok(Step::Done {
         user: user.to_owned(),
         last: Vec::new(),
+        expires_at_ms: None,
+    })
+}
+
+async fn oauth_bearer(token: &[u8], tokens: Option<&TokenVerifier>) -> Result<Step, AuthFailure> {
+    let response = parse_client_response(token).map_err(|error| AuthFailure(error.to_string()))?;
+    let Some(tokens) = tokens else {
+        return Err(AuthFailure("OAUTHBEARER is not enabled".to_owned()));
+    };
+    let verified = tokens
+        .verify(&response.token)
+        .await
+        .map_err(|error| AuthFailure(format!("invalid OAUTHBEARER token: {error}")))?;
+    // As Kafka: an authorization id, if given, must be the token's principal.
+    if response
+        .authzid
+        .as_ref()
+        .is_some_and(|authzid| *authzid != verified.principal)
+    {
+        return Err(AuthFailure(
+            "the authorization id must be the token's principal or empty".to_owned(),
+        ));
+    }
+    Ok(Step::Done {
+        user: verified.principal,
+        last: Vec::new(),
+        expires_at_ms: Some(verified.expires_at_ms),
     })
 }
 
@@ -198,4 +232,13 @@ async fn credential(
             server_key: record.server_key,
         })
     }))
+}
+
+/// From now until `expires_at_ms` (ms since the Unix epoch); zero if that is past.
+pub(crate) fn credential_lifetime(expires_at_ms: i64) -> Duration {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let expires = Duration::from_millis(u64::try_from(expires_at_ms).unwrap_or(0));
+    expires.saturating_sub(now)
 }

@@ -124,9 +124,17 @@ impl Session {
         Gate::Allow
     }
 
-    /// Records a successful authentication of `user`; the session's lifetime in ms (0:
-    /// no expiry). A re-authentication must be of the same principal.
-    pub(crate) fn authenticated(&mut self, user: &str, now: Instant) -> Result<i64, String> {
+    /// Records a successful authentication of `user` with a credential good for
+    /// `credential_lifetime` (an OAUTHBEARER token's; `None` for passwords); the
+    /// session's lifetime in ms, 0 for none. As Kafka: the shorter of the credential's
+    /// lifetime and `connections.max.reauth.ms`. A re-authentication must be of the
+    /// same principal.
+    pub(crate) fn authenticated(
+        &mut self,
+        user: &str,
+        credential_lifetime: Option<Duration>,
+        now: Instant,
+    ) -> Result<i64, String> {
         let principal: Arc<str> = Arc::from(format!("User:{user}"));
         if let Some(current) = &self.principal
             && *current != principal
@@ -135,9 +143,15 @@ impl Session {
         }
         self.principal = Some(principal);
         self.authenticated.store(true, Ordering::Release);
-        let lifetime = self.listener.max_reauth;
-        self.expires = (!lifetime.is_zero()).then(|| now + lifetime);
-        Ok(i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX))
+        let max_reauth = (!self.listener.max_reauth.is_zero()).then_some(self.listener.max_reauth);
+        let lifetime = match (credential_lifetime, max_reauth) {
+            (Some(credential), Some(max)) => Some(credential.min(max)),
+            (one, other) => one.or(other),
+        };
+        self.expires = lifetime.map(|lifetime| now + lifetime);
+        Ok(lifetime.map_or(0, |lifetime| {
+            i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX)
+        }))
     }
 }
 
@@ -173,7 +187,7 @@ mod tests {
     fn a_session_expires_and_keeps_its_principal() {
         let now = Instant::now();
         let mut session = Session::new(listener(SecurityProtocol::SaslSsl, 1000));
-        assert_eq!(session.authenticated("alice", now), Ok(1000));
+        assert_eq!(session.authenticated("alice", None, now), Ok(1000));
         assert_eq!(session.gate(ApiKey::Produce, now), Gate::Allow);
         let later = now + Duration::from_millis(1001);
         assert!(matches!(
@@ -181,8 +195,31 @@ mod tests {
             Gate::Close(_)
         ));
         assert_eq!(session.gate(ApiKey::SaslHandshake, later), Gate::Allow);
-        assert!(session.authenticated("mallory", later).is_err());
-        assert_eq!(session.authenticated("alice", later), Ok(1000));
+        assert!(session.authenticated("mallory", None, later).is_err());
+        assert_eq!(session.authenticated("alice", None, later), Ok(1000));
         assert_eq!(session.gate(ApiKey::Produce, later), Gate::Allow);
+    }
+
+    #[test]
+    fn a_token_shortens_the_session() {
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        let mut session = Session::new(listener(SecurityProtocol::SaslSsl, 0));
+        assert_eq!(
+            session.authenticated("alice", Some(minute), now),
+            Ok(60_000)
+        );
+        assert!(matches!(
+            session.gate(ApiKey::Produce, now + minute),
+            Gate::Close(_)
+        ));
+        // The shorter of the token's lifetime and connections.max.reauth.ms.
+        let mut session = Session::new(listener(SecurityProtocol::SaslSsl, 1000));
+        assert_eq!(session.authenticated("alice", Some(minute), now), Ok(1000));
+        let mut session = Session::new(listener(SecurityProtocol::SaslSsl, 120_000));
+        assert_eq!(
+            session.authenticated("alice", Some(minute), now),
+            Ok(60_000)
+        );
     }
 }

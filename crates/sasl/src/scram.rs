@@ -23,37 +23,37 @@ use subtle::ConstantTimeEq;
 
 /// A SCRAM mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Mechanism {
+pub enum Mechanism {
     Sha256,
     Sha512,
 }
 
 impl Mechanism {
-    pub(crate) const ALL: [Mechanism; 2] = [Mechanism::Sha256, Mechanism::Sha512];
+    pub const ALL: [Mechanism; 2] = [Mechanism::Sha256, Mechanism::Sha512];
 
     /// The SASL name: `SCRAM-SHA-256`.
-    pub(crate) fn sasl_name(self) -> &'static str {
+    pub fn sasl_name(self) -> &'static str {
         match self {
             Mechanism::Sha256 => "SCRAM-SHA-256",
             Mechanism::Sha512 => "SCRAM-SHA-512",
         }
     }
 
-    pub(crate) fn from_sasl_name(name: &str) -> Option<Mechanism> {
+    pub fn from_sasl_name(name: &str) -> Option<Mechanism> {
         Mechanism::ALL
             .into_iter()
             .find(|mechanism| mechanism.sasl_name() == name)
     }
 
     /// KIP-554's code: 1 for SHA-256, 2 for SHA-512.
-    pub(crate) fn code(self) -> i8 {
+    pub fn code(self) -> i8 {
         match self {
             Mechanism::Sha256 => 1,
             Mechanism::Sha512 => 2,
         }
     }
 
-    pub(crate) fn from_code(code: i8) -> Option<Mechanism> {
+    pub fn from_code(code: i8) -> Option<Mechanism> {
         Mechanism::ALL
             .into_iter()
             .find(|mechanism| mechanism.code() == code)
@@ -100,17 +100,17 @@ impl Mechanism {
 }
 
 /// The fewest and most iterations a credential may have (Kafka's bounds).
-pub(crate) const MIN_ITERATIONS: u32 = 4096;
-pub(crate) const MAX_ITERATIONS: u32 = 16_384;
+pub const MIN_ITERATIONS: u32 = 4096;
+pub const MAX_ITERATIONS: u32 = 16_384;
 
 /// What the server keeps of a password for one mechanism.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Credential {
-    pub(crate) mechanism: Mechanism,
-    pub(crate) salt: Vec<u8>,
-    pub(crate) iterations: u32,
-    pub(crate) stored_key: Vec<u8>,
-    pub(crate) server_key: Vec<u8>,
+pub struct Credential {
+    pub mechanism: Mechanism,
+    pub salt: Vec<u8>,
+    pub iterations: u32,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
 }
 
 impl std::fmt::Debug for Credential {
@@ -124,7 +124,7 @@ impl std::fmt::Debug for Credential {
 
 impl Credential {
     /// The credential of `password` with a fresh random salt.
-    pub(crate) fn new(mechanism: Mechanism, password: &[u8], iterations: u32) -> Credential {
+    pub fn new(mechanism: Mechanism, password: &[u8], iterations: u32) -> Credential {
         let salt = random_bytes(24);
         let salted = mechanism.salted_password(password, &salt, iterations);
         Credential::from_salted_password(mechanism, salt, iterations, &salted)
@@ -132,7 +132,7 @@ impl Credential {
 
     /// The credential of a salted password (what KIP-554's AlterUserScramCredentials
     /// carries: the client salts, the broker derives the keys).
-    pub(crate) fn from_salted_password(
+    pub fn from_salted_password(
         mechanism: Mechanism,
         salt: Vec<u8>,
         iterations: u32,
@@ -150,7 +150,7 @@ impl Credential {
 
     /// Whether `password` is the one this credential was made from (SASL/PLAIN checks
     /// passwords this way: no plaintext password is stored). In constant time.
-    pub(crate) fn matches_password(&self, password: &[u8]) -> bool {
+    pub fn matches_password(&self, password: &[u8]) -> bool {
         let salted = self
             .mechanism
             .salted_password(password, &self.salt, self.iterations);
@@ -175,7 +175,7 @@ pub fn salt_password(
 }
 
 /// Random bytes from the operating system.
-pub(crate) fn random_bytes(len: usize) -> Vec<u8> {
+pub fn random_bytes(len: usize) -> Vec<u8> {
     let mut bytes = vec![0_u8; len];
     // The OS generator does not fail on Linux once booted; a broker that cannot get
     // randomness must not make predictable salts or nonces.
@@ -189,7 +189,7 @@ pub(crate) fn random_bytes(len: usize) -> Vec<u8> {
 /// Why an exchange failed; the message goes back to the client (it says what was
 /// wrong with the exchange, never whether the user exists).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ScramError {
+pub enum ScramError {
     #[error("malformed SCRAM message: {0}")]
     Malformed(&'static str),
     #[error("channel binding is not supported")]
@@ -206,8 +206,8 @@ pub(crate) enum ScramError {
 
 /// The client's first message, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ClientFirst {
-    pub(crate) user: String,
+pub struct ClientFirst {
+    pub user: String,
     /// The GS2 header as sent (`n,,`), which the final message must echo.
     gs2_header: String,
     nonce: String,
@@ -216,7 +216,7 @@ pub(crate) struct ClientFirst {
 }
 
 /// Parses the client-first message.
-pub(crate) fn parse_client_first(message: &[u8]) -> Result<ClientFirst, ScramError> {
+pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, ScramError> {
     let text = std::str::from_utf8(message).map_err(|_| ScramError::Malformed("not UTF-8"))?;
     let (cbind, rest) = text
         .split_once(',')
@@ -280,7 +280,7 @@ fn decode_name(value: &str) -> Result<String, ScramError> {
 
 /// A server-side exchange after the client's first message.
 #[derive(Debug)]
-pub(crate) struct ServerExchange {
+pub struct ServerExchange {
     first: ClientFirst,
     credential: Credential,
     nonce: String,
@@ -290,7 +290,7 @@ pub(crate) struct ServerExchange {
 impl ServerExchange {
     /// Starts an exchange for `first` with the user's credential; the server-first
     /// message to send.
-    pub(crate) fn start(first: ClientFirst, credential: Credential) -> (ServerExchange, Vec<u8>) {
+    pub fn start(first: ClientFirst, credential: Credential) -> (ServerExchange, Vec<u8>) {
         // Letters and digits only, as Kafka's own nonces: librdkafka 2.0 sends back a
         // different nonce when this one holds base64's `+` or `/`.
         let server_nonce: String = random_bytes(24)
@@ -315,16 +315,16 @@ impl ServerExchange {
         )
     }
 
-    pub(crate) fn user(&self) -> &str {
+    pub fn user(&self) -> &str {
         &self.first.user
     }
 
-    pub(crate) fn mechanism(&self) -> Mechanism {
+    pub fn mechanism(&self) -> Mechanism {
         self.credential.mechanism
     }
 
     /// Checks the client-final message; the server-final message to send.
-    pub(crate) fn finish(&self, message: &[u8]) -> Result<Vec<u8>, ScramError> {
+    pub fn finish(&self, message: &[u8]) -> Result<Vec<u8>, ScramError> {
         let text = std::str::from_utf8(message).map_err(|_| ScramError::Malformed("not UTF-8"))?;
         let (without_proof, proof) = text
             .rsplit_once(",p=")

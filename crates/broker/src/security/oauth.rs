@@ -1,0 +1,350 @@
+//! OAUTHBEARER's broker side: the JSON Web Key Set tokens are checked against, where
+//! it comes from (`sasl.oauthbearer.jwks.endpoint.url`: an `https://` or `http://`
+//! URL, or a file), and keeping it fresh. What a token must satisfy is
+//! `spool_sasl::jwt`'s.
+//!
+//! The set is read at start (a broker that cannot check tokens says so then, not at
+//! the first login), then again every `sasl.oauthbearer.jwks.endpoint.refresh.ms` (a
+//! file: whenever it changes, looked at every few seconds), and at once when a token
+//! names a key the set lacks (an identity provider rotating its keys), at most once
+//! per [`REFETCH_BACKOFF`]. A set that cannot be read again is logged and the previous
+//! one kept.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::jwk::JwkSet;
+use spool_sasl::jwt::{self, TokenError, TokenRules, Verified};
+use tokio::sync::watch;
+
+use crate::config::{Setting, expected, millis_or_zero};
+
+/// The OAUTHBEARER settings.
+#[derive(Debug, Clone)]
+pub struct OAuthConfig {
+    /// `sasl.oauthbearer.jwks.endpoint.url`: where the key set is.
+    pub jwks_url: Option<String>,
+    /// `sasl.oauthbearer.jwks.endpoint.refresh.ms`.
+    pub refresh: Duration,
+    /// `sasl.oauthbearer.expected.audience`, comma-separated.
+    pub audience: String,
+    /// `sasl.oauthbearer.expected.issuer`.
+    pub issuer: Option<String>,
+    /// `sasl.oauthbearer.sub.claim.name`.
+    pub principal_claim: String,
+    /// `sasl.oauthbearer.clock.skew.seconds`.
+    pub clock_skew_seconds: u64,
+    /// `sasl.oauthbearer.unsecured.jwt.allowed`: take `alg: none` tokens (tests only).
+    pub allow_unsecured: bool,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        OAuthConfig {
+            jwks_url: None,
+            refresh: Duration::from_secs(3600),
+            audience: String::new(),
+            issuer: None,
+            principal_claim: "sub".to_owned(),
+            clock_skew_seconds: 30,
+            allow_unsecured: false,
+        }
+    }
+}
+
+/// The fewest ms between two reads of the key set for a key it lacks (Kafka's
+/// `sasl.oauthbearer.jwks.endpoint.retry.backoff.ms` default is 100 ms; a login storm
+/// with forged key ids must not become a storm of fetches).
+pub(crate) const REFETCH_BACKOFF: Duration = Duration::from_secs(10);
+
+/// How often a key file is looked at.
+const FILE_CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// The largest key set read: sets are a few KiB.
+const KEY_SET_MAX: usize = 1024 * 1024;
+
+/// Where the key set is.
+#[derive(Debug, Clone)]
+enum KeySource {
+    Url(String),
+    File(PathBuf),
+}
+
+impl KeySource {
+    fn parse(value: &str) -> KeySource {
+        if value.starts_with("https://") || value.starts_with("http://") {
+            KeySource::Url(value.to_owned())
+        } else {
+            KeySource::File(PathBuf::from(
+                value.strip_prefix("file://").unwrap_or(value),
+            ))
+        }
+    }
+
+    async fn read(&self, http: &reqwest::Client) -> Result<JwkSet, String> {
+        let bytes = match self {
+            KeySource::File(path) => tokio::fs::read(path)
+                .await
+                .map_err(|error| format!("{}: {error}", path.display()))?,
+            KeySource::Url(url) => fetch(http, url).await?,
+        };
+        if bytes.len() > KEY_SET_MAX {
+            return Err(format!("the key set is over {KEY_SET_MAX} bytes"));
+        }
+        jwt::parse_key_set(&bytes)
+    }
+
+    fn stamp(&self) -> Option<SystemTime> {
+        match self {
+            KeySource::File(path) => std::fs::metadata(path).and_then(|m| m.modified()).ok(),
+            KeySource::Url(_) => None,
+        }
+    }
+}
+
+async fn fetch(http: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|error| format!("{url}: {error}"))?;
+    if response
+        .content_length()
+        .is_some_and(|length| length > KEY_SET_MAX as u64)
+    {
+        return Err(format!("{url}: the key set is over {KEY_SET_MAX} bytes"));
+    }
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|error| format!("{url}: {error}"))?;
+    Ok(bytes.to_vec())
+}
+
+/// Checks OAUTHBEARER tokens against the key set in force.
+#[derive(Debug)]
+pub(crate) struct TokenVerifier {
+    source: Option<KeySource>,
+    rules: TokenRules,
+    refresh: Duration,
+    http: reqwest::Client,
+    keys: RwLock<Arc<JwkSet>>,
+    /// When the set was last read, and the file's stamp then.
+    last_read: Mutex<(Instant, Option<SystemTime>)>,
+}
+
+impl TokenVerifier {
+    /// Reads the key set the settings name. Without one, only unsecured tokens can
+    /// pass, so `sasl.oauthbearer.unsecured.jwt.allowed` must be set.
+    pub(crate) async fn load(config: &OAuthConfig) -> Result<TokenVerifier, String> {
+        let source = config.jwks_url.as_deref().map(KeySource::parse);
+        if source.is_none() && !config.allow_unsecured {
+            return Err(
+                "OAUTHBEARER needs sasl.oauthbearer.jwks.endpoint.url (or, for \
+                        tests, sasl.oauthbearer.unsecured.jwt.allowed=true)"
+                    .to_owned(),
+            );
+        }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|error| error.to_string())?;
+        let keys = match &source {
+            Some(source) => source
+                .read(&http)
+                .await
+                .map_err(|error| format!("sasl.oauthbearer.jwks.endpoint.url: {error}"))?,
+            None => JwkSet { keys: Vec::new() },
+        };
+        let stamp = source.as_ref().and_then(KeySource::stamp);
+        Ok(TokenVerifier {
+            rules: TokenRules {
+                principal_claim: config.principal_claim.clone(),
+                audience: config
+                    .audience
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|audience| !audience.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                issuer: config.issuer.clone(),
+                clock_skew_seconds: config.clock_skew_seconds,
+                allow_unsecured: config.allow_unsecured,
+            },
+            source,
+            refresh: config.refresh,
+            http,
+            keys: RwLock::new(Arc::new(keys)),
+            last_read: Mutex::new((Instant::now(), stamp)),
+        })
+    }
+
+    /// Checks `token`; a key the set lacks has the set read again (at most once per
+    /// [`REFETCH_BACKOFF`]) before the token is refused.
+    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, TokenError> {
+        match jwt::verify(token, &self.keys(), &self.rules, now_ms()) {
+            Err(TokenError::UnknownKey(kid)) => {
+                let due = self.lock_last_read().0.elapsed().ge(&REFETCH_BACKOFF);
+                if due && self.reload("a token names a key the set lacks").await {
+                    jwt::verify(token, &self.keys(), &self.rules, now_ms())
+                } else {
+                    Err(TokenError::UnknownKey(kid))
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn keys(&self) -> Arc<JwkSet> {
+        self.keys
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn lock_last_read(&self) -> std::sync::MutexGuard<'_, (Instant, Option<SystemTime>)> {
+        self.last_read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reads the set again; whether it was read.
+    async fn reload(&self, why: &str) -> bool {
+        let Some(source) = &self.source else {
+            return false;
+        };
+        let stamp = source.stamp();
+        *self.lock_last_read() = (Instant::now(), stamp);
+        match source.read(&self.http).await {
+            Ok(keys) => {
+                tracing::info!(keys = keys.keys.len(), why, "OAUTHBEARER key set read");
+                *self
+                    .keys
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(keys);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the OAUTHBEARER key set cannot be read; keeping the previous one");
+                false
+            }
+        }
+    }
+
+    /// Whether the set is due to be read again: its refresh interval passed, or its
+    /// file changed.
+    fn due(&self) -> bool {
+        let (read_at, stamp) = *self.lock_last_read();
+        read_at.elapsed() >= self.refresh
+            || matches!(&self.source, Some(KeySource::File(_)) if self.source.as_ref().and_then(KeySource::stamp) != stamp)
+    }
+}
+
+/// Keeps the key set fresh until the broker stops.
+pub(crate) async fn keep_fresh(verifier: Arc<TokenVerifier>, mut stopped: watch::Receiver<bool>) {
+    if verifier.source.is_none() {
+        return;
+    }
+    let every = FILE_CHECK_EVERY.min(verifier.refresh);
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = stopped.changed() => return,
+        }
+        if verifier.due() {
+            verifier.reload("refresh").await;
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+fn optional(value: &str) -> Option<String> {
+    (!value.trim().is_empty()).then(|| value.trim().to_owned())
+}
+
+pub(crate) const OAUTH_SETTINGS: [Setting; 7] = [
+    Setting {
+        name: "sasl.oauthbearer.jwks.endpoint.url",
+        dynamic: false,
+        get: |c| c.security.oauth.jwks_url.clone().unwrap_or_default(),
+        set: |c, v| {
+            c.security.oauth.jwks_url = optional(v);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        dynamic: false,
+        get: |c| c.security.oauth.refresh.as_millis().to_string(),
+        set: |c, v| {
+            let refresh = millis_or_zero(v)?;
+            if refresh < Duration::from_secs(1) {
+                return Err(expected(v, "at least 1000 ms"));
+            }
+            c.security.oauth.refresh = refresh;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.expected.audience",
+        dynamic: false,
+        get: |c| c.security.oauth.audience.clone(),
+        set: |c, v| {
+            c.security.oauth.audience = v.to_owned();
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.expected.issuer",
+        dynamic: false,
+        get: |c| c.security.oauth.issuer.clone().unwrap_or_default(),
+        set: |c, v| {
+            c.security.oauth.issuer = optional(v);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.sub.claim.name",
+        dynamic: false,
+        get: |c| c.security.oauth.principal_claim.clone(),
+        set: |c, v| {
+            if v.trim().is_empty() {
+                return Err(expected(v, "a claim name"));
+            }
+            c.security.oauth.principal_claim = v.trim().to_owned();
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.clock.skew.seconds",
+        dynamic: false,
+        get: |c| c.security.oauth.clock_skew_seconds.to_string(),
+        set: |c, v| {
+            c.security.oauth.clock_skew_seconds = v
+                .parse()
+                .ok()
+                .filter(|seconds| *seconds <= 3600)
+                .ok_or_else(|| expected(v, "0 to 3600 seconds"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.unsecured.jwt.allowed",
+        dynamic: false,
+        get: |c| c.security.oauth.allow_unsecured.to_string(),
+        set: |c, v| {
+            c.security.oauth.allow_unsecured =
+                v.parse().map_err(|_| expected(v, "true or false"))?;
+            Ok(())
+        },
+    },
+];
