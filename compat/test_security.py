@@ -3,8 +3,8 @@ SASL_SSL listeners (certificates made by trustme for this run), a SCRAM user see
 with `--bootstrap-user`. confluent-kafka (librdkafka), kafka-python and kcat produce
 and consume over each protocol and SASL mechanism; a wrong password fails the client's
 login; Metadata names the endpoint of the listener asked; a renewed certificate is
-picked up without a restart. One broker only: a cluster's brokers advertise one
-listener to each other so far (see docs/security.md)."""
+picked up without a restart. One broker: a cluster's listeners are in
+test_cluster_listeners.py."""
 
 import os
 import socket

@@ -24,13 +24,14 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use spool_metadata::{
-    BrokerLease, BrokerRecord, Leadership, MetadataError, MetadataStore, PartitionKey,
+    BrokerEndpoint, BrokerLease, BrokerRecord, Leadership, MetadataError, MetadataStore,
+    PartitionKey,
 };
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config::ClusterConfig;
-use crate::server::Shared;
+use crate::server::{ListenerEndpoint, Shared};
 
 pub(crate) use self::membership::run;
 
@@ -63,19 +64,34 @@ pub(crate) struct ClusterView {
 }
 
 impl ClusterView {
-    /// Registers this broker (see the module docs) and reads the cluster.
+    /// Registers this broker (see the module docs) with what it advertises on each
+    /// of its `listeners` (the first one's doubling as its address), and reads the
+    /// cluster.
     pub(crate) async fn join(
         metadata: &Arc<dyn MetadataStore>,
         node_id: i32,
-        advertised: &(String, i32),
+        listeners: &[ListenerEndpoint],
         settings: ClusterConfig,
     ) -> Result<ClusterView, MetadataError> {
+        let endpoints: Vec<BrokerEndpoint> = listeners
+            .iter()
+            .map(|listener| BrokerEndpoint {
+                listener: listener.name.clone(),
+                host: listener.advertised.0.clone(),
+                port: listener.advertised.1,
+            })
+            .collect();
+        let (host, port) = endpoints
+            .first()
+            .map(|first| (first.host.clone(), first.port))
+            .unwrap_or_default();
         let lease = BrokerLease {
             node_id,
             incarnation: Uuid::new_v4(),
-            host: advertised.0.clone(),
-            port: advertised.1,
+            host,
+            port,
             rack: None,
+            listeners: endpoints,
         };
         let taken = metadata
             .register_broker(&lease, lease_ms(&settings))
@@ -482,6 +498,7 @@ mod tests {
                 draining: false,
                 topics_seen: 0,
                 assignments_seen: 0,
+                listeners: Vec::new(),
             })
             .collect();
         view

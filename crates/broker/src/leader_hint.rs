@@ -34,8 +34,13 @@ impl Shared {
         })
     }
 
-    /// The live brokers among `nodes`, by node id, for a response's endpoints.
-    pub(crate) fn hinted_brokers(&self, nodes: impl IntoIterator<Item = i32>) -> Vec<BrokerRecord> {
+    /// The live brokers among `nodes`, by node id, at their endpoints on `listener`,
+    /// for a response's endpoints.
+    pub(crate) fn hinted_brokers(
+        &self,
+        nodes: impl IntoIterator<Item = i32>,
+        listener: &str,
+    ) -> Vec<BrokerRecord> {
         let mut wanted: Vec<i32> = nodes.into_iter().collect();
         // Every produce and fetch asks: most name nobody, and cost nothing then.
         let Some(view) = self.cluster.as_ref().filter(|_| !wanted.is_empty()) else {
@@ -46,6 +51,7 @@ impl Shared {
         view.live_brokers()
             .into_iter()
             .filter(|broker| wanted.binary_search(&broker.node_id).is_ok())
+            .filter_map(|broker| broker.on_listener(listener))
             .collect()
     }
 }

@@ -136,6 +136,14 @@ impl Shared {
     }
 
     /// What the first listener advertises (and the cluster registers).
+    /// The first listener's name (what the admin listener's answers use).
+    pub(crate) fn first_listener(&self) -> String {
+        self.listeners
+            .first()
+            .map(|listener| listener.name.clone())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn advertised(&self) -> (String, i32) {
         self.listeners
             .first()
@@ -361,10 +369,6 @@ impl Broker {
             .first()
             .map(|endpoint| endpoint.local)
             .unwrap_or(config.listen);
-        let advertised = endpoints
-            .first()
-            .map(|endpoint| endpoint.advertised.clone())
-            .unwrap_or_else(|| advertised_address(None, local_addr));
         let authorizer = crate::security::authorizer::Authorizer::new(
             config.security.authorizer(),
             metadata.acls().await?,
@@ -378,7 +382,7 @@ impl Broker {
         // sharing the metadata store.
         let cluster = if objects.is_some() {
             let view =
-                ClusterView::join(&metadata, config.node_id, &advertised, config.cluster).await?;
+                ClusterView::join(&metadata, config.node_id, &endpoints, config.cluster).await?;
             Some(Arc::new(view))
         } else {
             None

@@ -814,3 +814,57 @@ async fn delayed_records_pending_when_their_leader_stops_are_delivered_once_by_t
     }
     cluster.stop(next).await;
 }
+
+/// Each broker registers its endpoint on every listener: Metadata asked on a listener
+/// names the other brokers at their endpoints on that listener, and leaves out a
+/// broker that has no such listener (Kafka's rule), whose partitions then have no
+/// leader there.
+#[tokio::test]
+async fn metadata_names_other_brokers_on_the_listener_asked() {
+    let mut cluster = Cluster::new();
+    let two_listeners = [
+        ("listeners", "PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0"),
+        ("listener.security.protocol.map", "CLIENT:PLAINTEXT"),
+    ];
+    cluster.start_with(1, &two_listeners).await;
+    cluster.start_with(2, &two_listeners).await;
+    cluster.start(3).await;
+    let client_port = |node: i32| {
+        let broker = &cluster.brokers[&node].0;
+        i32::from(broker.listener_addr("CLIENT").unwrap().port())
+    };
+    let plain_port = |node: i32| i32::from(cluster.addr(node).port());
+
+    let mut admin = cluster.client(1).await;
+    assert_eq!(admin.create_topic("listeners", 6).await, 0);
+    settled(&cluster, 1, "listeners", &[1, 2, 3], 2).await;
+
+    // On PLAINTEXT, every broker at its PLAINTEXT endpoint.
+    let response = metadata(&mut admin, "listeners").await;
+    let named: Vec<(i32, i32)> = response
+        .brokers
+        .iter()
+        .map(|b| (b.node_id.0, b.port))
+        .collect();
+    assert_eq!(
+        named,
+        vec![(1, plain_port(1)), (2, plain_port(2)), (3, plain_port(3))]
+    );
+
+    // On CLIENT, brokers 1 and 2 at their CLIENT endpoints; broker 3 has none.
+    let addr = cluster.brokers[&1].0.listener_addr("CLIENT").unwrap();
+    let mut on_client = RawClient::connect(addr).await;
+    let response = metadata(&mut on_client, "listeners").await;
+    let named: Vec<(i32, i32)> = response
+        .brokers
+        .iter()
+        .map(|b| (b.node_id.0, b.port))
+        .collect();
+    assert_eq!(named, vec![(1, client_port(1)), (2, client_port(2))]);
+    for partition in &response.topics[0].partitions {
+        assert_ne!(partition.leader_id.0, 3, "broker 3 is not on CLIENT");
+        if partition.leader_id.0 == -1 {
+            assert_eq!(partition.error_code, 5, "LEADER_NOT_AVAILABLE");
+        }
+    }
+}

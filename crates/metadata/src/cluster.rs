@@ -18,9 +18,51 @@ use crate::{PartitionKey, Result};
 pub struct BrokerLease {
     pub node_id: i32,
     pub incarnation: Uuid,
+    /// The first listener's endpoint (what brokers registered before listeners were
+    /// recorded give for all).
     pub host: String,
     pub port: i32,
     pub rack: Option<String>,
+    /// Its endpoint on each of its listeners.
+    pub listeners: Vec<BrokerEndpoint>,
+}
+
+/// Where a broker's listener is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    /// The listener's name (`PLAINTEXT`, `SASL_SSL`, a custom name).
+    pub listener: String,
+    pub host: String,
+    pub port: i32,
+}
+
+/// A broker's endpoints as the `brokers.listeners` column keeps them: a line per
+/// listener, `NAME host port` (names and hosts hold no whitespace).
+pub(crate) fn encode_endpoints(endpoints: &[BrokerEndpoint]) -> String {
+    endpoints
+        .iter()
+        .map(|e| format!("{} {} {}\n", e.listener, e.host, e.port))
+        .collect()
+}
+
+/// The endpoints of a `brokers.listeners` column; a line that does not parse is left
+/// out.
+pub(crate) fn decode_endpoints(text: &str) -> Vec<BrokerEndpoint> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (Some(listener), Some(host), Some(port), None) =
+                (fields.next(), fields.next(), fields.next(), fields.next())
+            else {
+                return None;
+            };
+            Some(BrokerEndpoint {
+                listener: listener.to_owned(),
+                host: host.to_owned(),
+                port: port.parse().ok()?,
+            })
+        })
+        .collect()
 }
 
 /// A broker as the store has it.
@@ -40,6 +82,25 @@ pub struct BrokerRecord {
     /// [`Cluster::note_followed`]).
     pub topics_seen: i64,
     pub assignments_seen: i64,
+    /// Its endpoint on each of its listeners; empty for a broker registered before
+    /// they were recorded.
+    pub listeners: Vec<BrokerEndpoint>,
+}
+
+impl BrokerRecord {
+    /// The broker as a client on `listener` reaches it: `host` and `port` are its
+    /// endpoint on that listener. `None` if it has no such listener (Kafka leaves such
+    /// a broker out of Metadata); one registered before listeners were recorded is
+    /// taken at its one endpoint.
+    pub fn on_listener(mut self, listener: &str) -> Option<BrokerRecord> {
+        if self.listeners.is_empty() {
+            return Some(self);
+        }
+        let endpoint = self.listeners.iter().find(|e| e.listener == listener)?;
+        self.host = endpoint.host.clone();
+        self.port = endpoint.port;
+        Some(self)
+    }
 }
 
 /// Who holds the controller lease.

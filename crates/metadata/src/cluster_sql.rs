@@ -3,10 +3,11 @@
 //! `docs/cluster.md`: they must agree within a small part of a lease).
 
 pub(crate) const UPSERT_BROKER: &str = "INSERT INTO brokers \
-     (node_id, incarnation, host, port, rack, lease_expires_ms, draining) \
-     VALUES ($1, $2, $3, $4, $5, $6, FALSE) \
+     (node_id, incarnation, host, port, rack, lease_expires_ms, draining, listeners) \
+     VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7) \
      ON CONFLICT (node_id) DO UPDATE SET incarnation = excluded.incarnation, \
      host = excluded.host, port = excluded.port, rack = excluded.rack, \
+     listeners = excluded.listeners, \
      lease_expires_ms = excluded.lease_expires_ms, draining = FALSE, \
      topics_seen = 0, assignments_seen = 0";
 /// Raises the epoch of every partition node `$1` leads.
@@ -21,7 +22,8 @@ pub(crate) const SET_DRAINING: &str = "UPDATE brokers SET draining = $2 WHERE no
 pub(crate) const DELETE_BROKER: &str =
     "DELETE FROM brokers WHERE node_id = $1 AND incarnation = $2";
 pub(crate) const BROKERS: &str = "SELECT node_id, incarnation, host, port, rack, \
-     lease_expires_ms, draining, topics_seen, assignments_seen FROM brokers ORDER BY node_id";
+     lease_expires_ms, draining, topics_seen, assignments_seen, listeners FROM brokers \
+     ORDER BY node_id";
 /// Raises what node `$1` (incarnation `$2`) has followed to topics version `$3` and
 /// assignments version `$4`, never lowering either.
 pub(crate) const NOTE_FOLLOWED: &str = "UPDATE brokers SET \
@@ -122,6 +124,7 @@ pub(crate) struct BrokerRow {
     pub(crate) draining: bool,
     pub(crate) topics_seen: i64,
     pub(crate) assignments_seen: i64,
+    pub(crate) listeners: String,
 }
 
 impl From<BrokerRow> for crate::BrokerRecord {
@@ -136,6 +139,7 @@ impl From<BrokerRow> for crate::BrokerRecord {
             draining: row.draining,
             topics_seen: row.topics_seen,
             assignments_seen: row.assignments_seen,
+            listeners: crate::cluster::decode_endpoints(&row.listeners),
         }
     }
 }
@@ -201,6 +205,7 @@ macro_rules! impl_cluster {
                     .bind(lease.port)
                     .bind(lease.rack.as_deref())
                     .bind($crate::sql::now_ms().saturating_add(lease_ms))
+                    .bind($crate::cluster::encode_endpoints(&lease.listeners))
                     .execute(&mut *tx)
                     .await?;
                 let rows: Vec<sql::LeadershipRow> = sqlx::query_as(sql::BUMP_NODE_EPOCHS)

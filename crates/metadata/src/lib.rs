@@ -46,7 +46,9 @@ pub use acls::{AclRecord, Acls};
 pub use catalogue::{
     Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
 };
-pub use cluster::{BrokerLease, BrokerRecord, Cluster, ControllerLease, Leadership, PartitionMove};
+pub use cluster::{
+    BrokerEndpoint, BrokerLease, BrokerRecord, Cluster, ControllerLease, Leadership, PartitionMove,
+};
 pub use credentials::{ScramCredentialRecord, ScramCredentials};
 pub use delayed::{DelayedRecord, DelayedRecords, PendingHolds};
 pub use error::MetadataError;

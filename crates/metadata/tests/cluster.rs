@@ -12,7 +12,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use spool_metadata::{BrokerLease, MetadataStore, PartitionKey, PartitionMove, TopicRecord};
+use spool_metadata::{
+    BrokerEndpoint, BrokerLease, MetadataStore, PartitionKey, PartitionMove, TopicRecord,
+};
 use spool_model::TopicName;
 use uuid::Uuid;
 
@@ -34,6 +36,47 @@ fn lease(node_id: i32) -> BrokerLease {
         host: "127.0.0.1".to_owned(),
         port: 9000 + node_id,
         rack: None,
+        listeners: vec![
+            BrokerEndpoint {
+                listener: "PLAINTEXT".to_owned(),
+                host: "127.0.0.1".to_owned(),
+                port: 9000 + node_id,
+            },
+            BrokerEndpoint {
+                listener: "SASL_SSL".to_owned(),
+                host: "broker.example".to_owned(),
+                port: 9100 + node_id,
+            },
+        ],
+    }
+}
+
+#[tokio::test]
+async fn a_brokers_endpoints_on_each_listener_are_kept() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let registered = lease(3);
+        store.register_broker(&registered, LEASE_MS).await.unwrap();
+        let brokers = store.brokers().await.unwrap();
+        let record = brokers.iter().find(|b| b.node_id == 3).unwrap().clone();
+        assert_eq!(record.listeners, registered.listeners, "{}", backend.label);
+        let on_sasl = record.clone().on_listener("SASL_SSL").unwrap();
+        assert_eq!(
+            (on_sasl.host.as_str(), on_sasl.port),
+            ("broker.example", 9103)
+        );
+        assert!(record.clone().on_listener("SSL").is_none());
+        // A broker registered before listeners were recorded: its one endpoint.
+        let old = lease(4);
+        let old = BrokerLease {
+            listeners: Vec::new(),
+            ..old
+        };
+        store.register_broker(&old, LEASE_MS).await.unwrap();
+        let brokers = store.brokers().await.unwrap();
+        let record = brokers.iter().find(|b| b.node_id == 4).unwrap().clone();
+        let anywhere = record.on_listener("SASL_SSL").unwrap();
+        assert_eq!((anywhere.host.as_str(), anywhere.port), ("127.0.0.1", 9004));
     }
 }
 

@@ -175,7 +175,7 @@ fn partition_error(shared: &Shared, topic: &Topic, index: i32, error: &Partition
     let mut message = format!("partition {}-{index}: {error}", topic.record.name);
     if let Some(hint) = shared.leader_hint(topic, index) {
         let leader = shared
-            .hinted_brokers([hint.leader])
+            .hinted_brokers([hint.leader], &shared.first_listener())
             .into_iter()
             .next()
             .map_or_else(String::new, |b| format!(" ({}:{})", b.host, b.port));

@@ -58,6 +58,7 @@ pub(crate) async fn handle(
     request: FetchRequest,
     version: i16,
     access: &Access,
+    listener: &str,
     shared: Arc<Shared>,
 ) -> FetchBody {
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0))
@@ -70,7 +71,8 @@ pub(crate) async fn handle(
         let started = std::time::Instant::now();
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
-            on_blocking_pool(move || read_all(&shared, &request, version, &access)).await
+            let listener = listener.to_owned();
+            on_blocking_pool(move || read_all(&shared, &request, version, &access, &listener)).await
         };
         busy += started.elapsed();
         let pass = match pass {
@@ -117,7 +119,15 @@ struct Pass {
     watches: Vec<watch::Receiver<Offset>>,
 }
 
-fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Access) -> Pass {
+/// One pass over the partitions asked for; leaders elsewhere are named at their
+/// endpoints on `listener`.
+fn read_all(
+    shared: &Shared,
+    request: &FetchRequest,
+    version: i16,
+    access: &Access,
+    listener: &str,
+) -> Pass {
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
         body: FetchBody::default(),
@@ -232,7 +242,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
             partitions,
         });
     }
-    pass.body.leaders = shared.hinted_brokers(hinted);
+    pass.body.leaders = shared.hinted_brokers(hinted, listener);
     pass
 }
 

@@ -87,12 +87,19 @@ fn find(key_type: i8, key: &str, context: &RequestContext, shared: &Shared) -> F
                 port,
             }
         }
-        Some(broker) => Found {
-            error: code::NONE,
-            message: None,
-            node: BrokerId(broker.node_id),
-            host: StrBytes::from_string(broker.host),
-            port: broker.port,
+        // Another: its endpoint on the same listener, if it has one.
+        Some(broker) => match broker.on_listener(listener) {
+            Some(broker) => Found {
+                error: code::NONE,
+                message: None,
+                node: BrokerId(broker.node_id),
+                host: StrBytes::from_string(broker.host),
+                port: broker.port,
+            },
+            None => Found::refused(
+                code::COORDINATOR_NOT_AVAILABLE,
+                "the coordinator has no endpoint on this listener",
+            ),
         },
         None => Found::refused(
             code::COORDINATOR_NOT_AVAILABLE,

@@ -158,7 +158,9 @@ pub(crate) async fn handle(
 }
 
 /// This broker alone in embedded mode; the live brokers of the cluster (this one
-/// always among them) in shared-storage mode.
+/// always among them) in shared-storage mode, each at its endpoint on `listener`
+/// (one without that listener is left out, as Kafka does, and the partitions it
+/// leads answer `LEADER_NOT_AVAILABLE`).
 fn brokers(shared: &Shared, listener: &str) -> Vec<MetadataResponseBroker> {
     let node = shared.started_config().node_id;
     // This broker's endpoint on the listener the request came in on.
@@ -174,6 +176,7 @@ fn brokers(shared: &Shared, listener: &str) -> Vec<MetadataResponseBroker> {
         .live_brokers()
         .into_iter()
         .filter(|broker| broker.node_id != node)
+        .filter_map(|broker| broker.on_listener(listener))
         .map(|broker| {
             MetadataResponseBroker::default()
                 .with_node_id(BrokerId(broker.node_id))

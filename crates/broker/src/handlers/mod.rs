@@ -230,7 +230,8 @@ pub(crate) async fn handle(
             #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
             let bytes = bytes as f64;
             let charged = throttle::charge(&shared, &context, PRODUCER_BYTE_RATE, bytes);
-            let appended = produce::append(request, &context.access, shared.clone()).await;
+            let appended =
+                produce::append(request, &context.access, &context.listener, shared.clone()).await;
             let throttle = charged.max(throttle::charge_time(&shared, &context, started.elapsed()));
             // KIP-219 from v6.
             let late = throttle::mute_or_delay(session, throttle, version >= 6);
@@ -253,7 +254,14 @@ pub(crate) async fn handle(
             }));
         }
         RequestKind::Fetch(request) => {
-            let mut body = fetch::handle(request, version, &context.access, shared.clone()).await;
+            let mut body = fetch::handle(
+                request,
+                version,
+                &context.access,
+                &context.listener,
+                shared.clone(),
+            )
+            .await;
             #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
             let bytes = body.bytes() as f64;
             let throttle = throttle::charge(&shared, &context, CONSUMER_BYTE_RATE, bytes)

@@ -112,6 +112,7 @@ pub(crate) struct Appended {
 pub(crate) async fn append(
     request: ProduceRequest,
     access: &Access,
+    listener: &str,
     shared: Arc<Shared>,
 ) -> Appended {
     let acks = request.acks;
@@ -198,7 +199,7 @@ pub(crate) async fn append(
                 .and_then(|refused| refused.leader)
                 .map(|hint| hint.leader)
         });
-    let leaders = shared.hinted_brokers(hinted);
+    let leaders = shared.hinted_brokers(hinted, listener);
     Appended {
         acks,
         timeout: Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0)),

@@ -370,6 +370,7 @@ mod tests {
             draining: false,
             topics_seen: 0,
             assignments_seen: 0,
+            listeners: Vec::new(),
         }
     }
 
