@@ -71,6 +71,23 @@ impl Quotas {
             .unwrap_or_else(PoisonError::into_inner)
             .charge(entity, key, rate, amount, Instant::now())
     }
+
+    /// How long a request from `principal` with `client_id` would be throttled for
+    /// the quota `key` before it is charged anything: zero unless its entity is
+    /// already over its quota.
+    pub(crate) fn owed(&self, principal: &str, client_id: &str, key: &str) -> Duration {
+        if !self.any.load(Ordering::Acquire) {
+            return Duration::ZERO;
+        }
+        let user = principal.strip_prefix("User:").unwrap_or(principal);
+        let Some((entity, _)) = self.current().resolve(user, client_id, key) else {
+            return Duration::ZERO;
+        };
+        self.meters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .owed(entity, key, Instant::now())
+    }
 }
 
 /// The throttle time as a response field (ms, at most `i32::MAX`).

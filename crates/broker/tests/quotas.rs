@@ -1,7 +1,8 @@
 //! Client quotas through the broker, with a raw client: Describe/AlterClientQuotas
 //! (KIP-546) with named and default entities, filters and refusals; and a producer
 //! over its `producer_byte_rate` throttled to it, told so in `throttle_time_ms`, its
-//! connection muted meanwhile (KIP-219). Real clients are in `compat/test_quotas.py`.
+//! connection muted meanwhile (KIP-219); a fetch over its `consumer_byte_rate` answered
+//! empty. Real clients are in `compat/test_quotas.py`.
 
 #![allow(
     clippy::unwrap_used,
@@ -206,4 +207,84 @@ async fn a_producer_over_its_byte_rate_is_throttled_to_it() {
         panic!("not a Metadata response")
     };
     assert!(started.elapsed() >= throttle, "the connection was muted");
+}
+
+/// As Kafka: a fetch from a consumer already over its `consumer_byte_rate` (here a
+/// second connection with the same client id, while the first is muted) is answered
+/// at once, empty, with the time it is throttled; once the debt is paid, records come
+/// again.
+#[tokio::test]
+async fn a_fetch_over_the_consumer_byte_rate_gets_an_empty_answer() {
+    const RATE: f64 = 20_000.0;
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("t", 1).await, 0);
+    let batch = BatchBuilder::new().values(50, 1000).build();
+    for _ in 0..2 {
+        let ResponseKind::Produce(_) = client.call(produce_request("t", 0, batch.clone()), 9).await
+        else {
+            panic!("not a Produce response")
+        };
+    }
+    assert_eq!(
+        client
+            .alter_quotas(
+                &[("client-id", Some("spool-test"))],
+                &[("consumer_byte_rate", Some(RATE))]
+            )
+            .await,
+        0
+    );
+    let fetch = |max_bytes: i32| {
+        spool_testkit::fetch_request(
+            "t",
+            &[spool_testkit::FetchAt {
+                partition: 0,
+                offset: 0,
+                max_bytes,
+            }],
+            1,
+            100,
+            max_bytes,
+        )
+    };
+    // About 5 seconds' worth at once: answered with its records, and throttled.
+    let ResponseKind::Fetch(first) = client.call(fetch(200_000), 12).await else {
+        panic!("not a Fetch response")
+    };
+    let records = first.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .map_or(0, |r| r.len());
+    assert!(records as f64 > 3.0 * RATE, "{records} bytes");
+    assert!(first.throttle_time_ms > 2000, "{}", first.throttle_time_ms);
+
+    // Another connection of the same client while it owes: nothing read, at once.
+    let mut other = broker.client().await;
+    let started = Instant::now();
+    let ResponseKind::Fetch(second) = other.call(fetch(200_000), 12).await else {
+        panic!("not a Fetch response")
+    };
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(second.responses.is_empty(), "an empty answer");
+    assert!(
+        second.throttle_time_ms > 1000,
+        "{}",
+        second.throttle_time_ms
+    );
+
+    // Once the debt is paid, records again.
+    tokio::time::sleep(Duration::from_millis(
+        u64::try_from(second.throttle_time_ms).unwrap() + 100,
+    ))
+    .await;
+    let mut third_client = broker.client().await;
+    let ResponseKind::Fetch(third) = third_client.call(fetch(10_000), 12).await else {
+        panic!("not a Fetch response")
+    };
+    let records = third.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .map_or(0, |r| r.len());
+    assert!(records > 0, "records after the throttle");
 }

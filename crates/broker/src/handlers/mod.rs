@@ -254,17 +254,25 @@ pub(crate) async fn handle(
             }));
         }
         RequestKind::Fetch(request) => {
-            let mut body = fetch::handle(
-                request,
-                version,
-                &context.access,
-                &context.listener,
-                shared.clone(),
-            )
-            .await;
+            // As Kafka: a consumer already over its byte rate gets an empty answer
+            // with the time it is throttled, and nothing is read for it.
+            let owed = throttle::owed(&shared, &context, CONSUMER_BYTE_RATE);
+            let mut body = if owed.is_zero() {
+                fetch::handle(
+                    request,
+                    version,
+                    &context.access,
+                    &context.listener,
+                    shared.clone(),
+                )
+                .await
+            } else {
+                fetch::FetchBody::default()
+            };
             #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
             let bytes = body.bytes() as f64;
             let throttle = throttle::charge(&shared, &context, CONSUMER_BYTE_RATE, bytes)
+                .max(owed)
                 .max(throttle::charge_time(&shared, &context, body.busy));
             body.throttle_time_ms = throttle_ms(throttle);
             // KIP-219 from v8.

@@ -22,6 +22,14 @@ pub(crate) fn charge(
         .record(context.access.principal(), &context.client_id, key, amount)
 }
 
+/// How long the request would be throttled for its quota `key` before it is
+/// charged: zero unless its client is already over that quota.
+pub(crate) fn owed(shared: &Shared, context: &RequestContext, key: &str) -> Duration {
+    shared
+        .quotas
+        .owed(context.access.principal(), &context.client_id, key)
+}
+
 /// Charges the time a request took to handle to its `request_percentage` quota
 /// (percent of one core: a request of 10 ms costs 1 percent-second).
 pub(crate) fn charge_time(shared: &Shared, context: &RequestContext, took: Duration) -> Duration {

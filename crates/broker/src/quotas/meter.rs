@@ -52,11 +52,26 @@ impl Meters {
             .entry((entity, key.to_owned()))
             .or_insert(now);
         *paid_off_at = (*paid_off_at).max(now) + cost;
-        paid_off_at
-            .saturating_duration_since(now)
-            .saturating_sub(BURST)
-            .min(MAX_THROTTLE)
+        throttle_for(*paid_off_at, now)
     }
+
+    /// How long the entity's `key` would be throttled now, charging nothing: zero
+    /// unless it is ahead of its rate by more than the burst.
+    pub(crate) fn owed(&self, entity: QuotaEntity, key: &str, now: Instant) -> Duration {
+        self.paid_off_at
+            .get(&(entity, key.to_owned()))
+            .map_or(Duration::ZERO, |paid_off_at| {
+                throttle_for(*paid_off_at, now)
+            })
+    }
+}
+
+/// The throttle of a meter paid off at `paid_off_at`.
+fn throttle_for(paid_off_at: Instant, now: Instant) -> Duration {
+    paid_off_at
+        .saturating_duration_since(now)
+        .saturating_sub(BURST)
+        .min(MAX_THROTTLE)
 }
 
 #[cfg(test)]
@@ -103,6 +118,24 @@ mod tests {
             meters.charge(entity(), "other", 1000.0, 1000.0, start),
             Duration::ZERO
         );
+    }
+
+    #[test]
+    fn what_is_owed_is_read_without_charging() {
+        let mut meters = Meters::default();
+        let start = Instant::now();
+        assert_eq!(meters.owed(entity(), "k", start), Duration::ZERO);
+        meters.charge(entity(), "k", 1000.0, 1500.0, start);
+        assert_eq!(
+            meters.owed(entity(), "k", start),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            meters.owed(entity(), "k", start),
+            Duration::from_millis(500)
+        );
+        let later = start + Duration::from_millis(600);
+        assert_eq!(meters.owed(entity(), "k", later), Duration::ZERO);
     }
 
     #[test]
