@@ -1,7 +1,7 @@
 //! Hostile clients that do nothing wrong on the wire but would exhaust a careless
 //! broker: more connections than allowed, thousands of connections that stay idle, a
-//! client that sends requests without ever reading the answers, and a compressed batch
-//! that inflates enormously. In each case the broker stays up, bounds what it holds,
+//! client that sends requests without ever reading the answers, a compressed batch
+//! that inflates enormously, and frames started before authentication. In each case the broker stays up, bounds what it holds,
 //! and serves everyone else.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -253,4 +253,72 @@ async fn a_compression_bomb_is_stored_as_sent_without_being_inflated() {
         "the batch is stored and served as the producer compressed it"
     );
     assert!(served(&broker).await, "other clients are served");
+}
+
+/// Before authentication (CVE-2022-34917): a thousand connections to a SASL listener
+/// each start a frame just under the 512 KiB pre-authentication limit and send a
+/// little of it, and two hundred more claim 10 MiB frames. The over-limit ones are
+/// closed at once; the others cost what they sent, not what they claimed; a client
+/// still logs in among them, and the log is untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn frames_before_authentication_are_bounded_and_others_log_in() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _alone = MEMORY_MEASURED.lock().await;
+    let limit = raise_open_file_limit();
+    let count = 1_000.min(limit.saturating_sub(512) / 2);
+    let broker = TestBroker::start_secured(
+        &[
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            ),
+            ("sasl.enabled.mechanisms", "PLAIN"),
+        ],
+        ("alice", "alice-secret"),
+    )
+    .await;
+    let sasl = broker
+        .broker()
+        .unwrap()
+        .listener_addr("SASL_PLAINTEXT")
+        .unwrap();
+    let rss_before = resident_bytes();
+    let mut pending = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut stream = tokio::net::TcpStream::connect(sasl).await.unwrap();
+        let mut start = (500_u32 << 10).to_be_bytes().to_vec();
+        start.extend_from_slice(&[0x5a; 8 << 10]);
+        stream.write_all(&start).await.unwrap();
+        pending.push(stream);
+    }
+    let mut oversized = Vec::with_capacity(200);
+    for _ in 0..200 {
+        let mut stream = tokio::net::TcpStream::connect(sasl).await.unwrap();
+        stream
+            .write_all(&(10_u32 << 20).to_be_bytes())
+            .await
+            .unwrap();
+        oversized.push(stream);
+    }
+    for stream in &mut oversized {
+        let mut byte = [0_u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte)).await;
+        assert!(
+            matches!(read, Ok(Ok(0) | Err(_))),
+            "an oversized frame before authentication is closed"
+        );
+    }
+    let mut client = RawClient::connect(sasl).await;
+    assert_eq!(client.login_plain("alice", "alice-secret").await, 0);
+    assert!(served(&broker).await);
+    let grown = resident_bytes().saturating_sub(rss_before);
+    assert!(
+        grown < (count as u64) * (128 << 10),
+        "{count} half-sent frames cost {} KiB each",
+        (grown / count as u64) >> 10
+    );
+    let mut probe = [0_u8; 1];
+    let still_open =
+        tokio::time::timeout(Duration::from_millis(100), pending[0].peek(&mut probe)).await;
+    assert!(still_open.is_err(), "a frame under the limit is waited for");
 }
