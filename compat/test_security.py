@@ -3,7 +3,7 @@ SASL_SSL listeners (certificates made by trustme for this run), a SCRAM user see
 with `--bootstrap-user`. confluent-kafka (librdkafka), kafka-python and kcat produce
 and consume over each protocol and SASL mechanism; a wrong password fails the client's
 login; Metadata names the endpoint of the listener asked; a renewed certificate is
-picked up without a restart. One broker: a cluster's listeners are in
+picked up without a restart; the CLI's admin commands speak TLS and SCRAM. One broker: a cluster's listeners are in
 test_cluster_listeners.py."""
 
 import os
@@ -178,6 +178,35 @@ def test_kcat_over_sasl_ssl(secured):
     kcat(*options, "-P", "-t", topic, input=b"one\ntwo\n")
     out = kcat(*options, "-C", "-t", topic, "-o", "beginning", "-e")
     assert out.decode().split() == ["one", "two"]
+
+
+def spool_cli(secured, protocol, *args, mechanism=None, ca=True):
+    command = [SPOOL_BIN, *args, "--format", "json", "--timeout", "5",
+               "--brokers", secured.address(protocol), "--security-protocol", protocol]
+    if ca:
+        command += ["--ssl-ca-location", secured.ca_path]
+    if mechanism:
+        command += ["--sasl-mechanism", mechanism, "--sasl-username", USER,
+                    "--sasl-password", PASSWORD]
+    return subprocess.run(command, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("protocol,mechanism", [
+    ("SASL_SSL", "SCRAM-SHA-512"),
+    ("SASL_SSL", "PLAIN"),
+    ("SSL", None),
+])
+def test_the_clis_admin_commands_over_tls(secured, protocol, mechanism):
+    """`spool user|acl|quota` and `cluster info` speak TLS and SCRAM themselves."""
+    listed = spool_cli(secured, protocol, "user", "list", mechanism=mechanism)
+    assert listed.returncode == 0, listed.stderr.decode()
+    assert USER in listed.stdout.decode()
+    info = spool_cli(secured, protocol, "cluster", "info", mechanism=mechanism)
+    assert info.returncode == 0, info.stderr.decode()
+    # Without the CA, the broker's certificate is not trusted.
+    refused = spool_cli(secured, protocol, "user", "list", mechanism=mechanism, ca=False)
+    assert refused.returncode == 4, refused.stderr.decode()
+    assert b"certificate" in refused.stderr, refused.stderr.decode()
 
 
 def test_a_renewed_certificate_is_used_without_a_restart(secured):

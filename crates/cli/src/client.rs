@@ -29,8 +29,23 @@ pub(crate) struct ClientArgs {
     /// How long to wait for the cluster, in seconds.
     #[arg(long, global = true, default_value_t = 10)]
     pub(crate) timeout: u64,
-    /// Log in with SASL over plaintext: `PLAIN` (the only mechanism the CLI's client,
-    /// built without OpenSSL, has).
+    /// `PLAINTEXT`, `SASL_PLAINTEXT`, `SSL` or `SASL_SSL` (by default SASL_PLAINTEXT
+    /// with `--sasl-mechanism`, else PLAINTEXT). TLS is for `user`, `acl`, `quota` and
+    /// `cluster info` only: the other commands' librdkafka is built without OpenSSL.
+    #[arg(long, global = true, env = "SPOOL_SECURITY_PROTOCOL")]
+    pub(crate) security_protocol: Option<String>,
+    /// PEM certificates that the broker's TLS certificate must chain to (default: the
+    /// system's).
+    #[arg(long, global = true, env = "SPOOL_SSL_CA_LOCATION")]
+    pub(crate) ssl_ca_location: Option<std::path::PathBuf>,
+    /// A PEM client certificate chain and its key, for brokers asking for one (mTLS).
+    #[arg(long, global = true, env = "SPOOL_SSL_CERTIFICATE_LOCATION")]
+    pub(crate) ssl_certificate_location: Option<std::path::PathBuf>,
+    #[arg(long, global = true, env = "SPOOL_SSL_KEY_LOCATION")]
+    pub(crate) ssl_key_location: Option<std::path::PathBuf>,
+    /// Log in with SASL: `PLAIN`, or `SCRAM-SHA-256`/`SCRAM-SHA-512` for `user`,
+    /// `acl`, `quota` and `cluster info` (the other commands' librdkafka has no
+    /// SCRAM without OpenSSL).
     #[arg(long, global = true, env = "SPOOL_SASL_MECHANISM")]
     pub(crate) sasl_mechanism: Option<String>,
     #[arg(long, global = true, env = "SPOOL_SASL_USERNAME")]
@@ -54,6 +69,16 @@ impl ClientArgs {
         self.sasl_mechanism.as_deref().filter(|m| !m.is_empty())
     }
 
+    /// The security protocol: as given, or SASL_PLAINTEXT with a SASL mechanism and
+    /// PLAINTEXT without.
+    pub(crate) fn protocol(&self) -> &str {
+        match self.security_protocol.as_deref().filter(|p| !p.is_empty()) {
+            Some(protocol) => protocol,
+            None if self.sasl().is_some() => "SASL_PLAINTEXT",
+            None => "PLAINTEXT",
+        }
+    }
+
     /// The librdkafka configuration every client starts from.
     pub(crate) fn config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
@@ -65,9 +90,10 @@ impl ClientArgs {
                 "socket.connection.setup.timeout.ms",
                 self.timeout().as_millis().to_string(),
             );
+        // librdkafka refuses SSL and SCRAM itself, naming the missing OpenSSL.
+        config.set("security.protocol", self.protocol());
         if let Some(mechanism) = self.sasl() {
             config
-                .set("security.protocol", "SASL_PLAINTEXT")
                 .set("sasl.mechanisms", mechanism)
                 .set("sasl.username", self.sasl_username.as_deref().unwrap_or(""))
                 .set("sasl.password", self.sasl_password.as_deref().unwrap_or(""));

@@ -2,20 +2,20 @@
 //! ApiVersions and Metadata as they are (`spool cluster info`), ACLs
 //! (Create/Describe/DeleteAcls), SCRAM credentials (KIP-554) and client quotas
 //! (KIP-546). Written here because no maintained Rust crate sends them; it frames the
-//! `kafka-protocol` crate's requests over one TCP connection to the first bootstrap
-//! broker that answers, after a SASL PLAIN login when `--sasl-mechanism PLAIN` is
-//! given. Any broker of a Spool cluster applies admin changes cluster-wide before it
-//! answers.
+//! `kafka-protocol` crate's requests over one connection to the first bootstrap
+//! broker that answers: TCP, or TLS ([`tls`]) for `SSL` and `SASL_SSL`, then a SASL
+//! login ([`login`]: PLAIN or SCRAM) when `--sasl-mechanism` is given. Any broker of a
+//! Spool cluster applies admin changes cluster-wide before it answers.
+
+mod login;
+mod tls;
 
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{
-    ApiKey, RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
-    SaslHandshakeRequest, SaslHandshakeResponse,
-};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::client::ClientArgs;
@@ -24,13 +24,39 @@ use crate::error::CliError;
 /// The largest response accepted (a DescribeAcls of a big cluster fits easily).
 const MAX_RESPONSE: usize = 64 << 20;
 
-/// A connection to the first bootstrap broker that answers, logged in when
-/// `--sasl-mechanism` asks; and that broker's address. `what` names the errand, for
-/// the error when none answers.
+/// A connection to the first bootstrap broker that answers, over TLS and logged in
+/// as `--security-protocol` and `--sasl-mechanism` ask; and that broker's address.
+/// `what` names the errand, for the error when none answers.
 pub(crate) async fn connect(
     client: &ClientArgs,
     what: &str,
 ) -> Result<(Connection, String), CliError> {
+    let (uses_tls, uses_sasl) = match client.protocol() {
+        "PLAINTEXT" => (false, false),
+        "SASL_PLAINTEXT" => (false, true),
+        "SSL" => (true, false),
+        "SASL_SSL" => (true, true),
+        other => {
+            return Err(CliError::Usage(format!(
+                "--security-protocol {other}: expected PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL"
+            )));
+        }
+    };
+    let sasl = match (uses_sasl, client.sasl()) {
+        (true, Some(mechanism)) => Some(mechanism),
+        (true, None) => {
+            return Err(CliError::Usage(format!(
+                "--security-protocol {} needs --sasl-mechanism",
+                client.protocol()
+            )));
+        }
+        (false, _) => None,
+    };
+    let connector = if uses_tls {
+        Some(tls::connector(client)?)
+    } else {
+        None
+    };
     let mut last_error = String::from("no brokers given");
     for address in client
         .brokers
@@ -38,15 +64,23 @@ pub(crate) async fn connect(
         .map(str::trim)
         .filter(|a| !a.is_empty())
     {
-        match tokio::time::timeout(client.timeout(), TcpStream::connect(address)).await {
+        let opened = async {
+            let stream = TcpStream::connect(address).await?;
+            let stream: Box<dyn Io> = match &connector {
+                Some(connector) => Box::new(tls::handshake(connector, address, stream).await?),
+                None => Box::new(stream),
+            };
+            Ok::<_, std::io::Error>(stream)
+        };
+        match tokio::time::timeout(client.timeout(), opened).await {
             Ok(Ok(stream)) => {
                 let mut connection = Connection {
                     stream,
                     correlation: 0,
                     timeout: client.timeout(),
                 };
-                if let Some(mechanism) = client.sasl() {
-                    connection.login(mechanism, client).await?;
+                if let Some(mechanism) = sasl {
+                    login::login(&mut connection, mechanism, client).await?;
                 }
                 return Ok((connection, address.to_string()));
             }
@@ -61,55 +95,27 @@ pub(crate) async fn connect(
     })
 }
 
+/// What a connection runs over: TCP, or TLS over it.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
 /// One Kafka connection, one request at a time.
-#[derive(Debug)]
 pub(crate) struct Connection {
-    stream: TcpStream,
+    stream: Box<dyn Io>,
     correlation: i32,
     timeout: Duration,
 }
 
-impl Connection {
-    async fn login(&mut self, mechanism: &str, client: &ClientArgs) -> Result<(), CliError> {
-        if mechanism != "PLAIN" {
-            return Err(CliError::Usage(format!(
-                "--sasl-mechanism {mechanism}: the CLI logs in with PLAIN only"
-            )));
-        }
-        let (Some(user), Some(password)) = (&client.sasl_username, &client.sasl_password) else {
-            return Err(CliError::Usage(
-                "--sasl-mechanism needs --sasl-username and --sasl-password".to_owned(),
-            ));
-        };
-        let handshake: SaslHandshakeResponse = self
-            .call(
-                SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
-                1,
-            )
-            .await?;
-        if handshake.error_code != 0 {
-            return Err(CliError::Failed(format!(
-                "the broker does not take SASL PLAIN here: {}",
-                error_name(handshake.error_code)
-            )));
-        }
-        let token = format!("\0{user}\0{password}");
-        let answer: SaslAuthenticateResponse = self
-            .call(
-                SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token.into_bytes())),
-                2,
-            )
-            .await?;
-        if answer.error_code != 0 {
-            let why = answer
-                .error_message
-                .map(|m| m.to_string())
-                .unwrap_or_default();
-            return Err(CliError::Failed(format!("login as {user} failed: {why}")));
-        }
-        Ok(())
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("correlation", &self.correlation)
+            .finish_non_exhaustive()
     }
+}
 
+impl Connection {
     /// Sends `request` at `version` and reads its answer.
     pub(crate) async fn call<R>(
         &mut self,

@@ -1,7 +1,8 @@
 //! `spool user`, `spool acl` and `spool quota` against a broker enforcing ACLs, and the
 //! other commands logged in with `--sasl-mechanism PLAIN`: a super user makes a user,
 //! grants it a prefix, sets its quota; the user's produce is allowed there only; a
-//! user that is not a super user may not change ACLs.
+//! user that is not a super user may not change ACLs. The admin commands also log in
+//! with SCRAM (TLS is tested with real certificates in `compat/test_security.py`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -183,4 +184,49 @@ async fn users_acls_and_quotas_are_managed_and_enforced() {
     assert_eq!(code, 0);
     let (code, _, _) = spool(addr, admin, &["user", "delete", "alice"], "").await;
     assert_eq!(code, 3, "no such user any more");
+}
+
+/// The CLI's own connection logs in with SCRAM too (PLAIN is the only mechanism of
+/// the commands on librdkafka): a wrong password and a mechanism the listener does
+/// not offer fail with exit 1 and say why.
+#[tokio::test(flavor = "multi_thread")]
+async fn user_acl_and_quota_commands_log_in_with_scram() {
+    let broker = TestBroker::start_secured(
+        &[
+            ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
+            ("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"),
+        ],
+        ("admin", "admin-secret"),
+    )
+    .await;
+    let addr = broker.addr().to_string();
+    let run = |mechanism: &'static str, password: &'static str| {
+        let addr = addr.clone();
+        async move {
+            let output = Command::new(env!("CARGO_BIN_EXE_spool"))
+                .args(["user", "list", "--format", "json", "--timeout", "5"])
+                .args(["--brokers", &addr, "--sasl-mechanism", mechanism])
+                .args(["--sasl-username", "admin", "--sasl-password", password])
+                .env_remove("RUST_LOG")
+                .output()
+                .await
+                .unwrap();
+            (
+                output.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        }
+    };
+    for mechanism in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        let (code, out, err) = run(mechanism, "admin-secret").await;
+        assert_eq!(code, 0, "{mechanism}: {err}");
+        assert!(out.contains("\"admin\""), "{out}");
+    }
+    let (code, _, err) = run("SCRAM-SHA-512", "wrong").await;
+    assert_eq!(code, 1);
+    assert!(err.contains("login as admin failed"), "{err}");
+    let (code, _, err) = run("PLAIN", "admin-secret").await;
+    assert_eq!(code, 1);
+    assert!(err.contains("does not take SASL PLAIN"), "{err}");
 }

@@ -4,6 +4,7 @@
 //! and steps these.
 //!
 //! - [`scram`]: SCRAM-SHA-256 and SCRAM-SHA-512, and the credentials they check;
+//!   [`scram_client`]: the client's side, for Spool's own CLI;
 //! - [`plain`]: PLAIN's message;
 //! - [`oauth`]: OAUTHBEARER's client response (RFC 7628, KIP-255) and [`jwt`]: its
 //!   token, checked against a JSON Web Key Set.
@@ -12,3 +13,4 @@ pub mod jwt;
 pub mod oauth;
 pub mod plain;
 pub mod scram;
+pub mod scram_client;

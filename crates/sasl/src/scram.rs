@@ -59,7 +59,7 @@ impl Mechanism {
             .find(|mechanism| mechanism.code() == code)
     }
 
-    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+    pub(crate) fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha256 => {
                 let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
@@ -76,7 +76,7 @@ impl Mechanism {
         }
     }
 
-    fn hash(self, data: &[u8]) -> Vec<u8> {
+    pub(crate) fn hash(self, data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha256 => Sha256::digest(data).to_vec(),
             Mechanism::Sha512 => Sha512::digest(data).to_vec(),
@@ -84,7 +84,7 @@ impl Mechanism {
     }
 
     /// RFC 5802's `Hi`: PBKDF2 with this HMAC, one block.
-    fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+    pub(crate) fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
         let mut first = salt.to_vec();
         first.extend_from_slice(&1_u32.to_be_bytes());
         let mut u = self.hmac(password, &first);
