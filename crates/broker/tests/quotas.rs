@@ -2,7 +2,8 @@
 //! (KIP-546) with named and default entities, filters and refusals; and a producer
 //! over its `producer_byte_rate` throttled to it, told so in `throttle_time_ms`, its
 //! connection muted meanwhile (KIP-219); a fetch over its `consumer_byte_rate` answered
-//! empty. Real clients are in `compat/test_quotas.py`.
+//! empty; a client held to its `request_percentage`. Real clients are in
+//! `compat/test_quotas.py`.
 
 #![allow(
     clippy::unwrap_used,
@@ -287,4 +288,75 @@ async fn a_fetch_over_the_consumer_byte_rate_gets_an_empty_answer() {
         .as_ref()
         .map_or(0, |r| r.len());
     assert!(records > 0, "records after the throttle");
+}
+
+/// The handler time the broker has spent on Metadata requests, from `/metrics`.
+async fn metadata_seconds(broker: &TestBroker) -> f64 {
+    let body = spool_testkit::http_get(broker.admin_addr().unwrap(), "/metrics")
+        .await
+        .body;
+    body.lines()
+        .find_map(|line| {
+            line.strip_prefix(r#"spool_request_duration_seconds_sum{api="Metadata"} "#)
+        })
+        .map_or(0.0, |value| value.parse().unwrap())
+}
+
+/// `request_percentage`: a client sending Metadata requests for hundreds of topics
+/// back to back is held to its share of one core's handler time, measured by the
+/// broker's own latency histogram after the first second's burst, within 20%, and
+/// told so in `throttle_time_ms`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_over_its_request_percentage_is_held_to_it() {
+    const PERCENT: f64 = 5.0;
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    for i in 0..300 {
+        assert_eq!(client.create_topic(&format!("share-{i:03}"), 1).await, 0);
+    }
+    assert_eq!(
+        client
+            .alter_quotas(
+                &[("client-id", Some("spool-test"))],
+                &[("request_percentage", Some(PERCENT))]
+            )
+            .await,
+        0
+    );
+    let all_topics = || {
+        RequestKind::Metadata(
+            kafka_protocol::messages::MetadataRequest::default().with_topics(None),
+        )
+    };
+    // Spend the burst: until the first throttled answer.
+    let mut throttled = 0;
+    loop {
+        let ResponseKind::Metadata(response) = client.call(all_topics(), 12).await else {
+            panic!("not a Metadata response")
+        };
+        if response.throttle_time_ms > 0 {
+            throttled += 1;
+            break;
+        }
+    }
+    let busy_before = metadata_seconds(&broker).await;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        let ResponseKind::Metadata(response) = client.call(all_topics(), 12).await else {
+            panic!("not a Metadata response")
+        };
+        if response.throttle_time_ms > 0 {
+            throttled += 1;
+        }
+    }
+    let busy = metadata_seconds(&broker).await - busy_before;
+    let share = busy / started.elapsed().as_secs_f64() * 100.0;
+    assert!(
+        throttled > 5,
+        "throttle_time_ms was reported {throttled} times"
+    );
+    assert!(
+        (share - PERCENT).abs() < PERCENT * 0.2,
+        "{share:.2}% of a core against a quota of {PERCENT}% ({busy:.3} s busy)"
+    );
 }
