@@ -249,10 +249,8 @@ fn scram_credential() -> spool_sasl::scram::Credential {
 /// A key set of one key made for the run, and rules that take unsecured tokens.
 fn token_checks() -> &'static (jsonwebtoken::jwk::JwkSet, spool_sasl::jwt::TokenRules) {
     use spool_testkit::tokens::{SigningKey, key_set_json};
-    static CHECKS: std::sync::OnceLock<(
-        jsonwebtoken::jwk::JwkSet,
-        spool_sasl::jwt::TokenRules,
-    )> = std::sync::OnceLock::new();
+    static CHECKS: std::sync::OnceLock<(jsonwebtoken::jwk::JwkSet, spool_sasl::jwt::TokenRules)> =
+        std::sync::OnceLock::new();
     CHECKS.get_or_init(|| {
         let json = key_set_json(&[&SigningKey::ec("fuzz")]);
         let keys = spool_sasl::jwt::parse_key_set(json.as_bytes())

@@ -270,7 +270,7 @@ async fn raw_token(token: &[u8], session: &mut Session, shared: &Arc<Shared>) ->
     use crate::security::sasl::{self, Step, Verifiers};
     let verifiers = Verifiers {
         metadata: &shared.metadata,
-        tokens: shared.tokens.as_deref(),
+        tokens: shared.token_verifier.as_deref(),
     };
     let answer = match sasl::step(&mut session.exchange, token, verifiers).await {
         Ok(Step::Continue(challenge)) => challenge,

@@ -114,7 +114,7 @@ pub(crate) struct Shared {
     /// Client quotas and what each entity has used.
     pub(crate) quotas: crate::quotas::Quotas,
     /// OAUTHBEARER's key set, when a listener offers the mechanism.
-    pub(crate) tokens: Option<Arc<crate::security::oauth::TokenVerifier>>,
+    pub(crate) token_verifier: Option<Arc<crate::security::oauth::TokenVerifier>>,
 }
 
 /// A listener as bound.
@@ -135,7 +135,6 @@ impl Shared {
             .map_or_else(|| self.advertised(), |listener| listener.advertised.clone())
     }
 
-    /// What the first listener advertises (and the cluster registers).
     /// The first listener's name (what the admin listener's answers use).
     pub(crate) fn first_listener(&self) -> String {
         self.listeners
@@ -144,6 +143,7 @@ impl Shared {
             .unwrap_or_default()
     }
 
+    /// What the first listener advertises.
     pub(crate) fn advertised(&self) -> (String, i32) {
         self.listeners
             .first()
@@ -334,7 +334,7 @@ impl Broker {
                     .mechanisms
                     .contains(&SaslMechanism::OAuthBearer)
         });
-        let tokens = if offers_oauth {
+        let token_verifier = if offers_oauth {
             let verifier = crate::security::oauth::TokenVerifier::load(&config.security.oauth)
                 .await
                 .map_err(BrokerError::Security)?;
@@ -435,7 +435,7 @@ impl Broker {
             views: crate::views::Views::default(),
             authorizer,
             quotas,
-            tokens,
+            token_verifier,
         });
         markers.attach(&shared);
         if let Some(metrics) = &shared.metrics {
@@ -473,9 +473,9 @@ impl Broker {
             ));
         }
         crate::cluster::start(&shared, &stopped);
-        if let Some(tokens) = &shared.tokens {
+        if let Some(verifier) = &shared.token_verifier {
             tokio::spawn(crate::security::oauth::keep_fresh(
-                tokens.clone(),
+                verifier.clone(),
                 stopped.clone(),
             ));
         }

@@ -18,6 +18,7 @@ use object_store::memory::InMemory;
 use spool_broker::{Broker, BrokerConfig, MetadataUrl, ObjectStorage};
 use spool_testkit::{BatchBuilder, FetchAt, RawClient, topic_name};
 
+const LEADER_NOT_AVAILABLE: i16 = 5;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 
 /// The shared stores, and the brokers running on them by node id.
@@ -864,7 +865,7 @@ async fn metadata_names_other_brokers_on_the_listener_asked() {
     for partition in &response.topics[0].partitions {
         assert_ne!(partition.leader_id.0, 3, "broker 3 is not on CLIENT");
         if partition.leader_id.0 == -1 {
-            assert_eq!(partition.error_code, 5, "LEADER_NOT_AVAILABLE");
+            assert_eq!(partition.error_code, LEADER_NOT_AVAILABLE);
         }
     }
 }

@@ -256,10 +256,10 @@ async fn a_compression_bomb_is_stored_as_sent_without_being_inflated() {
 }
 
 /// Before authentication (CVE-2022-34917): a thousand connections to a SASL listener
-/// each start a frame just under the 512 KiB pre-authentication limit and send a
-/// little of it, and two hundred more claim 10 MiB frames. The over-limit ones are
-/// closed at once; the others cost what they sent, not what they claimed; a client
-/// still logs in among them, and the log is untouched.
+/// each start a frame just under the 512 KiB pre-authentication limit and send 8 KiB
+/// of it, and two hundred more claim 10 MiB frames. The over-limit ones are closed at
+/// once; the others are waited for, holding well under 128 KiB each; a client still
+/// logs in among them.
 #[tokio::test(flavor = "multi_thread")]
 async fn frames_before_authentication_are_bounded_and_others_log_in() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,9 +1,10 @@
 //! OAUTHBEARER through the broker, with a raw client: tokens signed by a key of the
 //! configured key set (a file, or served over HTTP) log in, with the session's
-//! lifetime the token's; expired, forged, wrong-audience and unsecured tokens answer
-//! `SASL_AUTHENTICATION_FAILED` and close; a key added to the file is picked up
-//! without a restart; unsecured tokens pass only where allowed; a broker offering
-//! OAUTHBEARER with no key set does not start. Real clients are in
+//! lifetime the token's; expired, forged, wrong- or no-audience, wrong- or no-issuer
+//! and unsecured tokens answer `SASL_AUTHENTICATION_FAILED` and close; a key added to
+//! the file is picked up without a restart; a key set over HTTP is read again for an
+//! unknown key id, with a backoff; unsecured tokens pass only where allowed; a broker
+//! offering OAUTHBEARER with no key set, or one over 1 MiB, does not start. Real clients are in
 //! `compat/test_oauthbearer.py`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -126,6 +127,14 @@ async fn signed_tokens_log_in_and_bad_ones_are_refused() {
         (
             key.sign(&json!({"exp": now + 600, "aud": "spool", "iss": "https://idp.test"})),
             "principal",
+        ),
+        (
+            key.sign(&json!({"sub": "alice", "exp": now + 600, "iss": "https://idp.test"})),
+            "audience",
+        ),
+        (
+            key.sign(&json!({"sub": "alice", "exp": now + 600, "aud": "spool"})),
+            "issuer",
         ),
         (unsecured_token(&claims("alice", 600)), "unsecured"),
         ("not-a-jwt".to_owned(), "malformed"),
@@ -265,4 +274,44 @@ async fn unsecured_tokens_pass_only_where_allowed() {
             .contains("sasl.oauthbearer.jwks.endpoint.url"),
         "{error}"
     );
+}
+
+/// A key set larger than 1 MiB is refused however it comes (here without a length,
+/// until the server closes): the broker does not start on it.
+#[tokio::test]
+async fn an_oversized_key_set_is_refused() {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", http.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = http.accept().await {
+            let mut request = vec![0_u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let head =
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes()).await;
+            let filler = vec![b' '; 64 << 10];
+            for _ in 0..64 {
+                if socket.write_all(&filler).await.is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let data = tempfile::tempdir().unwrap();
+    let mut config = BrokerConfig {
+        data_dir: data.path().to_path_buf(),
+        ..BrokerConfig::default()
+    };
+    config.admin.listen = None;
+    for (name, value) in [
+        ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
+        ("sasl.enabled.mechanisms", "OAUTHBEARER"),
+        ("sasl.oauthbearer.jwks.endpoint.url", url.as_str()),
+    ] {
+        config.set(name, value).unwrap();
+    }
+    let Err(error) = Broker::start(config).await else {
+        panic!("a broker started on a 4 MiB key set")
+    };
+    assert!(error.to_string().contains("over 1048576 bytes"), "{error}");
 }

@@ -101,22 +101,30 @@ fn algorithm_confusion_is_refused() {
     let ec = ec_key("ec-1");
     let keys = key_set(&[&ec]);
     let claims = json!({"sub": "alice", "exp": now_s() + 600});
-    // HS256 keyed with the public key's bytes: the classic confusion.
+    // HS256 keyed with the public key's bytes: the classic confusion, against a key
+    // that declares its algorithm and one that does not.
     let public = serde_json::to_vec(ec.jwk()).unwrap();
+    let mut undeclared = ec.jwk().clone();
+    undeclared.as_object_mut().unwrap().remove("alg");
+    let undeclared = parse_key_set(json!({ "keys": [undeclared] }).to_string().as_bytes()).unwrap();
     let mut header = Header::new(Algorithm::HS256);
     header.kid = Some("ec-1".to_owned());
     let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(&public)).unwrap();
-    assert!(matches!(
-        verify(&token, &keys, &rules(), 0),
-        Err(TokenError::AlgorithmMismatch(_))
-    ));
-    // An EdDSA token for an ES256 key.
+    for keys in [&keys, &undeclared] {
+        assert!(matches!(
+            verify(&token, keys, &rules(), 0),
+            Err(TokenError::AlgorithmMismatch(_))
+        ));
+    }
+    // An EdDSA token for an ES256 key, declared or not.
     let ed = ed_key("ec-1");
     let token = sign(&ed, Some("ec-1"), &claims);
-    assert!(matches!(
-        verify(&token, &keys, &rules(), 0),
-        Err(TokenError::AlgorithmMismatch(_))
-    ));
+    for keys in [&keys, &undeclared] {
+        assert!(matches!(
+            verify(&token, keys, &rules(), 0),
+            Err(TokenError::AlgorithmMismatch(_))
+        ));
+    }
 }
 
 #[test]
@@ -170,6 +178,21 @@ fn claims_are_checked() {
     assert_eq!(
         check(
             json!({"sub": "a", "exp": now + 600, "aud": "spool", "iss": "https://evil"}),
+            &strict
+        ),
+        Err(TokenError::Issuer)
+    );
+    // An expected audience or issuer makes its claim required.
+    assert_eq!(
+        check(
+            json!({"sub": "a", "exp": now + 600, "iss": "https://idp.example"}),
+            &strict
+        ),
+        Err(TokenError::Audience)
+    );
+    assert_eq!(
+        check(
+            json!({"sub": "a", "exp": now + 600, "aud": "spool"}),
             &strict
         ),
         Err(TokenError::Issuer)

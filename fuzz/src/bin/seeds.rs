@@ -273,6 +273,12 @@ fn sasl_seeds() -> Vec<Vec<u8>> {
         let response = spool_testkit::tokens::oauthbearer_response(&token);
         seeds.push([&[2_u8][..], &response].concat());
     }
-    seeds.push([&[2_u8][..], b"n,a=alice,\x01auth=Bearer x.y.\x01traceId=1\x01\x01"].concat());
+    seeds.push(
+        [
+            &[2_u8][..],
+            b"n,a=alice,\x01auth=Bearer x.y.\x01traceId=1\x01\x01",
+        ]
+        .concat(),
+    );
     seeds
 }

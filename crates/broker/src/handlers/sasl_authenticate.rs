@@ -48,7 +48,7 @@ pub(crate) async fn handle(
     }
     let verifiers = Verifiers {
         metadata: &shared.metadata,
-        tokens: shared.tokens.as_deref(),
+        tokens: shared.token_verifier.as_deref(),
     };
     match sasl::step(&mut session.exchange, &request.auth_bytes, verifiers).await {
         Ok(Step::Continue(challenge)) => (

@@ -7,11 +7,13 @@
 //! the first login), then again every `sasl.oauthbearer.jwks.endpoint.refresh.ms` (a
 //! file: whenever it changes, looked at every few seconds), and at once when a token
 //! names a key the set lacks (an identity provider rotating its keys), at most once
-//! per [`REFETCH_BACKOFF`]. A set that cannot be read again is logged and the previous
-//! one kept.
+//! per [`REFETCH_BACKOFF`]. A set that cannot be read again is logged, the previous
+//! one kept, and the read tried again after the backoff. A set is at most
+//! [`KEY_SET_MAX`] bytes however it is sent; redirects never go from `https` to
+//! `http`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::jwk::JwkSet;
@@ -103,24 +105,36 @@ impl KeySource {
     }
 }
 
+/// The key set at `url`, read up to [`KEY_SET_MAX`] bytes however the server sends it.
 async fn fetch(http: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
-    let response = http
+    let failed = |error: reqwest::Error| format!("{url}: {error}");
+    let mut response = http
         .get(url)
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)
-        .map_err(|error| format!("{url}: {error}"))?;
-    if response
-        .content_length()
-        .is_some_and(|length| length > KEY_SET_MAX as u64)
-    {
-        return Err(format!("{url}: the key set is over {KEY_SET_MAX} bytes"));
+        .map_err(failed)?;
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(failed)? {
+        if body.len() + chunk.len() > KEY_SET_MAX {
+            return Err(format!("{url}: the key set is over {KEY_SET_MAX} bytes"));
+        }
+        body.extend_from_slice(&chunk);
     }
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|error| format!("{url}: {error}"))?;
-    Ok(bytes.to_vec())
+    Ok(body)
+}
+
+/// Up to 5 redirects, never from `https` down to `http`.
+fn redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let downgrade = attempt.url().scheme() == "http"
+            && attempt.previous().iter().any(|url| url.scheme() == "https");
+        if downgrade || attempt.previous().len() >= 5 {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// Checks OAUTHBEARER tokens against the key set in force.
@@ -130,9 +144,23 @@ pub(crate) struct TokenVerifier {
     rules: TokenRules,
     refresh: Duration,
     http: reqwest::Client,
-    keys: RwLock<Arc<JwkSet>>,
-    /// When the set was last read, and the file's stamp then.
-    last_read: Mutex<(Instant, Option<SystemTime>)>,
+    /// The set in force (a watch channel: a reader never waits, and never sees a
+    /// poisoned lock).
+    keys: watch::Sender<Arc<JwkSet>>,
+    /// Held through each read of the set: one read at a time, so the sets are
+    /// installed in the order they were read.
+    reads: tokio::sync::Mutex<Reads>,
+}
+
+/// When the set was read.
+#[derive(Debug)]
+struct Reads {
+    /// The last read tried (the backoff counts from it).
+    tried: Instant,
+    /// The last that succeeded (the refresh interval counts from it).
+    succeeded: Instant,
+    /// The file's modification time then.
+    stamp: Option<SystemTime>,
 }
 
 impl TokenVerifier {
@@ -149,8 +177,10 @@ impl TokenVerifier {
         }
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
+            .redirect(redirects())
             .build()
             .map_err(|error| error.to_string())?;
+        let stamp = source.as_ref().and_then(KeySource::stamp);
         let keys = match &source {
             Some(source) => source
                 .read(&http)
@@ -158,7 +188,7 @@ impl TokenVerifier {
                 .map_err(|error| format!("sasl.oauthbearer.jwks.endpoint.url: {error}"))?,
             None => JwkSet { keys: Vec::new() },
         };
-        let stamp = source.as_ref().and_then(KeySource::stamp);
+        let now = Instant::now();
         Ok(TokenVerifier {
             rules: TokenRules {
                 principal_claim: config.principal_claim.clone(),
@@ -176,69 +206,64 @@ impl TokenVerifier {
             source,
             refresh: config.refresh,
             http,
-            keys: RwLock::new(Arc::new(keys)),
-            last_read: Mutex::new((Instant::now(), stamp)),
+            keys: watch::Sender::new(Arc::new(keys)),
+            reads: tokio::sync::Mutex::new(Reads {
+                tried: now,
+                succeeded: now,
+                stamp,
+            }),
         })
     }
 
-    /// Checks `token`; a key the set lacks has the set read again (at most once per
-    /// [`REFETCH_BACKOFF`]) before the token is refused.
+    /// Checks `token`; a key the set lacks has the set read again (unless it was
+    /// tried within [`REFETCH_BACKOFF`]) before the token is refused.
     pub(crate) async fn verify(&self, token: &str) -> Result<Verified, TokenError> {
-        match jwt::verify(token, &self.keys(), &self.rules, now_ms()) {
-            Err(TokenError::UnknownKey(kid)) => {
-                let due = self.lock_last_read().0.elapsed().ge(&REFETCH_BACKOFF);
-                if due && self.reload("a token names a key the set lacks").await {
-                    jwt::verify(token, &self.keys(), &self.rules, now_ms())
-                } else {
-                    Err(TokenError::UnknownKey(kid))
-                }
-            }
-            other => other,
+        let checked = jwt::verify(token, &self.current(), &self.rules, now_ms());
+        if !matches!(checked, Err(TokenError::UnknownKey(_))) {
+            return checked;
         }
+        {
+            let mut reads = self.reads.lock().await;
+            if reads.tried.elapsed() >= REFETCH_BACKOFF {
+                self.read_again(&mut reads, "a token names a key the set lacks")
+                    .await;
+            }
+        }
+        // Against the set as it is now: read here or by another login meanwhile.
+        jwt::verify(token, &self.current(), &self.rules, now_ms())
     }
 
-    fn keys(&self) -> Arc<JwkSet> {
-        self.keys
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    fn current(&self) -> Arc<JwkSet> {
+        self.keys.borrow().clone()
     }
 
-    fn lock_last_read(&self) -> std::sync::MutexGuard<'_, (Instant, Option<SystemTime>)> {
-        self.last_read
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Reads the set again; whether it was read.
-    async fn reload(&self, why: &str) -> bool {
+    /// Reads the set again (the caller holds `reads`).
+    async fn read_again(&self, reads: &mut Reads, why: &str) {
         let Some(source) = &self.source else {
-            return false;
+            return;
         };
+        reads.tried = Instant::now();
         let stamp = source.stamp();
-        *self.lock_last_read() = (Instant::now(), stamp);
         match source.read(&self.http).await {
             Ok(keys) => {
                 tracing::info!(keys = keys.keys.len(), why, "OAUTHBEARER key set read");
-                *self
-                    .keys
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(keys);
-                true
+                self.keys.send_replace(Arc::new(keys));
+                reads.succeeded = Instant::now();
+                reads.stamp = stamp;
             }
             Err(error) => {
                 tracing::warn!(%error, "the OAUTHBEARER key set cannot be read; keeping the previous one");
-                false
             }
         }
     }
 
-    /// Whether the set is due to be read again: its refresh interval passed, or its
-    /// file changed.
-    fn due(&self) -> bool {
-        let (read_at, stamp) = *self.lock_last_read();
-        read_at.elapsed() >= self.refresh
-            || matches!(&self.source, Some(KeySource::File(_)) if self.source.as_ref().and_then(KeySource::stamp) != stamp)
+    /// Whether the set is due to be read again: its refresh interval passed (after a
+    /// failed read, the backoff), or its file changed.
+    fn due(&self, reads: &Reads) -> bool {
+        let refresh_due = reads.succeeded.elapsed() >= self.refresh
+            && reads.tried.elapsed() >= REFETCH_BACKOFF.min(self.refresh);
+        let file_changed = matches!(&self.source, Some(source @ KeySource::File(_)) if source.stamp() != reads.stamp);
+        refresh_due || file_changed
     }
 }
 
@@ -253,8 +278,9 @@ pub(crate) async fn keep_fresh(verifier: Arc<TokenVerifier>, mut stopped: watch:
             () = tokio::time::sleep(every) => {}
             _ = stopped.changed() => return,
         }
-        if verifier.due() {
-            verifier.reload("refresh").await;
+        let mut reads = verifier.reads.lock().await;
+        if verifier.due(&reads) {
+            verifier.read_again(&mut reads, "refresh").await;
         }
     }
 }
