@@ -267,6 +267,59 @@ def topic_dir(broker, topic):
     return os.path.join(broker.data_dir, "data", "topics", f"{high:016x}{low:016x}")
 
 
+def server_certificate(directory):
+    """A CA made for this run (trustme) and a server certificate it signs for
+    127.0.0.1 and localhost, written to `directory`: (CA, certificate, key) paths."""
+    import trustme
+    ca = trustme.CA()
+    paths = tuple(os.path.join(directory, name) for name in ("ca.pem", "server.pem", "server.key"))
+    ca.cert_pem.write_to_path(paths[0])
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    cert.cert_chain_pems[0].write_to_path(paths[1])
+    cert.private_key_pem.write_to_path(paths[2])
+    return paths
+
+
+def roundtrip(config, count=20, ready=lambda client: client):
+    """With confluent-kafka on `config`: creates a topic of one partition, produces
+    `count` records and reads them back in a group of its own; the topic. `ready` is
+    given each admin client and producer as it is made (to serve `oauth_cb`, say)."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"rt-{uuid.uuid4().hex[:8]}"
+    admin = ready(AdminClient(config))  # kept: a collected client fails its futures
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    producer = ready(Producer(config))
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode())
+    assert producer.flush(20) == 0
+    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.time() + 30
+    while len(got) < count and time.time() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and not message.error():
+            got.append(message.value().decode())
+    consumer.close()
+    assert got == [f"v{i}" for i in range(count)]
+    return topic
+
+
+def kafka_python_roundtrip(settings, topic, count=10):
+    """With kafka-python on `settings`: produces `count` records to `topic` (of one
+    partition) and reads them back."""
+    producer = KafkaProducer(**settings)
+    for i in range(count):
+        producer.send(topic, f"k{i}".encode())
+    producer.flush(20)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=5000,
+                             **settings)
+    assert [m.value.decode() for m in consumer] == [f"k{i}" for i in range(count)]
+    consumer.close()
+
+
 def kcat(*args, input=None, timeout=30):
     result = subprocess.run(["kcat", *args], input=input, capture_output=True, timeout=timeout)
     assert result.returncode == 0, result.stderr.decode()

@@ -6,17 +6,15 @@ the other brokers over SASL_SSL too: confluent-kafka (librdkafka) and kafka-pyth
 produce to and consume from a topic whose partitions are spread over the cluster.
 Clusters only: one broker's listeners are in test_security.py."""
 
-import os
 import time
 import uuid
 
 import pytest
-import trustme
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
-from conftest import CLUSTER, free_port
+from conftest import CLUSTER, free_port, server_certificate
 
 pytestmark = pytest.mark.skipif(CLUSTER < 2, reason="a cluster's listeners")
 
@@ -27,13 +25,7 @@ USER, PASSWORD = "erin", "erin-secret"
 def cluster(tmp_path_factory):
     from conftest import Broker
     tmp = str(tmp_path_factory.mktemp("listeners"))
-    ca = trustme.CA()
-    ca_path = os.path.join(tmp, "ca.pem")
-    ca.cert_pem.write_to_path(ca_path)
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    cert_path, key_path = os.path.join(tmp, "server.pem"), os.path.join(tmp, "server.key")
-    cert.cert_chain_pems[0].write_to_path(cert_path)
-    cert.private_key_pem.write_to_path(key_path)
+    ca_path, cert_path, key_path = server_certificate(tmp)
     sasl_ports = {node: free_port() for node in range(1, CLUSTER + 1)}
     broker = Broker(
         tmp,

@@ -20,15 +20,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jwt
 import pytest
-import trustme
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 from cryptography.hazmat.primitives.asymmetric import rsa
-from kafka import KafkaConsumer, KafkaProducer
 from kafka.sasl.oauth import AbstractTokenProvider
 
-from conftest import CLUSTER, SPOOL_BIN, free_port
+from conftest import (CLUSTER, SPOOL_BIN, free_port, kafka_python_roundtrip, roundtrip,
+                      server_certificate)
 
 pytestmark = pytest.mark.skipif(CLUSTER > 1, reason="listeners are tested on one broker")
 
@@ -100,13 +99,7 @@ def start_broker(tmp, name, listeners, settings):
 def setup():
     with tempfile.TemporaryDirectory() as tmp:
         idp = IdentityProvider()
-        ca = trustme.CA()
-        ca_path = os.path.join(tmp, "ca.pem")
-        ca.cert_pem.write_to_path(ca_path)
-        cert = ca.issue_cert("127.0.0.1", "localhost")
-        cert_path, key_path = os.path.join(tmp, "server.pem"), os.path.join(tmp, "server.key")
-        cert.cert_chain_pems[0].write_to_path(cert_path)
-        cert.private_key_pem.write_to_path(key_path)
+        ca_path, cert_path, key_path = server_certificate(tmp)
         ports = {"SASL_PLAINTEXT": free_port(), "SASL_SSL": free_port()}
         strict = start_broker(tmp, "strict", ports, {
             "sasl.enabled.mechanisms": "OAUTHBEARER",
@@ -151,30 +144,9 @@ def with_token(client):
     return client
 
 
-def roundtrip(config, count=20):
-    topic = f"oauth-{uuid.uuid4().hex[:8]}"
-    admin = with_token(AdminClient(config))
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
-    producer = with_token(Producer(config))
-    for i in range(count):
-        producer.produce(topic, value=f"v{i}".encode())
-    assert producer.flush(20) == 0
-    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])  # its poll below serves oauth_cb
-    got = []
-    deadline = time.time() + 30
-    while len(got) < count and time.time() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None and not message.error():
-            got.append(message.value().decode())
-    consumer.close()
-    assert got == [f"v{i}" for i in range(count)]
-    return topic
-
-
 @pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
 def test_librdkafka_logs_in_with_a_signed_token(setup, protocol):
-    roundtrip(librdkafka(setup, protocol))
+    roundtrip(librdkafka(setup, protocol), ready=with_token)
 
 
 @pytest.mark.parametrize("why,token_args", [
@@ -194,7 +166,7 @@ def test_a_bad_token_fails_librdkafkas_login(setup, why, token_args):
 
 def test_the_tokens_subject_is_the_principal_acls_decide_on(setup):
     alice = librdkafka(setup, "SASL_SSL", subject="alice")
-    topic = roundtrip(alice, count=1)
+    topic = roundtrip(alice, count=1, ready=with_token)
     admin = with_token(AdminClient(alice))
     deny = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:mallory",
                       "*", AclOperation.WRITE, AclPermissionType.DENY)
@@ -232,15 +204,7 @@ def test_kafka_python_logs_in_with_a_token_provider(setup, protocol):
     topic = f"kp-oauth-{uuid.uuid4().hex[:8]}"
     admin = with_token(AdminClient(librdkafka(setup, protocol)))  # kept: a collected client fails its futures
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
-    producer = KafkaProducer(**settings)
-    for i in range(10):
-        producer.send(topic, f"k{i}".encode())
-    producer.flush(20)
-    producer.close()
-    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=5000,
-                             **settings)
-    assert [m.value.decode() for m in consumer] == [f"k{i}" for i in range(10)]
-    consumer.close()
+    kafka_python_roundtrip(settings, topic)
 
 
 def kcat_unsecured(port, *args, input=None):

@@ -15,11 +15,10 @@ import uuid
 
 import pytest
 import trustme
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaConsumer, KafkaProducer
 
-from conftest import CLUSTER, SPOOL_BIN, free_port, kcat
+from conftest import CLUSTER, SPOOL_BIN, free_port, kafka_python_roundtrip, kcat, roundtrip
 
 USER, PASSWORD = "alice", "alice-secret"
 
@@ -90,28 +89,6 @@ def secured():
         broker.stop()
 
 
-def roundtrip(config, count=20):
-    """Creates a topic, produces `count` records and reads them back."""
-    topic = f"sec-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(config)  # kept: a collected client fails its futures
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
-    producer = Producer(config)
-    for i in range(count):
-        producer.produce(topic, value=f"v{i}".encode())
-    assert producer.flush(20) == 0
-    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got = []
-    deadline = time.time() + 30
-    while len(got) < count and time.time() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None and not message.error():
-            got.append(message.value().decode())
-    consumer.close()
-    assert got == [f"v{i}" for i in range(count)]
-    return topic
-
-
 @pytest.mark.parametrize("protocol,mechanism", [
     ("PLAINTEXT", None),
     ("SSL", None),
@@ -158,14 +135,7 @@ def test_kafka_python_produces_and_consumes(secured, protocol, mechanism):
     topic = f"kp-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(secured.librdkafka("PLAINTEXT"))
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
-    producer = KafkaProducer(**settings)
-    for i in range(10):
-        producer.send(topic, f"k{i}".encode())
-    producer.flush(20)
-    producer.close()
-    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=5000, **settings)
-    assert [m.value.decode() for m in consumer] == [f"k{i}" for i in range(10)]
-    consumer.close()
+    kafka_python_roundtrip(settings, topic)
 
 
 def test_kcat_over_sasl_ssl(secured):

@@ -268,27 +268,20 @@ async fn handle_in_order(
 /// a failure closes the connection (v0 has no way to say why).
 async fn raw_token(token: &[u8], session: &mut Session, shared: &Arc<Shared>) -> Reply {
     use crate::security::sasl::{self, Step, Verifiers};
-    let verifiers = Verifiers {
-        metadata: &shared.metadata,
-        tokens: shared.token_verifier.as_deref(),
-    };
-    let answer = match sasl::step(&mut session.exchange, token, verifiers).await {
+    let answer = match sasl::step(&mut session.exchange, token, Verifiers::of(shared)).await {
         Ok(Step::Continue(challenge)) => challenge,
         Ok(Step::Done {
             user,
             last,
-            expires_at_ms,
-        }) => {
-            let lifetime = expires_at_ms.map(sasl::credential_lifetime);
-            match session.authenticated(&user, lifetime, std::time::Instant::now()) {
-                Ok(_) => last,
-                Err(reason) => {
-                    tracing::info!(reason, "SASL authentication failed");
-                    tokio::time::sleep(session.listener.failed_delay).await;
-                    return Reply::Close;
-                }
+            lifetime,
+        }) => match session.authenticated(&user, lifetime, std::time::Instant::now()) {
+            Ok(_) => last,
+            Err(reason) => {
+                tracing::info!(reason, "SASL authentication failed");
+                tokio::time::sleep(session.listener.failed_delay).await;
+                return Reply::Close;
             }
-        }
+        },
         Err(failure) => {
             tracing::info!(reason = %failure, "SASL authentication failed");
             tokio::time::sleep(session.listener.failed_delay).await;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use spool_metadata::QuotaRecord;
+use spool_metadata::{QuotaEntity, QuotaRecord};
 
 use self::index::QuotaIndex;
 use self::meter::Meters;
@@ -59,6 +59,29 @@ impl Quotas {
         key: &str,
         amount: f64,
     ) -> Duration {
+        self.with_meter(principal, client_id, key, |meters, entity, rate| {
+            meters.charge(entity, key, rate, amount, Instant::now())
+        })
+    }
+
+    /// How long a request from `principal` with `client_id` would be throttled for
+    /// the quota `key` before it is charged anything: zero unless its entity is
+    /// already over its quota.
+    pub(crate) fn owed(&self, principal: &str, client_id: &str, key: &str) -> Duration {
+        self.with_meter(principal, client_id, key, |meters, entity, _| {
+            meters.owed(entity, key, Instant::now())
+        })
+    }
+
+    /// `throttle` on the meters with the entity whose quota `key` applies to the
+    /// request, and its rate; zero when no quota applies.
+    fn with_meter(
+        &self,
+        principal: &str,
+        client_id: &str,
+        key: &str,
+        throttle: impl FnOnce(&mut Meters, QuotaEntity, f64) -> Duration,
+    ) -> Duration {
         if !self.any.load(Ordering::Acquire) {
             return Duration::ZERO;
         }
@@ -66,27 +89,8 @@ impl Quotas {
         let Some((entity, rate)) = self.current().resolve(user, client_id, key) else {
             return Duration::ZERO;
         };
-        self.meters
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .charge(entity, key, rate, amount, Instant::now())
-    }
-
-    /// How long a request from `principal` with `client_id` would be throttled for
-    /// the quota `key` before it is charged anything: zero unless its entity is
-    /// already over its quota.
-    pub(crate) fn owed(&self, principal: &str, client_id: &str, key: &str) -> Duration {
-        if !self.any.load(Ordering::Acquire) {
-            return Duration::ZERO;
-        }
-        let user = principal.strip_prefix("User:").unwrap_or(principal);
-        let Some((entity, _)) = self.current().resolve(user, client_id, key) else {
-            return Duration::ZERO;
-        };
-        self.meters
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .owed(entity, key, Instant::now())
+        let mut meters = self.meters.lock().unwrap_or_else(PoisonError::into_inner);
+        throttle(&mut meters, entity, rate)
     }
 }
 

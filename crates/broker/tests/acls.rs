@@ -62,14 +62,10 @@ async fn secured() -> (TestBroker, RawClient, RawClient) {
         ("admin", "admin-secret"),
     )
     .await;
-    let sasl = broker
-        .broker()
-        .unwrap()
-        .listener_addr("SASL_PLAINTEXT")
-        .unwrap();
+    let sasl = broker.listener_addr("SASL_PLAINTEXT");
     let mut admin = RawClient::connect(sasl).await;
     assert_eq!(admin.login_plain("admin", "admin-secret").await, 0);
-    let plaintext = broker.broker().unwrap().listener_addr("PLAINTEXT").unwrap();
+    let plaintext = broker.listener_addr("PLAINTEXT");
     let anonymous = RawClient::connect(plaintext).await;
     (broker, admin, anonymous)
 }
@@ -569,7 +565,7 @@ async fn each_api_is_refused_until_its_binding_is_granted() {
 }
 
 fn anon_addr(broker: &TestBroker) -> std::net::SocketAddr {
-    broker.broker().unwrap().listener_addr("PLAINTEXT").unwrap()
+    broker.listener_addr("PLAINTEXT")
 }
 
 #[tokio::test]

@@ -277,11 +277,7 @@ async fn frames_before_authentication_are_bounded_and_others_log_in() {
         ("alice", "alice-secret"),
     )
     .await;
-    let sasl = broker
-        .broker()
-        .unwrap()
-        .listener_addr("SASL_PLAINTEXT")
-        .unwrap();
+    let sasl = broker.listener_addr("SASL_PLAINTEXT");
     let rss_before = resident_bytes();
     let mut pending = Vec::with_capacity(count);
     for _ in 0..count {

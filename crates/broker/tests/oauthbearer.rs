@@ -83,6 +83,59 @@ fn claims(sub: &str, lifetime_s: i64) -> serde_json::Value {
         "iss": "https://idp.test"})
 }
 
+/// Logs in with `token` until the broker takes it (within 30 s); how many logins it
+/// took.
+async fn login_until_accepted(addr: SocketAddr, token: &str, pause: Duration) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let (error, message, ..) = login(addr, token).await;
+        if error == 0 {
+            return attempts;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the token was never taken: {message}"
+        );
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// An HTTP server on a free port answering every request with the head and body
+/// `answer` gives, then closing; its URL.
+async fn serve_http(answer: impl Fn() -> (String, Vec<u8>) + Send + Sync + 'static) -> String {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", http.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = http.accept().await {
+            let mut request = vec![0_u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let (head, body) = answer();
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(&body).await;
+        }
+    });
+    url
+}
+
+/// Why a broker with `settings` does not start.
+async fn start_error(settings: &[(&str, &str)]) -> String {
+    let data = tempfile::tempdir().unwrap();
+    let mut config = BrokerConfig {
+        data_dir: data.path().to_path_buf(),
+        ..BrokerConfig::default()
+    };
+    config.admin.listen = None;
+    for (name, value) in settings {
+        config.set(name, value).unwrap();
+    }
+    let Err(error) = Broker::start(config).await else {
+        panic!("a broker started with {settings:?}")
+    };
+    error.to_string()
+}
+
 #[tokio::test]
 async fn signed_tokens_log_in_and_bad_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,18 +217,7 @@ async fn a_key_added_to_the_file_is_picked_up_without_a_restart() {
     let replacement = dir.path().join("jwks.json.new");
     std::fs::write(&replacement, key_set_json(&[&old, &new])).unwrap();
     std::fs::rename(&replacement, &jwks).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (error, message, ..) = login(broker.addr(), &token).await;
-        if error == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the new key was not picked up: {message}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    login_until_accepted(broker.addr(), &token, Duration::from_millis(250)).await;
     let (error, ..) = login(broker.addr(), &old.sign(&claims("bob", 600))).await;
     assert_eq!(error, 0, "the old key still signs");
 }
@@ -187,25 +229,17 @@ async fn a_key_added_to_the_file_is_picked_up_without_a_restart() {
 async fn a_key_set_is_fetched_over_http() {
     let (first, rotated) = (SigningKey::ec("http-1"), SigningKey::ec("http-2"));
     let served = Arc::new(Mutex::new((key_set_json(&[&first]), 0_u32)));
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/jwks.json", http.local_addr().unwrap());
     let server = served.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = http.accept().await {
-            let mut request = vec![0_u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let body = {
-                let mut served = server.lock().unwrap();
-                served.1 += 1;
-                served.0.clone()
-            };
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = socket.write_all(answer.as_bytes()).await;
-        }
-    });
+    let url = serve_http(move || {
+        let mut served = server.lock().unwrap();
+        served.1 += 1;
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            served.0.len()
+        );
+        (head, served.0.clone().into_bytes())
+    })
+    .await;
     let broker = broker(&url, &[]).await;
     let (error, message, ..) = login(broker.addr(), &first.sign(&claims("carol", 60))).await;
     assert_eq!(error, 0, "{message}");
@@ -215,20 +249,7 @@ async fn a_key_set_is_fetched_over_http() {
     // reads the set again (Spool's backoff: 10 s after the last read).
     served.lock().unwrap().0 = key_set_json(&[&first, &rotated]);
     let token = rotated.sign(&claims("carol", 60));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let (error, message, ..) = login(broker.addr(), &token).await;
-        if error == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the rotated key was not fetched: {message}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let attempts = login_until_accepted(broker.addr(), &token, Duration::from_millis(100)).await;
     let fetches = served.lock().unwrap().1;
     assert!(attempts > 10, "{attempts} logins before the refetch");
     assert!(fetches <= 3, "{fetches} fetches for {attempts} logins");
@@ -253,25 +274,13 @@ async fn unsecured_tokens_pass_only_where_allowed() {
 
     // Without a key set and without the test switch, a broker offering OAUTHBEARER
     // does not start.
-    let data = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig {
-        data_dir: data.path().to_path_buf(),
-        ..BrokerConfig::default()
-    };
-    config.admin.listen = None;
-    for (name, value) in [
+    let error = start_error(&[
         ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
         ("sasl.enabled.mechanisms", "OAUTHBEARER"),
-    ] {
-        config.set(name, value).unwrap();
-    }
-    let Err(error) = Broker::start(config).await else {
-        panic!("a broker offering OAUTHBEARER without a key set started")
-    };
+    ])
+    .await;
     assert!(
-        error
-            .to_string()
-            .contains("sasl.oauthbearer.jwks.endpoint.url"),
+        error.contains("sasl.oauthbearer.jwks.endpoint.url"),
         "{error}"
     );
 }
@@ -280,38 +289,16 @@ async fn unsecured_tokens_pass_only_where_allowed() {
 /// until the server closes): the broker does not start on it.
 #[tokio::test]
 async fn an_oversized_key_set_is_refused() {
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/jwks.json", http.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = http.accept().await {
-            let mut request = vec![0_u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let head =
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
-            let _ = socket.write_all(head.as_bytes()).await;
-            let filler = vec![b' '; 64 << 10];
-            for _ in 0..64 {
-                if socket.write_all(&filler).await.is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    let data = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig {
-        data_dir: data.path().to_path_buf(),
-        ..BrokerConfig::default()
-    };
-    config.admin.listen = None;
-    for (name, value) in [
+    let url = serve_http(|| {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+        (head.to_owned(), vec![b' '; 4 << 20])
+    })
+    .await;
+    let error = start_error(&[
         ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
         ("sasl.enabled.mechanisms", "OAUTHBEARER"),
         ("sasl.oauthbearer.jwks.endpoint.url", url.as_str()),
-    ] {
-        config.set(name, value).unwrap();
-    }
-    let Err(error) = Broker::start(config).await else {
-        panic!("a broker started on a 4 MiB key set")
-    };
-    assert!(error.to_string().contains("over 1048576 bytes"), "{error}");
+    ])
+    .await;
+    assert!(error.contains("over 1048576 bytes"), "{error}");
 }

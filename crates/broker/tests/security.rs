@@ -10,16 +10,14 @@
 
 use std::net::SocketAddr;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
-use hmac::{Hmac, Mac};
 use kafka_protocol::messages::{
     ApiVersionsRequest, MetadataRequest, RequestKind, ResponseKind, SaslAuthenticateRequest,
     SaslHandshakeRequest,
 };
 use kafka_protocol::protocol::StrBytes;
-use sha2::{Digest, Sha256};
+use spool_sasl::scram::Mechanism;
+use spool_sasl::scram_client::ClientExchange;
 use spool_testkit::{RawClient, TestBroker};
 
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
@@ -42,11 +40,7 @@ async fn broker() -> (TestBroker, SocketAddr) {
         ("alice", "alice-secret"),
     )
     .await;
-    let sasl = broker
-        .broker()
-        .unwrap()
-        .listener_addr("SASL_PLAINTEXT")
-        .unwrap();
+    let sasl = broker.listener_addr("SASL_PLAINTEXT");
     (broker, sasl)
 }
 
@@ -84,50 +78,9 @@ async fn metadata_works(client: &mut RawClient) -> bool {
     )
 }
 
-fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap();
-    mac.update(data);
-    mac.finalize().into_bytes().to_vec()
-}
-
-/// A SCRAM-SHA-256 client: the final message for `password`, given the first and the
-/// server's answer; `nonce_suffix` alters the nonce sent back.
-fn client_final(
-    password: &str,
-    first_bare: &str,
-    server_first: &str,
-    nonce_suffix: &str,
-) -> Vec<u8> {
-    let fields: Vec<&str> = server_first.split(',').collect();
-    let nonce = fields[0].strip_prefix("r=").unwrap();
-    let salt = BASE64
-        .decode(fields[1].strip_prefix("s=").unwrap())
-        .unwrap();
-    let iterations: u32 = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
-    let mut block = salt.clone();
-    block.extend_from_slice(&1_u32.to_be_bytes());
-    let mut u = hmac(password.as_bytes(), &block);
-    let mut salted = u.clone();
-    for _ in 1..iterations {
-        u = hmac(password.as_bytes(), &u);
-        for (s, x) in salted.iter_mut().zip(&u) {
-            *s ^= x;
-        }
-    }
-    let client_key = hmac(&salted, b"Client Key");
-    let stored_key = Sha256::digest(&client_key).to_vec();
-    let without_proof = format!("c=biws,r={nonce}{nonce_suffix}");
-    let auth = format!("{first_bare},{server_first},{without_proof}");
-    let signature = hmac(&stored_key, auth.as_bytes());
-    let proof: Vec<u8> = client_key
-        .iter()
-        .zip(&signature)
-        .map(|(k, s)| k ^ s)
-        .collect();
-    format!("{without_proof},p={}", BASE64.encode(proof)).into_bytes()
-}
-
-/// Logs in with SCRAM-SHA-256; the final answer's error.
+/// Logs in with SCRAM-SHA-256 (`spool_sasl`'s client, which the unit tests pin to
+/// RFC 7677's vector); `nonce_suffix` alters the nonce sent back. The final answer's
+/// error.
 async fn scram_login(
     client: &mut RawClient,
     user: &str,
@@ -135,19 +88,14 @@ async fn scram_login(
     nonce_suffix: &str,
 ) -> i16 {
     assert_eq!(handshake(client, "SCRAM-SHA-256", 1).await, 0);
-    let first_bare = format!("n={user},r=clientnonce123");
-    let (error, server_first, _) =
-        authenticate(client, format!("n,,{first_bare}").into_bytes()).await;
+    let (mut exchange, first) = ClientExchange::start(Mechanism::Sha256, user, password.as_bytes());
+    let (error, server_first, _) = authenticate(client, first).await;
     if error != 0 {
         return error;
     }
-    let server_first = String::from_utf8(server_first).unwrap();
-    assert!(
-        server_first.starts_with("r=clientnonce123"),
-        "{server_first}"
-    );
-    let last = client_final(password, &first_bare, &server_first, nonce_suffix);
-    authenticate(client, last).await.0
+    let last = String::from_utf8(exchange.respond(&server_first).unwrap()).unwrap();
+    let last = last.replace(",p=", &format!("{nonce_suffix},p="));
+    authenticate(client, last.into_bytes()).await.0
 }
 
 #[tokio::test]
@@ -286,17 +234,7 @@ async fn scram_credentials_are_set_described_and_deleted_over_kip_554() {
     };
     let (broker, sasl) = broker().await;
     let mut admin = RawClient::connect(broker.addr()).await;
-    let salt = b"0123456789abcdef".to_vec();
-    let mut block = salt.clone();
-    block.extend_from_slice(&1_u32.to_be_bytes());
-    let mut u = hmac(b"dave-secret", &block);
-    let mut salted = u.clone();
-    for _ in 1..4096 {
-        u = hmac(b"dave-secret", &u);
-        for (s, x) in salted.iter_mut().zip(&u) {
-            *s ^= x;
-        }
-    }
+    let (salt, salted) = spool_broker::salt_password(1, b"dave-secret", 4096).unwrap();
     let upsert = |name: &str, mechanism: i8, iterations: i32| {
         ScramCredentialUpsertion::default()
             .with_name(StrBytes::from_string(name.to_owned()))

@@ -65,11 +65,7 @@ async fn users_acls_and_quotas_are_managed_and_enforced() {
         ("admin", "admin-secret"),
     )
     .await;
-    let addr = broker
-        .broker()
-        .unwrap()
-        .listener_addr("SASL_PLAINTEXT")
-        .unwrap();
+    let addr = broker.listener_addr("SASL_PLAINTEXT");
     let admin = ("admin", "admin-secret");
     let alice = ("alice", "alice-secret");
 

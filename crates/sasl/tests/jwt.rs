@@ -10,24 +10,8 @@ use serde_json::{Value, json};
 use spool_sasl::jwt::{TokenError, TokenRules, parse_key_set, verify};
 use spool_testkit::tokens::{SigningKey, key_set_json, unix_seconds as now_s, unsecured_token};
 
-fn ec_key(kid: &str) -> SigningKey {
-    SigningKey::ec(kid)
-}
-
-fn ed_key(kid: &str) -> SigningKey {
-    SigningKey::ed(kid)
-}
-
 fn key_set(keys: &[&SigningKey]) -> JwkSet {
     parse_key_set(key_set_json(keys).as_bytes()).unwrap()
-}
-
-fn sign(key: &SigningKey, kid: Option<&str>, claims: &Value) -> String {
-    key.sign_as(kid, claims)
-}
-
-fn unsecured(claims: &Value) -> String {
-    unsecured_token(claims)
 }
 
 fn rules() -> TokenRules {
@@ -36,29 +20,24 @@ fn rules() -> TokenRules {
 
 #[test]
 fn a_signed_token_gives_its_subject_and_expiry() {
-    let (ec, ed) = (ec_key("ec-1"), ed_key("ed-1"));
+    let (ec, ed) = (SigningKey::ec("ec-1"), SigningKey::ed("ed-1"));
     let keys = key_set(&[&ec, &ed]);
     let exp = now_s() + 600;
     for key in [&ec, &ed] {
-        let kid = key.jwk()["kid"].as_str();
-        let token = sign(key, kid, &json!({"sub": "alice", "exp": exp}));
+        let token = key.sign(&json!({"sub": "alice", "exp": exp}));
         let verified = verify(&token, &keys, &rules(), now_s() * 1000).unwrap();
         assert_eq!(verified.principal, "alice");
         assert_eq!(verified.expires_at_ms, exp * 1000);
     }
     // No kid: the set's only key.
     let alone = key_set(&[&ec]);
-    let token = sign(&ec, None, &json!({"sub": "bob", "exp": exp}));
+    let token = ec.sign_as(None, &json!({"sub": "bob", "exp": exp}));
     assert_eq!(
         verify(&token, &alone, &rules(), 0).unwrap().principal,
         "bob"
     );
     // Another claim names the principal.
-    let token = sign(
-        &ec,
-        Some("ec-1"),
-        &json!({"sub": "x", "azp": "svc", "exp": exp}),
-    );
+    let token = ec.sign(&json!({"sub": "x", "azp": "svc", "exp": exp}));
     let by_azp = TokenRules {
         principal_claim: "azp".to_owned(),
         ..rules()
@@ -68,21 +47,21 @@ fn a_signed_token_gives_its_subject_and_expiry() {
 
 #[test]
 fn a_token_not_signed_by_the_set_is_refused() {
-    let (ec, other) = (ec_key("ec-1"), ec_key("ec-1"));
+    let (ec, other) = (SigningKey::ec("ec-1"), SigningKey::ec("ec-1"));
     let keys = key_set(&[&ec]);
     let claims = json!({"sub": "alice", "exp": now_s() + 600});
-    let forged = sign(&other, Some("ec-1"), &claims);
+    let forged = other.sign_as(Some("ec-1"), &claims);
     assert_eq!(
         verify(&forged, &keys, &rules(), 0),
         Err(TokenError::Signature)
     );
-    let unknown = sign(&ec, Some("ec-2"), &claims);
+    let unknown = ec.sign_as(Some("ec-2"), &claims);
     assert_eq!(
         verify(&unknown, &keys, &rules(), 0),
         Err(TokenError::UnknownKey(Some("ec-2".to_owned())))
     );
     // A changed claim breaks the signature.
-    let token = sign(&ec, Some("ec-1"), &claims);
+    let token = ec.sign_as(Some("ec-1"), &claims);
     let parts: Vec<&str> = token.split('.').collect();
     let tampered = format!(
         "{}.{}.{}",
@@ -98,7 +77,7 @@ fn a_token_not_signed_by_the_set_is_refused() {
 
 #[test]
 fn algorithm_confusion_is_refused() {
-    let ec = ec_key("ec-1");
+    let ec = SigningKey::ec("ec-1");
     let keys = key_set(&[&ec]);
     let claims = json!({"sub": "alice", "exp": now_s() + 600});
     // HS256 keyed with the public key's bytes: the classic confusion, against a key
@@ -117,8 +96,8 @@ fn algorithm_confusion_is_refused() {
         ));
     }
     // An EdDSA token for an ES256 key, declared or not.
-    let ed = ed_key("ec-1");
-    let token = sign(&ed, Some("ec-1"), &claims);
+    let ed = SigningKey::ed("ec-1");
+    let token = ed.sign_as(Some("ec-1"), &claims);
     for keys in [&keys, &undeclared] {
         assert!(matches!(
             verify(&token, keys, &rules(), 0),
@@ -129,11 +108,11 @@ fn algorithm_confusion_is_refused() {
 
 #[test]
 fn claims_are_checked() {
-    let ec = ec_key("k");
+    let ec = SigningKey::ec("k");
     let keys = key_set(&[&ec]);
     let now = now_s();
     let check = |claims: Value, rules: &TokenRules| {
-        verify(&sign(&ec, Some("k"), &claims), &keys, rules, now * 1000)
+        verify(&ec.sign_as(Some("k"), &claims), &keys, rules, now * 1000)
     };
     assert_eq!(
         check(json!({"sub": "a", "exp": now - 120}), &rules()),
@@ -203,9 +182,9 @@ fn claims_are_checked() {
 
 #[test]
 fn unsecured_tokens_only_when_allowed() {
-    let keys = key_set(&[&ec_key("k")]);
+    let keys = key_set(&[&SigningKey::ec("k")]);
     let now = now_s();
-    let token = unsecured(&json!({"sub": "alice", "exp": now + 60, "iat": now}));
+    let token = unsecured_token(&json!({"sub": "alice", "exp": now + 60, "iat": now}));
     assert_eq!(
         verify(&token, &keys, &rules(), now * 1000),
         Err(TokenError::Unsecured)
@@ -229,7 +208,7 @@ fn unsecured_tokens_only_when_allowed() {
             .principal,
         "alice"
     );
-    let expired = unsecured(&json!({"sub": "alice", "exp": now - 120}));
+    let expired = unsecured_token(&json!({"sub": "alice", "exp": now - 120}));
     assert_eq!(
         verify(&expired, &keys, &allowed, now * 1000),
         Err(TokenError::Expired)
@@ -243,7 +222,7 @@ fn unsecured_tokens_only_when_allowed() {
 
 #[test]
 fn malformed_tokens_and_key_sets_are_refused() {
-    let keys = key_set(&[&ec_key("k")]);
+    let keys = key_set(&[&SigningKey::ec("k")]);
     for bad in ["", "a.b", "a.b.c.d", "!!.e30.", "e30.e30.", "W10.e30."] {
         assert!(
             matches!(
@@ -257,8 +236,8 @@ fn malformed_tokens_and_key_sets_are_refused() {
     assert!(parse_key_set(b"{\"keys\": []}").is_err());
     assert!(parse_key_set(b"not json").is_err());
     // Encryption keys and keys of unknown types are left out.
-    let ec = ec_key("sig");
-    let mut enc = ec_key("enc").jwk().clone();
+    let ec = SigningKey::ec("sig");
+    let mut enc = SigningKey::ec("enc").jwk().clone();
     enc["use"] = json!("enc");
     let set = json!({"keys": [ec.jwk(), enc, {"kty": "weird", "kid": "w"}]});
     let parsed = parse_key_set(set.to_string().as_bytes()).unwrap();

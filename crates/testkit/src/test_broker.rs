@@ -125,6 +125,15 @@ impl TestBroker {
             .map_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)), Broker::local_addr)
     }
 
+    /// The address of the listener named `name` (of `listeners`).
+    #[must_use]
+    pub fn listener_addr(&self, name: &str) -> SocketAddr {
+        self.broker
+            .as_ref()
+            .and_then(|broker| broker.listener_addr(name))
+            .unwrap_or_else(|| panic!("the broker has no listener {name}"))
+    }
+
     /// The admin listener's address (`http://` it for health, `/metrics`, the REST
     /// API and the console).
     #[must_use]

@@ -71,8 +71,7 @@ pub(crate) async fn handle(
         let started = std::time::Instant::now();
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
-            let listener = listener.to_owned();
-            on_blocking_pool(move || read_all(&shared, &request, version, &access, &listener)).await
+            on_blocking_pool(move || read_all(&shared, &request, version, &access)).await
         };
         busy += started.elapsed();
         let pass = match pass {
@@ -82,7 +81,13 @@ pub(crate) async fn handle(
         let enough =
             pass.bytes >= u64::try_from(request.min_bytes.max(0)).unwrap_or(0) || pass.errors;
         if enough || tokio::time::Instant::now() >= deadline || pass.watches.is_empty() {
-            return FetchBody { busy, ..pass.body };
+            // Leaders elsewhere, at their endpoints on the request's listener.
+            let leaders = shared.hinted_brokers(pass.hinted, listener);
+            return FetchBody {
+                busy,
+                leaders,
+                ..pass.body
+            };
         }
         wait_for_data(pass.watches, deadline).await;
     }
@@ -117,25 +122,20 @@ struct Pass {
     bytes: u64,
     errors: bool,
     watches: Vec<watch::Receiver<Offset>>,
+    /// The leaders named in refusals, by node id.
+    hinted: Vec<i32>,
 }
 
-/// One pass over the partitions asked for; leaders elsewhere are named at their
-/// endpoints on `listener`.
-fn read_all(
-    shared: &Shared,
-    request: &FetchRequest,
-    version: i16,
-    access: &Access,
-    listener: &str,
-) -> Pass {
+/// One pass over the partitions asked for.
+fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Access) -> Pass {
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
         body: FetchBody::default(),
         bytes: 0,
         errors: false,
         watches: Vec::new(),
+        hinted: Vec::new(),
     };
-    let mut hinted = Vec::new();
     let isolation = if request.isolation_level == super::READ_COMMITTED {
         Isolation::ReadCommitted
     } else {
@@ -177,7 +177,7 @@ fn read_all(
                     let mut out = PartitionOut::error(wanted.partition, error.code());
                     if matches!(error, PartitionError::NotLeader) {
                         out.leader = shared.leader_hint(known, wanted.partition);
-                        hinted.extend(out.leader.map(|hint| hint.leader));
+                        pass.hinted.extend(out.leader.map(|hint| hint.leader));
                     }
                     partitions.push(out);
                     continue;
@@ -242,7 +242,6 @@ fn read_all(
             partitions,
         });
     }
-    pass.body.leaders = shared.hinted_brokers(hinted, listener);
     pass
 }
 

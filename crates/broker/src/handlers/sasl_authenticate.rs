@@ -46,11 +46,13 @@ pub(crate) async fn handle(
             "SaslAuthenticate without a SaslHandshake v1 before it".to_owned(),
         );
     }
-    let verifiers = Verifiers {
-        metadata: &shared.metadata,
-        tokens: shared.token_verifier.as_deref(),
-    };
-    match sasl::step(&mut session.exchange, &request.auth_bytes, verifiers).await {
+    match sasl::step(
+        &mut session.exchange,
+        &request.auth_bytes,
+        Verifiers::of(shared),
+    )
+    .await
+    {
         Ok(Step::Continue(challenge)) => (
             ResponseKind::SaslAuthenticate(
                 SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(challenge)),
@@ -60,12 +62,8 @@ pub(crate) async fn handle(
         Ok(Step::Done {
             user,
             last,
-            expires_at_ms,
-        }) => match session.authenticated(
-            &user,
-            expires_at_ms.map(sasl::credential_lifetime),
-            Instant::now(),
-        ) {
+            lifetime,
+        }) => match session.authenticated(&user, lifetime, Instant::now()) {
             Ok(lifetime_ms) => {
                 tracing::debug!(user, listener = %session.listener.name, "authenticated");
                 (

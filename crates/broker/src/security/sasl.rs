@@ -18,6 +18,7 @@ use spool_sasl::oauth::parse_client_response;
 use spool_sasl::scram::{self, Credential, Mechanism, ServerExchange};
 
 use super::oauth::TokenVerifier;
+use crate::server::Shared;
 
 /// A mechanism a listener offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,12 +75,12 @@ impl Exchange {
 pub(crate) enum Step {
     /// Send this challenge; more tokens follow.
     Continue(Vec<u8>),
-    /// Authenticated as this user; send these last bytes. `expires_at_ms`: when the
-    /// credential itself expires (an OAUTHBEARER token), in ms since the Unix epoch.
+    /// Authenticated as this user; send these last bytes. `lifetime`: how long the
+    /// credential itself is good for (an OAUTHBEARER token's).
     Done {
         user: String,
         last: Vec<u8>,
-        expires_at_ms: Option<i64>,
+        lifetime: Option<Duration>,
     },
 }
 
@@ -95,6 +96,16 @@ pub(crate) struct Verifiers<'a> {
     pub(crate) metadata: &'a Arc<dyn MetadataStore>,
     /// OAUTHBEARER's key set, when a listener offers it.
     pub(crate) tokens: Option<&'a TokenVerifier>,
+}
+
+impl<'a> Verifiers<'a> {
+    /// What the broker checks logins against.
+    pub(crate) fn of(shared: &'a Shared) -> Verifiers<'a> {
+        Verifiers {
+            metadata: &shared.metadata,
+            tokens: shared.token_verifier.as_deref(),
+        }
+    }
 }
 
 /// Steps `exchange` with the client's `token`. On failure the exchange is back to
@@ -142,7 +153,7 @@ pub(crate) async fn step(
             Ok(Step::Done {
                 user: server.user().to_owned(),
                 last,
-                expires_at_ms: None,
+                lifetime: None,
             })
         }
     }
@@ -180,7 +191,7 @@ async fn plain(token: &[u8], metadata: &Arc<dyn MetadataStore>) -> Result<Step, 
     Ok(Step::Done {
         user: user.to_owned(),
         last: Vec::new(),
-        expires_at_ms: None,
+        lifetime: None,
     })
 }
 
@@ -206,7 +217,7 @@ async fn oauth_bearer(token: &[u8], tokens: Option<&TokenVerifier>) -> Result<St
     Ok(Step::Done {
         user: verified.principal,
         last: Vec::new(),
-        expires_at_ms: Some(verified.expires_at_ms),
+        lifetime: Some(credential_lifetime(verified.expires_at_ms)),
     })
 }
 
@@ -235,7 +246,7 @@ async fn credential(
 }
 
 /// From now until `expires_at_ms` (ms since the Unix epoch); zero if that is past.
-pub(crate) fn credential_lifetime(expires_at_ms: i64) -> Duration {
+fn credential_lifetime(expires_at_ms: i64) -> Duration {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
