@@ -240,7 +240,7 @@ pub(crate) async fn handle(
                 if let Some(response) = &mut answer {
                     throttle::set_throttle_time(response, throttle);
                 }
-                tokio::time::sleep(late).await;
+                throttle::hold_back(late).await;
                 if let Some(metrics) = &metrics {
                     if let Some(response) = &answer {
                         metrics.response_errors(key, response);
@@ -276,7 +276,7 @@ pub(crate) async fn handle(
                 .max(throttle::charge_time(&shared, &context, body.busy));
             body.throttle_time_ms = throttle_ms(throttle);
             // KIP-219 from v8.
-            tokio::time::sleep(throttle::mute_or_delay(session, throttle, version >= 8)).await;
+            throttle::hold_back(throttle::mute_or_delay(session, throttle, version >= 8)).await;
             if let Some(metrics) = &metrics {
                 body.count(metrics);
                 metrics.answered(key, started);
