@@ -4,24 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "common/bench_run.rs"]
+mod bench_run;
+
 use serde_json::Value;
 use spool_testkit::TestBroker;
 use tokio::process::Command;
 
 async fn bench(broker: &TestBroker, args: &[&str]) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .arg("bench")
-        .args(args)
-        .args(["--brokers", &broker.addr().to_string(), "--format", "json"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let mut command = Command::from(bench_run::bench_command(broker.addr(), args));
+    bench_run::report_of(args, &command.output().await.unwrap())
 }
 
 fn assert_throughput(report: &Value, key: &str) {

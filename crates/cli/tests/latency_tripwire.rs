@@ -16,6 +16,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "common/bench_run.rs"]
+mod bench_run;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -75,20 +78,12 @@ impl Drop for BrokerProcess {
 }
 
 fn bench(broker: &BrokerProcess, args: &[&str]) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .arg("bench")
-        .args(args)
+    let output = bench_run::bench_command(broker.addr, args)
         .args(["--producer-rate", RATE, "--duration", "4", "--warmup", "1"])
-        .args(["--acks", "1", "--brokers", &broker.addr.to_string()])
-        .args(["--format", "json"])
+        .args(["--acks", "1"])
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    bench_run::report_of(args, &output)
 }
 
 fn assert_p99_within_bound(report: &Value, key: &str) {
