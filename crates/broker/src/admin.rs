@@ -27,7 +27,7 @@ use spool_admin::{
 use crate::errors::code;
 use crate::server::Shared;
 
-/// How long readiness waits for the metadata store.
+/// How long readiness waits for the metadata store, and for the object store.
 const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The running broker, as the admin listener sees it.
@@ -87,6 +87,21 @@ impl AdminSource for BrokerAdmin {
                 )),
             },
         );
+        if let Some(storage) = &self.shared.storage {
+            let probe = tokio::time::timeout(STORE_CHECK_TIMEOUT, storage.probe());
+            check(
+                "object_storage",
+                match (probe.await, storage.write_failure()) {
+                    (Ok(Ok(())), None) => Ok(()),
+                    (Ok(Ok(())), Some(failure)) => Err(format!("the last write failed: {failure}")),
+                    (Ok(Err(error)), _) => Err(format!("unreachable: {error}")),
+                    (Err(_), _) => Err(format!(
+                        "no answer within {} ms",
+                        STORE_CHECK_TIMEOUT.as_millis()
+                    )),
+                },
+            );
+        }
         if let Some(view) = &self.shared.cluster {
             check(
                 "cluster_lease",

@@ -22,6 +22,7 @@ mod membership;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use spool_metadata::{
     BrokerEndpoint, BrokerLease, BrokerRecord, Leadership, MetadataError, MetadataStore,
@@ -70,6 +71,7 @@ impl ClusterView {
     pub(crate) async fn join(
         metadata: &Arc<dyn MetadataStore>,
         node_id: i32,
+        instance: Uuid,
         listeners: &[ListenerEndpoint],
         settings: ClusterConfig,
     ) -> Result<ClusterView, MetadataError> {
@@ -88,14 +90,13 @@ impl ClusterView {
         let lease = BrokerLease {
             node_id,
             incarnation: Uuid::new_v4(),
+            instance,
             host,
             port,
             rack: None,
             listeners: endpoints,
         };
-        let taken = metadata
-            .register_broker(&lease, lease_ms(&settings))
-            .await?;
+        let taken = register(metadata, &lease, &settings).await?;
         tracing::info!(
             node = node_id,
             incarnation = %lease.incarnation,
@@ -356,6 +357,39 @@ fn rendezvous(group_id: &str, node_id: i32) -> u32 {
 const DRAIN_LINGER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `cluster.lease.ms` in ms.
+/// Registers `lease`. A node id held by another instance is waited for, for one
+/// lease and two heartbeats: a holder that died (a machine replaced after a crash,
+/// with an empty data directory) lets its lease lapse by then and this broker takes
+/// over; a live holder keeps renewing and this broker is refused.
+async fn register(
+    metadata: &Arc<dyn MetadataStore>,
+    lease: &BrokerLease,
+    settings: &ClusterConfig,
+) -> Result<Vec<Leadership>, MetadataError> {
+    let patience = settings.lease + settings.heartbeat * 2;
+    let started = tokio::time::Instant::now();
+    loop {
+        match metadata.register_broker(lease, lease_ms(settings)).await {
+            Err(MetadataError::NodeInUse {
+                node_id,
+                holder,
+                expires_in_ms,
+            }) if started.elapsed() < patience => {
+                tracing::warn!(
+                    node = node_id,
+                    %holder,
+                    expires_in_ms,
+                    "the node id is held by another broker; waiting to see whether its lease lapses"
+                );
+                let lapses = Duration::from_millis(u64::try_from(expires_in_ms).unwrap_or(0));
+                let left = patience.saturating_sub(started.elapsed());
+                tokio::time::sleep(lapses.min(left) + Duration::from_millis(20)).await;
+            }
+            registered => return registered,
+        }
+    }
+}
+
 fn lease_ms(settings: &ClusterConfig) -> i64 {
     i64::try_from(settings.lease.as_millis()).unwrap_or(i64::MAX)
 }

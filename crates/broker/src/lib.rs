@@ -17,6 +17,7 @@ mod delayed;
 mod dynamic_config;
 mod errors;
 mod handlers;
+mod instance_id;
 mod lag;
 mod leader_hint;
 mod metrics;

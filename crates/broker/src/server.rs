@@ -46,7 +46,7 @@ pub enum BrokerError {
     },
     #[error("cannot open the logs: {0}")]
     Logs(#[from] spool_log::LogError),
-    #[error("cannot open the metadata store: {0}")]
+    #[error("{}", metadata_failure(.0))]
     Metadata(#[from] spool_metadata::MetadataError),
     #[error("cannot open the object storage: {0}")]
     Objects(#[from] spool_objects::ObjectsError),
@@ -79,6 +79,18 @@ pub enum BrokerError {
         found: uuid::Uuid,
         url: String,
     },
+}
+
+/// A metadata error at start: a refusal of this broker (a node id held by another,
+/// another object store) as the store said it; anything else as the store failing.
+fn metadata_failure(error: &spool_metadata::MetadataError) -> String {
+    use spool_metadata::MetadataError;
+    match error {
+        MetadataError::NodeInUse { .. } | MetadataError::OtherStorage { .. } => {
+            format!("refusing to start: {error}")
+        }
+        _ => format!("cannot open the metadata store: {error}"),
+    }
 }
 
 /// What every connection shares.
@@ -313,6 +325,11 @@ impl Broker {
         // Before anything is read or removed: a data directory of another store would
         // have all its topics taken for data that no topic owns.
         store_binding::check(&config.data_dir, metadata.store_id().await?, &metadata_url)?;
+        // The catalogue describes the objects of one object store: a broker given
+        // another (a mistyped bucket or prefix) is refused before it reads or writes.
+        if let Some(url) = &config.storage.url {
+            metadata.bind_storage(&url.to_string()).await?;
+        }
         let dynamic = DynamicConfig::new(config.clone(), metadata.broker_configs().await?);
         // The version first: a change made while the topics load is seen again.
         let topics_version = metadata.topics_version().await?;
@@ -381,8 +398,15 @@ impl Broker {
         // In shared-storage mode, this broker joins the cluster of the brokers
         // sharing the metadata store.
         let cluster = if objects.is_some() {
-            let view =
-                ClusterView::join(&metadata, config.node_id, &endpoints, config.cluster).await?;
+            let instance = crate::instance_id::of(&config.data_dir)?;
+            let view = ClusterView::join(
+                &metadata,
+                config.node_id,
+                instance,
+                &endpoints,
+                config.cluster,
+            )
+            .await?;
             Some(Arc::new(view))
         } else {
             None

@@ -40,6 +40,12 @@ use self::uploader::Uploader;
 use crate::config::StorageConfig;
 use crate::partitions::PartitionError;
 
+/// The name readiness asks the object store about; no object is ever written there.
+const PROBE_NAME: &str = "readiness-probe";
+
+/// How long a failed object write counts against readiness, unless a write succeeds.
+const RECENT_FAILURE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Object storage, the catalogue, and the tails this broker leads.
 #[derive(Debug)]
 pub(crate) struct SharedStorage {
@@ -194,6 +200,22 @@ impl SharedStorage {
             let _ = flush_loop.await;
         }
         self.uploader.drain().await;
+    }
+
+    /// Why the last object write failed, if that was within the last 30 s and none
+    /// succeeded since.
+    pub(crate) fn write_failure(&self) -> Option<String> {
+        self.counts.write_failure(RECENT_FAILURE)
+    }
+
+    /// Whether the object store answers: a HEAD of a name no object has (not found
+    /// is an answer). Readiness asks it, under its own timeout.
+    pub(crate) async fn probe(&self) -> Result<(), String> {
+        let path = self.objects.path(PROBE_NAME);
+        match object_store::ObjectStoreExt::head(&self.objects.store, &path).await {
+            Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(error) => Err(error.to_string()),
+        }
     }
 
     /// The counts of the write and read paths.

@@ -36,17 +36,21 @@ pub(crate) fn check(data_dir: &Path, store: Uuid, url: &MetadataUrl) -> Result<(
                 })
             }
         }
+        // Written whole and synced before the directory is used with the store.
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            // Written whole and synced before the directory is used with the store.
-            let tmp = data_dir.join(format!("{FILE}.tmp"));
-            let mut file = std::fs::File::create(&tmp).map_err(io)?;
-            writeln!(file, "{store}").map_err(io)?;
-            file.sync_all().map_err(io)?;
-            std::fs::rename(&tmp, &path).map_err(io)?;
-            std::fs::File::open(data_dir)
-                .and_then(|dir| dir.sync_all())
-                .map_err(io)
+            write_durably(data_dir, FILE, &store.to_string()).map_err(io)
         }
         Err(error) => Err(io(error)),
     }
+}
+
+/// Writes `text` and a newline to `<dir>/<name>` whole (through a temporary file and
+/// a rename) and syncs the file and the directory.
+pub(crate) fn write_durably(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let mut file = std::fs::File::create(&tmp)?;
+    writeln!(file, "{text}")?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, dir.join(name))?;
+    std::fs::File::open(dir).and_then(|dir| dir.sync_all())
 }

@@ -10,10 +10,14 @@
 mod login;
 mod tls;
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -78,6 +82,7 @@ pub(crate) async fn connect(
                     stream,
                     correlation: 0,
                     timeout: client.timeout(),
+                    versions: None,
                 };
                 if let Some(mechanism) = sasl {
                     login::login(&mut connection, mechanism, client).await?;
@@ -105,6 +110,8 @@ pub(crate) struct Connection {
     stream: Box<dyn Io>,
     correlation: i32,
     timeout: Duration,
+    /// The broker's ApiVersions answer, once asked: (key, min, max) per API.
+    versions: Option<Vec<(i16, i16, i16)>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -116,6 +123,53 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
+    /// The version to send `key` at: the highest in `ours` that the broker also
+    /// speaks (asked once per connection with ApiVersions).
+    pub(crate) async fn version_of(
+        &mut self,
+        key: ApiKey,
+        ours: RangeInclusive<i16>,
+    ) -> Result<i16, CliError> {
+        if self.versions.is_none() {
+            self.versions = Some(self.api_versions().await?);
+        }
+        let theirs = self
+            .versions
+            .iter()
+            .flatten()
+            .find(|(api, _, _)| *api == key as i16)
+            .map(|&(_, min, max)| min..=max);
+        let common = theirs
+            .map(|theirs| (*ours.start()).max(*theirs.start())..=(*ours.end()).min(*theirs.end()));
+        match common {
+            Some(range) if !range.is_empty() => Ok(*range.end()),
+            _ => Err(CliError::Failed(format!(
+                "the broker does not speak {key:?} at a version this command knows ({}-{})",
+                ours.start(),
+                ours.end()
+            ))),
+        }
+    }
+
+    /// The broker's API versions: asked at v3, and at v0 if the broker is older.
+    async fn api_versions(&mut self) -> Result<Vec<(i16, i16, i16)>, CliError> {
+        let mut answer: ApiVersionsResponse = self.call(ApiVersionsRequest::default(), 3).await?;
+        if answer.error_code == ResponseError::UnsupportedVersion.code() {
+            answer = self.call(ApiVersionsRequest::default(), 0).await?;
+        }
+        if answer.error_code != 0 {
+            return Err(CliError::Failed(format!(
+                "the broker refused ApiVersions: {}",
+                error_text(answer.error_code, None)
+            )));
+        }
+        Ok(answer
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, k.min_version, k.max_version))
+            .collect())
+    }
+
     /// Sends `request` at `version` and reads its answer.
     pub(crate) async fn call<R>(
         &mut self,
@@ -177,6 +231,17 @@ impl Connection {
             tracing::debug!(left = response.remaining(), "bytes after the response");
         }
         Ok(decoded)
+    }
+}
+
+/// A refusal as the user sees it: Kafka's name for the code (`InvalidConfig`), then
+/// the broker's message when it gave one.
+pub(crate) fn error_text(code: i16, message: Option<&StrBytes>) -> String {
+    let name =
+        ResponseError::try_from_code(code).map_or_else(|| "NONE".to_owned(), |e| e.to_string());
+    match message.map(|m| m.as_str()).filter(|m| !m.is_empty()) {
+        Some(message) => format!("{name}: {message}"),
+        None => name,
     }
 }
 

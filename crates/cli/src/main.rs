@@ -9,6 +9,7 @@ mod error;
 mod kafka_admin;
 mod output;
 mod settings;
+mod stop_signal;
 
 use std::process::ExitCode;
 
@@ -222,29 +223,7 @@ async fn serve(args: ServeArgs) -> Result<(), spool_broker::BrokerError> {
         broker.local_addr(),
         data_dir.display()
     );
-    shutdown_signal().await;
+    stop_signal::received().await;
     tracing::info!("shutting down: finishing requests, syncing and checkpointing");
     broker.shutdown().await
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
 }

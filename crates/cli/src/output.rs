@@ -2,6 +2,8 @@
 //! a serializable value and hands it to one of these.
 
 use comfy_table::{Table, presets};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
 
 use crate::error::CliError;
@@ -64,6 +66,33 @@ pub(crate) struct Outcome {
     pub(crate) name: String,
     /// The error's name, as the cluster gave it.
     pub(crate) error: Option<String>,
+    /// What the cluster said of the error, when it said something.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
+}
+
+impl Outcome {
+    /// An outcome from a Kafka answer's error code and message.
+    pub(crate) fn of(name: String, code: i16, message: Option<&StrBytes>) -> Outcome {
+        let error = ResponseError::try_from_code(code);
+        Outcome {
+            name,
+            error: error.map(|e| e.to_string()),
+            message: error
+                .and(message)
+                .map(|m| m.to_string())
+                .filter(|m| !m.is_empty()),
+        }
+    }
+
+    /// The table's status: `done`, or the error and what the cluster said of it.
+    fn status(&self, done: &str) -> String {
+        match (&self.error, &self.message) {
+            (None, _) => done.to_owned(),
+            (Some(error), None) => error.clone(),
+            (Some(error), Some(message)) => format!("{error}: {message}"),
+        }
+    }
 }
 
 /// Outcomes from an admin call's per-name results.
@@ -73,10 +102,15 @@ pub(crate) fn outcomes<E: std::fmt::Debug>(
     results
         .into_iter()
         .map(|result| match result {
-            Ok(name) => Outcome { name, error: None },
+            Ok(name) => Outcome {
+                name,
+                error: None,
+                message: None,
+            },
             Err((name, code)) => Outcome {
                 name,
                 error: Some(format!("{code:?}")),
+                message: None,
             },
         })
         .collect()
@@ -109,10 +143,7 @@ pub(crate) fn report_outcomes(
         Format::Human => {
             let mut table = table([kind.column, "STATUS"]);
             for outcome in outcomes {
-                table.add_row([
-                    outcome.name.as_str(),
-                    outcome.error.as_deref().unwrap_or(kind.done),
-                ]);
+                table.add_row([outcome.name.clone(), outcome.status(kind.done)]);
             }
             print_table(&table, "");
         }

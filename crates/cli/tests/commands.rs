@@ -3,79 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 use spool_testkit::TestBroker;
-use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 
-/// What a command printed and how it ended.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
-    }
-
-    /// One JSON value per line (consume's output).
-    fn json_lines(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
-    }
-
-    fn ok(self) -> Run {
-        assert_eq!(self.code, 0, "failed: {self:?}");
-        self
-    }
-}
-
-fn spool(broker: &TestBroker, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_spool"));
-    command
-        .args(args)
-        .args(["--brokers", &broker.addr().to_string(), "--timeout", "5"])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    command
-}
-
-async fn run_with_input(broker: &TestBroker, args: &[&str], input: &str) -> Run {
-    let mut child = spool(broker, args).spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).await.unwrap();
-    drop(stdin);
-    finished(child).await
-}
-
-/// How `child` ended, and what it printed.
-async fn finished(child: Child) -> Run {
-    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("the command finishes")
-        .unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-async fn run(broker: &TestBroker, args: &[&str]) -> Run {
-    run_with_input(broker, args, "").await
-}
+#[path = "common/cli_run.rs"]
+mod cli_run;
+use cli_run::{Run, finished, run, run_with_input, spool};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn topic_commands_create_list_describe_alter_grow_and_delete() {

@@ -3,11 +3,15 @@
 //! **controller** lease and assigns partitions to live brokers; each move raises the
 //! partition's leader epoch, which fences the old owner's commits.
 //!
-//! A broker process has an *incarnation* (a random id drawn at start). Registering
-//! under a node id replaces whatever incarnation held it (a restart must not wait for
-//! its old lease to lapse) and raises the epoch of every partition the node led, so
-//! that the old incarnation, were it still running, can commit nothing more; its
-//! next renewal finds another incarnation and it knows it was replaced.
+//! A broker process has an *incarnation* (a random id drawn at start) and an
+//! *instance* (the id of its data directory, the same across its restarts).
+//! Registering under a node id replaces an incarnation of the same instance at once (a
+//! restart must not wait for its old lease to lapse), or one whose lease lapsed; a
+//! live lease of another instance (another data directory or host claiming the node
+//! id) is refused, as Kafka refuses a duplicate broker registration. Registering
+//! raises the epoch of every partition the node led, so that the old incarnation,
+//! were it still running, can commit nothing more; its next renewal finds another
+//! incarnation and it knows it was replaced.
 
 use uuid::Uuid;
 
@@ -18,6 +22,10 @@ use crate::{PartitionKey, Result};
 pub struct BrokerLease {
     pub node_id: i32,
     pub incarnation: Uuid,
+    /// The broker's data directory's id: kept across restarts, so that a restart
+    /// replaces its old incarnation at once while another process claiming the same
+    /// node id is refused while the lease is live.
+    pub instance: Uuid,
     /// The first listener's endpoint (what brokers registered before listeners were
     /// recorded give for all).
     pub host: String,
@@ -141,10 +149,17 @@ pub struct PartitionMove {
 /// by the brokers' clocks, which must agree within a small part of a lease (NTP).
 #[async_trait::async_trait]
 pub trait Cluster: Send + Sync {
-    /// Registers `lease` (replacing another incarnation of its node) with a lease of
-    /// `lease_ms`, and raises the leader epoch of every partition the node leads;
-    /// returns those partitions at their new epochs.
+    /// Registers `lease` with a lease of `lease_ms`, replacing another incarnation of
+    /// its node that is of the same instance or whose lease lapsed (else
+    /// [`MetadataError::NodeInUse`](crate::MetadataError::NodeInUse)), and raises the
+    /// leader epoch of every partition the node leads; returns those partitions at
+    /// their new epochs.
     async fn register_broker(&self, lease: &BrokerLease, lease_ms: i64) -> Result<Vec<Leadership>>;
+    /// Binds the store to the object storage at `url` (bucket and prefix), the
+    /// first time; after that, refuses another
+    /// ([`MetadataError::OtherStorage`](crate::MetadataError::OtherStorage)): the
+    /// catalogue describes objects in one place only.
+    async fn bind_storage(&self, url: &str) -> Result<()>;
     /// Renews the broker's lease for `lease_ms`; `false` if its node is held by another
     /// incarnation now (this one was replaced) or it is not registered.
     async fn renew_lease(&self, node_id: i32, incarnation: Uuid, lease_ms: i64) -> Result<bool>;

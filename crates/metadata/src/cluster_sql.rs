@@ -2,14 +2,27 @@
 //! Leases are instants in ms since the epoch by the brokers' clocks (see
 //! `docs/cluster.md`: they must agree within a small part of a lease).
 
+/// Registers a broker; a row of another instance (`$8`) whose lease is live at `$9`
+/// stays, and nothing is written (no row affected). A row from before instances
+/// were kept (NULL) is replaced.
 pub(crate) const UPSERT_BROKER: &str = "INSERT INTO brokers \
-     (node_id, incarnation, host, port, rack, lease_expires_ms, draining, listeners) \
-     VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7) \
+     (node_id, incarnation, host, port, rack, lease_expires_ms, draining, listeners, \
+     instance) \
+     VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7, $8) \
      ON CONFLICT (node_id) DO UPDATE SET incarnation = excluded.incarnation, \
      host = excluded.host, port = excluded.port, rack = excluded.rack, \
-     listeners = excluded.listeners, \
+     listeners = excluded.listeners, instance = excluded.instance, \
      lease_expires_ms = excluded.lease_expires_ms, draining = FALSE, \
-     topics_seen = 0, assignments_seen = 0";
+     topics_seen = 0, assignments_seen = 0 \
+     WHERE brokers.instance IS NULL OR brokers.instance = excluded.instance \
+     OR brokers.lease_expires_ms < $9";
+/// Who holds node `$1`: its endpoint and when its lease ends.
+pub(crate) const NODE_HOLDER: &str =
+    "SELECT host, port, lease_expires_ms FROM brokers WHERE node_id = $1";
+/// Sets the catalogue's object storage if none is set yet.
+pub(crate) const BIND_STORAGE: &str =
+    "UPDATE catalog SET storage_url = $1 WHERE id = 1 AND storage_url IS NULL";
+pub(crate) const STORAGE_URL: &str = "SELECT storage_url FROM catalog WHERE id = 1";
 /// Raises the epoch of every partition node `$1` leads.
 pub(crate) const BUMP_NODE_EPOCHS: &str = "UPDATE partitions \
      SET leader_epoch = leader_epoch + 1 WHERE leader = $1 \
@@ -198,22 +211,55 @@ macro_rules! impl_cluster {
                 sqlx::query($crate::sql::INSERT_ALL_PARTITIONS)
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query(sql::UPSERT_BROKER)
+                let now = $crate::sql::now_ms();
+                let registered = sqlx::query(sql::UPSERT_BROKER)
                     .bind(lease.node_id)
                     .bind(lease.incarnation)
                     .bind(&lease.host)
                     .bind(lease.port)
                     .bind(lease.rack.as_deref())
-                    .bind($crate::sql::now_ms().saturating_add(lease_ms))
+                    .bind(now.saturating_add(lease_ms))
                     .bind($crate::cluster::encode_endpoints(&lease.listeners))
+                    .bind(lease.instance)
+                    .bind(now)
                     .execute(&mut *tx)
                     .await?;
+                if registered.rows_affected() == 0 {
+                    let (host, port, expires_ms): (String, i32, i64) =
+                        sqlx::query_as(sql::NODE_HOLDER)
+                            .bind(lease.node_id)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                    return Err($crate::MetadataError::NodeInUse {
+                        node_id: lease.node_id,
+                        holder: format!("{host}:{port}"),
+                        expires_in_ms: expires_ms.saturating_sub(now).max(0),
+                    });
+                }
                 let rows: Vec<sql::LeadershipRow> = sqlx::query_as(sql::BUMP_NODE_EPOCHS)
                     .bind(lease.node_id)
                     .fetch_all(&mut *tx)
                     .await?;
                 tx.commit().await?;
                 Ok(rows.into_iter().map(sql::leadership).collect())
+            }
+
+            async fn bind_storage(&self, url: &str) -> $crate::Result<()> {
+                use $crate::cluster_sql as sql;
+                sqlx::query(sql::BIND_STORAGE)
+                    .bind(url)
+                    .execute(&self.pool)
+                    .await?;
+                let (bound,): (Option<String>,) = sqlx::query_as(sql::STORAGE_URL)
+                    .fetch_one(&self.pool)
+                    .await?;
+                match bound {
+                    Some(cluster) if cluster != url => Err($crate::MetadataError::OtherStorage {
+                        cluster,
+                        asked: url.to_owned(),
+                    }),
+                    _ => Ok(()),
+                }
             }
 
             async fn renew_lease(

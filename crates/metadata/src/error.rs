@@ -18,6 +18,20 @@ pub enum MetadataError {
     /// again and retry.
     #[error("metadata store conflict: {0}")]
     Conflict(String),
+    /// A live broker of another instance (data directory) holds the node id.
+    #[error(
+        "node id {node_id} is held by a live broker at {holder} (its lease ends in {expires_in_ms} ms unless renewed): give this broker another node id, or stop that one first"
+    )]
+    NodeInUse {
+        node_id: i32,
+        holder: String,
+        expires_in_ms: i64,
+    },
+    /// The store's cluster keeps its data in other object storage.
+    #[error(
+        "this metadata store belongs to a cluster whose object storage is {cluster}, not {asked}: give that storage URL, or another metadata store"
+    )]
+    OtherStorage { cluster: String, asked: String },
     /// Retrying will not help: a failed migration, a corrupt row, a schema mismatch.
     #[error("metadata store failed: {0}")]
     Fatal(String),

@@ -241,6 +241,11 @@ impl Cluster for FaultyMetadata {
         self.inner.register_broker(lease, lease_ms).await
     }
 
+    async fn bind_storage(&self, url: &str) -> Result<()> {
+        self.check_up()?;
+        self.inner.bind_storage(url).await
+    }
+
     async fn renew_lease(&self, node_id: i32, incarnation: Uuid, lease_ms: i64) -> Result<bool> {
         self.check_up()?;
         self.inner.renew_lease(node_id, incarnation, lease_ms).await

@@ -13,7 +13,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use spool_metadata::{
-    BrokerEndpoint, BrokerLease, MetadataStore, PartitionKey, PartitionMove, TopicRecord,
+    BrokerEndpoint, BrokerLease, MetadataError, MetadataStore, PartitionKey, PartitionMove,
+    TopicRecord,
 };
 use spool_model::TopicName;
 use uuid::Uuid;
@@ -29,10 +30,13 @@ async fn topic(store: &dyn MetadataStore, partitions: i32) -> Uuid {
     record.id
 }
 
+/// A new incarnation of node `node_id`, from the node's one data directory (every
+/// lease of a node is a restart of the same broker).
 fn lease(node_id: i32) -> BrokerLease {
     BrokerLease {
         node_id,
         incarnation: Uuid::new_v4(),
+        instance: Uuid::from_u128(u128::from(node_id.unsigned_abs())),
         host: "127.0.0.1".to_owned(),
         port: 9000 + node_id,
         rack: None,
@@ -95,6 +99,78 @@ async fn two_brokers_and_a_partition(
     store.register_broker(&a, LEASE_MS).await.unwrap();
     store.register_broker(&b, LEASE_MS).await.unwrap();
     (key, a, b)
+}
+
+#[tokio::test]
+async fn another_instance_may_not_take_a_live_node_id() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let holder = lease(1);
+        store.register_broker(&holder, LEASE_MS).await.unwrap();
+        let intruder = BrokerLease {
+            instance: Uuid::new_v4(),
+            port: 9999,
+            ..lease(1)
+        };
+        let refused = store.register_broker(&intruder, LEASE_MS).await;
+        match refused {
+            Err(MetadataError::NodeInUse {
+                node_id: 1,
+                ref holder,
+                expires_in_ms,
+            }) => {
+                assert_eq!(holder, "127.0.0.1:9001", "{}", backend.label);
+                assert!(
+                    expires_in_ms > 0 && expires_in_ms <= LEASE_MS,
+                    "{expires_in_ms}"
+                );
+            }
+            other => panic!("{}: {other:?}", backend.label),
+        }
+        assert!(
+            store
+                .renew_lease(1, holder.incarnation, LEASE_MS)
+                .await
+                .unwrap(),
+            "{}: the live broker keeps its lease",
+            backend.label
+        );
+        // A restart of the holder (same data directory) replaces it at once.
+        let restarted = lease(1);
+        store.register_broker(&restarted, LEASE_MS).await.unwrap();
+        // Once the lease lapses, another instance may take the node id (a replaced
+        // machine after a crash).
+        let lapsed = lease(2);
+        store.register_broker(&lapsed, -1).await.unwrap();
+        let replacement = BrokerLease {
+            instance: Uuid::new_v4(),
+            ..lease(2)
+        };
+        store.register_broker(&replacement, LEASE_MS).await.unwrap();
+        let brokers = store.brokers().await.unwrap();
+        let two = brokers.iter().find(|b| b.node_id == 2).unwrap();
+        assert_eq!(
+            two.incarnation, replacement.incarnation,
+            "{}",
+            backend.label
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_store_keeps_to_the_object_storage_it_was_bound_to() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        store.bind_storage("s3://bucket/cluster-a").await.unwrap();
+        store.bind_storage("s3://bucket/cluster-a").await.unwrap();
+        match store.bind_storage("s3://bucket/cluster-b").await {
+            Err(MetadataError::OtherStorage { cluster, asked }) => {
+                assert_eq!(cluster, "s3://bucket/cluster-a");
+                assert_eq!(asked, "s3://bucket/cluster-b");
+            }
+            other => panic!("{}: {other:?}", backend.label),
+        }
+    }
 }
 
 fn moved(key: PartitionKey, from: i32, to: i32) -> PartitionMove {

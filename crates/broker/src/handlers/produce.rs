@@ -36,6 +36,7 @@ use crate::partitions::{PartitionHandle, per_partition};
 use crate::security::acl::Operation;
 use crate::security::authorizer::Access;
 use crate::server::Shared;
+use crate::shared_storage::SharedStorage;
 use crate::topics::{self, Recompression, Topic};
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -106,6 +107,8 @@ pub(crate) struct Appended {
     topics: Vec<(TopicName, Vec<PartitionOutcome>)>,
     /// The brokers named as leaders of refused partitions, with their addresses.
     leaders: Vec<BrokerRecord>,
+    /// Shared-storage mode: where to ask why a write did not become durable.
+    storage: Option<Arc<SharedStorage>>,
 }
 
 /// The first phase: appends every partition's batches.
@@ -205,6 +208,7 @@ pub(crate) async fn append(
         timeout: Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0)),
         topics,
         leaders,
+        storage: shared.storage.clone(),
     }
 }
 
@@ -239,7 +243,15 @@ async fn answer(appended: Appended) -> Option<ResponseKind> {
         timeout,
         topics,
         leaders,
+        storage,
     } = appended;
+    // Why a write did not become durable, when the object store said why.
+    let not_durable = |code: i16| {
+        let failure = storage.as_ref().and_then(|storage| storage.write_failure());
+        let message =
+            failure.map(|why| format!("not durable: writing to object storage failed: {why}"));
+        (code, message)
+    };
     let mut responses = Vec::with_capacity(topics.len());
     for (name, outcomes) in topics {
         let mut partitions = Vec::with_capacity(outcomes.len());
@@ -269,18 +281,19 @@ async fn answer(appended: Appended) -> Option<ResponseKind> {
                             .collect(),
                     ),
                 Ok((partition, info)) => {
-                    let durable = if acks == -1 {
+                    let (durable, message) = if acks == -1 {
                         let written = partition.log.wait_durable(info.next_offset());
                         match tokio::time::timeout(timeout, written).await {
-                            Ok(Ok(())) => code::NONE,
-                            Ok(Err(error)) => errors::log_error_code(&error),
-                            Err(_) => code::REQUEST_TIMED_OUT,
+                            Ok(Ok(())) => (code::NONE, None),
+                            Ok(Err(error)) => not_durable(errors::log_error_code(&error)),
+                            Err(_) => not_durable(code::REQUEST_TIMED_OUT),
                         }
                     } else {
-                        code::NONE
+                        (code::NONE, None)
                     };
                     response
                         .with_error_code(durable)
+                        .with_error_message(message.map(StrBytes::from_string))
                         .with_base_offset(info.base_offset.0)
                         .with_log_append_time_ms(info.log_append_time.map_or(-1, |t| t.0))
                         .with_log_start_offset(partition.log_start().0)

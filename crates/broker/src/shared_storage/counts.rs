@@ -37,6 +37,9 @@ pub(crate) struct StorageCounts {
     commit_latency: Samples,
     /// The same latencies (and the GETs'), for `/metrics`.
     pub(crate) histograms: StorageHistograms,
+    /// When and why the last object write failed, until one succeeds: what a
+    /// producer waiting for durability is told, and what readiness reports.
+    write_failure: Mutex<Option<(std::time::Instant, String)>>,
 }
 
 /// Object-store and catalogue latencies as Prometheus histograms.
@@ -71,6 +74,7 @@ impl Default for StorageCounts {
                 get: histogram(),
                 commit: histogram(),
             },
+            write_failure: Mutex::new(None),
         }
     }
 }
@@ -149,6 +153,26 @@ pub struct StorageStats {
 }
 
 impl StorageCounts {
+    /// An object write failed (`Some(why)`) or succeeded (`None`).
+    pub(crate) fn note_write(&self, failure: Option<String>) {
+        *self
+            .write_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            failure.map(|why| (std::time::Instant::now(), why));
+    }
+
+    /// Why the last object write failed, if it failed within `recent` and no write
+    /// succeeded since.
+    pub(crate) fn write_failure(&self, recent: std::time::Duration) -> Option<String> {
+        self.write_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .filter(|(when, _)| when.elapsed() <= recent)
+            .map(|(_, why)| why.clone())
+    }
+
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }

@@ -346,12 +346,14 @@ async fn upload_and_commit(
     if let Err(error) = put {
         tracing::warn!(object = %name, %error, "writing an object failed; its partitions answer a retriable error and reopen");
         StorageCounts::add(&counts.put_failures, 1);
+        counts.note_write(Some(error.to_string()));
         fail_all(&parts);
         let _ = done.send(());
         return Vec::new();
     }
     StorageCounts::add(&counts.puts, 1);
     StorageCounts::add(&counts.put_bytes, size);
+    counts.note_write(None);
     // An object older than half the orphan age is never committed: the collection
     // of orphans (by the store's own time of the object) may be about to delete it.
     let deadline = orphan_age / 2;

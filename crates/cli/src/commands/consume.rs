@@ -1,12 +1,12 @@
 //! `spool consume TOPIC`: print records as a template says or as JSON lines, from a
 //! chosen start, alone (assigned partitions) or as a member of a group.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Duration;
 
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ use crate::commands::template::Template;
 use crate::commands::topic;
 use crate::error::CliError;
 use crate::output::Format;
+use crate::stop_signal;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConsumeArgs {
@@ -33,7 +34,8 @@ pub(crate) struct ConsumeArgs {
     /// Read only this partition (repeatable; not with --group).
     #[arg(short, long = "partition")]
     partitions: Vec<i32>,
-    /// Consume as a member of this group, committing what was printed.
+    /// Consume as a member of this group, committing what was written out (on exit,
+    /// Ctrl-C or SIGTERM at the latest, then leaving the group).
     #[arg(short, long)]
     group: Option<String>,
     /// How each record is printed: %t %p %o %k %v %T %h %K %S (see docs/cli.md).
@@ -78,22 +80,22 @@ pub(crate) async fn run(args: ConsumeArgs, client: &ClientArgs) -> Result<(), Cl
         Some(group) => join(client, &args, group)?,
         None => assign(client, &args)?,
     };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = Output::new(&args.topic, args.group.is_some());
     let mut line = Vec::new();
     let mut printed = 0u64;
     let mut at_end: BTreeSet<i32> = BTreeSet::new();
     let limit = args.num.unwrap_or(u64::MAX);
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let stop = stop_signal::received();
+    tokio::pin!(stop);
     while printed < limit {
         let next = tokio::select! {
-            _ = &mut interrupted => break,
+            () = &mut stop => break,
             next = tokio::time::timeout(Duration::from_millis(100), consumer.recv()) => next,
         };
         let message = match next {
             // Nothing for a moment: show what was printed so far.
             Err(_elapsed) => {
-                out.flush().map_err(CliError::io("write the output"))?;
+                out.write_out(&consumer)?;
                 continue;
             }
             Ok(Err(KafkaError::PartitionEOF(partition))) => {
@@ -117,22 +119,82 @@ pub(crate) async fn run(args: ConsumeArgs, client: &ClientArgs) -> Result<(), Cl
                 line.push(b'\n');
             }
         }
-        out.write_all(&line)
-            .map_err(CliError::io("write the output"))?;
+        out.add(&line, message.partition(), message.offset());
         printed += 1;
-        if args.group.is_some() {
-            consumer
-                .store_offset_from_message(&message)
-                .map_err(|e| CliError::kafka("store the offset", e))?;
+        if out.is_full() {
+            out.write_out(&consumer)?;
         }
     }
-    out.flush().map_err(CliError::io("write the output"))?;
+    out.write_out(&consumer)?;
     if args.group.is_some() && printed > 0 {
         consumer
             .commit_consumer_state(CommitMode::Sync)
             .map_err(|e| CliError::kafka("commit offsets", e).with_brokers(&client.brokers))?;
     }
+    // Dropping the consumer closes it: a member leaves its group at once.
     Ok(())
+}
+
+/// Records rendered but not yet written out, and where each partition's end among
+/// them is. A group member stores a record's offset (for the next commit) only once
+/// the record was written to stdout: a record that met a closed pipe, or that was
+/// still waiting here when the command stopped, is not committed.
+#[derive(Debug)]
+struct Output<'a> {
+    topic: &'a str,
+    stores_offsets: bool,
+    pending: Vec<u8>,
+    /// Per partition, the offset of the last pending record.
+    last: BTreeMap<i32, i64>,
+}
+
+/// Pending output past this size is written out.
+const WRITE_OUT_AT: usize = 64 << 10;
+
+impl<'a> Output<'a> {
+    fn new(topic: &'a str, stores_offsets: bool) -> Output<'a> {
+        Output {
+            topic,
+            stores_offsets,
+            pending: Vec::with_capacity(WRITE_OUT_AT + 4096),
+            last: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, line: &[u8], partition: i32, offset: i64) {
+        self.pending.extend_from_slice(line);
+        self.last.insert(partition, offset);
+    }
+
+    fn is_full(&self) -> bool {
+        self.pending.len() >= WRITE_OUT_AT
+    }
+
+    /// Writes the pending records to stdout, then, for a group member, stores their
+    /// offsets.
+    fn write_out(&mut self, consumer: &StreamConsumer) -> Result<(), CliError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&self.pending)
+            .and_then(|()| stdout.flush())
+            .map_err(CliError::io("write the output"))?;
+        self.pending.clear();
+        if self.stores_offsets {
+            for (partition, offset) in std::mem::take(&mut self.last) {
+                match consumer.store_offset(self.topic, partition, offset) {
+                    // A rebalance took the partition meanwhile: its new owner reads
+                    // these records again.
+                    Err(KafkaError::StoreOffset(RDKafkaErrorCode::State)) => {}
+                    stored => stored.map_err(|e| CliError::kafka("store the offset", e))?,
+                }
+            }
+        }
+        self.last.clear();
+        Ok(())
+    }
 }
 
 /// Whether every assigned partition has been read to its end.

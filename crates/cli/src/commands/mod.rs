@@ -11,4 +11,5 @@ pub(crate) mod produce;
 pub(crate) mod quota;
 pub(crate) mod template;
 pub(crate) mod topic;
+pub(crate) mod topic_changes;
 pub(crate) mod user;

@@ -1,18 +1,16 @@
-//! `spool topic`: create, list, describe, delete, alter configs, add partitions.
+//! `spool topic`: create, list, describe, delete, alter configs, add partitions (the
+//! changes are in [`topic_changes`]).
 
-use std::collections::BTreeMap;
-
-use rdkafka::admin::{
-    AlterConfig, ConfigSource, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
-};
+use rdkafka::admin::{ConfigSource, ResourceSpecifier};
 use rdkafka::metadata::Metadata;
 use serde::Serialize;
 use spool_loadgen::workload::parse_property;
 
+use super::topic_changes;
 use crate::admin_api::{self, Delayed};
 use crate::client::ClientArgs;
 use crate::error::CliError;
-use crate::output::{self, Format, OutcomeKind};
+use crate::output::{self, Format};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum TopicCommand {
@@ -20,12 +18,13 @@ pub(crate) enum TopicCommand {
     Create {
         #[arg(required = true)]
         names: Vec<String>,
-        /// Partitions of each topic.
-        #[arg(short, long, default_value_t = 1)]
-        partitions: i32,
-        /// Replicas of each partition.
-        #[arg(short, long, default_value_t = 1)]
-        replicas: i32,
+        /// Partitions of each topic [default: the broker's `num.partitions`; a view's
+        /// source's count].
+        #[arg(short, long)]
+        partitions: Option<i32>,
+        /// Replicas of each partition [default: the broker's].
+        #[arg(short, long)]
+        replicas: Option<i16>,
         /// A topic config, e.g. `-c retention.ms=3600000` (repeatable).
         #[arg(short, long = "config", value_name = "KEY=VALUE", value_parser = parse_property)]
         configs: Vec<(String, String)>,
@@ -75,71 +74,22 @@ pub(crate) async fn run(command: TopicCommand, client: &ClientArgs) -> Result<()
             partitions,
             replicas,
             configs,
-        } => create(client, &names, partitions, replicas, &configs).await,
+        } => topic_changes::create(client, &names, partitions, replicas, &configs).await,
         TopicCommand::List => list(client),
         TopicCommand::Describe {
             name,
             all_configs,
             admin_url,
         } => describe(client, &name, all_configs, admin_url.as_deref()).await,
-        TopicCommand::Delete { names } => delete(client, &names).await,
+        TopicCommand::Delete { names } => topic_changes::delete(client, &names).await,
         TopicCommand::AlterConfig { name, set, delete } => {
-            alter_config(client, &name, &set, &delete).await
+            topic_changes::alter_config(client, &name, &set, &delete).await
         }
-        TopicCommand::AddPartitions { name, num } => add_partitions(client, &name, num).await,
+        TopicCommand::AddPartitions { name, num } => {
+            let current = partitions_of(&metadata(client)?, &name)?.len();
+            topic_changes::add_partitions(client, &name, num, current).await
+        }
     }
-}
-
-fn topic_outcomes(done: &'static str) -> OutcomeKind<'static> {
-    OutcomeKind {
-        column: "TOPIC",
-        plural: "topics",
-        done,
-        not_found: "UnknownTopicOrPartition",
-        failed_hint: "",
-    }
-}
-
-async fn create(
-    client: &ClientArgs,
-    names: &[String],
-    partitions: i32,
-    replicas: i32,
-    configs: &[(String, String)],
-) -> Result<(), CliError> {
-    let admin = client.admin()?;
-    let topics: Vec<NewTopic<'_>> = names
-        .iter()
-        .map(|name| {
-            configs.iter().fold(
-                NewTopic::new(name, partitions, TopicReplication::Fixed(replicas)),
-                |topic, (key, value)| topic.set(key, value),
-            )
-        })
-        .collect();
-    let results = admin
-        .create_topics(&topics, &client.admin_options())
-        .await
-        .map_err(|e| CliError::kafka("create topics", e).with_brokers(&client.brokers))?;
-    output::report_outcomes(
-        client.format,
-        &topic_outcomes("created"),
-        &output::outcomes(results),
-    )
-}
-
-async fn delete(client: &ClientArgs, names: &[String]) -> Result<(), CliError> {
-    let admin = client.admin()?;
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let results = admin
-        .delete_topics(&names, &client.admin_options())
-        .await
-        .map_err(|e| CliError::kafka("delete topics", e).with_brokers(&client.brokers))?;
-    output::report_outcomes(
-        client.format,
-        &topic_outcomes("deleted"),
-        &output::outcomes(results),
-    )
 }
 
 /// The cluster's metadata for every topic (asking for all topics never auto-creates one).
@@ -399,117 +349,4 @@ fn due_in(due_ms: i64) -> String {
         s if s < 86_400 => format!("in {}h {}m", s / 3600, s % 3600 / 60),
         s => format!("in {}d {}h", s / 86_400, s % 86_400 / 3600),
     }
-}
-
-#[derive(Debug, Serialize)]
-struct ConfigChange {
-    topic: String,
-    set: BTreeMap<String, String>,
-    deleted: Vec<String>,
-}
-
-/// AlterConfigs replaces a topic's whole config set (librdkafka's incremental variant
-/// is not in the `rdkafka` crate), so the topic's own configs are read first and sent
-/// back with the changes.
-async fn alter_config(
-    client: &ClientArgs,
-    name: &str,
-    set: &[(String, String)],
-    delete: &[String],
-) -> Result<(), CliError> {
-    if set.is_empty() && delete.is_empty() {
-        return Err(CliError::Usage(
-            "nothing to change: give --set KEY=VALUE or --delete KEY".to_string(),
-        ));
-    }
-    partitions_of(&metadata(client)?, name)?;
-    let own: Vec<ConfigDetail> = topic_configs(client, name)
-        .await?
-        .into_iter()
-        .filter(|c| c.source == source_name(&ConfigSource::DynamicTopic))
-        .collect();
-    if let Some(hidden) = own.iter().find(|c| c.value.is_none()) {
-        return Err(CliError::Failed(format!(
-            "{name} sets {}, whose value the cluster does not show; sending the configs back without it would remove it",
-            hidden.name
-        )));
-    }
-    let mut configs: BTreeMap<String, String> = own
-        .into_iter()
-        .filter_map(|c| Some((c.name, c.value?)))
-        .collect();
-    for key in delete {
-        configs.remove(key);
-    }
-    for (key, value) in set {
-        configs.insert(key.clone(), value.clone());
-    }
-    let alter = configs.iter().fold(
-        AlterConfig::new(ResourceSpecifier::Topic(name)),
-        |alter, (k, v)| alter.set(k, v),
-    );
-    let admin = client.admin()?;
-    let results = admin
-        .alter_configs([&alter], &client.admin_options())
-        .await
-        .map_err(|e| CliError::kafka("alter configs", e).with_brokers(&client.brokers))?;
-    for result in results {
-        result.map_err(|(_, code)| {
-            CliError::Failed(format!(
-                "the cluster refused the configs of {name}: {code:?}"
-            ))
-        })?;
-    }
-    let change = ConfigChange {
-        topic: name.to_string(),
-        set: set.iter().cloned().collect(),
-        deleted: delete.to_vec(),
-    };
-    match client.format {
-        Format::Json => output::print_json(&change),
-        Format::Human => {
-            let mut table = output::table(["KEY", "CHANGE"]);
-            for (key, value) in &change.set {
-                table.add_row([key.as_str(), &format!("set to {value}")]);
-            }
-            for key in &change.deleted {
-                table.add_row([key.as_str(), "removed"]);
-            }
-            output::print_table(&table, "");
-        }
-    }
-    Ok(())
-}
-
-#[derive(Debug, Serialize)]
-struct PartitionsAdded {
-    topic: String,
-    partitions: usize,
-}
-
-async fn add_partitions(client: &ClientArgs, name: &str, num: usize) -> Result<(), CliError> {
-    if num == 0 {
-        return Err(CliError::Usage("--num must be at least 1".to_string()));
-    }
-    let current = partitions_of(&metadata(client)?, name)?.len();
-    let total = current + num;
-    let admin = client.admin()?;
-    let results = admin
-        .create_partitions([&NewPartitions::new(name, total)], &client.admin_options())
-        .await
-        .map_err(|e| CliError::kafka("add partitions", e).with_brokers(&client.brokers))?;
-    for result in results {
-        result.map_err(|(_, code)| {
-            CliError::Failed(format!("cannot add partitions to {name}: {code:?}"))
-        })?;
-    }
-    let added = PartitionsAdded {
-        topic: name.to_string(),
-        partitions: total,
-    };
-    match client.format {
-        Format::Json => output::print_json(&added),
-        Format::Human => println!("{name} now has {total} partitions ({num} added)"),
-    }
-    Ok(())
 }

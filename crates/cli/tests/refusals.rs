@@ -1,0 +1,189 @@
+//! What the CLI says when the cluster refuses (issue 32): the refusal's name and the
+//! broker's message, the documented exit code, and nothing that looks like success.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use spool_testkit::TestBroker;
+
+#[path = "common/cli_run.rs"]
+mod cli_run;
+use cli_run::run;
+
+/// The configs set on `topic`, as `topic describe` shows them.
+async fn own_configs(broker: &TestBroker, topic: &str) -> Vec<(String, String)> {
+    let described = run(broker, &["topic", "describe", topic, "--format", "json"])
+        .await
+        .ok()
+        .json();
+    described["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_config_changes_fail_with_the_brokers_message() {
+    let broker = TestBroker::start().await;
+    run(&broker, &["topic", "create", "orders", "-p", "3"])
+        .await
+        .ok();
+    run(
+        &broker,
+        &[
+            "topic",
+            "alter-config",
+            "orders",
+            "--set",
+            "retention.ms=60000",
+        ],
+    )
+    .await
+    .ok();
+
+    let not_a_number = run(
+        &broker,
+        &[
+            "topic",
+            "alter-config",
+            "orders",
+            "--set",
+            "retention.ms=abc",
+        ],
+    )
+    .await;
+    assert_eq!(not_a_number.code, 1, "{not_a_number:?}");
+    assert!(
+        not_a_number.stderr.contains("InvalidConfig")
+            && not_a_number
+                .stderr
+                .contains("retention.ms=abc is not a number"),
+        "the refusal and the broker's reason: {not_a_number:?}"
+    );
+    assert!(
+        !not_a_number.stdout.contains("set to"),
+        "nothing printed as done: {not_a_number:?}"
+    );
+
+    let unknown = run(
+        &broker,
+        &[
+            "topic",
+            "alter-config",
+            "orders",
+            "--set",
+            "no.such.config=1",
+        ],
+    )
+    .await;
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("InvalidConfig") && unknown.stderr.contains("no.such.config"),
+        "{unknown:?}"
+    );
+    assert_eq!(
+        own_configs(&broker, "orders").await,
+        [("retention.ms".to_owned(), "60000".to_owned())],
+        "the refused changes left the topic as it was"
+    );
+
+    let missing = run(
+        &broker,
+        &["topic", "alter-config", "nope", "--set", "retention.ms=1"],
+    )
+    .await;
+    assert_eq!(missing.code, 3, "{missing:?}");
+    assert!(missing.stderr.contains("does not exist"), "{missing:?}");
+
+    let grown = run(&broker, &["topic", "add-partitions", "nope", "-n", "1"]).await;
+    assert_eq!(grown.code, 3, "{grown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topic_create_leaves_the_partition_count_to_the_broker_and_shows_its_refusals() {
+    let broker = TestBroker::start().await;
+    run(&broker, &["topic", "create", "orders", "-p", "3"])
+        .await
+        .ok();
+
+    let view = run(
+        &broker,
+        &[
+            "topic",
+            "create",
+            "orders-eu",
+            "-c",
+            "view.source.topic=orders",
+        ],
+    )
+    .await
+    .ok();
+    assert!(view.stdout.contains("created"), "{view:?}");
+    let listed = run(&broker, &["topic", "list", "--format", "json"])
+        .await
+        .ok()
+        .json();
+    let partitions = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "orders-eu")
+        .map(|t| t["partitions"].clone());
+    assert_eq!(
+        partitions,
+        Some(3.into()),
+        "without -p a view gets its source's count: {listed}"
+    );
+
+    let refused = run(
+        &broker,
+        &[
+            "topic",
+            "create",
+            "orders-us",
+            "-p",
+            "2",
+            "-c",
+            "view.source.topic=orders",
+        ],
+    )
+    .await;
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stdout.contains("InvalidPartitions")
+            && refused
+                .stdout
+                .contains("a view has its source's partitions"),
+        "the table shows the broker's reason: {refused:?}"
+    );
+    let json = run(
+        &broker,
+        &[
+            "topic",
+            "create",
+            "orders-us",
+            "-p",
+            "2",
+            "-c",
+            "view.source.topic=orders",
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(json.code, 1, "{json:?}");
+    let outcome = &json.json()[0];
+    assert_eq!(outcome["error"], "InvalidPartitions", "{json:?}");
+    assert!(
+        outcome["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("orders has 3")),
+        "{json:?}"
+    );
+}
