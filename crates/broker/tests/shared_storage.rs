@@ -17,7 +17,9 @@ use kafka_protocol::records::RecordBatchDecoder;
 use object_store::memory::InMemory;
 use spool_broker::{MetadataUrl, ObjectStorage};
 use spool_objects::FaultyObjectStore;
-use spool_testkit::{BatchBuilder, FetchAt, RawClient, TestBroker, topic_name};
+use spool_testkit::{
+    BatchBuilder, FetchAt, RawClient, TestBroker, http_get, produce_request, topic_name,
+};
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
 
@@ -177,6 +179,54 @@ async fn a_failed_put_is_a_retriable_error_that_writes_nothing() {
     let broker = cluster.broker(&[]).await;
     let mut client = broker.client().await;
     assert_eq!(values(&mut client, "events", 0, 1 << 20).await.len(), 6);
+}
+
+/// The answer of an acks=all Produce v9 of `records` to partition 0: error code and
+/// message.
+async fn produce_answer(client: &mut RawClient, topic: &str, records: Vec<u8>) -> (i16, String) {
+    let ResponseKind::Produce(response) = client.call(produce_request(topic, 0, records), 9).await
+    else {
+        panic!("not a Produce response")
+    };
+    let partition = &response.responses[0].partition_responses[0];
+    let message = partition
+        .error_message
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    (partition.error_code, message)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_object_store_makes_the_broker_unready_and_produce_says_why() {
+    let cluster = Cluster::new();
+    let broker = cluster.broker(&[("storage.flush.ms", "5")]).await;
+    let admin = broker.admin_addr().unwrap();
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("events", 1).await, 0);
+    assert_eq!(client.produce("events", 0, batch("a", 3)).await, (0, 0));
+    assert_eq!(http_get(admin, "/health/ready").await.status, 200);
+
+    cluster.objects.fail_next_puts(u64::MAX);
+    cluster.objects.fail_next_gets(u64::MAX);
+    let (error, message) = produce_answer(&mut client, "events", batch("lost", 3)).await;
+    assert_eq!(error, KAFKA_STORAGE_ERROR, "retriable: {message}");
+    assert!(
+        message.contains("object storage") && message.contains("injected PUT failure"),
+        "the answer says why: {message}"
+    );
+    let ready = http_get(admin, "/health/ready").await;
+    assert_eq!(ready.status, 503, "{ready:?}");
+    assert!(
+        ready.body.contains("object_storage") && ready.body.contains("injected"),
+        "{ready:?}"
+    );
+
+    cluster.objects.heal();
+    let (error, message) = produce_answer(&mut client, "events", batch("b", 3)).await;
+    assert_eq!(error, 0, "{message}");
+    let ready = http_get(admin, "/health/ready").await;
+    assert_eq!(ready.status, 200, "ready again once a write succeeded: {ready:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -82,7 +82,9 @@ impl StorageUrl {
         };
         let (store, prefix): (Arc<dyn object_store::ObjectStore>, &str) = match self {
             StorageUrl::S3 { bucket, prefix } => {
-                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                let mut builder = AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .with_retry(retries());
                 if let Some(endpoint) = &s3.endpoint {
                     builder = builder.with_endpoint(endpoint);
                 }
@@ -98,6 +100,7 @@ impl StorageUrl {
                 Arc::new(
                     GoogleCloudStorageBuilder::from_env()
                         .with_bucket_name(bucket)
+                        .with_retry(retries())
                         .build()
                         .map_err(failed)?,
                 ),
@@ -107,6 +110,7 @@ impl StorageUrl {
                 Arc::new(
                     MicrosoftAzureBuilder::from_env()
                         .with_container_name(container)
+                        .with_retry(retries())
                         .build()
                         .map_err(failed)?,
                 ),
@@ -119,6 +123,18 @@ impl StorageUrl {
             reason: error.to_string(),
         })?;
         Ok(ObjectStorage::new(store, prefix))
+    }
+}
+
+/// How long a request is retried before its failure is final: 10 s, not
+/// `object_store`'s 3 minutes, so that a producer waiting with `acks=all` (30 s by
+/// default) hears why its write failed, and readiness turns, rather than timing out.
+const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn retries() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        retry_timeout: RETRY_FOR,
+        ..object_store::RetryConfig::default()
     }
 }
 
