@@ -556,6 +556,16 @@ impl Broker {
         self.local_addr
     }
 
+    /// Every listener: its name and the address it is bound to, in the order given.
+    #[must_use]
+    pub fn listeners(&self) -> Vec<(String, SocketAddr)> {
+        self.shared
+            .listeners
+            .iter()
+            .map(|listener| (listener.name.clone(), listener.local))
+            .collect()
+    }
+
     /// The address the listener named `name` is bound to.
     #[must_use]
     pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {

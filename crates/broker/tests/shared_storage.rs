@@ -226,7 +226,10 @@ async fn an_unreachable_object_store_makes_the_broker_unready_and_produce_says_w
     let (error, message) = produce_answer(&mut client, "events", batch("b", 3)).await;
     assert_eq!(error, 0, "{message}");
     let ready = http_get(admin, "/health/ready").await;
-    assert_eq!(ready.status, 200, "ready again once a write succeeded: {ready:?}");
+    assert_eq!(
+        ready.status, 200,
+        "ready again once a write succeeded: {ready:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

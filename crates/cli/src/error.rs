@@ -73,7 +73,7 @@ impl CliError {
 }
 
 /// Whether librdkafka gave up for want of a broker to talk to.
-fn is_unreachable(error: &KafkaError) -> bool {
+pub(crate) fn is_unreachable(error: &KafkaError) -> bool {
     let code = match error {
         KafkaError::MetadataFetch(code)
         | KafkaError::AdminOp(code)

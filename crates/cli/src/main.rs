@@ -115,13 +115,14 @@ fn main() -> ExitCode {
     exit_quietly_on_broken_pipe();
     let cli = Cli::parse();
     // A broker logs at info; a client command only says what went wrong, which its
-    // errors do (librdkafka's own log lines are there with RUST_LOG=rdkafka=info).
+    // errors do (librdkafka's own log lines, target `librdkafka`, are there with
+    // RUST_LOG=librdkafka=info).
     let default_filter = match cli.command {
         None | Some(Command::Serve(_)) => "info",
         // The broker of machine mode runs in this process, and its crashes log errors
         // by design; RUST_LOG=warn shows them.
         Some(Command::Faultcheck { .. }) => "off",
-        Some(_) => "error,rdkafka=off",
+        Some(_) => "error,rdkafka=off,librdkafka=off",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -129,6 +130,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour_on_stderr())
         .init();
     if let Some(Command::Faultcheck { check, format }) = &cli.command {
         // Synchronous: it runs its own brokers, each in a runtime of its own.
@@ -159,6 +161,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Colour in log lines only on a terminal, and not when `NO_COLOR` is set
+/// (no-color.org): a file or a pipe gets plain text.
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Runs a client command; its error is printed and becomes the exit code.
@@ -218,9 +227,14 @@ async fn serve(args: ServeArgs) -> Result<(), spool_broker::BrokerError> {
     let admin = broker.admin_addr().map_or_else(String::new, |address| {
         format!(", admin on http://{address}")
     });
+    let listening: Vec<String> = broker
+        .listeners()
+        .iter()
+        .map(|(name, address)| format!("{address} ({name})"))
+        .collect();
     println!(
         "spool listening on {}{admin}, data in {}",
-        broker.local_addr(),
+        listening.join(", "),
         data_dir.display()
     );
     stop_signal::received().await;

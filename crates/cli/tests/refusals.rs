@@ -1,9 +1,13 @@
-//! What the CLI says when the cluster refuses (issue 32): the refusal's name and the
-//! broker's message, the documented exit code, and nothing that looks like success.
+//! What the CLI says when the cluster refuses or cannot be reached (issue 32): the
+//! refusal's name and the broker's message, the documented exit code, within the
+//! timeout given, and nothing that looks like success.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::time::{Duration, Instant};
+
 use spool_testkit::TestBroker;
+use tokio::io::AsyncWriteExt;
 
 #[path = "common/cli_run.rs"]
 mod cli_run;
@@ -185,5 +189,87 @@ async fn topic_create_leaves_the_partition_count_to_the_broker_and_shows_its_ref
             .as_str()
             .is_some_and(|m| m.contains("orders has 3")),
         "{json:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn produce_with_a_delay_to_a_topic_that_delivers_at_once_is_refused() {
+    let broker = TestBroker::start().await;
+    run(&broker, &["topic", "create", "orders"]).await.ok();
+    let refused =
+        cli_run::run_with_input(&broker, &["produce", "orders", "--delay", "1h"], "later\n").await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("delivery.delay.enable"),
+        "says what to set: {refused:?}"
+    );
+    let missing =
+        cli_run::run_with_input(&broker, &["produce", "nope", "--delay", "1h"], "later\n").await;
+    assert_eq!(missing.code, 3, "{missing:?}");
+    let consumed = run(&broker, &["consume", "orders", "-e"]).await.ok();
+    assert_eq!(consumed.stdout, "", "nothing was produced: {consumed:?}");
+}
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// `spool produce` of one record to a port nothing listens on, with `RUST_LOG` as
+/// given; how it ended and how long it took.
+async fn produce_to_nowhere(timeout: &str, rust_log: Option<&str>) -> (cli_run::Run, Duration) {
+    let brokers = format!("127.0.0.1:{}", closed_port());
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"));
+    command
+        .args([
+            "produce",
+            "orders",
+            "--brokers",
+            &brokers,
+            "--timeout",
+            timeout,
+        ])
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(filter) = rust_log {
+        command.env("RUST_LOG", filter);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello\n").await.unwrap();
+    drop(stdin);
+    (cli_run::finished(child).await, started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn produce_to_a_cluster_that_is_down_exits_4_within_its_timeout_quietly() {
+    let (ended, took) = produce_to_nowhere("3", None).await;
+    assert_eq!(ended.code, 4, "unreachable, as documented: {ended:?}");
+    assert!(
+        took < Duration::from_secs(7),
+        "gave up after --timeout (3 s), not three times it: {took:?}"
+    );
+    assert!(
+        !ended.stderr.contains("librdkafka") && !ended.stderr.contains("ERROR"),
+        "librdkafka's own log lines are off: {ended:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_lines_are_plain_text_off_a_terminal() {
+    let (ended, _) = produce_to_nowhere("2", Some("librdkafka=info")).await;
+    assert!(
+        ended.stderr.contains("librdkafka"),
+        "RUST_LOG shows librdkafka's lines: {ended:?}"
+    );
+    assert!(
+        !ended.stderr.contains('\u{1b}'),
+        "no colour escapes in a pipe: {ended:?}"
     );
 }

@@ -14,7 +14,7 @@ use spool_loadgen::Compression;
 use spool_loadgen::workload::parse_property;
 
 use crate::client::ClientArgs;
-use crate::error::CliError;
+use crate::error::{CliError, is_unreachable};
 use crate::output::Format;
 
 /// Deliveries awaited at most at once; beyond it, the oldest is awaited first.
@@ -143,6 +143,9 @@ impl Deliveries<'_> {
 }
 
 pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), CliError> {
+    if args.delay.is_some() {
+        check_delays_held(client, &args.topic).await?;
+    }
     let mut config = client.config();
     config
         .set("compression.codec", args.compression.codec())
@@ -151,7 +154,7 @@ pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), Cl
         .set("linger.ms", "5")
         .set(
             "message.timeout.ms",
-            (client.timeout() * 3).as_millis().to_string(),
+            client.timeout().as_millis().to_string(),
         );
     let producer: FutureProducer = config
         .create()
@@ -252,12 +255,35 @@ pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), Cl
     }
     match deliveries.first_error {
         None => Ok(()),
+        // Nothing got through for want of a broker: exit 4, as documented.
+        Some(error) if deliveries.delivered == 0 && is_unreachable(&error) => {
+            Err(CliError::kafka("produce", error).with_brokers(&client.brokers))
+        }
         Some(error) => Err(CliError::Failed(format!(
             "{} of {} records were not produced; the first error: {error}",
             deliveries.failed,
             deliveries.failed + deliveries.delivered
         ))),
     }
+}
+
+/// Refuses `--delay` to a topic that would deliver the records at once: one without
+/// `delivery.delay.enable=true` (or one that does not exist yet, which would be
+/// created without it).
+async fn check_delays_held(client: &ClientArgs, topic: &str) -> Result<(), CliError> {
+    let metadata = super::topic::metadata(client)?;
+    if let Err(CliError::NotFound(_)) = super::topic::partition_ids(&metadata, topic) {
+        return Err(CliError::NotFound(format!(
+            "topic {topic} does not exist, and --delay needs one that holds delayed records: create it with `spool topic create {topic} -c delivery.delay.enable=true`"
+        )));
+    }
+    let enabled = super::topic::config_value(client, topic, "delivery.delay.enable").await?;
+    if enabled.as_deref() == Some("true") {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "{topic} would deliver the records at once: it does not hold delayed records (delivery.delay.enable is not true). Set it with `spool topic alter-config {topic} --set delivery.delay.enable=true`, or produce without --delay"
+    )))
 }
 
 /// Splits a line into key and value at the first separator; no separator in the line

@@ -202,6 +202,20 @@ async fn topic_configs(client: &ClientArgs, name: &str) -> Result<Vec<ConfigDeta
     Ok(configs)
 }
 
+/// The value of one of the topic's configs, as the cluster reports it (set on the
+/// topic or defaulted), or `None` if the cluster reports no such config.
+pub(crate) async fn config_value(
+    client: &ClientArgs,
+    name: &str,
+    key: &str,
+) -> Result<Option<String>, CliError> {
+    Ok(topic_configs(client, name)
+        .await?
+        .into_iter()
+        .find(|c| c.name == key)
+        .and_then(|c| c.value))
+}
+
 /// The partition ids of `name`, or `NotFound`.
 pub(crate) fn partition_ids(metadata: &Metadata, name: &str) -> Result<Vec<i32>, CliError> {
     Ok(partitions_of(metadata, name)?
