@@ -147,7 +147,7 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AdminStat
             .into_response(),
         None => ApiError::new(
             StatusCode::NOT_FOUND,
-            "NONE",
+            "NOT_FOUND",
             "metrics are off (metrics.enable=false)",
         )
         .into_response(),
@@ -157,7 +157,7 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AdminStat
 async fn not_found(uri: axum::http::Uri) -> Response {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        "NONE",
+        "NOT_FOUND",
         format!("no such endpoint: {}", uri.path()),
     )
     .into_response()

@@ -25,6 +25,12 @@ impl DataDirLock {
             path: dir.to_path_buf(),
             source,
         };
+        if dir.exists() && !dir.is_dir() {
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                "it is a file, not a directory: give --data-dir a directory (it is created if missing)",
+            )));
+        }
         std::fs::create_dir_all(dir).map_err(failed)?;
         let path: PathBuf = dir.join(LOCK_FILE);
         let mut file = OpenOptions::new()

@@ -395,6 +395,26 @@ impl Broker {
         if let Some((user, password)) = &config.security.bootstrap_user {
             crate::security::seed_user(&metadata, user, password).await?;
         }
+        // A password listener with no user to log in as refuses every client: say so
+        // at start rather than leave it to the first client's "authentication failed".
+        let password_listeners: Vec<&str> = listeners
+            .iter()
+            .filter(|(_, setup)| {
+                setup.policy.protocol.uses_sasl()
+                    && setup
+                        .policy
+                        .mechanisms
+                        .iter()
+                        .any(|m| !matches!(m, SaslMechanism::OAuthBearer))
+            })
+            .map(|(_, setup)| setup.listener.name.as_str())
+            .collect();
+        if !password_listeners.is_empty() && metadata.credential_list().await?.is_empty() {
+            tracing::warn!(
+                listeners = ?password_listeners,
+                "SASL listeners take PLAIN or SCRAM logins, but no user has credentials: every such login fails until one is added (`spool user add`, or --bootstrap-user USER:PASSWORD)"
+            );
+        }
         // In shared-storage mode, this broker joins the cluster of the brokers
         // sharing the metadata store.
         let cluster = if objects.is_some() {

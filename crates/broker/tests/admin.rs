@@ -104,7 +104,7 @@ async fn a_running_broker_is_ready_and_says_what_it_checked() {
     let body = json(&ready);
     assert_eq!(body["status"], "ready");
     assert_eq!(body["checks"]["metadata_store"], "ok");
-    assert_error(&http_get(admin, "/no/such/page").await, 404, "NONE");
+    assert_error(&http_get(admin, "/no/such/page").await, 404, "NOT_FOUND");
     broker.stop().await;
 }
 
@@ -233,7 +233,7 @@ async fn metrics_count_what_clients_do() {
 async fn metrics_can_be_turned_off() {
     let broker = TestBroker::start_with(&[("metrics.enable", "false")]).await;
     let admin = broker.admin_addr().unwrap();
-    assert_error(&http_get(admin, "/metrics").await, 404, "NONE");
+    assert_error(&http_get(admin, "/metrics").await, 404, "NOT_FOUND");
     assert_eq!(http_get(admin, "/health/ready").await.status, 200);
     broker.stop().await;
 }
@@ -432,6 +432,10 @@ async fn topics_can_be_created_described_changed_and_deleted() {
     let cluster = json(&http_get(admin, "/api/cluster").await);
     assert_eq!(cluster["mode"], "embedded");
     assert_eq!(cluster["brokers"][0]["port"], broker.addr().port());
+    assert_eq!(
+        cluster["controller"], cluster["node_id"],
+        "the one broker is its own controller, as Metadata says: {cluster}"
+    );
     broker.stop().await;
 }
 

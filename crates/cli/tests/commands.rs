@@ -594,9 +594,15 @@ async fn cluster_status_reads_brokers_leases_and_leaders_from_the_metadata_store
     assert!(human.contains("live"), "{human}");
     // Drained: marked so in the store (alone, it keeps its partitions: there is no
     // other broker to take them).
-    run(&broker, &["cluster", "drain", "1", "--metadata-url", &url])
+    let alone = run(&broker, &["cluster", "drain", "1", "--metadata-url", &url])
         .await
         .ok();
+    assert!(
+        alone
+            .stderr
+            .contains("no other live broker takes partitions"),
+        "draining the last broker warns: {alone:?}"
+    );
     let status = cluster_status(&url).await;
     assert_eq!(status["brokers"][0]["draining"], true, "{status}");
     run(

@@ -273,3 +273,21 @@ async fn log_lines_are_plain_text_off_a_terminal() {
         "no colour escapes in a pipe: {ended:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cluster_status_of_an_embedded_brokers_store_says_there_is_no_cluster() {
+    let broker = TestBroker::start().await;
+    run(&broker, &["topic", "create", "orders", "-p", "3"])
+        .await
+        .ok();
+    let url = format!(
+        "sqlite://{}",
+        broker.data_dir().join("metadata.db").display()
+    );
+    let status = run(&broker, &["cluster", "status", "--metadata-url", &url]).await;
+    assert_eq!(status.code, 3, "{status:?}");
+    assert!(
+        status.stderr.contains("embedded") && !status.stdout.contains("without a live leader"),
+        "{status:?}"
+    );
+}

@@ -160,6 +160,9 @@ pub trait Cluster: Send + Sync {
     /// ([`MetadataError::OtherStorage`](crate::MetadataError::OtherStorage)): the
     /// catalogue describes objects in one place only.
     async fn bind_storage(&self, url: &str) -> Result<()>;
+    /// The object storage the store is bound to; `None` for a store no broker in
+    /// shared-storage mode has used (an embedded broker's).
+    async fn bound_storage(&self) -> Result<Option<String>>;
     /// Renews the broker's lease for `lease_ms`; `false` if its node is held by another
     /// incarnation now (this one was replaced) or it is not registered.
     async fn renew_lease(&self, node_id: i32, incarnation: Uuid, lease_ms: i64) -> Result<bool>;

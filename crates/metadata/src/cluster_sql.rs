@@ -262,6 +262,13 @@ macro_rules! impl_cluster {
                 }
             }
 
+            async fn bound_storage(&self) -> $crate::Result<Option<String>> {
+                let (bound,): (Option<String>,) = sqlx::query_as($crate::cluster_sql::STORAGE_URL)
+                    .fetch_one(&self.pool)
+                    .await?;
+                Ok(bound)
+            }
+
             async fn renew_lease(
                 &self,
                 node_id: i32,

@@ -246,6 +246,11 @@ impl Cluster for FaultyMetadata {
         self.inner.bind_storage(url).await
     }
 
+    async fn bound_storage(&self) -> Result<Option<String>> {
+        self.check_up()?;
+        self.inner.bound_storage().await
+    }
+
     async fn renew_lease(&self, node_id: i32, incarnation: Uuid, lease_ms: i64) -> Result<bool> {
         self.check_up()?;
         self.inner.renew_lease(node_id, incarnation, lease_ms).await

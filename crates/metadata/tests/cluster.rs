@@ -161,7 +161,17 @@ async fn another_instance_may_not_take_a_live_node_id() {
 async fn a_store_keeps_to_the_object_storage_it_was_bound_to() {
     for backend in common::backends().await {
         let store = backend.open().await;
+        assert_eq!(
+            store.bound_storage().await.unwrap(),
+            None,
+            "{}",
+            backend.label
+        );
         store.bind_storage("s3://bucket/cluster-a").await.unwrap();
+        assert_eq!(
+            store.bound_storage().await.unwrap().as_deref(),
+            Some("s3://bucket/cluster-a")
+        );
         store.bind_storage("s3://bucket/cluster-a").await.unwrap();
         match store.bind_storage("s3://bucket/cluster-b").await {
             Err(MetadataError::OtherStorage { cluster, asked }) => {

@@ -33,7 +33,8 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
             cluster_id: shared.cluster_id.clone(),
             node_id,
             mode: "embedded".to_owned(),
-            controller: -1,
+            // As Metadata says: the one broker is its own controller.
+            controller: node_id,
             brokers: vec![BrokerInfo {
                 node_id,
                 host,

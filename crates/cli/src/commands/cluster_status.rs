@@ -62,6 +62,19 @@ pub(crate) async fn drain(metadata_url: &str, node: i32, draining: bool) -> Resu
     }
     if draining {
         println!("broker {node} drains: its partitions and groups move to the other brokers");
+        let now = spool_model::Timestamp::now().0;
+        let takers = store
+            .brokers()
+            .await
+            .map_err(&read)?
+            .into_iter()
+            .filter(|b| b.node_id != node && b.lease_expires_ms > now && !b.draining)
+            .count();
+        if takers == 0 {
+            eprintln!(
+                "warning: no other live broker takes partitions: broker {node} keeps leading its partitions until one joins (undo with `spool cluster drain {node} --undo`)"
+            );
+        }
     } else {
         println!("broker {node} takes partitions and groups again");
     }
@@ -143,6 +156,11 @@ pub(crate) async fn status(metadata_url: &str, format: Format) -> Result<(), Cli
     let (store, read) = open(metadata_url).await?;
     let now = spool_model::Timestamp::now().0;
     let brokers: Vec<BrokerRecord> = store.brokers().await.map_err(&read)?;
+    if brokers.is_empty() && store.bound_storage().await.map_err(&read)?.is_none() {
+        return Err(CliError::NotFound(
+            "no broker has registered in this metadata store: it has no cluster (a broker without --storage-url runs embedded and leads every partition itself; `spool cluster info` describes it)".to_owned(),
+        ));
+    }
     let live: Vec<BrokerRecord> = brokers
         .iter()
         .filter(|b| b.lease_expires_ms > now)
