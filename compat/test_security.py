@@ -6,6 +6,7 @@ login; Metadata names the endpoint of the listener asked; a renewed certificate 
 picked up without a restart; the CLI's admin commands speak TLS and SCRAM. One broker: a cluster's listeners are in
 test_cluster_listeners.py."""
 
+import json
 import os
 import socket
 import subprocess
@@ -177,6 +178,38 @@ def test_the_clis_admin_commands_over_tls(secured, protocol, mechanism):
     refused = spool_cli(secured, protocol, "user", "list", mechanism=mechanism, ca=False)
     assert refused.returncode == 4, refused.stderr.decode()
     assert b"certificate" in refused.stderr, refused.stderr.decode()
+
+
+@pytest.mark.parametrize("protocol,mechanism", [
+    ("SASL_SSL", "SCRAM-SHA-256"),
+    ("SSL", None),
+])
+def test_the_clis_client_commands_over_tls(secured, protocol, mechanism):
+    """`spool topic|produce|consume|group` speak TLS and SCRAM too (librdkafka with
+    OpenSSL)."""
+    topic = f"cli-tls-{protocol.lower()}"
+    created = spool_cli(secured, protocol, "topic", "create", topic, "-p", "2",
+                        mechanism=mechanism)
+    assert created.returncode == 0, created.stderr.decode()
+    produce = [SPOOL_BIN, "produce", topic, "--timeout", "10", "--brokers",
+               secured.address(protocol), "--security-protocol", protocol,
+               "--ssl-ca-location", secured.ca_path]
+    if mechanism:
+        produce += ["--sasl-mechanism", mechanism, "--sasl-username", USER,
+                    "--sasl-password", PASSWORD]
+    produced = subprocess.run(produce, input=b"one\ntwo\n", capture_output=True, timeout=60)
+    assert produced.returncode == 0, produced.stderr.decode()
+    consumed = spool_cli(secured, protocol, "consume", topic, "-e", "-g", "cli-tls",
+                         mechanism=mechanism)
+    assert consumed.returncode == 0, consumed.stderr.decode()
+    values = sorted(json.loads(line)["value"] for line in consumed.stdout.decode().splitlines())
+    assert values == ["one", "two"]
+    described = spool_cli(secured, protocol, "group", "describe", "cli-tls", mechanism=mechanism)
+    assert described.returncode == 0, described.stderr.decode()
+    # Without the CA, the broker's certificate is not trusted, and the error says so.
+    refused = spool_cli(secured, protocol, "topic", "list", mechanism=mechanism, ca=False)
+    assert refused.returncode == 1, refused.stderr.decode()
+    assert b"certificate" in refused.stderr or b"SSL" in refused.stderr, refused.stderr.decode()
 
 
 def test_a_renewed_certificate_is_used_without_a_restart(secured):

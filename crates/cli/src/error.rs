@@ -44,14 +44,22 @@ impl CliError {
         move |error| CliError::Io { what, error }
     }
 
-    /// Turns transport failures into [`CliError::Unreachable`].
+    /// Turns transport failures into [`CliError::Unreachable`], or into a refused
+    /// login when librdkafka said that one was why.
     pub(crate) fn with_brokers(self, brokers: &str) -> CliError {
         match self {
-            CliError::Kafka { what, error } if is_unreachable(&error) => CliError::Unreachable {
-                brokers: brokers.to_string(),
-                what,
-                detail: error.to_string(),
-            },
+            CliError::Kafka { what, error } if is_unreachable(&error) => {
+                match crate::client::refused_login() {
+                    Some(reason) => CliError::Failed(format!(
+                        "cannot {what}: the cluster at {brokers} refused the login or the TLS handshake: {reason}"
+                    )),
+                    None => CliError::Unreachable {
+                        brokers: brokers.to_string(),
+                        what,
+                        detail: error.to_string(),
+                    },
+                }
+            }
             other => other,
         }
     }

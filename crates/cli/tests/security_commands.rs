@@ -2,7 +2,8 @@
 //! other commands logged in with `--sasl-mechanism PLAIN`: a super user makes a user,
 //! grants it a prefix, sets its quota; the user's produce is allowed there only; a
 //! user that is not a super user may not change ACLs. The admin commands also log in
-//! with SCRAM (TLS is tested with real certificates in `compat/test_security.py`).
+//! with SCRAM, and so do the client commands (TLS is tested with real certificates in
+//! `compat/test_security.py`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -15,9 +16,21 @@ use spool_testkit::TestBroker;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-/// Runs `spool` against `addr` as `user`, feeding `input`: (exit code, stdout, stderr).
+/// Runs `spool` against `addr` as `user` (PLAIN), feeding `input`: (exit code,
+/// stdout, stderr).
 async fn spool(
     addr: SocketAddr,
+    user: (&str, &str),
+    args: &[&str],
+    input: &str,
+) -> (i32, String, String) {
+    spool_with(addr, "PLAIN", user, args, input).await
+}
+
+/// [`spool`] logged in with `mechanism`.
+async fn spool_with(
+    addr: SocketAddr,
+    mechanism: &str,
     user: (&str, &str),
     args: &[&str],
     input: &str,
@@ -25,7 +38,7 @@ async fn spool(
     let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
         .args(args)
         .args(["--brokers", &addr.to_string(), "--timeout", "5"])
-        .env("SPOOL_SASL_MECHANISM", "PLAIN")
+        .env("SPOOL_SASL_MECHANISM", mechanism)
         .env("SPOOL_SASL_USERNAME", user.0)
         .env("SPOOL_SASL_PASSWORD", user.1)
         .env_remove("RUST_LOG")
@@ -225,4 +238,65 @@ async fn user_acl_and_quota_commands_log_in_with_scram() {
     let (code, _, err) = run("PLAIN", "admin-secret").await;
     assert_eq!(code, 1);
     assert!(err.contains("does not take SASL PLAIN"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_client_command_logs_in_with_scram() {
+    let broker = TestBroker::start_secured(
+        &[
+            ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
+            ("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"),
+        ],
+        ("admin", "admin-secret"),
+    )
+    .await;
+    let addr = broker.listener_addr("SASL_PLAINTEXT");
+    let admin = ("admin", "admin-secret");
+    for mechanism in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        let topic = format!("t-{}", &mechanism[10..]);
+        let (code, _, err) = spool_with(
+            addr,
+            mechanism,
+            admin,
+            &["topic", "create", &topic, "-p", "2"],
+            "",
+        )
+        .await;
+        assert_eq!(code, 0, "{mechanism}: {err}");
+        let (code, _, err) =
+            spool_with(addr, mechanism, admin, &["produce", &topic], "one\ntwo\n").await;
+        assert_eq!(code, 0, "{mechanism}: {err}");
+        let (code, out, err) = spool_with(
+            addr,
+            mechanism,
+            admin,
+            &["consume", &topic, "-e", "-g", "readers"],
+            "",
+        )
+        .await;
+        assert_eq!(code, 0, "{mechanism}: {err}");
+        let mut got: Vec<&str> = out.lines().collect();
+        got.sort_unstable();
+        assert_eq!(got, ["one", "two"], "{mechanism}");
+        let (code, out, err) = spool_with(
+            addr,
+            mechanism,
+            admin,
+            &["group", "describe", "readers"],
+            "",
+        )
+        .await;
+        assert_eq!(code, 0, "{mechanism}: {err}");
+        assert!(out.contains(&topic), "{mechanism}: {out}");
+    }
+    let (code, _, err) = spool_with(
+        addr,
+        "SCRAM-SHA-256",
+        ("admin", "wrong"),
+        &["topic", "list"],
+        "",
+    )
+    .await;
+    assert_eq!(code, 1, "a wrong password is refused, not a cluster unreachable: {err}");
+    assert!(err.contains("SASL authentication error"), "{err}");
 }

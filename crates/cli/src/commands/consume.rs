@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Duration;
 
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::{Value, json};
 
-use crate::client::ClientArgs;
+use crate::client::{CliConsumer, CliContext, ClientArgs};
 use crate::commands::template::Template;
 use crate::commands::topic;
 use crate::error::CliError;
@@ -172,7 +172,7 @@ impl<'a> Output<'a> {
 
     /// Writes the pending records to stdout, then, for a group member, stores their
     /// offsets.
-    fn write_out(&mut self, consumer: &StreamConsumer) -> Result<(), CliError> {
+    fn write_out(&mut self, consumer: &CliConsumer) -> Result<(), CliError> {
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -198,7 +198,7 @@ impl<'a> Output<'a> {
 }
 
 /// Whether every assigned partition has been read to its end.
-fn everything_read(consumer: &StreamConsumer, at_end: &BTreeSet<i32>) -> bool {
+fn everything_read(consumer: &CliConsumer, at_end: &BTreeSet<i32>) -> bool {
     consumer.assignment().is_ok_and(|assignment| {
         let assigned = assignment.elements();
         !assigned.is_empty() && assigned.iter().all(|p| at_end.contains(&p.partition()))
@@ -206,7 +206,7 @@ fn everything_read(consumer: &StreamConsumer, at_end: &BTreeSet<i32>) -> bool {
 }
 
 /// A consumer of the given (or all) partitions from the chosen start.
-fn assign(client: &ClientArgs, args: &ConsumeArgs) -> Result<StreamConsumer, CliError> {
+fn assign(client: &ClientArgs, args: &ConsumeArgs) -> Result<CliConsumer, CliError> {
     let partitions: Vec<i32> = {
         let metadata = topic::metadata(client)?;
         let all = topic::partition_ids(&metadata, &args.topic)?;
@@ -256,7 +256,7 @@ fn assign(client: &ClientArgs, args: &ConsumeArgs) -> Result<StreamConsumer, Cli
 }
 
 /// A group member subscribed to the topic.
-fn join(client: &ClientArgs, args: &ConsumeArgs, group: &str) -> Result<StreamConsumer, CliError> {
+fn join(client: &ClientArgs, args: &ConsumeArgs, group: &str) -> Result<CliConsumer, CliError> {
     if !args.partitions.is_empty() {
         return Err(CliError::Usage(
             "--partition and --group do not go together: a group assigns partitions itself"
@@ -280,8 +280,8 @@ fn join(client: &ClientArgs, args: &ConsumeArgs, group: &str) -> Result<StreamCo
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", reset)
         .set("enable.partition.eof", args.exit_at_end.to_string());
-    let consumer: StreamConsumer = config
-        .create()
+    let consumer: CliConsumer = config
+        .create_with_context(CliContext)
         .map_err(|e| CliError::kafka("create a consumer", e))?;
     consumer
         .subscribe(&[&args.topic])

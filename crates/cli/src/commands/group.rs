@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 use spool_protocol::consumer_protocol::assigned_partitions;
 
-use crate::client::ClientArgs;
+use crate::client::{CliConsumer, ClientArgs};
 use crate::commands::consume::{Start, parse_start};
 use crate::commands::topic;
 use crate::error::CliError;
@@ -76,10 +76,10 @@ struct MemberView {
 /// Lists groups (all, or the one named) with their members (ListGroups and
 /// DescribeGroups, through librdkafka).
 fn groups(client: &ClientArgs, group: Option<&str>) -> Result<Vec<GroupView>, CliError> {
-    let consumer = client.consumer(None)?;
-    let list = consumer
+    let requester = client.requester()?;
+    let list = requester
         .fetch_group_list(group, client.timeout())
-        .map_err(|e| CliError::kafka("list groups", e).with_brokers(&client.brokers))?;
+        .map_err(|e| client.failed(&requester, "list groups", e))?;
     let mut views: Vec<GroupView> = list
         .groups()
         .iter()
@@ -160,7 +160,7 @@ struct PartitionLag {
 /// empty), with `Offset::Invalid` where it has none.
 fn committed(
     client: &ClientArgs,
-    consumer: &StreamConsumer,
+    consumer: &CliConsumer,
     topics: &[String],
 ) -> Result<TopicPartitionList, CliError> {
     let metadata = topic::metadata(client)?;

@@ -13,7 +13,7 @@ use serde::Serialize;
 use spool_loadgen::Compression;
 use spool_loadgen::workload::parse_property;
 
-use crate::client::ClientArgs;
+use crate::client::{CliContext, ClientArgs};
 use crate::error::{CliError, is_unreachable};
 use crate::output::Format;
 
@@ -156,8 +156,8 @@ pub(crate) async fn run(args: ProduceArgs, client: &ClientArgs) -> Result<(), Cl
             "message.timeout.ms",
             client.timeout().as_millis().to_string(),
         );
-    let producer: FutureProducer = config
-        .create()
+    let producer: FutureProducer<CliContext> = config
+        .create_with_context(CliContext)
         .map_err(|e| CliError::kafka("create a producer", e))?;
     let (input, progress): (Box<dyn Read>, ProgressBar) = match &args.file {
         Some(path) => {

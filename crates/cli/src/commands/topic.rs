@@ -2,6 +2,7 @@
 //! changes are in [`topic_changes`]).
 
 use rdkafka::admin::{ConfigSource, ResourceSpecifier};
+use rdkafka::consumer::Consumer;
 use rdkafka::metadata::Metadata;
 use serde::Serialize;
 use spool_loadgen::workload::parse_property;
@@ -94,11 +95,10 @@ pub(crate) async fn run(command: TopicCommand, client: &ClientArgs) -> Result<()
 
 /// The cluster's metadata for every topic (asking for all topics never auto-creates one).
 pub(crate) fn metadata(client: &ClientArgs) -> Result<Metadata, CliError> {
-    let admin = client.admin()?;
-    admin
-        .inner()
+    let requester = client.requester()?;
+    requester
         .fetch_metadata(None, client.timeout())
-        .map_err(|e| CliError::kafka("fetch metadata", e).with_brokers(&client.brokers))
+        .map_err(|e| client.failed(&requester, "fetch metadata", e))
 }
 
 #[derive(Debug, Serialize)]
