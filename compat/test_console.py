@@ -124,3 +124,91 @@ def test_console_pages_forms_and_message_browser(broker, browser_page):
     expect(page.locator("#toast")).to_contain_text(f"Deleted topic {topic}")
     expect(page.locator("h1")).to_have_text("Topics")
     expect(page.locator("table a", has_text=re.compile(f"^{topic}$"))).to_have_count(0)
+
+
+def test_console_edits_configs_and_resets_and_deletes_groups(broker, browser_page):
+    """Issue 32: configs set on the topic are highlighted, edited and reset from the
+    page; the offset box counts only with "offset"; a group without members has its
+    offsets reset and is deleted from its page; the console has an icon."""
+    import urllib.request
+
+    page = browser_page
+    page.set_default_timeout(20000)
+    topic = f"console-{uuid.uuid4().hex[:8]}"
+    with urllib.request.urlopen(broker.admin_url + "/favicon.ico", timeout=10) as icon:
+        assert icon.status == 200
+        assert icon.headers["content-type"].startswith("image/svg+xml")
+
+    page.goto(broker.admin_url + "/#/topics")
+    page.fill("#create-topic input[name=name]", topic)
+    page.fill("#create-topic input[name=partitions]", "1")
+    page.fill("#create-topic textarea[name=configs]", "retention.ms=7200000")
+    page.click("#create-topic button[type=submit]")
+    expect(page.locator("#toast")).to_contain_text(f"Created topic {topic}")
+    expect(page.locator("thead", has_text="Offsets")).to_be_visible()
+
+    page.goto(f"{broker.admin_url}/#/topics/{topic}")
+    expect(page.locator("h1")).to_contain_text(topic)
+    own = page.locator("tr.overridden")
+    expect(own).to_have_count(1)
+    expect(own).to_contain_text("retention.ms")
+    # The offset box counts only when the start is an offset.
+    expect(page.locator("#browse input[name=offset]")).to_be_disabled()
+    page.select_option("#browse select[name=from]", "offset")
+    expect(page.locator("#browse input[name=offset]")).to_be_enabled()
+    expect(page.locator("#browse input[name=time]")).to_be_disabled()
+
+    # Edit a default into a value of the topic's own, then reset both.
+    page.once("dialog", lambda dialog: dialog.accept("1048576"))
+    page.click("button[data-edit='segment.bytes']")
+    expect(page.locator("#toast")).to_contain_text("Changed segment.bytes")
+    expect(page.locator("tr.overridden")).to_have_count(2)
+    expect(page.locator("tr.overridden", has_text="segment.bytes")).to_contain_text("1048576")
+    # A refused value says why.
+    page.once("dialog", lambda dialog: dialog.accept("abc"))
+    page.click("button[data-edit='retention.ms']")
+    expect(page.locator("#toast")).to_contain_text("INVALID_CONFIG")
+    page.click("button[data-reset='segment.bytes']")
+    expect(page.locator("#toast")).to_contain_text("Changed segment.bytes")
+    expect(page.locator("tr.overridden")).to_have_count(1)
+    shot(page, "topic-configs")
+
+    # A group that read everything, then left.
+    producer = Producer({"bootstrap.servers": broker.address})
+    for i in range(6):
+        producer.produce(topic, value=f"v{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    group = f"group-{topic}"
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    taken = []
+    deadline = time.time() + 30
+    while len(taken) < 6 and time.time() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            taken.append(message)
+    consumer.commit(message=taken[-1], asynchronous=False)
+    coordinator = group_admin(broker, group)
+    page.goto(f"{coordinator}/#/groups/{group}")
+    expect(page.locator("h1")).to_contain_text(group)
+    expect(page.locator("#delete-group")).to_be_disabled()
+    consumer.close()
+
+    page.reload()
+    expect(page.locator(".card", has_text="Total lag")).to_contain_text("0")
+    expect(page.locator("#delete-group")).to_be_enabled()
+    page.select_option("#reset-offsets select[name=to]", "earliest")
+    page.click("#reset-offsets button[type=submit]")
+    expect(page.locator("#toast")).to_contain_text(f"Reset the offsets of {group}")
+    expect(page.locator(".card", has_text="Total lag")).to_contain_text("6")
+    page.select_option("#reset-offsets select[name=to]", "offset")
+    page.fill("#reset-offsets input[name=offset]", "4")
+    page.click("#reset-offsets button[type=submit]")
+    expect(page.locator(".card", has_text="Total lag")).to_contain_text("2")
+    shot(page, "group-actions")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete-group")
+    expect(page.locator("#toast")).to_contain_text(f"Deleted group {group}")
+    expect(page.locator("h1")).to_have_text("Consumer groups")
+    expect(page.locator("table a", has_text=re.compile(f"^{group}$"))).to_have_count(0)

@@ -135,7 +135,7 @@ async function topicList() {
     h("button", { type: "submit" }, "Create topic"));
   page.replaceChildren(
     h("h1", {}, "Topics"), form,
-    table(["Name", "Partitions", "Records", ""], topics.map(topic => [
+    table(["Name", "Partitions", "Offsets", ""], topics.map(topic => [
       link(`#/topics/${encodeURIComponent(topic.name)}`, topic.name), topic.partitions, topic.records.toLocaleString(),
       h("button", { class: "danger", "data-delete": topic.name, onclick: () => deleteTopic(topic.name) }, "Delete"),
     ]), [1, 2]));
@@ -193,13 +193,54 @@ async function topicPage(name) {
     partitionTable(topic.partitions),
     h("h2", {}, "Messages"), form, browser,
     h("h2", {}, "Configs"),
-    table(["Name", "Value", "Source"], topic.configs.map(c => [c.name, c.value, c.source])));
+    h("p", { class: "muted" }, "Highlighted: set on this topic. Edit sets a value on the topic; Reset goes back to the broker's default."),
+    configTable(topic));
+  // The offset and time boxes count only with their choice of start.
+  const from = form.elements.from;
+  const followStart = () => {
+    form.elements.offset.disabled = from.value !== "offset";
+    form.elements.time.disabled = from.value !== "time";
+  };
+  from.addEventListener("change", followStart);
+  followStart();
+}
+
+// A topic's configs: those set on the topic highlighted; each editable, and those set
+// on the topic reset to their default.
+function configTable(topic) {
+  const rows = topic.configs.map(c => {
+    const own = c.source === "topic";
+    return [c.name, c.value, c.source, h("span", {},
+      h("button", { class: "secondary", "data-edit": c.name, onclick: () => editConfig(topic.name, c) }, "Edit"),
+      own ? h("button", { class: "secondary", "data-reset": c.name, onclick: () => changeConfig(topic.name, { [c.name]: null }) }, "Reset") : null)];
+  });
+  const configs = table(["Name", "Value", "Source", ""], rows);
+  topic.configs.forEach((c, i) => {
+    if (c.source === "topic") configs.tBodies[0].rows[i].classList.add("overridden");
+  });
+  return configs;
+}
+
+async function editConfig(topic, config) {
+  const value = prompt(`${config.name} of ${topic}:`, config.value ?? "");
+  if (value === null) return;
+  await changeConfig(topic, { [config.name]: value });
+}
+
+async function changeConfig(topic, changes) {
+  try {
+    await api(`/topics/${encodeURIComponent(topic)}/configs`, { method: "PATCH", body: JSON.stringify(changes) });
+    toast(`Changed ${Object.keys(changes).join(", ")} of ${topic}`);
+    await route();
+  } catch (error) {
+    toast(error.message, true);
+  }
 }
 
 // A topic's partitions; with delayed delivery, its held records and next due time.
 function partitionTable(partitions) {
   const delayed = partitions.some(p => p.delayed);
-  const headers = ["Partition", "Leader", "Epoch", "Log start", "High watermark", "Last stable", "Records"];
+  const headers = ["Partition", "Leader", "Epoch", "Log start", "High watermark", "Last stable", "Offsets"];
   if (delayed) headers.push("Delayed", "Next due");
   return table(headers, partitions.map(p => {
     const row = [p.partition, p.leader, p.leader_epoch, p.log_start ?? "—", p.high_watermark ?? "—",
@@ -266,7 +307,53 @@ async function groupPage(id) {
     table(["Topic", "Partition", "Committed", "High watermark", "Lag"], group.offsets.map(o => [
       link(`#/topics/${encodeURIComponent(o.topic)}`, o.topic), o.partition, o.committed,
       o.high_watermark ?? "—", o.lag ?? "—",
-    ]), [1, 2, 3, 4]));
+    ]), [1, 2, 3, 4]),
+    groupActions(group));
+}
+
+// Reset offsets and delete, as `spool group seek|delete` do: only for a group without
+// members (a live group keeps its offsets).
+function groupActions(group) {
+  const live = group.members.length > 0;
+  const topics = [...new Set(group.offsets.map(o => o.topic))];
+  const reset = h("form", { class: "inline", id: "reset-offsets", onsubmit: event => { event.preventDefault(); resetOffsets(group.group, event.target); } },
+    h("label", {}, "Topic", h("select", { name: "topic" },
+      h("option", { value: "" }, "every topic"), topics.map(t => h("option", { value: t }, t)))),
+    h("label", {}, "To", h("select", { name: "to" },
+      h("option", { value: "earliest" }, "earliest"), h("option", { value: "latest" }, "latest"),
+      h("option", { value: "offset" }, "offset"))),
+    h("label", {}, "Offset", h("input", { name: "offset", type: "number", min: 0, value: 0, disabled: true })),
+    h("button", { type: "submit", disabled: live }, "Reset offsets"),
+    h("button", { type: "button", class: "danger", id: "delete-group", disabled: live, onclick: () => deleteGroup(group.group) }, "Delete group"));
+  reset.elements.to.addEventListener("change", () => { reset.elements.offset.disabled = reset.elements.to.value !== "offset"; });
+  return h("div", {}, h("h2", {}, "Actions"),
+    live ? h("p", { class: "muted" }, "The group has members: stop them to reset its offsets or delete it.") : null,
+    reset);
+}
+
+async function resetOffsets(id, form) {
+  const data = new FormData(form);
+  const to = data.get("to") === "offset" ? String(data.get("offset") || 0) : data.get("to");
+  const request = { to };
+  if (data.get("topic")) request.topic = data.get("topic");
+  try {
+    await api(`/groups/${encodeURIComponent(id)}/offsets`, { method: "POST", body: JSON.stringify(request) });
+    toast(`Reset the offsets of ${id} to ${to}`);
+    await route();
+  } catch (error) {
+    toast(error.message, true);
+  }
+}
+
+async function deleteGroup(id) {
+  if (!confirm(`Delete group ${id} and its committed offsets?`)) return;
+  try {
+    await api(`/groups/${encodeURIComponent(id)}`, { method: "DELETE" });
+    toast(`Deleted group ${id}`);
+    location.hash = "#/groups";
+  } catch (error) {
+    toast(error.message, true);
+  }
 }
 
 // ---- Routing ----------------------------------------------------------------

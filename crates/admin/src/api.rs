@@ -12,6 +12,7 @@ use axum::routing::get;
 
 use crate::{
     AdminApi, AdminState, ApiError, ConfigChanges, Encoding, MessageQuery, MessageStart, NewTopic,
+    OffsetReset,
 };
 
 /// The most messages one page returns.
@@ -35,7 +36,11 @@ pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
             get(messages),
         )
         .route("/groups", get(groups))
-        .route("/groups/{group}", get(group))
+        .route("/groups/{group}", get(group).delete(delete_group))
+        .route(
+            "/groups/{group}/offsets",
+            axum::routing::post(reset_group_offsets),
+        )
 }
 
 type Reply = Result<Response, ApiError>;
@@ -84,6 +89,20 @@ async fn create_topic(
 async fn delete_topic(State(state): State<Arc<AdminState>>, Path(name): Path<String>) -> Reply {
     api(&state)?.delete_topic(&name).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn delete_group(State(state): State<Arc<AdminState>>, Path(id): Path<String>) -> Reply {
+    api(&state)?.delete_group(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn reset_group_offsets(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<String>,
+    body: Result<Json<OffsetReset>, axum::extract::rejection::JsonRejection>,
+) -> Reply {
+    let Json(reset) = body.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    json(api(&state)?.reset_group_offsets(&id, reset).await?)
 }
 
 async fn alter_configs(

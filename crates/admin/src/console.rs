@@ -1,4 +1,4 @@
-//! The web console: one HTML page, its script and its style sheet, compiled into the
+//! The web console: one HTML page, its script, its style sheet and its icon, compiled into the
 //! binary (no build step, nothing fetched from elsewhere). The page reads the REST
 //! API and `/metrics` from the same listener.
 
@@ -13,6 +13,7 @@ use crate::AdminState;
 const PAGE: &str = include_str!("../console/index.html");
 const SCRIPT: &str = include_str!("../console/console.js");
 const STYLE: &str = include_str!("../console/console.css");
+const ICON: &str = include_str!("../console/favicon.svg");
 
 pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
     axum::Router::new()
@@ -27,6 +28,15 @@ pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
         .route(
             "/console.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE) }),
+        )
+        // Browsers ask for /favicon.ico whatever the page links: both get the icon.
+        .route(
+            "/favicon.svg",
+            get(|| async { asset("image/svg+xml", ICON) }),
+        )
+        .route(
+            "/favicon.ico",
+            get(|| async { asset("image/svg+xml", ICON) }),
         )
 }
 

@@ -74,6 +74,28 @@ pub trait AdminApi: Send + Sync {
     async fn messages(&self, query: MessageQuery) -> Result<MessagePage, ApiError>;
     async fn groups(&self) -> Result<Vec<GroupSummary>, ApiError>;
     async fn group(&self, id: &str) -> Result<GroupDetail, ApiError>;
+    /// Deletes a group without members, with its committed offsets.
+    async fn delete_group(&self, id: &str) -> Result<(), ApiError>;
+    /// Moves a group's committed offsets (the group must have no members); answers
+    /// the group as it is then.
+    async fn reset_group_offsets(
+        &self,
+        id: &str,
+        reset: OffsetReset,
+    ) -> Result<GroupDetail, ApiError>;
+}
+
+/// Where `POST /api/groups/{group}/offsets` moves a group's committed offsets, as
+/// `spool group seek` does.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OffsetReset {
+    /// `earliest` (each partition's log start), `latest` (its high watermark), or an
+    /// offset (kept within the two).
+    pub to: String,
+    /// Only this topic's partitions; by default every partition the group has an
+    /// offset for.
+    #[serde(default)]
+    pub topic: Option<String>,
 }
 
 /// The cluster as this broker sees it.
@@ -103,8 +125,9 @@ pub struct TopicSummary {
     pub name: String,
     pub id: String,
     pub partitions: i32,
-    /// Records between the log starts and the high watermarks, summed over the
-    /// partitions this broker knows the offsets of.
+    /// Offsets between the log starts and the high watermarks, summed over the
+    /// partitions this broker knows the offsets of: the records, plus the offsets
+    /// that transaction markers hold and compaction emptied (not a record count).
     pub records: i64,
 }
 

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use spool_admin::{
     AdminApi, AdminSource, ApiError, ClusterInfo, ConfigChanges, ConfigEntry, GroupDetail,
-    GroupSummary, MessagePage, MessageQuery, NewTopic, Readiness, StatusCode, TopicDetail,
-    TopicSummary,
+    GroupSummary, MessagePage, MessageQuery, NewTopic, OffsetReset, Readiness, StatusCode,
+    TopicDetail, TopicSummary,
 };
 
 use crate::errors::code;
@@ -170,6 +170,18 @@ impl AdminApi for BrokerAdmin {
 
     async fn group(&self, id: &str) -> Result<GroupDetail, ApiError> {
         groups::describe(&self.shared, id).await
+    }
+
+    async fn delete_group(&self, id: &str) -> Result<(), ApiError> {
+        groups::delete(&self.shared, id).await
+    }
+
+    async fn reset_group_offsets(
+        &self,
+        id: &str,
+        reset: OffsetReset,
+    ) -> Result<GroupDetail, ApiError> {
+        groups::reset_offsets(&self.shared, id, reset).await
     }
 }
 

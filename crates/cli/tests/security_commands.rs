@@ -297,6 +297,9 @@ async fn every_client_command_logs_in_with_scram() {
         "",
     )
     .await;
-    assert_eq!(code, 1, "a wrong password is refused, not a cluster unreachable: {err}");
+    assert_eq!(
+        code, 1,
+        "a wrong password is refused, not a cluster unreachable: {err}"
+    );
     assert!(err.contains("SASL authentication error"), "{err}");
 }
