@@ -35,6 +35,9 @@ const TXN_TIMEOUT_CHECK: Duration = Duration::from_millis(500);
 /// How long a broker has to come up before the run fails.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The broker's data directory's instance id (see the broker's `instance_id`).
+const INSTANCE_FILE: &str = "instance";
+
 #[derive(Debug)]
 pub(crate) struct Host {
     address: SocketAddr,
@@ -128,10 +131,20 @@ impl Host {
                 let broker_dir = self.data_dir.join("broker");
                 let mut shared_args = Vec::new();
                 if let Some(shared) = shared {
-                    // Nothing of the last life's data directory is kept.
+                    // Nothing of the last life's data directory is kept but its
+                    // instance id: the same machine back after a crash takes its
+                    // node id back at once (a new instance waits for the lease).
                     if broker_dir.exists() {
+                        let instance = std::fs::read(broker_dir.join(INSTANCE_FILE)).ok();
                         std::fs::remove_dir_all(&broker_dir)
                             .map_err(CheckError::io("empty", &broker_dir))?;
+                        if let Some(instance) = instance {
+                            std::fs::create_dir_all(&broker_dir)
+                                .and_then(|()| {
+                                    std::fs::write(broker_dir.join(INSTANCE_FILE), instance)
+                                })
+                                .map_err(CheckError::io("keep the instance id in", &broker_dir))?;
+                        }
                     }
                     shared_args = vec![
                         "--storage-url".to_owned(),
