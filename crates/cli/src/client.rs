@@ -16,6 +16,10 @@ use rdkafka::{ClientConfig, ClientContext};
 use crate::error::CliError;
 use crate::output::Format;
 
+/// How long a failed call waits for librdkafka to say why a login or TLS handshake
+/// failed, before the failure is taken for an unreachable cluster.
+const REASON_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A consumer of the CLI's clients.
 pub(crate) type CliConsumer = StreamConsumer<CliContext>;
 
@@ -213,11 +217,11 @@ impl ClientArgs {
         what: &str,
         error: KafkaError,
     ) -> CliError {
-        // Each poll serves one event at most; a few serve what a failed login queued.
-        for _ in 0..16 {
-            if requester.poll(std::time::Duration::ZERO).is_none() {
-                break;
-            }
+        // Each poll serves what is queued by then; a moment's polling lets a failed
+        // login's or handshake's log line arrive (only the unreachable path waits).
+        let deadline = std::time::Instant::now() + REASON_WAIT;
+        while refused_login().is_none() && std::time::Instant::now() < deadline {
+            let _ = requester.poll(std::time::Duration::from_millis(20));
         }
         CliError::kafka(what, error).with_brokers(&self.brokers)
     }
