@@ -15,19 +15,26 @@ use object_store::memory::InMemory;
 use spool_broker::{Broker, BrokerConfig, BrokerError, MetadataUrl, ObjectStorage, StorageUrl};
 use spool_testkit::RawClient;
 
-/// A test's shared metadata store and object store.
+/// A test's shared metadata store and object store, and the brokers' lease.
 struct Stores {
     objects: Arc<InMemory>,
     metadata: MetadataUrl,
+    lease_ms: &'static str,
     _dir: tempfile::TempDir,
 }
 
 impl Stores {
+    /// Stores for brokers with a lease of 1 s.
     fn new() -> Stores {
+        Stores::with_lease("1000")
+    }
+
+    fn with_lease(lease_ms: &'static str) -> Stores {
         let dir = tempfile::tempdir().unwrap();
         Stores {
             objects: Arc::new(InMemory::new()),
             metadata: MetadataUrl::Sqlite(dir.path().join("catalogue.db")),
+            lease_ms,
             _dir: dir,
         }
     }
@@ -49,7 +56,7 @@ impl Stores {
         config.storage.url = Some(StorageUrl::parse(storage_url).unwrap());
         for (name, value) in [
             ("storage.flush.ms", "5"),
-            ("cluster.lease.ms", "1000"),
+            ("cluster.lease.ms", self.lease_ms),
             ("cluster.heartbeat.ms", "100"),
         ] {
             config.set(name, value).unwrap();
@@ -104,7 +111,8 @@ async fn a_second_process_may_not_take_a_live_node_id() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restart_from_the_same_data_directory_takes_the_node_id_back_at_once() {
-    let stores = Stores::new();
+    // A long lease: waiting for it would take 30 s and more.
+    let stores = Stores::with_lease("30000");
     let dir = tempfile::tempdir().unwrap();
     let crashed = stores
         .start(1, dir.path(), "s3://bucket/spool")
@@ -118,8 +126,8 @@ async fn a_restart_from_the_same_data_directory_takes_the_node_id_back_at_once()
         .await
         .unwrap();
     assert!(
-        started.elapsed() < Duration::from_millis(900),
-        "no wait for the old lease (1 s) to lapse: {:?}",
+        started.elapsed() < Duration::from_secs(15),
+        "no wait for the old lease (30 s) to lapse: {:?}",
         started.elapsed()
     );
     assert_eq!(brokers_named(restarted.local_addr()).await, [1]);
