@@ -8,27 +8,18 @@ use std::path::Path;
 use uuid::Uuid;
 
 use crate::server::BrokerError;
-use crate::store_binding::write_durably;
+use crate::store_binding::{record_id, recorded_id};
 
 const FILE: &str = "instance";
 
 /// The instance id of `data_dir`, drawn and recorded if it has none yet.
 pub(crate) fn of(data_dir: &Path) -> Result<Uuid, BrokerError> {
-    let path = data_dir.join(FILE);
-    let io = |source| BrokerError::DataDir {
-        path: path.clone(),
-        source,
-    };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Uuid::try_parse(text.trim())
-            .map_err(|error| io(std::io::Error::new(std::io::ErrorKind::InvalidData, error))),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let drawn = Uuid::new_v4();
-            write_durably(data_dir, FILE, &drawn.to_string()).map_err(io)?;
-            Ok(drawn)
-        }
-        Err(error) => Err(io(error)),
+    if let Some(recorded) = recorded_id(data_dir, FILE)? {
+        return Ok(recorded);
     }
+    let drawn = Uuid::new_v4();
+    record_id(data_dir, FILE, drawn)?;
+    Ok(drawn)
 }
 
 #[cfg(test)]

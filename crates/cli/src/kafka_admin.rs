@@ -160,7 +160,8 @@ impl Connection {
         if answer.error_code != 0 {
             return Err(CliError::Failed(format!(
                 "the broker refused ApiVersions: {}",
-                error_text(answer.error_code, None)
+                ResponseError::try_from_code(answer.error_code)
+                    .map_or_else(String::new, |e| e.to_string())
             )));
         }
         Ok(answer
@@ -231,17 +232,6 @@ impl Connection {
             tracing::debug!(left = response.remaining(), "bytes after the response");
         }
         Ok(decoded)
-    }
-}
-
-/// A refusal as the user sees it: Kafka's name for the code (`InvalidConfig`), then
-/// the broker's message when it gave one.
-pub(crate) fn error_text(code: i16, message: Option<&StrBytes>) -> String {
-    let name =
-        ResponseError::try_from_code(code).map_or_else(|| "NONE".to_owned(), |e| e.to_string());
-    match message.map(|m| m.as_str()).filter(|m| !m.is_empty()) {
-        Some(message) => format!("{name}: {message}"),
-        None => name,
     }
 }
 

@@ -86,7 +86,7 @@ impl Outcome {
     }
 
     /// The table's status: `done`, or the error and what the cluster said of it.
-    fn status(&self, done: &str) -> String {
+    pub(crate) fn status(&self, done: &str) -> String {
         match (&self.error, &self.message) {
             (None, _) => done.to_owned(),
             (Some(error), None) => error.clone(),

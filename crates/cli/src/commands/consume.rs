@@ -192,6 +192,7 @@ impl<'a> Output<'a> {
                 }
             }
         }
+        // Written out without a group: nothing to store.
         self.last.clear();
         Ok(())
     }

@@ -255,19 +255,15 @@ pub(crate) async fn add_partitions(
 /// A topic's refusal as the command's error: `NotFound` for an unknown topic, else
 /// `Failed` with the code's name and the broker's message.
 fn refused(name: &str, code: i16, message: Option<&StrBytes>, what: &str) -> Result<(), CliError> {
-    let Outcome {
-        error: Some(error),
-        message,
-        ..
-    } = Outcome::of(name.to_owned(), code, message)
-    else {
-        return Ok(());
-    };
-    let said = message.map(|m| format!(": {m}")).unwrap_or_default();
-    if error == "UnknownTopicOrPartition" {
-        return Err(CliError::NotFound(format!("topic {name} does not exist")));
+    let outcome = Outcome::of(name.to_owned(), code, message);
+    match outcome.error.as_deref() {
+        None => Ok(()),
+        Some("UnknownTopicOrPartition") => {
+            Err(CliError::NotFound(format!("topic {name} does not exist")))
+        }
+        Some(_) => Err(CliError::Failed(format!(
+            "the cluster refused to {what} {name}: {}",
+            outcome.status("")
+        ))),
     }
-    Err(CliError::Failed(format!(
-        "the cluster refused to {what} {name}: {error}{said}"
-    )))
 }
