@@ -5,19 +5,58 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Command;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long one run may take before it is taken for stuck (a short run takes under a
+/// minute on a loaded 2-core machine): it and its brokers are killed and the test
+/// fails with what it printed, instead of holding up the whole suite.
+const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 fn faultcheck(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .arg("faultcheck")
+    spool(&[&["faultcheck"], args].concat())
+}
+
+/// Runs `spool` with `args` for at most [`RUN_LIMIT`]: its exit code and output.
+fn spool(args: &[&str]) -> (i32, String, String) {
+    // A process group of its own, so that its brokers go with it.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
         .args(args)
-        .output()
+        .env_remove("RUST_LOG")
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let read_all = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().unwrap()));
+    let stderr = read_all(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > RUN_LIMIT {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let Some(status) = status else {
+        panic!("spool {args:?} was still running after {RUN_LIMIT:?}: killed\n{stdout}\n{stderr}");
+    };
+    (status.code().unwrap_or(-1), stdout, stderr)
 }
 
 fn clean_run(mode: &str, crash: &str) {
@@ -174,30 +213,24 @@ fn bench_failover_measures_each_kind_of_trial() {
         bucket.trim_end_matches('/'),
         std::process::id()
     );
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args([
-            "bench",
-            "failover",
-            "--storage-url",
-            &url,
-            "--trials",
-            "1",
-            // Balanced 2/1/1 over three brokers, so that a fourth takes one.
-            "--partitions",
-            "4",
-            "--set",
-            "cluster.lease.ms=1000",
-            "--set",
-            "cluster.heartbeat.ms=100",
-            "--format",
-            "json",
-        ])
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = spool(&[
+        "bench",
+        "failover",
+        "--storage-url",
+        &url,
+        "--trials",
+        "1",
+        // Balanced 2/1/1 over three brokers, so that a fourth takes one.
+        "--partitions",
+        "4",
+        "--set",
+        "cluster.lease.ms=1000",
+        "--set",
+        "cluster.heartbeat.ms=100",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let kinds: Vec<&str> = report["kinds"]
         .as_array()

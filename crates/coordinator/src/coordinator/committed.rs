@@ -78,6 +78,14 @@ impl GroupCoordinator {
             tracing::error!(group = %request.group_id, %error, "storing committed offsets failed");
             return Err(self.store_failure(&request.group_id, &error).await);
         }
+        tracing::debug!(
+            group = %request.group_id,
+            member = %request.member_id,
+            generation = request.generation,
+            epoch,
+            offsets = ?rows.iter().map(|o| (o.partition, o.offset)).collect::<Vec<_>>(),
+            "stored committed offsets"
+        );
         self.lock()
             .offsets
             .entry(request.group_id)
@@ -125,7 +133,13 @@ impl GroupCoordinator {
         if self.is_shared() {
             self.read_offsets_from_store(group_id).await?;
         }
-        Ok(self.committed(group_id, partitions))
+        let committed = self.committed(group_id, partitions);
+        tracing::debug!(
+            group = group_id,
+            offsets = ?committed.iter().map(|o| (o.partition, o.offset)).collect::<Vec<_>>(),
+            "read committed offsets"
+        );
+        Ok(committed)
     }
 
     /// TxnOffsetCommit's check of the member (KIP-447): a member id or generation the
