@@ -14,7 +14,7 @@
 //! (every life is short, and the group must re-form in each) and looks for
 //! transactions past their timeout twice a second.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -165,6 +165,10 @@ impl Host {
                         .open(&log)
                         .map_err(CheckError::io("open", &log))
                 };
+                // Where this life's lines start: it is up once it printed its start
+                // line there (its listener is bound before it joins the cluster, which
+                // may still fail).
+                let log_start = std::fs::metadata(&log).map_or(0, |m| m.len());
                 let spawned = Command::new(&*binary)
                     .arg("serve")
                     .arg("--listen")
@@ -187,7 +191,7 @@ impl Host {
                     .spawn()
                     .map_err(CheckError::io("start", binary))?;
                 *child = Some(spawned);
-                wait_until_listening(self.address, deadline, || {
+                wait_until_started(&log, log_start, deadline, || {
                     child
                         .as_mut()
                         .and_then(|c| c.try_wait().ok().flatten())
@@ -362,13 +366,19 @@ fn free_port() -> Result<SocketAddr, CheckError> {
         .map_err(CheckError::io("bind", Path::new("127.0.0.1:0")))
 }
 
-fn wait_until_listening(
-    address: SocketAddr,
+/// The line `spool serve` prints once it serves (see the CLI's `serve`).
+const START_LINE: &str = "spool listening on ";
+
+/// Waits until the broker's log shows its start line after `offset`, failing when it
+/// `exited` or the deadline passes first.
+fn wait_until_started(
+    log: &Path,
+    offset: u64,
     deadline: Instant,
     mut exited: impl FnMut() -> Option<String>,
 ) -> Result<(), CheckError> {
     loop {
-        if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+        if printed_since(log, offset, START_LINE) {
             return Ok(());
         }
         if let Some(message) = exited() {
@@ -376,9 +386,21 @@ fn wait_until_listening(
         }
         if Instant::now() > deadline {
             return Err(CheckError::Broker(format!(
-                "the broker did not listen on {address} within {START_TIMEOUT:?}"
+                "the broker did not start within {START_TIMEOUT:?}; see {}",
+                log.display()
             )));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Whether `text` is in the file at `path` past `offset`.
+fn printed_since(path: &Path, offset: u64, text: &str) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut since = Vec::new();
+    let read = std::fs::File::open(path).and_then(|mut file| {
+        file.seek(SeekFrom::Start(offset))?;
+        file.read_to_end(&mut since)
+    });
+    read.is_ok() && String::from_utf8_lossy(&since).contains(text)
 }

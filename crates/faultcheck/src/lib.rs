@@ -302,6 +302,13 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         }
         stop.store(true, Ordering::SeqCst);
         let mut first_error = cycles.err();
+        let deadline = Instant::now() + CLIENT_STOP_TIMEOUT;
+        while threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if threads.iter().any(|t| !t.is_finished()) {
+            give_up_on_clients(&mut hosts, first_error.as_ref());
+        }
         for thread in threads {
             match thread.join() {
                 Ok(Ok(())) => {}
@@ -375,6 +382,26 @@ fn kill_cycles(
     }
     progress.done();
     Ok(())
+}
+
+/// How long the clients have to return once told to stop: their calls with a deadline
+/// take at most two minutes (a producer's flush).
+const CLIENT_STOP_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A client stuck in a librdkafka call that has no deadline (a synchronous commit, or
+/// `send_offsets_to_transaction`, whose wait for a coordinator is unbounded) cannot be
+/// joined; nor can the run go on without it. Kills the brokers, says why, and exits.
+fn give_up_on_clients(hosts: &mut [Host], cause: Option<&CheckError>) -> ! {
+    for host in hosts.iter_mut() {
+        let _ = host.crash();
+    }
+    eprintln!(
+        "spool faultcheck: a client did not return within {CLIENT_STOP_TIMEOUT:?} of being told to stop (stuck in a librdkafka call without a deadline){}",
+        cause.map_or_else(String::new, |error| format!(
+            "; the cycles had failed: {error}"
+        ))
+    );
+    std::process::exit(1);
 }
 
 /// `cluster.lease.ms` of the brokers in cluster mode: short, so that a cycle that
