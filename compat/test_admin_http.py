@@ -255,7 +255,7 @@ def test_the_grafana_dashboard_asks_only_for_series_the_broker_exports(broker):
     consumer.commit()
     consumer.close()
     from confluent_kafka.admin import AdminClient
-    AdminClient({"bootstrap.servers": broker.address}).delete_topics(["no-such-topic"])["no-such-topic"].exception(10)
+    AdminClient({"bootstrap.servers": broker.address}).delete_topics(["no-such-topic"])["no-such-topic"].exception(30)
     group_admin(broker, f"g-{topic}")  # until its coordinator knows the group
     families = {}
     for url in broker.admin_urls:

@@ -28,9 +28,9 @@ pub(crate) fn drain(
         .map_err(CheckError::kafka("create the drain consumer"))?;
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
+    let started = Instant::now();
     for partition in 0..partitions {
-        let (_, high) = consumer
-            .fetch_watermarks(topic, partition, Duration::from_secs(30))
+        let (_, high) = watermarks(&consumer, topic, partition, started)
             .map_err(CheckError::kafka("read the high watermarks"))?;
         ends.push(high);
         assignment
@@ -52,7 +52,6 @@ pub(crate) fn drain(
                     })
         })
     };
-    let started = Instant::now();
     while !done(&drained) {
         if started.elapsed() > DRAIN_TIMEOUT {
             return Err(CheckError::Broker(format!(
@@ -105,12 +104,9 @@ pub(crate) fn drain_committed(
     let started = Instant::now();
     for partition in 0..partitions {
         loop {
-            let timeout = Duration::from_secs(30);
-            let (_, high) = uncommitted
-                .fetch_watermarks(topic, partition, timeout)
+            let (_, high) = watermarks(&uncommitted, topic, partition, started)
                 .map_err(CheckError::kafka("read the high watermarks"))?;
-            let (_, stable) = committed
-                .fetch_watermarks(topic, partition, timeout)
+            let (_, stable) = watermarks(&committed, topic, partition, started)
                 .map_err(CheckError::kafka("read the last stable offsets"))?;
             if stable >= high {
                 break;
@@ -153,4 +149,23 @@ pub(crate) fn drain_committed(
         }
     }
     Ok(values)
+}
+
+/// A partition's watermarks, asked again while the answer is an error (a leader that
+/// just handed the partition over, a broker still joining after the last restart)
+/// until [`DRAIN_TIMEOUT`] from `started`; then the last error.
+fn watermarks(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partition: i32,
+    started: Instant,
+) -> Result<(i64, i64), KafkaError> {
+    loop {
+        match consumer.fetch_watermarks(topic, partition, Duration::from_secs(30)) {
+            Err(_) if started.elapsed() < DRAIN_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            answer => return answer,
+        }
+    }
 }

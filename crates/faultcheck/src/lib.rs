@@ -255,28 +255,31 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
                 rate: check.rate,
             };
             let (config, history, stop) = (&config, &history, &stop);
-            threads.push(scope.spawn(move || producer::run(config, &plan, history, stop)));
+            let client = scope.spawn(move || producer::run(config, &plan, history, stop));
+            threads.push((format!("producer-{id}"), client));
         }
         for slot in 0..check.consumers {
             let (config, history, stop, group) = (&config, &history, &stop, &group);
             let slot = usize::try_from(slot).unwrap_or(0);
-            threads
-                .push(scope.spawn(move || members::run(config, slot, topic, group, history, stop)));
+            let client =
+                scope.spawn(move || members::run(config, slot, topic, group, history, stop));
+            threads.push((format!("member-{slot}"), client));
         }
         for writer in 0..check.transactions {
             let (config, history, stop) = (&config, &history, &stop);
             let partitions = check.partitions;
-            threads.push(
-                scope.spawn(move || transactions::write(config, writer, partitions, history, stop)),
-            );
+            let client =
+                scope.spawn(move || transactions::write(config, writer, partitions, history, stop));
+            threads.push((format!("txn-writer-{writer}"), client));
         }
         if check.transactions > 0 {
             let (config, history, stop) = (&config, &history, &stop);
-            threads.push(scope.spawn(move || transactions::read(config, history, stop)));
+            let client = scope.spawn(move || transactions::read(config, history, stop));
+            threads.push(("txn-reader".to_owned(), client));
             let group = &transform_group;
-            threads.push(
-                scope.spawn(move || transactions::transform(config, topic, group, history, stop)),
-            );
+            let client =
+                scope.spawn(move || transactions::transform(config, topic, group, history, stop));
+            threads.push(("transformer".to_owned(), client));
         }
         let cycles = if check.mode == Mode::Cluster {
             cluster_cycles(&mut hosts, check, seed, &history)
@@ -303,13 +306,18 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         stop.store(true, Ordering::SeqCst);
         let mut first_error = cycles.err();
         let deadline = Instant::now() + CLIENT_STOP_TIMEOUT;
-        while threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
+        while threads.iter().any(|(_, t)| !t.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
-        if threads.iter().any(|t| !t.is_finished()) {
-            give_up_on_clients(&mut hosts, first_error.as_ref());
+        let stuck: Vec<&str> = threads
+            .iter()
+            .filter(|(_, t)| !t.is_finished())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !stuck.is_empty() {
+            give_up_on_clients(&mut hosts, &stuck, first_error.as_ref());
         }
-        for thread in threads {
+        for (_, thread) in threads {
             match thread.join() {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
@@ -391,12 +399,13 @@ const CLIENT_STOP_TIMEOUT: Duration = Duration::from_secs(180);
 /// A client stuck in a librdkafka call that has no deadline (a synchronous commit, or
 /// `send_offsets_to_transaction`, whose wait for a coordinator is unbounded) cannot be
 /// joined; nor can the run go on without it. Kills the brokers, says why, and exits.
-fn give_up_on_clients(hosts: &mut [Host], cause: Option<&CheckError>) -> ! {
+fn give_up_on_clients(hosts: &mut [Host], stuck: &[&str], cause: Option<&CheckError>) -> ! {
     for host in hosts.iter_mut() {
         let _ = host.crash();
     }
     eprintln!(
-        "spool faultcheck: a client did not return within {CLIENT_STOP_TIMEOUT:?} of being told to stop (stuck in a librdkafka call without a deadline){}",
+        "spool faultcheck: {} did not return within {CLIENT_STOP_TIMEOUT:?} of being told to stop (stuck in a librdkafka call without a deadline){}",
+        stuck.join(", "),
         cause.map_or_else(String::new, |error| format!(
             "; the cycles had failed: {error}"
         ))
