@@ -151,9 +151,13 @@ pub(crate) fn drain_committed(
     Ok(values)
 }
 
+/// How long after the drain starts a partition's watermarks may still be an error:
+/// leaders settle within a few leases after the last restart.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A partition's watermarks, asked again while the answer is an error (a leader that
 /// just handed the partition over, a broker still joining after the last restart)
-/// until [`DRAIN_TIMEOUT`] from `started`; then the last error.
+/// until [`SETTLE_TIMEOUT`] from `started`; then the last error.
 fn watermarks(
     consumer: &BaseConsumer,
     topic: &str,
@@ -162,7 +166,7 @@ fn watermarks(
 ) -> Result<(i64, i64), KafkaError> {
     loop {
         match consumer.fetch_watermarks(topic, partition, Duration::from_secs(30)) {
-            Err(_) if started.elapsed() < DRAIN_TIMEOUT => {
+            Err(_) if started.elapsed() < SETTLE_TIMEOUT => {
                 std::thread::sleep(Duration::from_millis(200));
             }
             answer => return answer,
