@@ -303,18 +303,20 @@ impl SharedStorage {
     /// from now on no tail opens for it, and the tail already open under
     /// `leader_epoch`, if any, is sealed (it refuses appends and uploads what it holds
     /// at once) and returned. Under the opening lock, so that a tail being opened
-    /// concurrently is either found and sealed here or not opened. Blocking (briefly:
-    /// locks only).
+    /// concurrently is either found and sealed here or not opened. Blocking: called
+    /// from an async task, and the opening lock is held for as long as a tail takes
+    /// to open (see [`off_the_workers`]).
     pub(crate) fn begin_handover(
         &self,
         logs: &LogManager,
         log_key: &TopicPartition,
         leader_epoch: i32,
     ) -> Option<Handover> {
-        let _opening = self
-            .opening
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _opening = off_the_workers(|| {
+            self.opening
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
         let begun = self
             .handing_over
             .lock()
@@ -398,6 +400,20 @@ impl SharedStorage {
         answer
             .recv()
             .map_err(|_| PartitionError::Interrupted("the runtime stopped".to_owned()))
+    }
+}
+
+/// Runs `work`, which waits for the tail-opening lock from an async task, outside the
+/// runtime's worker threads where it can (`block_in_place`, on a multi-thread runtime).
+/// A tail being opened holds that lock on a blocking-pool thread while a runtime task
+/// reads the catalogue for it ([`SharedStorage::wait_for`]). Two handovers blocking
+/// both workers of a 2-core machine on the lock left that task no thread to run on:
+/// the broker stopped, heartbeat and all (found by `spool faultcheck --mode cluster`).
+fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
+    let flavor = tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor());
+    match flavor {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
     }
 }
 

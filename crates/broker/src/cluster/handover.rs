@@ -45,9 +45,8 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
             continue;
         }
         let log_key = TopicPartition::new(log_topic(asked.key.topic_id), asked.key.partition);
-        let begun =
-            off_the_workers(|| storage.begin_handover(&shared.logs, &log_key, asked.leader_epoch));
-        let Some(handover) = begun else {
+        let Some(handover) = storage.begin_handover(&shared.logs, &log_key, asked.leader_epoch)
+        else {
             continue;
         };
         tokio::spawn(hand_over(
@@ -57,20 +56,6 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
             log_key,
             handover.tail,
         ));
-    }
-}
-
-/// Runs `work`, which waits on the tail-opening lock, outside the runtime's worker
-/// threads where it can (`block_in_place`, on a multi-thread runtime). A produce or
-/// fetch opening a tail holds that lock on a blocking-pool thread while a runtime task
-/// reads the catalogue for it. Two handovers blocking both workers of a 2-core machine
-/// on the lock left that task no thread to run on: the broker stopped (its heartbeat
-/// with it), found by `spool faultcheck --mode cluster`.
-fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
-    let flavor = tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor());
-    match flavor {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
     }
 }
 
