@@ -12,9 +12,10 @@ Produce requests, so a run is repeatable. The broker must advertise the proxy's
 address (`--advertise`), or clients would go around it after the first Metadata."""
 
 import asyncio
-import socket
 import struct
 import threading
+
+from conftest import free_port
 
 PRODUCE = 0
 
@@ -28,9 +29,7 @@ class ChaosProxy:
         self.counts = {"drop": 0, "cut": 0, "delay": 0}
         self.enabled = True
         self._cuts = set()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)

@@ -4,6 +4,7 @@ stops it."""
 
 import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -74,10 +75,30 @@ def metadata_url(data_dir):
     return remembered(data_dir, "metadata-url", fresh_database)
 
 
+# Ports for brokers come from below the kernel's ephemeral range (32768 and up on
+# Linux), where no client's outgoing connection takes them between our check and the
+# broker's bind, and each pytest worker has a block of its own ("gw0", "gw1", ...), so
+# two workers never pick the same one (ten workers fit below 30000; the KafkaJS suite,
+# run alongside, takes its ports from 30000 up). A port is handed out once per worker: a killed
+# broker restarts on its port, and no other broker of this worker may have taken it.
+PORTS_PER_WORKER = 1000
+_worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_port_block = range(20000 + _worker * PORTS_PER_WORKER, 20000 + (_worker + 1) * PORTS_PER_WORKER)
+_ports_handed_out = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for port in random.sample(_port_block, len(_port_block)):
+        if port in _ports_handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port left in {_port_block}")
 
 
 class Broker:
@@ -153,19 +174,25 @@ class Broker:
             deadline = time.time() + 20
             while True:
                 if process.poll() is not None:
-                    raise RuntimeError(f"spool exited with {process.returncode}")
+                    raise RuntimeError(f"spool exited with {process.returncode}:\n{self.log_tail()}")
                 try:
                     socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                     break
                 except OSError:
                     if time.time() > deadline:
-                        raise RuntimeError("spool did not start listening")
+                        raise RuntimeError(f"spool did not start listening:\n{self.log_tail()}")
                     time.sleep(0.05)
         for node in range(1, len(self.ports) + 1):
             self.wait_until_ready(node)
         if CLUSTER > 1:
             self._wait_for_members()
         return self
+
+    def log_tail(self, lines=30):
+        """The end of the brokers' shared log, for a failure's message."""
+        self.log.flush()
+        with open(self.log.name, "rb") as f:
+            return b"".join(f.readlines()[-lines:]).decode(errors="replace")
 
     def wait_until_ready(self, node):
         """Until broker `node` says it is ready (/health/ready): its Kafka listener
@@ -179,7 +206,7 @@ class Broker:
                     return
             except (urllib.error.URLError, OSError):
                 if time.time() > deadline:
-                    raise RuntimeError(f"broker {node} did not become ready")
+                    raise RuntimeError(f"broker {node} did not become ready:\n{self.log_tail()}")
                 time.sleep(0.05)
 
     def _wait_for_members(self):
@@ -217,7 +244,7 @@ class Broker:
                 break
             except OSError:
                 if time.time() > deadline:
-                    raise RuntimeError("spool did not start listening")
+                    raise RuntimeError(f"spool did not start listening:\n{self.log_tail()}")
                 time.sleep(0.05)
         self.wait_until_ready(node)
 

@@ -24,14 +24,29 @@ const brokers = [];
 let address;
 let dataDir;
 
-function freePort() {
+// Brokers' ports come from 30000-32767: below the kernel's ephemeral range, where no
+// client's outgoing connection takes one between this check and the broker's bind,
+// and above the pytest workers' blocks (compat/conftest.py), which run alongside. A
+// port is handed out once: a killed broker restarts on its own.
+const PORT_BLOCK = { first: 30000, count: 2768 };
+const portsHandedOut = new Set();
+
+function canBind(port) {
   return new Promise((resolve) => {
     const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+async function freePort() {
+  for (let tries = 0; tries < PORT_BLOCK.count; tries++) {
+    const port = PORT_BLOCK.first + Math.floor(Math.random() * PORT_BLOCK.count);
+    if (portsHandedOut.has(port) || !(await canBind(port))) continue;
+    portsHandedOut.add(port);
+    return port;
+  }
+  throw new Error('no free port left for a broker');
 }
 
 async function waitForPort(port) {
