@@ -1,71 +1,78 @@
 //! The one place where internal errors become Kafka error codes.
 
+use kafka_protocol::messages::ApiKey;
 use spool_coordinator::{GroupError, TxnError};
 use spool_log::{LogError, ProducerError};
 use spool_protocol::batch::BatchError;
 
-/// Kafka error codes Spool returns (from the Kafka protocol's error table).
+/// Kafka error codes Spool returns, by the Kafka protocol's names; the numbers come
+/// from `kafka_protocol`'s table of them.
 pub(crate) mod code {
+    use kafka_protocol::error::ResponseError as E;
+
+    /// No error (not an entry of the error table).
     pub(crate) const NONE: i16 = 0;
-    pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
-    pub(crate) const CORRUPT_MESSAGE: i16 = 2;
-    pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
-    pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
-    pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
-    pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
-    pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
-    pub(crate) const INVALID_TIMESTAMP: i16 = 32;
-    pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
-    pub(crate) const INVALID_PARTITIONS: i16 = 37;
-    pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
-    pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
-    pub(crate) const INVALID_CONFIG: i16 = 40;
-    pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
-    pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
-    pub(crate) const UNKNOWN_SERVER_ERROR: i16 = -1;
-    pub(crate) const INVALID_REQUEST: i16 = 42;
-    pub(crate) const INVALID_RECORD: i16 = 87;
-    pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
-    pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
-    pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-    pub(crate) const NOT_COORDINATOR: i16 = 16;
-    pub(crate) const ILLEGAL_GENERATION: i16 = 22;
-    pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-    pub(crate) const INVALID_GROUP_ID: i16 = 24;
-    pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
-    pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
-    pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
-    pub(crate) const NON_EMPTY_GROUP: i16 = 68;
-    pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
-    pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
-    pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
-    pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-    pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-    pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
-    pub(crate) const UNKNOWN_PRODUCER_ID: i16 = 59;
-    pub(crate) const FENCED_LEADER_EPOCH: i16 = 74;
-    pub(crate) const INVALID_TXN_STATE: i16 = 48;
-    pub(crate) const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
-    pub(crate) const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
-    pub(crate) const CONCURRENT_TRANSACTIONS: i16 = 51;
-    pub(crate) const OPERATION_NOT_ATTEMPTED: i16 = 55;
-    pub(crate) const UNSTABLE_OFFSET_COMMIT: i16 = 88;
-    pub(crate) const PRODUCER_FENCED: i16 = 90;
-    pub(crate) const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
-    pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
-    pub(crate) const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-    pub(crate) const ILLEGAL_SASL_STATE: i16 = 34;
-    pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
-    pub(crate) const RESOURCE_NOT_FOUND: i16 = 91;
-    pub(crate) const DUPLICATE_RESOURCE: i16 = 92;
-    pub(crate) const UNACCEPTABLE_CREDENTIAL: i16 = 93;
-    pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-    pub(crate) const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-    pub(crate) const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
-    pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-    pub(crate) const SECURITY_DISABLED: i16 = 54;
+    pub(crate) const OFFSET_OUT_OF_RANGE: i16 = E::OffsetOutOfRange.code();
+    pub(crate) const CORRUPT_MESSAGE: i16 = E::CorruptMessage.code();
+    pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = E::UnknownTopicOrPartition.code();
+    pub(crate) const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
+    pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = E::NotLeaderOrFollower.code();
+    pub(crate) const REQUEST_TIMED_OUT: i16 = E::RequestTimedOut.code();
+    pub(crate) const MESSAGE_TOO_LARGE: i16 = E::MessageTooLarge.code();
+    pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = E::InvalidTopicException.code();
+    pub(crate) const INVALID_REQUIRED_ACKS: i16 = E::InvalidRequiredAcks.code();
+    pub(crate) const INVALID_TIMESTAMP: i16 = E::InvalidTimestamp.code();
+    pub(crate) const TOPIC_ALREADY_EXISTS: i16 = E::TopicAlreadyExists.code();
+    pub(crate) const INVALID_PARTITIONS: i16 = E::InvalidPartitions.code();
+    pub(crate) const INVALID_REPLICATION_FACTOR: i16 = E::InvalidReplicationFactor.code();
+    pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = E::InvalidReplicaAssignment.code();
+    pub(crate) const INVALID_CONFIG: i16 = E::InvalidConfig.code();
+    pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = E::UnsupportedForMessageFormat.code();
+    pub(crate) const KAFKA_STORAGE_ERROR: i16 = E::KafkaStorageError.code();
+    pub(crate) const UNKNOWN_SERVER_ERROR: i16 = E::UnknownServerError.code();
+    pub(crate) const INVALID_REQUEST: i16 = E::InvalidRequest.code();
+    pub(crate) const INVALID_RECORD: i16 = E::InvalidRecord.code();
+    pub(crate) const UNKNOWN_TOPIC_ID: i16 = E::UnknownTopicId.code();
+    pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = E::OffsetMetadataTooLarge.code();
+    pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = E::CoordinatorNotAvailable.code();
+    pub(crate) const NOT_COORDINATOR: i16 = E::NotCoordinator.code();
+    pub(crate) const ILLEGAL_GENERATION: i16 = E::IllegalGeneration.code();
+    pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = E::InconsistentGroupProtocol.code();
+    pub(crate) const INVALID_GROUP_ID: i16 = E::InvalidGroupId.code();
+    pub(crate) const UNKNOWN_MEMBER_ID: i16 = E::UnknownMemberId.code();
+    pub(crate) const INVALID_SESSION_TIMEOUT: i16 = E::InvalidSessionTimeout.code();
+    pub(crate) const REBALANCE_IN_PROGRESS: i16 = E::RebalanceInProgress.code();
+    pub(crate) const NON_EMPTY_GROUP: i16 = E::NonEmptyGroup.code();
+    pub(crate) const GROUP_ID_NOT_FOUND: i16 = E::GroupIdNotFound.code();
+    pub(crate) const MEMBER_ID_REQUIRED: i16 = E::MemberIdRequired.code();
+    pub(crate) const FENCED_INSTANCE_ID: i16 = E::FencedInstanceId.code();
+    pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = E::GroupSubscribedToTopic.code();
+    pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = E::OutOfOrderSequenceNumber.code();
+    pub(crate) const INVALID_PRODUCER_EPOCH: i16 = E::InvalidProducerEpoch.code();
+    pub(crate) const UNKNOWN_PRODUCER_ID: i16 = E::UnknownProducerId.code();
+    pub(crate) const FENCED_LEADER_EPOCH: i16 = E::FencedLeaderEpoch.code();
+    pub(crate) const INVALID_TXN_STATE: i16 = E::InvalidTxnState.code();
+    pub(crate) const INVALID_PRODUCER_ID_MAPPING: i16 = E::InvalidProducerIdMapping.code();
+    pub(crate) const INVALID_TRANSACTION_TIMEOUT: i16 = E::InvalidTransactionTimeout.code();
+    pub(crate) const CONCURRENT_TRANSACTIONS: i16 = E::ConcurrentTransactions.code();
+    pub(crate) const OPERATION_NOT_ATTEMPTED: i16 = E::OperationNotAttempted.code();
+    pub(crate) const UNSTABLE_OFFSET_COMMIT: i16 = E::UnstableOffsetCommit.code();
+    pub(crate) const PRODUCER_FENCED: i16 = E::ProducerFenced.code();
+    pub(crate) const TRANSACTIONAL_ID_NOT_FOUND: i16 = E::TransactionalIdNotFound.code();
+    pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = E::UnknownLeaderEpoch.code();
+    pub(crate) const UNSUPPORTED_SASL_MECHANISM: i16 = E::UnsupportedSaslMechanism.code();
+    pub(crate) const ILLEGAL_SASL_STATE: i16 = E::IllegalSaslState.code();
+    pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = E::SaslAuthenticationFailed.code();
+    pub(crate) const RESOURCE_NOT_FOUND: i16 = E::ResourceNotFound.code();
+    pub(crate) const DUPLICATE_RESOURCE: i16 = E::DuplicateResource.code();
+    pub(crate) const UNACCEPTABLE_CREDENTIAL: i16 = E::UnacceptableCredential.code();
+    pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = E::TopicAuthorizationFailed.code();
+    pub(crate) const GROUP_AUTHORIZATION_FAILED: i16 = E::GroupAuthorizationFailed.code();
+    pub(crate) const CLUSTER_AUTHORIZATION_FAILED: i16 = E::ClusterAuthorizationFailed.code();
+    pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
+        E::TransactionalIdAuthorizationFailed.code();
+    pub(crate) const SECURITY_DISABLED: i16 = E::SecurityDisabled.code();
+    pub(crate) const UNSUPPORTED_VERSION: i16 = E::UnsupportedVersion.code();
 }
 
 /// The Kafka error code for a group coordinator error.
@@ -94,9 +101,21 @@ pub(crate) fn group_result_code(result: Result<(), GroupError>) -> i16 {
     result.err().map_or(code::NONE, group_error_code)
 }
 
+/// Whether answers of this version of a transactional API may carry
+/// `PRODUCER_FENCED` (KIP-588); older clients get `INVALID_PRODUCER_EPOCH` for it, as
+/// Kafka answers them.
+pub(crate) fn knows_producer_fenced(api: ApiKey, version: i16) -> bool {
+    let first_version = match api {
+        ApiKey::AddPartitionsToTxn | ApiKey::AddOffsetsToTxn | ApiKey::EndTxn => 2,
+        ApiKey::TxnOffsetCommit => 3,
+        ApiKey::InitProducerId => 4,
+        _ => return false,
+    };
+    version >= first_version
+}
+
 /// The Kafka error code for a transaction coordinator error. `fenced_code` is
-/// whether the request's version knows `PRODUCER_FENCED` (KIP-588); older clients
-/// get `INVALID_PRODUCER_EPOCH` for it, as Kafka answers them.
+/// whether the request's version knows `PRODUCER_FENCED` ([`knows_producer_fenced`]).
 pub(crate) fn txn_error_code(error: TxnError, fenced_code: bool) -> i16 {
     match error {
         TxnError::InvalidProducerIdMapping => code::INVALID_PRODUCER_ID_MAPPING,

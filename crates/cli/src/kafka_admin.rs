@@ -235,20 +235,49 @@ impl Connection {
     }
 }
 
-/// A Kafka error code as a message: the name where Spool answers it.
+/// A Kafka error code as a message: its name in Kafka's table (`kafka_protocol`'s),
+/// with a hint where the refusal has a usual cause.
 pub(crate) fn error_name(code: i16) -> String {
-    let name = match code {
-        29 => "TOPIC_AUTHORIZATION_FAILED",
-        30 => "GROUP_AUTHORIZATION_FAILED",
-        31 => "CLUSTER_AUTHORIZATION_FAILED (this principal may not do that)",
-        42 => "INVALID_REQUEST",
-        54 => "SECURITY_DISABLED (the broker runs without authorizer.enabled=true)",
-        58 => "SASL_AUTHENTICATION_FAILED",
-        91 => "RESOURCE_NOT_FOUND",
-        92 => "DUPLICATE_RESOURCE",
-        93 => "UNACCEPTABLE_CREDENTIAL",
-        33 => "UNSUPPORTED_SASL_MECHANISM",
-        _ => return format!("error {code}"),
+    let error = match ResponseError::try_from_code(code) {
+        None => return "NONE".to_owned(),
+        Some(ResponseError::Unknown(code)) => return format!("error {code}"),
+        Some(error) => error,
     };
-    name.to_owned()
+    let name = kafka_name(&error.to_string());
+    match error {
+        ResponseError::ClusterAuthorizationFailed => {
+            format!("{name} (this principal may not do that)")
+        }
+        ResponseError::SecurityDisabled => {
+            format!("{name} (the broker runs without authorizer.enabled=true)")
+        }
+        _ => name,
+    }
+}
+
+/// `TopicAuthorizationFailed` as Kafka writes it: `TOPIC_AUTHORIZATION_FAILED`.
+fn kafka_name(camel_case: &str) -> String {
+    let mut name = String::with_capacity(camel_case.len() + 8);
+    for (i, c) in camel_case.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_read_as_kafka_names() {
+        assert_eq!(error_name(29), "TOPIC_AUTHORIZATION_FAILED");
+        assert_eq!(error_name(91), "RESOURCE_NOT_FOUND");
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert!(error_name(54).starts_with("SECURITY_DISABLED (the broker runs without"));
+        assert_eq!(error_name(0), "NONE");
+        assert_eq!(error_name(9999), "error 9999");
+    }
 }

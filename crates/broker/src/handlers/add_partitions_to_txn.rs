@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 };
 
 use super::ApiDecl;
-use crate::errors::{code, txn_result_code};
+use crate::errors::{code, knows_producer_fenced, txn_result_code};
 use crate::security::acl::Operation;
 use crate::security::authorizer::Access;
 use crate::server::Shared;
@@ -27,9 +27,6 @@ pub(crate) const API: ApiDecl = ApiDecl {
     min: 0,
     max: 3,
 };
-
-/// The first version that knows `PRODUCER_FENCED` (KIP-588).
-const FENCED_CODE: i16 = 2;
 
 pub(crate) async fn handle(
     request: AddPartitionsToTxnRequest,
@@ -84,7 +81,10 @@ pub(crate) async fn handle(
                     let exists = known.as_ref().is_some_and(|t| t.has_partition(*index));
                     let view = known.as_ref().is_some_and(|t| t.view.is_some());
                     let error = match &outcome {
-                        Some(result) => txn_result_code(*result, version >= FENCED_CODE),
+                        Some(result) => txn_result_code(
+                            *result,
+                            knows_producer_fenced(ApiKey::AddPartitionsToTxn, version),
+                        ),
                         None if txn_denied => code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                         None if denied => code::TOPIC_AUTHORIZATION_FAILED,
                         // A view is read-only, as produce says too.

@@ -5,15 +5,13 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseKind};
 
 use super::{APIS, ApiDecl};
+use crate::errors::code;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::ApiVersions,
     min: 0,
     max: 4,
 };
-
-/// Kafka's UNSUPPORTED_VERSION error code.
-const UNSUPPORTED_VERSION: i16 = 35;
 
 fn api_keys() -> Vec<ApiVersion> {
     APIS.iter()
@@ -33,7 +31,7 @@ pub(crate) fn handle() -> ResponseKind {
 pub(crate) fn unsupported_version() -> ResponseKind {
     ResponseKind::ApiVersions(
         ApiVersionsResponse::default()
-            .with_error_code(UNSUPPORTED_VERSION)
+            .with_error_code(code::UNSUPPORTED_VERSION)
             .with_api_keys(api_keys()),
     )
 }

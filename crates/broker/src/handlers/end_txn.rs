@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kafka_protocol::messages::{ApiKey, EndTxnRequest, EndTxnResponse, ResponseKind};
 
 use super::ApiDecl;
-use crate::errors::txn_result_code;
+use crate::errors::{knows_producer_fenced, txn_result_code};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -17,9 +17,6 @@ pub(crate) const API: ApiDecl = ApiDecl {
     min: 0,
     max: 4,
 };
-
-/// The first version that knows `PRODUCER_FENCED` (KIP-588).
-const FENCED_CODE: i16 = 2;
 
 pub(crate) async fn handle(
     request: EndTxnRequest,
@@ -35,7 +32,8 @@ pub(crate) async fn handle(
             request.committed,
         )
         .await;
-    ResponseKind::EndTxn(
-        EndTxnResponse::default().with_error_code(txn_result_code(outcome, version >= FENCED_CODE)),
-    )
+    ResponseKind::EndTxn(EndTxnResponse::default().with_error_code(txn_result_code(
+        outcome,
+        knows_producer_fenced(ApiKey::EndTxn, version),
+    )))
 }

@@ -9,7 +9,7 @@ use kafka_protocol::messages::{
 };
 
 use super::ApiDecl;
-use crate::errors::{code, txn_error_code};
+use crate::errors::{code, knows_producer_fenced, txn_error_code};
 use crate::server::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -17,9 +17,6 @@ pub(crate) const API: ApiDecl = ApiDecl {
     min: 0,
     max: 5,
 };
-
-/// The first version that knows `PRODUCER_FENCED` (KIP-588).
-const FENCED_CODE: i16 = 4;
 
 pub(crate) async fn handle(
     request: InitProducerIdRequest,
@@ -58,7 +55,10 @@ pub(crate) async fn handle(
             .await
         {
             Ok(initialised) => answer(initialised),
-            Err(error) => failed(txn_error_code(error, version >= FENCED_CODE)),
+            Err(error) => failed(txn_error_code(
+                error,
+                knows_producer_fenced(ApiKey::InitProducerId, version),
+            )),
         };
     }
     match shared.producer_ids.init(current).await {

@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 use spool_metadata::CommittedOffset;
 
 use super::ApiDecl;
-use crate::errors::{code, group_error_code, txn_error_code};
+use crate::errors::{code, group_error_code, knows_producer_fenced, txn_error_code};
 use crate::security::acl::Operation;
 use crate::security::authorizer::Access;
 use crate::server::Shared;
@@ -27,9 +27,6 @@ pub(crate) const API: ApiDecl = ApiDecl {
     min: 0,
     max: 4,
 };
-
-/// The first version that knows `PRODUCER_FENCED` (KIP-588).
-const FENCED_CODE: i16 = 3;
 
 pub(crate) async fn handle(
     request: TxnOffsetCommitRequest,
@@ -103,7 +100,12 @@ pub(crate) async fn handle(
                 &offsets,
             )
             .await
-            .map_err(|error| txn_error_code(error, version >= FENCED_CODE)),
+            .map_err(|error| {
+                txn_error_code(
+                    error,
+                    knows_producer_fenced(ApiKey::TxnOffsetCommit, version),
+                )
+            }),
     };
     let topics = request
         .topics

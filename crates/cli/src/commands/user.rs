@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
 };
@@ -114,7 +115,7 @@ pub(crate) async fn run(command: UserCommand, client: &ClientArgs) -> Result<(),
     };
     let response: AlterUserScramCredentialsResponse = connection.call(request, 0).await?;
     for result in &response.results {
-        if result.error_code == 91 {
+        if result.error_code == ResponseError::ResourceNotFound.code() {
             return Err(CliError::NotFound(format!(
                 "user {} has no such credential",
                 result.user.as_str()
