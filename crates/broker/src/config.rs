@@ -9,6 +9,8 @@ use std::time::Duration;
 use spool_coordinator::{CoordinatorConfig, TxnConfig};
 use spool_log::CleanerSettings;
 
+mod security_settings;
+
 use crate::topic_configs::{self, BrokerSynonym};
 use crate::topics;
 
@@ -61,7 +63,7 @@ pub struct BrokerConfig {
     /// `metrics.*`).
     pub admin: AdminConfig,
     /// Listeners, TLS and SASL (`listeners`, `ssl.*`, `sasl.*`).
-    pub security: crate::security::config::SecurityConfig,
+    pub security: spool_security::config::SecurityConfig,
 }
 
 /// The HTTP admin listener (health, `/metrics`, the REST API and the console).
@@ -226,7 +228,7 @@ impl Default for BrokerConfig {
             storage: StorageConfig::default(),
             retention_check_interval: Duration::from_secs(300),
             admin: AdminConfig::default(),
-            security: crate::security::config::SecurityConfig::default(),
+            security: spool_security::config::SecurityConfig::default(),
         }
     }
 }
@@ -254,8 +256,8 @@ pub(crate) struct Setting {
 fn all_settings() -> impl Iterator<Item = &'static Setting> {
     SETTINGS
         .iter()
-        .chain(crate::security::config::SECURITY_SETTINGS.iter())
-        .chain(crate::security::oauth::OAUTH_SETTINGS.iter())
+        .chain(security_settings::SECURITY_SETTINGS.iter())
+        .chain(security_settings::OAUTH_SETTINGS.iter())
 }
 
 const SETTINGS: [Setting; 38] = [

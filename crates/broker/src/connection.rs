@@ -30,9 +30,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::handlers;
 use crate::response::{Response, ResponseWriter};
-use crate::security::ListenerSetup;
-use crate::security::session::{PRE_AUTH_MAX_FRAME, Session};
 use crate::server::Shared;
+use spool_security::ListenerSetup;
+use spool_security::session::{PRE_AUTH_MAX_FRAME, Session};
 
 /// Where replies are written: the TCP socket itself (stored records go by
 /// `sendfile`), or a TLS stream.
@@ -267,8 +267,8 @@ async fn handle_in_order(
 /// After a SaslHandshake v0, the frames are bare SASL tokens and so are the answers;
 /// a failure closes the connection (v0 has no way to say why).
 async fn raw_token(token: &[u8], session: &mut Session, shared: &Arc<Shared>) -> Reply {
-    use crate::security::sasl::{self, Step, Verifiers};
-    let answer = match sasl::step(&mut session.exchange, token, Verifiers::of(shared)).await {
+    use spool_security::sasl::{self, Step};
+    let answer = match sasl::step(&mut session.exchange, token, shared.login_verifiers()).await {
         Ok(Step::Continue(challenge)) => challenge,
         Ok(Step::Done {
             user,

@@ -23,9 +23,7 @@ mod leader_hint;
 mod metrics;
 mod partitions;
 mod producer_ids;
-mod quotas;
 mod response;
-mod security;
 mod server;
 mod shared_storage;
 mod store_binding;
@@ -39,10 +37,10 @@ pub use config::{
     AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names,
 };
 pub use lag::PartitionLag;
-pub use security::config::{ClientAuth, SecurityConfig};
-pub use security::listeners::SecurityProtocol;
 pub use server::{Broker, BrokerError};
 pub use shared_storage::{Latency, StorageStats};
 pub use spool_metadata::{BrokerRecord, MetadataStore, MetadataUrl};
 pub use spool_objects::{ObjectStorage, StorageUrl};
 pub use spool_sasl::scram::salt_password;
+pub use spool_security::config::{ClientAuth, SecurityConfig};
+pub use spool_security::listeners::SecurityProtocol;

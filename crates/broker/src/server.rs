@@ -18,7 +18,6 @@ use crate::data_dir_lock::DataDirLock;
 use crate::dynamic_config::DynamicConfig;
 use crate::metrics::BrokerMetrics;
 use crate::producer_ids::ProducerIds;
-use crate::security::sasl::SaslMechanism;
 use crate::store_binding;
 use crate::topics::{self, TopicTable};
 use prometheus_client::metrics::histogram::Histogram;
@@ -26,6 +25,7 @@ use spool_admin::AdminServer;
 use spool_coordinator::{GroupCoordinator, TransactionCoordinator, TxnConfig};
 use spool_metadata::{MetadataStore, MetadataUrl};
 use spool_objects::{ObjectStorage, StorageUrl};
+use spool_security::sasl::SaslMechanism;
 
 use crate::cluster::ClusterView;
 use crate::shared_storage::SharedStorage;
@@ -122,11 +122,11 @@ pub(crate) struct Shared {
     /// The views' tag index and match counts.
     pub(crate) views: crate::views::Views,
     /// The ACLs and what decides with them.
-    pub(crate) authorizer: crate::security::authorizer::Authorizer,
+    pub(crate) authorizer: spool_security::authorizer::Authorizer,
     /// Client quotas and what each entity has used.
-    pub(crate) quotas: crate::quotas::Quotas,
+    pub(crate) quotas: spool_security::quotas::Quotas,
     /// OAUTHBEARER's key set, when a listener offers the mechanism.
-    pub(crate) token_verifier: Option<Arc<crate::security::oauth::TokenVerifier>>,
+    pub(crate) token_verifier: Option<Arc<spool_security::oauth::TokenVerifier>>,
 }
 
 /// A listener as bound.
@@ -161,6 +161,14 @@ impl Shared {
             .first()
             .map(|listener| listener.advertised.clone())
             .unwrap_or_default()
+    }
+
+    /// What the broker checks logins against.
+    pub(crate) fn login_verifiers(&self) -> spool_security::sasl::Verifiers<'_> {
+        spool_security::sasl::Verifiers {
+            metadata: &self.metadata,
+            tokens: self.token_verifier.as_deref(),
+        }
     }
 
     /// The settings the broker started with (the static ones stay so).
@@ -342,7 +350,7 @@ impl Broker {
             })
             .await??
         };
-        let setups = crate::security::listener_setups(config.listen, &config.security)
+        let setups = spool_security::listener_setups(config.listen, &config.security)
             .map_err(BrokerError::Security)?;
         let offers_oauth = setups.iter().any(|setup| {
             setup.policy.protocol.uses_sasl()
@@ -352,7 +360,7 @@ impl Broker {
                     .contains(&SaslMechanism::OAuthBearer)
         });
         let token_verifier = if offers_oauth {
-            let verifier = crate::security::oauth::TokenVerifier::load(&config.security.oauth)
+            let verifier = spool_security::oauth::TokenVerifier::load(&config.security.oauth)
                 .await
                 .map_err(BrokerError::Security)?;
             Some(Arc::new(verifier))
@@ -386,14 +394,14 @@ impl Broker {
             .first()
             .map(|endpoint| endpoint.local)
             .unwrap_or(config.listen);
-        let authorizer = crate::security::authorizer::Authorizer::new(
+        let authorizer = spool_security::authorizer::Authorizer::new(
             config.security.authorizer(),
             metadata.acls().await?,
         );
-        let quotas = crate::quotas::Quotas::default();
+        let quotas = spool_security::quotas::Quotas::default();
         quotas.load(metadata.quotas().await?);
         if let Some((user, password)) = &config.security.bootstrap_user {
-            crate::security::seed_user(&metadata, user, password).await?;
+            spool_security::seed_user(&metadata, user, password).await?;
         }
         // A password listener with no user to log in as refuses every client: say so
         // at start rather than leave it to the first client's "authentication failed".
@@ -518,7 +526,7 @@ impl Broker {
         }
         crate::cluster::start(&shared, &stopped);
         if let Some(verifier) = &shared.token_verifier {
-            tokio::spawn(crate::security::oauth::keep_fresh(
+            tokio::spawn(spool_security::oauth::keep_fresh(
                 verifier.clone(),
                 stopped.clone(),
             ));
@@ -530,7 +538,7 @@ impl Broker {
                 && !watched_tls.iter().any(|watched| Arc::ptr_eq(watched, tls))
             {
                 watched_tls.push(tls.clone());
-                tokio::spawn(crate::security::tls::watch_files(
+                tokio::spawn(spool_security::tls::watch_files(
                     tls.clone(),
                     stopped.clone(),
                 ));
@@ -675,7 +683,7 @@ fn advertised_address(advertise: Option<&str>, bound: SocketAddr) -> (String, i3
 
 async fn accept_loop(
     listener: TcpListener,
-    setup: crate::security::ListenerSetup,
+    setup: spool_security::ListenerSetup,
     shared: Arc<Shared>,
     mut stopped: watch::Receiver<bool>,
 ) {

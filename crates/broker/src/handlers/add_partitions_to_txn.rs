@@ -18,9 +18,9 @@ use kafka_protocol::messages::{
 
 use super::ApiDecl;
 use crate::errors::{code, knows_producer_fenced, txn_result_code};
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::AddPartitionsToTxn,

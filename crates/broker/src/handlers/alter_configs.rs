@@ -17,11 +17,11 @@ use super::ApiDecl;
 use super::configs::{self, BROKER, TOPIC};
 use crate::dynamic_config;
 use crate::errors::code;
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topic_configs;
 use crate::topics::{self, AdminError};
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const ALTER_API: ApiDecl = ApiDecl {
     key: ApiKey::AlterConfigs,

@@ -18,9 +18,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
-use crate::security::record_of;
 use crate::server::Shared;
 use spool_sasl::scram::{Credential, MAX_ITERATIONS, MIN_ITERATIONS, Mechanism};
+use spool_security::record_of;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::AlterUserScramCredentials,

@@ -16,7 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
 use crate::errors::code;
-use crate::security::acl::Operation::{self, Alter, Describe, IdempotentWrite, Read, Write};
+use spool_security::acl::Operation::{self, Alter, Describe, IdempotentWrite, Read, Write};
 
 /// The answer to a request its principal may not make at all; `None` to handle it.
 pub(crate) fn refusal(body: &RequestKind, context: &RequestContext) -> Option<ResponseKind> {

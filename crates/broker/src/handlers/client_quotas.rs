@@ -16,9 +16,9 @@ use spool_metadata::{EntityPart, QuotaEntity};
 
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::quotas::KEYS;
-use crate::security::acl::Operation;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::quotas::KEYS;
 
 pub(crate) const DESCRIBE_API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeClientQuotas,

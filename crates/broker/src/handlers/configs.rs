@@ -6,9 +6,9 @@ pub(crate) const TOPIC: i8 = 2;
 pub(crate) const BROKER: i8 = 4;
 
 use crate::errors::code;
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::topics::AdminError;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 /// Why the principal may not do `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) to a
 /// resource's configs: a topic's need it on the topic, the broker's on the cluster.

@@ -11,8 +11,8 @@ use spool_metadata::AclRecord;
 
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::security::acl::{self, Operation};
 use crate::server::Shared;
+use spool_security::acl::{self, Operation};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::CreateAcls,

@@ -9,10 +9,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topics::{self, AdminError, NewTopic};
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::CreateTopics,

@@ -12,11 +12,12 @@ use kafka_protocol::messages::{ApiKey, DeleteAclsRequest, DeleteAclsResponse, Re
 use kafka_protocol::protocol::StrBytes;
 use spool_metadata::AclRecord;
 
+use super::acl_filter::acl_filter_of;
 use super::create_acls::{applied, refusal};
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::security::acl::{AclFilter, Operation, acl_filter_of};
 use crate::server::Shared;
+use spool_security::acl::{AclFilter, Operation};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DeleteAcls,

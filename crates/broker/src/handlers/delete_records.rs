@@ -15,9 +15,9 @@ use spool_model::Offset;
 use super::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionHandle, per_partition};
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DeleteRecords,

@@ -8,11 +8,12 @@ use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeA
 use kafka_protocol::messages::{ApiKey, DescribeAclsRequest, DescribeAclsResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
+use super::acl_filter::acl_filter_of;
 use super::create_acls::refusal;
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::security::acl::{Operation, acl_filter_of};
 use crate::server::Shared;
+use spool_security::acl::Operation;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeAcls,

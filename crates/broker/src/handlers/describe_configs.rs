@@ -18,11 +18,11 @@ use super::configs::{self, BROKER, TOPIC};
 use crate::config::BrokerConfig;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::errors::code;
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::topic_configs::{self, Effect, TopicConfig};
 use crate::topics;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeConfigs,

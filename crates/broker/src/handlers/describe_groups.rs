@@ -10,9 +10,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
-use crate::security::acl::{Operation, ResourceType};
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::{Operation, ResourceType};
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeGroups,

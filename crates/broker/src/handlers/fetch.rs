@@ -40,10 +40,10 @@ use super::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::views::read::ViewReader;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Fetch,

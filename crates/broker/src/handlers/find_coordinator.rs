@@ -11,8 +11,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::security::acl::Operation;
 use crate::server::Shared;
+use spool_security::acl::Operation;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::FindCoordinator,

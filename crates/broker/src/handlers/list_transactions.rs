@@ -14,9 +14,9 @@ use spool_metadata::TxnState;
 
 use super::ApiDecl;
 use crate::errors::txn_error_code;
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::ListTransactions,

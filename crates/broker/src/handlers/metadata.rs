@@ -17,9 +17,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::server::Shared;
 use crate::topics::{self, Topic};
+use spool_security::acl::{CLUSTER_NAME, Operation, ResourceType};
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Metadata,

@@ -2,6 +2,7 @@
 //! implements ([`ApiDecl`]); [`APIS`] lists them, and ApiVersions answers from that
 //! list, so what Spool advertises is exactly what it implements.
 
+mod acl_filter;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
@@ -54,11 +55,11 @@ use kafka_protocol::protocol::Encodable;
 use spool_protocol::request::{self, Envelope};
 
 use crate::connection::Reply;
-use crate::quotas::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, throttle_ms};
 use crate::response::ResponseWriter;
-use crate::security::authorizer::Access;
-use crate::security::session::{Gate, Session};
 use crate::server::Shared;
+use spool_security::authorizer::Access;
+use spool_security::quotas::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, throttle_ms};
+use spool_security::session::{Gate, Session};
 
 /// `isolation_level` (Fetch, ListOffsets) of a consumer that reads only committed
 /// transactions.

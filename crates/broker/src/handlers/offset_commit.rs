@@ -12,9 +12,9 @@ use spool_coordinator::{CommitOffset, CommitRequest};
 
 use super::ApiDecl;
 use crate::errors::{code, group_error_code, group_result_code};
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
 pub(crate) const API: ApiDecl = ApiDecl {

@@ -12,9 +12,9 @@ use spool_protocol::consumer_protocol::subscribed_topics;
 
 use super::ApiDecl;
 use crate::errors::{code, group_error_code, group_result_code};
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetDelete,

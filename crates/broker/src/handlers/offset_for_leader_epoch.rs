@@ -16,9 +16,9 @@ use kafka_protocol::messages::{
 use super::ApiDecl;
 use crate::errors::{self, code};
 use crate::partitions::per_partition;
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetForLeaderEpoch,

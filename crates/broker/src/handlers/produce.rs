@@ -33,11 +33,11 @@ use super::ApiDecl;
 use crate::errors::{self, code};
 use crate::leader_hint::LeaderHint;
 use crate::partitions::{PartitionHandle, per_partition};
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
 use crate::shared_storage::SharedStorage;
 use crate::topics::{self, Recompression, Topic};
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Produce,

@@ -14,9 +14,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
-use crate::security::sasl::{self, Step, Verifiers};
-use crate::security::session::Session;
 use crate::server::Shared;
+use spool_security::sasl::{self, Step};
+use spool_security::session::Session;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::SaslAuthenticate,
@@ -49,7 +49,7 @@ pub(crate) async fn handle(
     match sasl::step(
         &mut session.exchange,
         &request.auth_bytes,
-        Verifiers::of(shared),
+        shared.login_verifiers(),
     )
     .await
     {

@@ -7,8 +7,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::ApiDecl;
 use crate::errors::code;
-use crate::security::sasl::{Exchange, SaslMechanism};
-use crate::security::session::Session;
+use spool_security::sasl::{Exchange, SaslMechanism};
+use spool_security::session::Session;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::SaslHandshake,

@@ -1,4 +1,4 @@
-//! Quotas as requests meet them (see `crate::quotas`): what a request is charged, and
+//! Quotas as requests meet them (see `spool_security::quotas`): what a request is charged, and
 //! the throttle time written into its response.
 
 use std::time::Duration;
@@ -6,9 +6,9 @@ use std::time::Duration;
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
 use super::RequestContext;
-use crate::quotas::{REQUEST_PERCENTAGE, throttle_ms};
-use crate::security::session::Session;
 use crate::server::Shared;
+use spool_security::quotas::{REQUEST_PERCENTAGE, throttle_ms};
+use spool_security::session::Session;
 
 /// Charges `amount` to the request's quota `key`; the throttle time.
 pub(crate) fn charge(

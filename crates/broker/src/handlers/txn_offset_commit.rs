@@ -18,9 +18,9 @@ use spool_metadata::CommittedOffset;
 
 use super::ApiDecl;
 use crate::errors::{code, group_error_code, knows_producer_fenced, txn_error_code};
-use crate::security::acl::Operation;
-use crate::security::authorizer::Access;
 use crate::server::Shared;
+use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::TxnOffsetCommit,

@@ -18,18 +18,17 @@ use spool_sasl::oauth::parse_client_response;
 use spool_sasl::scram::{self, Credential, Mechanism, ServerExchange};
 
 use super::oauth::TokenVerifier;
-use crate::server::Shared;
 
 /// A mechanism a listener offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SaslMechanism {
+pub enum SaslMechanism {
     Plain,
     Scram(Mechanism),
     OAuthBearer,
 }
 
 impl SaslMechanism {
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::Scram(mechanism) => mechanism.sasl_name(),
@@ -37,7 +36,7 @@ impl SaslMechanism {
         }
     }
 
-    pub(crate) fn from_name(name: &str) -> Option<SaslMechanism> {
+    pub fn from_name(name: &str) -> Option<SaslMechanism> {
         match name {
             "PLAIN" => Some(SaslMechanism::Plain),
             "OAUTHBEARER" => Some(SaslMechanism::OAuthBearer),
@@ -47,7 +46,7 @@ impl SaslMechanism {
 }
 /// Where a connection's exchange stands.
 #[derive(Debug, Default)]
-pub(crate) enum Exchange {
+pub enum Exchange {
     /// No exchange under way (before the handshake, or after one ended).
     #[default]
     Idle,
@@ -62,7 +61,7 @@ pub(crate) enum Exchange {
 
 impl Exchange {
     /// Whether the next frame is a bare token (after a v0 handshake).
-    pub(crate) fn expects_raw_token(&self) -> bool {
+    pub fn expects_raw_token(&self) -> bool {
         matches!(
             self,
             Exchange::Chosen { raw: true, .. } | Exchange::Scram { raw: true, .. }
@@ -72,7 +71,7 @@ impl Exchange {
 
 /// What a token did.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step {
+pub enum Step {
     /// Send this challenge; more tokens follow.
     Continue(Vec<u8>),
     /// Authenticated as this user; send these last bytes. `lifetime`: how long the
@@ -87,30 +86,20 @@ pub(crate) enum Step {
 /// Why an exchange failed: the message for the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct AuthFailure(pub(crate) String);
+pub struct AuthFailure(pub String);
 
 /// What an exchange checks against.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Verifiers<'a> {
+pub struct Verifiers<'a> {
     /// SCRAM credentials (for PLAIN too).
-    pub(crate) metadata: &'a Arc<dyn MetadataStore>,
+    pub metadata: &'a Arc<dyn MetadataStore>,
     /// OAUTHBEARER's key set, when a listener offers it.
-    pub(crate) tokens: Option<&'a TokenVerifier>,
-}
-
-impl<'a> Verifiers<'a> {
-    /// What the broker checks logins against.
-    pub(crate) fn of(shared: &'a Shared) -> Verifiers<'a> {
-        Verifiers {
-            metadata: &shared.metadata,
-            tokens: shared.token_verifier.as_deref(),
-        }
-    }
+    pub tokens: Option<&'a TokenVerifier>,
 }
 
 /// Steps `exchange` with the client's `token`. On failure the exchange is back to
 /// idle (the connection is closed after the answer anyway).
-pub(crate) async fn step(
+pub async fn step(
     exchange: &mut Exchange,
     token: &[u8],
     verifiers: Verifiers<'_>,

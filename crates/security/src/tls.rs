@@ -21,11 +21,11 @@ use super::config::{ClientAuth, SecurityConfig};
 use super::principal::{PrincipalRules, subject_name};
 
 /// How often the certificate files are looked at.
-pub(crate) const RELOAD_EVERY: Duration = Duration::from_secs(5);
+pub const RELOAD_EVERY: Duration = Duration::from_secs(5);
 
 /// The TLS settings in force, replaced when the files change.
 #[derive(Debug)]
-pub(crate) struct TlsConfig {
+pub struct TlsConfig {
     files: TlsFiles,
     /// `ssl.principal.mapping.rules`.
     rules: PrincipalRules,
@@ -59,7 +59,7 @@ impl TlsFiles {
 
 impl TlsConfig {
     /// Reads the files the settings name; the message says which is missing or bad.
-    pub(crate) fn load(config: &SecurityConfig) -> Result<TlsConfig, String> {
+    pub fn load(config: &SecurityConfig) -> Result<TlsConfig, String> {
         let files = TlsFiles {
             certificate: config
                 .certificate
@@ -88,7 +88,7 @@ impl TlsConfig {
 
     /// The user a client certificate (DER) names, by `ssl.principal.mapping.rules`;
     /// why there is none.
-    pub(crate) fn user_of(&self, certificate: &[u8]) -> Result<String, String> {
+    pub fn user_of(&self, certificate: &[u8]) -> Result<String, String> {
         let subject = subject_name(certificate)
             .ok_or_else(|| "the client certificate does not parse".to_owned())?;
         self.rules
@@ -97,7 +97,7 @@ impl TlsConfig {
     }
 
     /// The settings for a new connection.
-    pub(crate) fn current(&self) -> Arc<ServerConfig> {
+    pub fn current(&self) -> Arc<ServerConfig> {
         self.current
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -105,7 +105,7 @@ impl TlsConfig {
     }
 
     /// Reads the files again if they changed since last time; whether it did.
-    pub(crate) fn reload_if_changed(&self) -> bool {
+    pub fn reload_if_changed(&self) -> bool {
         let stamps = self.files.stamps();
         if *self
             .stamps
@@ -137,7 +137,7 @@ impl TlsConfig {
 }
 
 /// Looks at the files every [`RELOAD_EVERY`] until the broker stops.
-pub(crate) async fn watch_files(tls: Arc<TlsConfig>, mut stopped: watch::Receiver<bool>) {
+pub async fn watch_files(tls: Arc<TlsConfig>, mut stopped: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             () = tokio::time::sleep(RELOAD_EVERY) => {}

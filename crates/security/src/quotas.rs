@@ -6,8 +6,8 @@
 //! (KIP-219); clients too old for that get their answer late instead. With no quota
 //! configured, a request costs a clock read and an atomic load.
 
-pub(crate) mod index;
-pub(crate) mod meter;
+pub mod index;
+pub mod meter;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -19,14 +19,14 @@ use self::index::QuotaIndex;
 use self::meter::Meters;
 
 /// The quota keys Spool enforces, by Kafka's names.
-pub(crate) const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
-pub(crate) const CONSUMER_BYTE_RATE: &str = "consumer_byte_rate";
-pub(crate) const REQUEST_PERCENTAGE: &str = "request_percentage";
-pub(crate) const KEYS: [&str; 3] = [PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE];
+pub const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
+pub const CONSUMER_BYTE_RATE: &str = "consumer_byte_rate";
+pub const REQUEST_PERCENTAGE: &str = "request_percentage";
+pub const KEYS: [&str; 3] = [PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE];
 
 /// The quotas in force and what each entity has used.
 #[derive(Debug, Default)]
-pub(crate) struct Quotas {
+pub struct Quotas {
     /// Whether any quota is configured: the fast path's one check.
     any: AtomicBool,
     index: RwLock<Arc<QuotaIndex>>,
@@ -35,14 +35,14 @@ pub(crate) struct Quotas {
 
 impl Quotas {
     /// Indexes `records` (read again from the store) in place of the old ones.
-    pub(crate) fn load(&self, records: Vec<QuotaRecord>) {
+    pub fn load(&self, records: Vec<QuotaRecord>) {
         let index = Arc::new(QuotaIndex::new(records));
         self.any.store(!index.is_empty(), Ordering::Release);
         *self.index.write().unwrap_or_else(PoisonError::into_inner) = index;
     }
 
     /// The quotas as they are now.
-    pub(crate) fn current(&self) -> Arc<QuotaIndex> {
+    pub fn current(&self) -> Arc<QuotaIndex> {
         self.index
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -52,13 +52,7 @@ impl Quotas {
     /// Counts `amount` (bytes, or percent-seconds of handler time) against the quota
     /// `key` of a request from `principal` with `client_id`; how long the client is
     /// to be throttled for it (zero within its quota, or with no quota).
-    pub(crate) fn record(
-        &self,
-        principal: &str,
-        client_id: &str,
-        key: &str,
-        amount: f64,
-    ) -> Duration {
+    pub fn record(&self, principal: &str, client_id: &str, key: &str, amount: f64) -> Duration {
         self.with_meter(principal, client_id, key, |meters, entity, rate| {
             meters.charge(entity, key, rate, amount, Instant::now())
         })
@@ -67,7 +61,7 @@ impl Quotas {
     /// How long a request from `principal` with `client_id` would be throttled for
     /// the quota `key` before it is charged anything: zero unless its entity is
     /// already over its quota.
-    pub(crate) fn owed(&self, principal: &str, client_id: &str, key: &str) -> Duration {
+    pub fn owed(&self, principal: &str, client_id: &str, key: &str) -> Duration {
         self.with_meter(principal, client_id, key, |meters, entity, _| {
             meters.owed(entity, key, Instant::now())
         })
@@ -95,6 +89,6 @@ impl Quotas {
 }
 
 /// The throttle time as a response field (ms, at most `i32::MAX`).
-pub(crate) fn throttle_ms(throttle: Duration) -> i32 {
+pub fn throttle_ms(throttle: Duration) -> i32 {
     i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX)
 }

@@ -8,17 +8,19 @@
 //! - [`session`]: a connection's authentication state and the pre-auth gate;
 //! - [`sasl`]: the exchanges (the mechanisms themselves are `spool_sasl`'s);
 //!   [`oauth`]: OAUTHBEARER's key set;
-//! - [`acl`]: Kafka's ACL model; [`authorizer`]: the decisions, indexed.
+//! - [`acl`]: Kafka's ACL model; [`authorizer`]: the decisions, indexed;
+//! - [`quotas`]: client quotas, metered per quota entity.
 
-pub(crate) mod acl;
-pub(crate) mod authorizer;
-pub(crate) mod config;
-pub(crate) mod listeners;
-pub(crate) mod oauth;
-pub(crate) mod principal;
-pub(crate) mod sasl;
-pub(crate) mod session;
-pub(crate) mod tls;
+pub mod acl;
+pub mod authorizer;
+pub mod config;
+pub mod listeners;
+pub mod oauth;
+pub mod principal;
+pub mod quotas;
+pub mod sasl;
+pub mod session;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,7 +35,7 @@ use self::tls::TlsConfig;
 use spool_sasl::scram::{Credential, Mechanism};
 
 /// Parses `sasl.enabled.mechanisms`.
-pub(crate) fn enabled_mechanisms(text: &str) -> Result<Vec<SaslMechanism>, String> {
+pub fn enabled_mechanisms(text: &str) -> Result<Vec<SaslMechanism>, String> {
     let mechanisms: Vec<SaslMechanism> = text
         .split(',')
         .map(str::trim)
@@ -54,18 +56,18 @@ pub(crate) fn enabled_mechanisms(text: &str) -> Result<Vec<SaslMechanism>, Strin
 
 /// A listener as the broker runs it.
 #[derive(Debug, Clone)]
-pub(crate) struct ListenerSetup {
-    pub(crate) listener: Listener,
-    pub(crate) policy: Arc<ListenerPolicy>,
+pub struct ListenerSetup {
+    pub listener: Listener,
+    pub policy: Arc<ListenerPolicy>,
     /// For `SSL` and `SASL_SSL`.
-    pub(crate) tls: Option<Arc<TlsConfig>>,
+    pub tls: Option<Arc<TlsConfig>>,
     /// `advertised.listeners`' entry for it, if any (host, port).
-    pub(crate) advertised: Option<(String, i32)>,
+    pub advertised: Option<(String, i32)>,
 }
 
 /// The listeners the settings ask for: `listeners`, or one PLAINTEXT listener on
 /// `listen`. Fails with a message naming the setting at fault.
-pub(crate) fn listener_setups(
+pub fn listener_setups(
     listen: SocketAddr,
     config: &SecurityConfig,
 ) -> Result<Vec<ListenerSetup>, String> {
@@ -126,12 +128,12 @@ pub(crate) fn listener_setups(
 
 /// The iterations of credentials Spool makes itself (`--bootstrap-user`, `spool user
 /// create`'s default).
-pub(crate) const DEFAULT_ITERATIONS: u32 = 8192;
+pub const DEFAULT_ITERATIONS: u32 = 8192;
 
 /// Gives `user` SCRAM credentials for both mechanisms from `password`, where it has
 /// none: a restart with the same `--bootstrap-user` changes nothing, and a password
 /// changed since (through the admin API) stays changed.
-pub(crate) async fn seed_user(
+pub async fn seed_user(
     metadata: &Arc<dyn MetadataStore>,
     user: &str,
     password: &str,
@@ -159,7 +161,7 @@ pub(crate) async fn seed_user(
 }
 
 /// The store's form of a credential.
-pub(crate) fn record_of(user: &str, credential: &Credential) -> ScramCredentialRecord {
+pub fn record_of(user: &str, credential: &Credential) -> ScramCredentialRecord {
     ScramCredentialRecord {
         user: user.to_owned(),
         mechanism: credential.mechanism.code(),

@@ -14,20 +14,20 @@ use super::sasl::{Exchange, SaslMechanism};
 
 /// What a listener asks of its connections.
 #[derive(Debug, Clone)]
-pub(crate) struct ListenerPolicy {
-    pub(crate) name: String,
-    pub(crate) protocol: SecurityProtocol,
+pub struct ListenerPolicy {
+    pub name: String,
+    pub protocol: SecurityProtocol,
     /// `sasl.enabled.mechanisms`.
-    pub(crate) mechanisms: Vec<SaslMechanism>,
+    pub mechanisms: Vec<SaslMechanism>,
     /// `connections.max.reauth.ms`: 0 for sessions that do not expire.
-    pub(crate) max_reauth: Duration,
+    pub max_reauth: Duration,
     /// `connection.failed.authentication.delay.ms`.
-    pub(crate) failed_delay: Duration,
+    pub failed_delay: Duration,
 }
 
 /// Whether a request may be handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Gate {
+pub enum Gate {
     Allow,
     /// Close the connection, and log why.
     Close(&'static str),
@@ -36,27 +36,27 @@ pub(crate) enum Gate {
 /// The most a frame may be before authentication: Kafka's
 /// `sasl.server.max.receive.size` (CVE-2022-34917: unauthenticated clients made
 /// brokers allocate from huge counts).
-pub(crate) const PRE_AUTH_MAX_FRAME: usize = 512 * 1024;
+pub const PRE_AUTH_MAX_FRAME: usize = 512 * 1024;
 
 /// Kafka's principal of a connection that did not authenticate.
-pub(crate) const ANONYMOUS: &str = "User:ANONYMOUS";
+pub const ANONYMOUS: &str = "User:ANONYMOUS";
 
 #[derive(Debug)]
-pub(crate) struct Session {
-    pub(crate) listener: Arc<ListenerPolicy>,
+pub struct Session {
+    pub listener: Arc<ListenerPolicy>,
     /// `User:name` once authenticated (`User:ANONYMOUS` on listeners without SASL):
     /// a re-authentication must keep it.
     principal: Option<Arc<str>>,
     /// Read by the connection's reader: frames are small until this is set.
     authenticated: Arc<AtomicBool>,
-    pub(crate) exchange: Exchange,
+    pub exchange: Exchange,
     expires: Option<Instant>,
     /// A quota's throttle (KIP-219): no request is read before this.
     muted_until: Option<Instant>,
 }
 
 impl Session {
-    pub(crate) fn new(listener: Arc<ListenerPolicy>) -> Session {
+    pub fn new(listener: Arc<ListenerPolicy>) -> Session {
         let open = !listener.protocol.uses_sasl();
         Session {
             principal: open.then(|| Arc::from(ANONYMOUS)),
@@ -71,7 +71,7 @@ impl Session {
     /// On a listener without SASL, the principal of the client's TLS certificate
     /// (`User:` and the name `ssl.principal.mapping.rules` made of its subject). With
     /// SASL, the SASL login decides, as in Kafka.
-    pub(crate) fn certificate_user(mut self, user: &str) -> Session {
+    pub fn certificate_user(mut self, user: &str) -> Session {
         if !self.listener.protocol.uses_sasl() {
             self.principal = Some(Arc::from(format!("User:{user}")));
         }
@@ -80,14 +80,14 @@ impl Session {
 
     /// Who the connection authenticated as (`User:ANONYMOUS` before, and on
     /// listeners without SASL).
-    pub(crate) fn principal(&self) -> Arc<str> {
+    pub fn principal(&self) -> Arc<str> {
         self.principal
             .clone()
             .unwrap_or_else(|| Arc::from(ANONYMOUS))
     }
 
     /// Mutes the connection for `throttle` from now (a client over its quota).
-    pub(crate) fn mute(&mut self, throttle: Duration) {
+    pub fn mute(&mut self, throttle: Duration) {
         if !throttle.is_zero() {
             let until = Instant::now() + throttle;
             self.muted_until = Some(self.muted_until.map_or(until, |muted| muted.max(until)));
@@ -95,17 +95,17 @@ impl Session {
     }
 
     /// Until when the connection is muted, if it is; the mute is then over.
-    pub(crate) fn take_mute(&mut self) -> Option<Instant> {
+    pub fn take_mute(&mut self) -> Option<Instant> {
         self.muted_until.take()
     }
 
     /// The flag the reader watches.
-    pub(crate) fn authenticated_flag(&self) -> Arc<AtomicBool> {
+    pub fn authenticated_flag(&self) -> Arc<AtomicBool> {
         self.authenticated.clone()
     }
 
     /// Whether a request of `key` may be handled now.
-    pub(crate) fn gate(&self, key: ApiKey, now: Instant) -> Gate {
+    pub fn gate(&self, key: ApiKey, now: Instant) -> Gate {
         if !self.listener.protocol.uses_sasl()
             || matches!(key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate)
         {
@@ -129,7 +129,7 @@ impl Session {
     /// session's lifetime in ms, 0 for none. As Kafka: the shorter of the credential's
     /// lifetime and `connections.max.reauth.ms`. A re-authentication must be of the
     /// same principal.
-    pub(crate) fn authenticated(
+    pub fn authenticated(
         &mut self,
         user: &str,
         credential_lifetime: Option<Duration>,

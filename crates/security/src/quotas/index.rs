@@ -7,13 +7,13 @@ use spool_metadata::{EntityPart, QuotaEntity, QuotaRecord};
 
 /// Every quota, by entity then key.
 #[derive(Debug, Default)]
-pub(crate) struct QuotaIndex {
+pub struct QuotaIndex {
     by_entity: HashMap<QuotaEntity, HashMap<String, f64>>,
     records: Vec<QuotaRecord>,
 }
 
 impl QuotaIndex {
-    pub(crate) fn new(records: Vec<QuotaRecord>) -> QuotaIndex {
+    pub fn new(records: Vec<QuotaRecord>) -> QuotaIndex {
         let mut by_entity: HashMap<QuotaEntity, HashMap<String, f64>> = HashMap::new();
         for record in &records {
             by_entity
@@ -24,12 +24,12 @@ impl QuotaIndex {
         QuotaIndex { by_entity, records }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
 
     /// Every quota, as stored.
-    pub(crate) fn records(&self) -> &[QuotaRecord] {
+    pub fn records(&self) -> &[QuotaRecord] {
         &self.records
     }
 
@@ -37,12 +37,7 @@ impl QuotaIndex {
     /// value: user and client id, user and default client, user, default user and
     /// client id, default user and default client, default user, client id, default
     /// client id.
-    pub(crate) fn resolve(
-        &self,
-        user: &str,
-        client_id: &str,
-        key: &str,
-    ) -> Option<(QuotaEntity, f64)> {
+    pub fn resolve(&self, user: &str, client_id: &str, key: &str) -> Option<(QuotaEntity, f64)> {
         let named = |name: &str| EntityPart::Named(name.to_owned());
         let order = [
             (named(user), named(client_id)),

@@ -6,7 +6,7 @@ use spool_metadata::AclRecord;
 /// The resource types Spool authorizes (DELEGATION_TOKEN and USER, which it has no
 /// use for, are refused in bindings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum ResourceType {
+pub enum ResourceType {
     Topic,
     Group,
     Cluster,
@@ -14,7 +14,7 @@ pub(crate) enum ResourceType {
 }
 
 impl ResourceType {
-    pub(crate) fn from_code(code: i8) -> Option<ResourceType> {
+    pub fn from_code(code: i8) -> Option<ResourceType> {
         Some(match code {
             2 => ResourceType::Topic,
             3 => ResourceType::Group,
@@ -24,7 +24,7 @@ impl ResourceType {
         })
     }
 
-    pub(crate) fn code(self) -> i8 {
+    pub fn code(self) -> i8 {
         match self {
             ResourceType::Topic => 2,
             ResourceType::Group => 3,
@@ -33,7 +33,7 @@ impl ResourceType {
         }
     }
 
-    pub(crate) fn index(self) -> usize {
+    pub fn index(self) -> usize {
         match self {
             ResourceType::Topic => 0,
             ResourceType::Group => 1,
@@ -44,7 +44,7 @@ impl ResourceType {
 
     /// The operations that mean something on this type: what an authorized-operations
     /// bitfield is made of.
-    pub(crate) fn operations(self) -> &'static [Operation] {
+    pub fn operations(self) -> &'static [Operation] {
         use Operation::*;
         match self {
             ResourceType::Topic => &[
@@ -73,15 +73,15 @@ impl ResourceType {
 }
 
 /// The one cluster resource's name.
-pub(crate) const CLUSTER_NAME: &str = "kafka-cluster";
+pub const CLUSTER_NAME: &str = "kafka-cluster";
 
 /// Wire codes of the filter-only values.
-pub(crate) const ANY: i8 = 1;
-pub(crate) const MATCH: i8 = 2;
+pub const ANY: i8 = 1;
+pub const MATCH: i8 = 2;
 
 /// How a binding's resource name matches a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum PatternType {
+pub enum PatternType {
     /// The name itself, or every resource of the type for `*`.
     Literal,
     /// Every resource whose name starts with it.
@@ -89,7 +89,7 @@ pub(crate) enum PatternType {
 }
 
 impl PatternType {
-    pub(crate) fn from_code(code: i8) -> Option<PatternType> {
+    pub fn from_code(code: i8) -> Option<PatternType> {
         match code {
             3 => Some(PatternType::Literal),
             4 => Some(PatternType::Prefixed),
@@ -98,7 +98,7 @@ impl PatternType {
     }
 
     #[cfg(test)]
-    pub(crate) fn code(self) -> i8 {
+    pub fn code(self) -> i8 {
         match self {
             PatternType::Literal => 3,
             PatternType::Prefixed => 4,
@@ -107,7 +107,7 @@ impl PatternType {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Operation {
+pub enum Operation {
     All,
     Read,
     Write,
@@ -122,7 +122,7 @@ pub(crate) enum Operation {
 }
 
 impl Operation {
-    pub(crate) fn from_code(code: i8) -> Option<Operation> {
+    pub fn from_code(code: i8) -> Option<Operation> {
         use Operation::*;
         Some(match code {
             2 => All,
@@ -140,7 +140,7 @@ impl Operation {
         })
     }
 
-    pub(crate) fn code(self) -> i8 {
+    pub fn code(self) -> i8 {
         use Operation::*;
         match self {
             All => 2,
@@ -160,7 +160,7 @@ impl Operation {
     /// Whether an ALLOW of `self` allows `wanted`: itself, anything for ALL, and
     /// Kafka's implications (DESCRIBE by READ, WRITE, DELETE or ALTER;
     /// DESCRIBE_CONFIGS by ALTER_CONFIGS).
-    pub(crate) fn allows(self, wanted: Operation) -> bool {
+    pub fn allows(self, wanted: Operation) -> bool {
         use Operation::*;
         self == wanted
             || self == All
@@ -170,16 +170,16 @@ impl Operation {
 
     /// Whether a DENY of `self` denies `wanted`: itself, and anything for ALL (a
     /// denial implies nothing else).
-    pub(crate) fn denies(self, wanted: Operation) -> bool {
+    pub fn denies(self, wanted: Operation) -> bool {
         self == wanted || self == Operation::All
     }
 }
 
-pub(crate) const DENY: i8 = 2;
-pub(crate) const ALLOW: i8 = 3;
+pub const DENY: i8 = 2;
+pub const ALLOW: i8 = 3;
 
 /// Why a binding cannot be created.
-pub(crate) fn invalid_binding(acl: &AclRecord) -> Option<&'static str> {
+pub fn invalid_binding(acl: &AclRecord) -> Option<&'static str> {
     if ResourceType::from_code(acl.resource_type).is_none() {
         return Some("the resource type must be TOPIC, GROUP, CLUSTER or TRANSACTIONAL_ID");
     }
@@ -213,37 +213,19 @@ pub(crate) fn invalid_binding(acl: &AclRecord) -> Option<&'static str> {
 
 /// A filter of DescribeAcls or DeleteAcls: codes as sent, `None` strings for any.
 #[derive(Debug, Clone)]
-pub(crate) struct AclFilter {
-    pub(crate) resource_type: i8,
-    pub(crate) resource_name: Option<String>,
-    pub(crate) pattern_type: i8,
-    pub(crate) principal: Option<String>,
-    pub(crate) host: Option<String>,
-    pub(crate) operation: i8,
-    pub(crate) permission: i8,
+pub struct AclFilter {
+    pub resource_type: i8,
+    pub resource_name: Option<String>,
+    pub pattern_type: i8,
+    pub principal: Option<String>,
+    pub host: Option<String>,
+    pub operation: i8,
+    pub permission: i8,
 }
-
-/// The [`AclFilter`] of a DescribeAcls request or a DeleteAcls filter: both name
-/// their fields alike.
-macro_rules! acl_filter_of {
-    ($wire:expr) => {
-        $crate::security::acl::AclFilter {
-            resource_type: $wire.resource_type_filter,
-            resource_name: $wire.resource_name_filter.as_ref().map(ToString::to_string),
-            pattern_type: $wire.pattern_type_filter,
-            principal: $wire.principal_filter.as_ref().map(ToString::to_string),
-            host: $wire.host_filter.as_ref().map(ToString::to_string),
-            operation: $wire.operation,
-            permission: $wire.permission_type,
-        }
-    };
-}
-
-pub(crate) use acl_filter_of;
 
 impl AclFilter {
     /// Why the filter can match nothing sensible (an unknown code).
-    pub(crate) fn invalid(&self) -> Option<&'static str> {
+    pub fn invalid(&self) -> Option<&'static str> {
         let known_type = self.resource_type == ANY || (2..=7).contains(&self.resource_type);
         if !known_type {
             return Some("unknown resource type");
@@ -260,7 +242,7 @@ impl AclFilter {
         None
     }
 
-    pub(crate) fn matches(&self, acl: &AclRecord) -> bool {
+    pub fn matches(&self, acl: &AclRecord) -> bool {
         let code_matches = |filter: i8, value: i8| filter == ANY || filter == value;
         let text_matches =
             |filter: &Option<String>, value: &str| filter.as_deref().is_none_or(|f| f == value);

@@ -20,8 +20,6 @@ use jsonwebtoken::jwk::JwkSet;
 use spool_sasl::jwt::{self, TokenError, TokenRules, Verified};
 use tokio::sync::watch;
 
-use crate::config::{Setting, expected, millis_or_zero};
-
 /// The OAUTHBEARER settings.
 #[derive(Debug, Clone)]
 pub struct OAuthConfig {
@@ -58,7 +56,7 @@ impl Default for OAuthConfig {
 /// The fewest ms between two reads of the key set for a key it lacks (Kafka's
 /// `sasl.oauthbearer.jwks.endpoint.retry.backoff.ms` default is 100 ms; a login storm
 /// with forged key ids must not become a storm of fetches).
-pub(crate) const REFETCH_BACKOFF: Duration = Duration::from_secs(10);
+pub const REFETCH_BACKOFF: Duration = Duration::from_secs(10);
 
 /// How often a key file is looked at.
 const FILE_CHECK_EVERY: Duration = Duration::from_secs(5);
@@ -139,7 +137,7 @@ fn redirects() -> reqwest::redirect::Policy {
 
 /// Checks OAUTHBEARER tokens against the key set in force.
 #[derive(Debug)]
-pub(crate) struct TokenVerifier {
+pub struct TokenVerifier {
     source: Option<KeySource>,
     rules: TokenRules,
     refresh: Duration,
@@ -166,7 +164,7 @@ struct Reads {
 impl TokenVerifier {
     /// Reads the key set the settings name. Without one, only unsecured tokens can
     /// pass, so `sasl.oauthbearer.unsecured.jwt.allowed` must be set.
-    pub(crate) async fn load(config: &OAuthConfig) -> Result<TokenVerifier, String> {
+    pub async fn load(config: &OAuthConfig) -> Result<TokenVerifier, String> {
         let source = config.jwks_url.as_deref().map(KeySource::parse);
         if source.is_none() && !config.allow_unsecured {
             return Err(
@@ -217,7 +215,7 @@ impl TokenVerifier {
 
     /// Checks `token`; a key the set lacks has the set read again (unless it was
     /// tried within [`REFETCH_BACKOFF`]) before the token is refused.
-    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, TokenError> {
+    pub async fn verify(&self, token: &str) -> Result<Verified, TokenError> {
         let checked = jwt::verify(token, &self.current(), &self.rules, now_ms());
         if !matches!(checked, Err(TokenError::UnknownKey(_))) {
             return checked;
@@ -268,7 +266,7 @@ impl TokenVerifier {
 }
 
 /// Keeps the key set fresh until the broker stops.
-pub(crate) async fn keep_fresh(verifier: Arc<TokenVerifier>, mut stopped: watch::Receiver<bool>) {
+pub async fn keep_fresh(verifier: Arc<TokenVerifier>, mut stopped: watch::Receiver<bool>) {
     if verifier.source.is_none() {
         return;
     }
@@ -292,85 +290,3 @@ fn now_ms() -> i64 {
             i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
         })
 }
-
-fn optional(value: &str) -> Option<String> {
-    (!value.trim().is_empty()).then(|| value.trim().to_owned())
-}
-
-pub(crate) const OAUTH_SETTINGS: [Setting; 7] = [
-    Setting {
-        name: "sasl.oauthbearer.jwks.endpoint.url",
-        dynamic: false,
-        get: |c| c.security.oauth.jwks_url.clone().unwrap_or_default(),
-        set: |c, v| {
-            c.security.oauth.jwks_url = optional(v);
-            Ok(())
-        },
-    },
-    Setting {
-        name: "sasl.oauthbearer.jwks.endpoint.refresh.ms",
-        dynamic: false,
-        get: |c| c.security.oauth.refresh.as_millis().to_string(),
-        set: |c, v| {
-            let refresh = millis_or_zero(v)?;
-            if refresh < Duration::from_secs(1) {
-                return Err(expected(v, "at least 1000 ms"));
-            }
-            c.security.oauth.refresh = refresh;
-            Ok(())
-        },
-    },
-    Setting {
-        name: "sasl.oauthbearer.expected.audience",
-        dynamic: false,
-        get: |c| c.security.oauth.audience.clone(),
-        set: |c, v| {
-            c.security.oauth.audience = v.to_owned();
-            Ok(())
-        },
-    },
-    Setting {
-        name: "sasl.oauthbearer.expected.issuer",
-        dynamic: false,
-        get: |c| c.security.oauth.issuer.clone().unwrap_or_default(),
-        set: |c, v| {
-            c.security.oauth.issuer = optional(v);
-            Ok(())
-        },
-    },
-    Setting {
-        name: "sasl.oauthbearer.sub.claim.name",
-        dynamic: false,
-        get: |c| c.security.oauth.principal_claim.clone(),
-        set: |c, v| {
-            if v.trim().is_empty() {
-                return Err(expected(v, "a claim name"));
-            }
-            c.security.oauth.principal_claim = v.trim().to_owned();
-            Ok(())
-        },
-    },
-    Setting {
-        name: "sasl.oauthbearer.clock.skew.seconds",
-        dynamic: false,
-        get: |c| c.security.oauth.clock_skew_seconds.to_string(),
-        set: |c, v| {
-            c.security.oauth.clock_skew_seconds = v
-                .parse()
-                .ok()
-                .filter(|seconds| *seconds <= 3600)
-                .ok_or_else(|| expected(v, "0 to 3600 seconds"))?;
-            Ok(())
-        },
-    },
-    Setting {
-        name: "sasl.oauthbearer.unsecured.jwt.allowed",
-        dynamic: false,
-        get: |c| c.security.oauth.allow_unsecured.to_string(),
-        set: |c, v| {
-            c.security.oauth.allow_unsecured =
-                v.parse().map_err(|_| expected(v, "true or false"))?;
-            Ok(())
-        },
-    },
-];

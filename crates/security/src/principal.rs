@@ -31,7 +31,7 @@ enum Case {
 
 /// `ssl.principal.mapping.rules`, parsed.
 #[derive(Debug, Clone)]
-pub(crate) struct PrincipalRules {
+pub struct PrincipalRules {
     rules: Vec<Rule>,
 }
 
@@ -45,7 +45,7 @@ impl Default for PrincipalRules {
 
 impl PrincipalRules {
     /// Parses the setting; the message says which rule is malformed.
-    pub(crate) fn parse(text: &str) -> Result<PrincipalRules, String> {
+    pub fn parse(text: &str) -> Result<PrincipalRules, String> {
         let mut rules = Vec::new();
         let mut rest = text.trim();
         while !rest.is_empty() {
@@ -71,7 +71,7 @@ impl PrincipalRules {
     }
 
     /// The user name for a distinguished name; `None` when no rule matches it.
-    pub(crate) fn apply(&self, name: &str) -> Option<String> {
+    pub fn apply(&self, name: &str) -> Option<String> {
         self.rules.iter().find_map(|rule| match rule {
             Rule::Default => Some(name.to_owned()),
             Rule::Replace {
@@ -141,7 +141,7 @@ fn java_replacement(replacement: &str) -> String {
 /// The subject of a DER certificate in RFC 2253 form, most specific part first, as
 /// Java's `X500Principal.getName()` gives it; `None` for a certificate that does not
 /// parse.
-pub(crate) fn subject_name(der: &[u8]) -> Option<String> {
+pub fn subject_name(der: &[u8]) -> Option<String> {
     let certificate = Certificate::from_der(der).ok()?;
     Some(certificate.tbs_certificate.subject.to_string())
 }

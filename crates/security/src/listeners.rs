@@ -60,15 +60,15 @@ impl fmt::Display for SecurityProtocol {
 
 /// One listener: its name, where it listens, how it is secured.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Listener {
-    pub(crate) name: String,
-    pub(crate) address: SocketAddr,
-    pub(crate) protocol: SecurityProtocol,
+pub struct Listener {
+    pub name: String,
+    pub address: SocketAddr,
+    pub protocol: SecurityProtocol,
 }
 
 /// Parses `listeners` with the protocol map (`listener.security.protocol.map`; a name
 /// that is a protocol's needs no entry). Names are unique, addresses too.
-pub(crate) fn parse_listeners(
+pub fn parse_listeners(
     listeners: &str,
     protocol_map: &BTreeMap<String, SecurityProtocol>,
 ) -> Result<Vec<Listener>, String> {
@@ -122,7 +122,7 @@ fn bracketed(host: &str) -> String {
 }
 
 /// Parses `NAME://host:port,...` into (name, host, port); an empty host is allowed.
-pub(crate) fn parse_endpoints(text: &str) -> Result<Vec<(String, String, u16)>, String> {
+pub fn parse_endpoints(text: &str) -> Result<Vec<(String, String, u16)>, String> {
     text.split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())
@@ -151,7 +151,7 @@ pub(crate) fn parse_endpoints(text: &str) -> Result<Vec<(String, String, u16)>, 
 }
 
 /// Parses `listener.security.protocol.map`: `NAME:PROTOCOL,...`.
-pub(crate) fn parse_protocol_map(text: &str) -> Result<BTreeMap<String, SecurityProtocol>, String> {
+pub fn parse_protocol_map(text: &str) -> Result<BTreeMap<String, SecurityProtocol>, String> {
     text.split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())

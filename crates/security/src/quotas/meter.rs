@@ -20,13 +20,13 @@ const MAX_COST: Duration = Duration::from_secs(86_400);
 const FORGET_ABOVE: usize = 10_000;
 
 #[derive(Debug, Default)]
-pub(crate) struct Meters {
+pub struct Meters {
     paid_off_at: HashMap<(QuotaEntity, String), Instant>,
 }
 
 impl Meters {
     /// Charges `amount` at `rate` per second to the entity's `key`; the throttle time.
-    pub(crate) fn charge(
+    pub fn charge(
         &mut self,
         entity: QuotaEntity,
         key: &str,
@@ -57,7 +57,7 @@ impl Meters {
 
     /// How long the entity's `key` would be throttled now, charging nothing: zero
     /// unless it is ahead of its rate by more than the burst.
-    pub(crate) fn owed(&self, entity: QuotaEntity, key: &str, now: Instant) -> Duration {
+    pub fn owed(&self, entity: QuotaEntity, key: &str, now: Instant) -> Duration {
         self.paid_off_at
             .get(&(entity, key.to_owned()))
             .map_or(Duration::ZERO, |paid_off_at| {

@@ -1,104 +1,15 @@
-//! The security settings, by Kafka's names: listeners and their protocols, SASL, TLS.
-//! Read by the one settings table of `crate::config`.
+//! The settings of `spool_security`'s configuration, by Kafka's names: listeners and
+//! their protocols, SASL, TLS, the authorizer and OAUTHBEARER. Rows of the broker's
+//! one settings table (`super::all_settings`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{Setting, expected, millis_or_zero};
+use spool_security::config::{ClientAuth, principals};
+use spool_security::listeners;
+use spool_security::principal::PrincipalRules;
 
-/// `ssl.client.auth`: whether a TLS listener asks clients for a certificate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ClientAuth {
-    #[default]
-    None,
-    /// Asked for, and checked when given.
-    Requested,
-    /// Connections without a valid one are refused.
-    Required,
-}
-
-/// The security settings.
-#[derive(Debug, Clone)]
-pub struct SecurityConfig {
-    /// `listeners`: `None` for one PLAINTEXT listener on `--listen`.
-    pub listeners: Option<String>,
-    /// `advertised.listeners`.
-    pub advertised_listeners: Option<String>,
-    /// `listener.security.protocol.map`.
-    pub protocol_map: String,
-    /// `sasl.enabled.mechanisms`.
-    pub sasl_mechanisms: String,
-    /// `connections.max.reauth.ms`: 0 for sessions that never expire.
-    pub max_reauth: Duration,
-    /// `connection.failed.authentication.delay.ms`.
-    pub failed_auth_delay: Duration,
-    /// `ssl.certificate.location`: the PEM certificate chain of TLS listeners.
-    pub certificate: Option<PathBuf>,
-    /// `ssl.key.location`: its PEM private key.
-    pub key: Option<PathBuf>,
-    /// `ssl.ca.location`: PEM certificates that client certificates must chain to.
-    pub ca: Option<PathBuf>,
-    /// `ssl.client.auth`.
-    pub client_auth: ClientAuth,
-    /// `ssl.principal.mapping.rules`: how a client certificate's subject becomes a
-    /// user name.
-    pub principal_mapping_rules: String,
-    /// `--bootstrap-user NAME:PASSWORD`: a SCRAM credential (both mechanisms) set at
-    /// start if the user has none.
-    pub bootstrap_user: Option<(String, String)>,
-    /// `authorizer.enabled`: whether ACLs are enforced (off: every request allowed).
-    pub authorizer_enabled: bool,
-    /// `super.users`: `User:name` principals allowed everything, `;`-separated.
-    pub super_users: String,
-    /// `allow.everyone.if.no.acl.found`: the decision for a resource no binding names.
-    pub allow_if_no_acl: bool,
-    /// `sasl.oauthbearer.*`.
-    pub oauth: super::oauth::OAuthConfig,
-}
-
-impl SecurityConfig {
-    /// What the authorizer is built with.
-    pub(crate) fn authorizer(&self) -> super::authorizer::AuthorizerSettings {
-        super::authorizer::AuthorizerSettings {
-            enabled: self.authorizer_enabled,
-            super_users: principals(&self.super_users),
-            allow_if_no_acl: self.allow_if_no_acl,
-        }
-    }
-}
-
-/// The principals of a `super.users` value.
-fn principals(value: &str) -> std::collections::HashSet<String> {
-    value
-        .split(';')
-        .map(str::trim)
-        .filter(|principal| !principal.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-impl Default for SecurityConfig {
-    fn default() -> Self {
-        SecurityConfig {
-            listeners: None,
-            advertised_listeners: None,
-            protocol_map: String::new(),
-            sasl_mechanisms: "SCRAM-SHA-256,SCRAM-SHA-512".to_owned(),
-            max_reauth: Duration::ZERO,
-            failed_auth_delay: Duration::from_millis(100),
-            certificate: None,
-            key: None,
-            ca: None,
-            client_auth: ClientAuth::None,
-            principal_mapping_rules: "DEFAULT".to_owned(),
-            bootstrap_user: None,
-            authorizer_enabled: false,
-            super_users: String::new(),
-            allow_if_no_acl: false,
-            oauth: super::oauth::OAuthConfig::default(),
-        }
-    }
-}
+use super::{Setting, expected, millis_or_zero};
 
 fn path(value: &str) -> Option<PathBuf> {
     (!value.is_empty()).then(|| PathBuf::from(value))
@@ -108,7 +19,7 @@ fn shown(path: Option<&PathBuf>) -> String {
     path.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
-pub(crate) const SECURITY_SETTINGS: [Setting; 14] = [
+pub(super) const SECURITY_SETTINGS: [Setting; 14] = [
     Setting {
         name: "listeners",
         dynamic: false,
@@ -123,7 +34,7 @@ pub(crate) const SECURITY_SETTINGS: [Setting; 14] = [
         dynamic: false,
         get: |c| c.security.advertised_listeners.clone().unwrap_or_default(),
         set: |c, v| {
-            super::listeners::parse_endpoints(v)?;
+            listeners::parse_endpoints(v)?;
             c.security.advertised_listeners = (!v.trim().is_empty()).then(|| v.to_owned());
             Ok(())
         },
@@ -133,7 +44,7 @@ pub(crate) const SECURITY_SETTINGS: [Setting; 14] = [
         dynamic: false,
         get: |c| c.security.protocol_map.clone(),
         set: |c, v| {
-            super::listeners::parse_protocol_map(v)?;
+            listeners::parse_protocol_map(v)?;
             c.security.protocol_map = v.to_owned();
             Ok(())
         },
@@ -143,7 +54,7 @@ pub(crate) const SECURITY_SETTINGS: [Setting; 14] = [
         dynamic: false,
         get: |c| c.security.sasl_mechanisms.clone(),
         set: |c, v| {
-            super::enabled_mechanisms(v)?;
+            spool_security::enabled_mechanisms(v)?;
             c.security.sasl_mechanisms = v.to_owned();
             Ok(())
         },
@@ -252,8 +163,90 @@ pub(crate) const SECURITY_SETTINGS: [Setting; 14] = [
         dynamic: false,
         get: |c| c.security.principal_mapping_rules.clone(),
         set: |c, v| {
-            super::principal::PrincipalRules::parse(v)?;
+            PrincipalRules::parse(v)?;
             c.security.principal_mapping_rules = v.to_owned();
+            Ok(())
+        },
+    },
+];
+
+fn optional(value: &str) -> Option<String> {
+    (!value.trim().is_empty()).then(|| value.trim().to_owned())
+}
+
+pub(super) const OAUTH_SETTINGS: [Setting; 7] = [
+    Setting {
+        name: "sasl.oauthbearer.jwks.endpoint.url",
+        dynamic: false,
+        get: |c| c.security.oauth.jwks_url.clone().unwrap_or_default(),
+        set: |c, v| {
+            c.security.oauth.jwks_url = optional(v);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        dynamic: false,
+        get: |c| c.security.oauth.refresh.as_millis().to_string(),
+        set: |c, v| {
+            let refresh = millis_or_zero(v)?;
+            if refresh < Duration::from_secs(1) {
+                return Err(expected(v, "at least 1000 ms"));
+            }
+            c.security.oauth.refresh = refresh;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.expected.audience",
+        dynamic: false,
+        get: |c| c.security.oauth.audience.clone(),
+        set: |c, v| {
+            c.security.oauth.audience = v.to_owned();
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.expected.issuer",
+        dynamic: false,
+        get: |c| c.security.oauth.issuer.clone().unwrap_or_default(),
+        set: |c, v| {
+            c.security.oauth.issuer = optional(v);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.sub.claim.name",
+        dynamic: false,
+        get: |c| c.security.oauth.principal_claim.clone(),
+        set: |c, v| {
+            if v.trim().is_empty() {
+                return Err(expected(v, "a claim name"));
+            }
+            c.security.oauth.principal_claim = v.trim().to_owned();
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.clock.skew.seconds",
+        dynamic: false,
+        get: |c| c.security.oauth.clock_skew_seconds.to_string(),
+        set: |c, v| {
+            c.security.oauth.clock_skew_seconds = v
+                .parse()
+                .ok()
+                .filter(|seconds| *seconds <= 3600)
+                .ok_or_else(|| expected(v, "0 to 3600 seconds"))?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "sasl.oauthbearer.unsecured.jwt.allowed",
+        dynamic: false,
+        get: |c| c.security.oauth.allow_unsecured.to_string(),
+        set: |c, v| {
+            c.security.oauth.allow_unsecured =
+                v.parse().map_err(|_| expected(v, "true or false"))?;
             Ok(())
         },
     },

@@ -14,13 +14,13 @@ use super::acl::{ALLOW, CLUSTER_NAME, Operation, PatternType, ResourceType};
 
 /// What the authorizer is configured with.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct AuthorizerSettings {
+pub struct AuthorizerSettings {
     /// `authorizer.enabled`: off, every request is allowed (Spool before ACLs).
-    pub(crate) enabled: bool,
+    pub enabled: bool,
     /// `super.users`: principals allowed everything.
-    pub(crate) super_users: HashSet<String>,
+    pub super_users: HashSet<String>,
     /// `allow.everyone.if.no.acl.found`.
-    pub(crate) allow_if_no_acl: bool,
+    pub allow_if_no_acl: bool,
 }
 
 /// One binding's entry, kept under its resource pattern.
@@ -88,14 +88,14 @@ impl TypeIndex {
 
 /// Every binding, indexed, with the settings that decide alongside them.
 #[derive(Debug, Default)]
-pub(crate) struct AclIndex {
+pub struct AclIndex {
     settings: AuthorizerSettings,
     types: [TypeIndex; 4],
     bindings: Vec<AclRecord>,
 }
 
 impl AclIndex {
-    pub(crate) fn new(settings: AuthorizerSettings, bindings: Vec<AclRecord>) -> AclIndex {
+    pub fn new(settings: AuthorizerSettings, bindings: Vec<AclRecord>) -> AclIndex {
         let mut types: [TypeIndex; 4] = Default::default();
         for acl in &bindings {
             let (Some(resource_type), Some(pattern), Some(operation)) = (
@@ -135,14 +135,14 @@ impl AclIndex {
     }
 
     /// Every binding, as stored.
-    pub(crate) fn bindings(&self) -> &[AclRecord] {
+    pub fn bindings(&self) -> &[AclRecord] {
         &self.bindings
     }
 
     /// Kafka's decision: a super user may; with no binding on the resource,
     /// `allow.everyone.if.no.acl.found` decides; a DENY that applies wins; else an
     /// ALLOW that applies (or implies the operation) allows.
-    pub(crate) fn allows(
+    pub fn allows(
         &self,
         principal: &str,
         host: IpAddr,
@@ -176,7 +176,7 @@ impl AclIndex {
     /// yet: KIP-679's stand-in for IDEMPOTENT_WRITE (WRITE on any topic). A super user
     /// may; with no binding of the type, `allow.everyone.if.no.acl.found` decides; a
     /// DENY on every resource (`*`) refuses; else any ALLOW that applies allows.
-    pub(crate) fn allows_somewhere(
+    pub fn allows_somewhere(
         &self,
         principal: &str,
         host: IpAddr,
@@ -210,25 +210,25 @@ impl AclIndex {
 
 /// The authorizer of a broker: its settings and the current index.
 #[derive(Debug)]
-pub(crate) struct Authorizer {
+pub struct Authorizer {
     settings: AuthorizerSettings,
     index: RwLock<Arc<AclIndex>>,
 }
 
 impl Authorizer {
-    pub(crate) fn new(settings: AuthorizerSettings, bindings: Vec<AclRecord>) -> Authorizer {
+    pub fn new(settings: AuthorizerSettings, bindings: Vec<AclRecord>) -> Authorizer {
         Authorizer {
             index: RwLock::new(Arc::new(AclIndex::new(settings.clone(), bindings))),
             settings,
         }
     }
 
-    pub(crate) fn enabled(&self) -> bool {
+    pub fn enabled(&self) -> bool {
         self.settings.enabled
     }
 
     /// The bindings as they are now.
-    pub(crate) fn current(&self) -> Arc<AclIndex> {
+    pub fn current(&self) -> Arc<AclIndex> {
         self.index
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -236,13 +236,13 @@ impl Authorizer {
     }
 
     /// Indexes `bindings` (read again from the store) in place of the old ones.
-    pub(crate) fn load(&self, bindings: Vec<AclRecord>) {
+    pub fn load(&self, bindings: Vec<AclRecord>) {
         let index = Arc::new(AclIndex::new(self.settings.clone(), bindings));
         *self.index.write().unwrap_or_else(PoisonError::into_inner) = index;
     }
 
     /// What a request of `principal` from `host` may do.
-    pub(crate) fn access(&self, principal: Arc<str>, host: IpAddr) -> Access {
+    pub fn access(&self, principal: Arc<str>, host: IpAddr) -> Access {
         Access {
             index: self.settings.enabled.then(|| self.current()),
             principal,
@@ -255,7 +255,7 @@ impl Authorizer {
 /// bindings as they were when it started. Everything is allowed with the authorizer
 /// off.
 #[derive(Debug, Clone)]
-pub(crate) struct Access {
+pub struct Access {
     index: Option<Arc<AclIndex>>,
     principal: Arc<str>,
     host: IpAddr,
@@ -263,46 +263,46 @@ pub(crate) struct Access {
 
 impl Access {
     /// Whether ACLs are enforced at all (`authorizer.enabled`).
-    pub(crate) fn enforced(&self) -> bool {
+    pub fn enforced(&self) -> bool {
         self.index.is_some()
     }
 
-    pub(crate) fn principal(&self) -> &str {
+    pub fn principal(&self) -> &str {
         &self.principal
     }
 
-    pub(crate) fn allows(&self, operation: Operation, resource: ResourceType, name: &str) -> bool {
+    pub fn allows(&self, operation: Operation, resource: ResourceType, name: &str) -> bool {
         self.index
             .as_ref()
             .is_none_or(|index| index.allows(&self.principal, self.host, operation, resource, name))
     }
 
     /// Whether `operation` is allowed on some topic (see [`AclIndex::allows_somewhere`]).
-    pub(crate) fn topic_somewhere(&self, operation: Operation) -> bool {
+    pub fn topic_somewhere(&self, operation: Operation) -> bool {
         self.index.as_ref().is_none_or(|index| {
             index.allows_somewhere(&self.principal, self.host, operation, ResourceType::Topic)
         })
     }
 
-    pub(crate) fn topic(&self, operation: Operation, name: &str) -> bool {
+    pub fn topic(&self, operation: Operation, name: &str) -> bool {
         self.allows(operation, ResourceType::Topic, name)
     }
 
-    pub(crate) fn group(&self, operation: Operation, name: &str) -> bool {
+    pub fn group(&self, operation: Operation, name: &str) -> bool {
         self.allows(operation, ResourceType::Group, name)
     }
 
-    pub(crate) fn cluster(&self, operation: Operation) -> bool {
+    pub fn cluster(&self, operation: Operation) -> bool {
         self.allows(operation, ResourceType::Cluster, CLUSTER_NAME)
     }
 
-    pub(crate) fn transactional_id(&self, operation: Operation, id: &str) -> bool {
+    pub fn transactional_id(&self, operation: Operation, id: &str) -> bool {
         self.allows(operation, ResourceType::TransactionalId, id)
     }
 
     /// The authorized-operations bitfield of a resource (Metadata, DescribeGroups):
     /// bit `1 << code` for each operation of its type this request's principal may do.
-    pub(crate) fn operations(&self, resource: ResourceType, name: &str) -> i32 {
+    pub fn operations(&self, resource: ResourceType, name: &str) -> i32 {
         resource
             .operations()
             .iter()
