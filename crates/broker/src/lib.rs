@@ -9,6 +9,7 @@
 //! - `response`: encoded bytes plus segment-file ranges sent with `sendfile`.
 
 mod admin;
+mod cleaner;
 mod cluster;
 mod config;
 mod connection;
@@ -20,12 +21,12 @@ mod handlers;
 mod instance_id;
 mod lag;
 mod leader_hint;
+mod maintenance;
 mod metrics;
 mod partitions;
 mod producer_ids;
 mod response;
 mod server;
-mod shared_storage;
 mod store_binding;
 mod topic_configs;
 mod topics;
@@ -38,9 +39,9 @@ pub use config::{
 };
 pub use lag::PartitionLag;
 pub use server::{Broker, BrokerError};
-pub use shared_storage::{Latency, StorageStats};
 pub use spool_metadata::{BrokerRecord, MetadataStore, MetadataUrl};
 pub use spool_objects::{ObjectStorage, StorageUrl};
 pub use spool_sasl::scram::salt_password;
 pub use spool_security::config::{ClientAuth, SecurityConfig};
 pub use spool_security::listeners::SecurityProtocol;
+pub use spool_shared_storage::{Latency, StorageStats};

@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use crate::errors::{self, code};
 use crate::server::Shared;
-use crate::shared_storage::SharedPartition;
 use crate::topics::Topic;
+use spool_shared_storage::{SharedPartition, StorageError};
 
 /// A partition this broker serves, ready for reads and appends.
 #[derive(Debug, Clone)]
@@ -61,6 +61,19 @@ pub(crate) enum PartitionError {
     /// broker stopped): the work may or may not have happened.
     #[error("the storage task failed: {0}")]
     Interrupted(String),
+}
+
+impl From<StorageError> for PartitionError {
+    fn from(error: StorageError) -> PartitionError {
+        match error {
+            StorageError::UnknownTopicOrPartition => PartitionError::UnknownTopicOrPartition,
+            StorageError::NotLeader => PartitionError::NotLeader,
+            StorageError::Log(error) => PartitionError::Storage(error),
+            StorageError::Catalogue(error) => PartitionError::Catalogue(error),
+            StorageError::ObjectRead(message) => PartitionError::ObjectRead(message),
+            StorageError::Interrupted(message) => PartitionError::Interrupted(message),
+        }
+    }
 }
 
 impl PartitionError {
@@ -470,6 +483,7 @@ impl PartitionHandle {
         shared
             .storage
             .wait_for(async move { reader.offset_for_timestamp(key, target, log_start).await })?
+            .map_err(PartitionError::from)
     }
 
     /// The first record with the largest timestamp, with that timestamp. Blocking.
@@ -487,6 +501,7 @@ impl PartitionHandle {
         shared
             .storage
             .wait_for(async move { reader.max_timestamp_offset(key, log_start).await })?
+            .map_err(PartitionError::from)
     }
 
     /// Moves the log start forward to `offset` (DeleteRecords); returns the new one.
@@ -494,7 +509,7 @@ impl PartitionHandle {
     pub(crate) fn advance_log_start(&self, offset: Offset) -> Result<Offset, PartitionError> {
         match &self.shared {
             None => Ok(self.log.advance_log_start(offset)?),
-            Some(shared) => shared.advance_log_start(&self.log, offset),
+            Some(shared) => Ok(shared.advance_log_start(&self.log, offset)?),
         }
     }
 

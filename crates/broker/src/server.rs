@@ -28,8 +28,8 @@ use spool_objects::{ObjectStorage, StorageUrl};
 use spool_security::sasl::SaslMechanism;
 
 use crate::cluster::ClusterView;
-use crate::shared_storage::SharedStorage;
 use crate::transactions::BrokerMarkers;
+use spool_shared_storage::SharedStorage;
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -515,14 +515,8 @@ impl Broker {
             stopped.clone(),
         ));
         if shared.storage.is_some() {
-            tokio::spawn(crate::shared_storage::maintenance::run(
-                shared.clone(),
-                stopped.clone(),
-            ));
-            tokio::spawn(crate::shared_storage::cleaning::run(
-                shared.clone(),
-                stopped.clone(),
-            ));
+            tokio::spawn(crate::maintenance::run(shared.clone(), stopped.clone()));
+            tokio::spawn(crate::cleaner::run(shared.clone(), stopped.clone()));
         }
         crate::cluster::start(&shared, &stopped);
         if let Some(verifier) = &shared.token_verifier {

@@ -21,10 +21,10 @@ use super::kafka_error;
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
 use crate::server::Shared;
-use crate::shared_storage::SharedStorage;
 use crate::topics::Topic;
 use crate::views::filter::Filter;
 use spool_metadata::PartitionKey;
+use spool_shared_storage::SharedStorage;
 
 /// Bytes of batches one read takes.
 const READ_BYTES: u64 = 1 << 20;
@@ -162,7 +162,7 @@ impl Source {
                             .await
                     })
                     .and_then(|read| read)
-                    .map_err(failed)?;
+                    .map_err(|error| failed(error.into()))?;
                 Ok(read.batches.concat())
             }
         }

@@ -34,10 +34,10 @@ use crate::errors::{self, code};
 use crate::leader_hint::LeaderHint;
 use crate::partitions::{PartitionHandle, per_partition};
 use crate::server::Shared;
-use crate::shared_storage::SharedStorage;
 use crate::topics::{self, Recompression, Topic};
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
+use spool_shared_storage::SharedStorage;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Produce,

@@ -19,14 +19,14 @@ use spool_objects::ObjectStorage;
 use spool_protocol::batch::BatchFrames;
 
 use super::counts::StorageCounts;
-use crate::partitions::PartitionError;
+use crate::StorageError;
 
 /// Ranges looked up per read: enough for any fetch budget, bounded whatever the lag.
 const RANGES_PER_LOOKUP: i64 = 64;
 
 /// Reads committed batches from objects.
 #[derive(Debug, Clone)]
-pub(crate) struct ObjectReader {
+pub struct ObjectReader {
     objects: ObjectStorage,
     catalogue: Arc<dyn MetadataStore>,
     counts: Arc<StorageCounts>,
@@ -35,8 +35,8 @@ pub(crate) struct ObjectReader {
 
 /// Whole batches read from objects, in offset order.
 #[derive(Debug, Default)]
-pub(crate) struct RemoteRead {
-    pub(crate) batches: Vec<Bytes>,
+pub struct RemoteRead {
+    pub batches: Vec<Bytes>,
 }
 
 impl ObjectReader {
@@ -57,14 +57,14 @@ impl ObjectReader {
     /// Whole batches from the one holding `offset`, up to `max_bytes` (the first one
     /// whole even if larger when `first_whole`, as local reads do), none at or past
     /// `high_watermark` (a range committed but not yet visible here stays unseen).
-    pub(crate) async fn read(
+    pub async fn read(
         &self,
         key: PartitionKey,
         offset: Offset,
         high_watermark: Offset,
         max_bytes: u64,
         first_whole: bool,
-    ) -> Result<RemoteRead, PartitionError> {
+    ) -> Result<RemoteRead, StorageError> {
         let budget = i64::try_from(max_bytes).unwrap_or(i64::MAX);
         // Twice the budget: what is not needed now is read ahead.
         let ranges = self
@@ -104,12 +104,12 @@ impl ObjectReader {
     /// The first offset whose record timestamp is at or after `target`, with that
     /// timestamp (exact to the record for uncompressed CreateTime batches, else the
     /// batch's first offset, as local lookups are); `None` if every record is older.
-    pub(crate) async fn offset_for_timestamp(
+    pub async fn offset_for_timestamp(
         &self,
         key: PartitionKey,
         target: Timestamp,
         log_start: Offset,
-    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+    ) -> Result<Option<(Offset, Timestamp)>, StorageError> {
         let Some(range) = self.catalogue.range_for_timestamp(key, target.0).await? else {
             return Ok(None);
         };
@@ -117,11 +117,11 @@ impl ObjectReader {
     }
 
     /// The first record with the largest timestamp, with that timestamp.
-    pub(crate) async fn max_timestamp_offset(
+    pub async fn max_timestamp_offset(
         &self,
         key: PartitionKey,
         log_start: Offset,
-    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+    ) -> Result<Option<(Offset, Timestamp)>, StorageError> {
         let Some(range) = self.catalogue.range_with_max_timestamp(key).await? else {
             return Ok(None);
         };
@@ -134,7 +134,7 @@ impl ObjectReader {
         range: &StoredRange,
         target: Timestamp,
         log_start: Offset,
-    ) -> Result<Option<(Offset, Timestamp)>, PartitionError> {
+    ) -> Result<Option<(Offset, Timestamp)>, StorageError> {
         let bytes = self.range_bytes(range).await?;
         for frame in BatchFrames::new(&bytes) {
             let (header, batch) = frame.map_err(|error| corrupt(range, &error))?;
@@ -163,7 +163,7 @@ impl ObjectReader {
     }
 
     /// A range's bytes, from the cache or a ranged GET.
-    pub(crate) async fn range_bytes(&self, range: &StoredRange) -> Result<Bytes, PartitionError> {
+    pub async fn range_bytes(&self, range: &StoredRange) -> Result<Bytes, StorageError> {
         let key = CacheKey::of(range);
         if let Some(bytes) = self.cache.get(&key) {
             StorageCounts::add(&self.counts.cache_hits, 1);
@@ -176,10 +176,7 @@ impl ObjectReader {
 
     /// A range's bytes for a reader that goes through a whole log once (the cleaner):
     /// from the cache if there, else fetched without filling the cache.
-    pub(crate) async fn range_bytes_passing(
-        &self,
-        range: &StoredRange,
-    ) -> Result<Bytes, PartitionError> {
+    pub async fn range_bytes_passing(&self, range: &StoredRange) -> Result<Bytes, StorageError> {
         match self.cache.get(&CacheKey::of(range)) {
             Some(bytes) => {
                 StorageCounts::add(&self.counts.cache_hits, 1);
@@ -218,7 +215,7 @@ async fn fetch(
     objects: &ObjectStorage,
     counts: &StorageCounts,
     range: &StoredRange,
-) -> Result<Bytes, PartitionError> {
+) -> Result<Bytes, StorageError> {
     let start = u64::try_from(range.position).unwrap_or(0);
     let end = start + u64::try_from(range.length).unwrap_or(0);
     let started = std::time::Instant::now();
@@ -228,7 +225,7 @@ async fn fetch(
         .await
         .map_err(|error| {
             tracing::warn!(object = %range.object, %error, "reading an object failed");
-            PartitionError::ObjectRead(error.to_string())
+            StorageError::ObjectRead(error.to_string())
         })?;
     counts.get_took(started.elapsed());
     StorageCounts::add(&counts.gets, 1);
@@ -236,9 +233,9 @@ async fn fetch(
     Ok(bytes)
 }
 
-fn corrupt(range: &StoredRange, error: &dyn std::fmt::Display) -> PartitionError {
+fn corrupt(range: &StoredRange, error: &dyn std::fmt::Display) -> StorageError {
     tracing::error!(object = %range.object, position = range.position, %error, "an object's range holds no valid batches");
-    PartitionError::ObjectRead(format!("object {}: {error}", range.object))
+    StorageError::ObjectRead(format!("object {}: {error}", range.object))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,6 +1,7 @@
 //! Compacted topics (`cleanup.policy=compact`) in shared-storage mode: the local
 //! cleaner's rules (`spool_log::cleaning`) applied to a partition's ranges in object
-//! storage, every `log.cleaner.backoff.ms` while `log.cleaner.enable` holds.
+//! storage. The broker's cleaner runs a pass over its compacted partitions every
+//! `log.cleaner.backoff.ms` while `log.cleaner.enable` holds.
 //!
 //! A pass over one partition:
 //! 1. **What may be cleaned**: every range of the partition but the last, which stands
@@ -40,11 +41,9 @@ use spool_metadata::{MetadataError, PartitionKey, StoredRange};
 use spool_model::{Offset, RecordBatchHeader, Timestamp};
 use spool_objects::wal::WalEntry;
 use spool_protocol::batch::{BatchFrames, BatchRules, validate_batch};
-use tokio::sync::watch;
 
-use super::SharedStorage;
-use super::segments::{Blocks, Piece, write_and_swap};
-use crate::server::Shared;
+use crate::SharedStorage;
+use crate::segments::{Blocks, Piece, write_and_swap};
 
 /// Ranges of a partition looked at per pass.
 const RANGES_PER_PASS: i64 = 100_000;
@@ -53,85 +52,19 @@ const BYTES_PER_OBJECT: i64 = 64 << 20;
 
 /// What a pass over one partition did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct PassStats {
-    pub(crate) ranges_read: usize,
-    pub(crate) blocks_written: usize,
-    pub(crate) bytes_read: u64,
-    pub(crate) bytes_written: u64,
-    pub(crate) records_removed: u64,
+pub struct PassStats {
+    pub ranges_read: usize,
+    pub blocks_written: usize,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub records_removed: u64,
     /// The partition is clean below this offset now.
-    pub(crate) cleaned_up_to: i64,
-}
-
-/// Runs the passes until the broker stops (not at all if the cleaner is off).
-pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let cleaner = shared.started_config().cleaner;
-    if !cleaner.enabled {
-        return;
-    }
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(cleaner.backoff) => {}
-            _ = stopped.changed() => return,
-        }
-        pass(&shared, &cleaner.settings).await;
-    }
-}
-
-/// One pass over every partition of every compacted topic; a partition that fails
-/// (logged) waits for the next pass, the others go on.
-pub(crate) async fn pass(shared: &Arc<Shared>, settings: &CleanerSettings) {
-    let Some(storage) = &shared.storage else {
-        return;
-    };
-    for topic in shared.topics.all() {
-        if !topic.log.cleanup.compact {
-            continue;
-        }
-        for partition in 0..topic.record.partitions {
-            let key = PartitionKey {
-                topic_id: topic.record.id,
-                partition,
-            };
-            let Some(epoch) = shared.led_epoch(&topic, partition) else {
-                continue;
-            };
-            let stats = match clean_or_compact(storage, key, epoch, &topic.log.cleanup, settings)
-                .await
-            {
-                Ok(Some(stats)) => stats,
-                Ok(None) => continue,
-                Err(error) => {
-                    tracing::warn!(topic = %topic.record.name, partition, %error, "cleaning a partition failed; trying again later");
-                    continue;
-                }
-            };
-            tracing::info!(
-                topic = %topic.record.name,
-                partition,
-                ranges = stats.ranges_read,
-                blocks = stats.blocks_written,
-                removed = stats.records_removed,
-                bytes_read = stats.bytes_read,
-                bytes_written = stats.bytes_written,
-                cleaned_up_to = stats.cleaned_up_to,
-                "cleaned a partition in object storage"
-            );
-            if let Some(marks) = topic
-                .log_partition(partition)
-                .and_then(|log_key| storage.marks_of(&log_key))
-            {
-                marks
-                    .cleaned
-                    .fetch_max(stats.cleaned_up_to, std::sync::atomic::Ordering::AcqRel);
-            }
-        }
-    }
+    pub cleaned_up_to: i64,
 }
 
 /// Cleans the partition if it is due; else merges its small ranges as the other
 /// topics' are (`compaction`), which would otherwise pile up, one per flush.
-async fn clean_or_compact(
+pub async fn clean_or_compact(
     storage: &SharedStorage,
     key: PartitionKey,
     leader_epoch: i32,
@@ -172,7 +105,7 @@ async fn clean_or_compact(
     {
         return Ok(Some(stats));
     }
-    super::compaction::compact(storage, key, leader_epoch, &ranges).await?;
+    crate::compaction::compact(storage, key, leader_epoch, &ranges).await?;
     Ok(None)
 }
 
@@ -248,7 +181,7 @@ async fn clean_partition(
 }
 
 /// Which of `cleanable` (oldest first) are dirty and due for cleaning, if any.
-pub(crate) fn dirty_part(
+pub fn dirty_part(
     cleanable: &[StoredRange],
     first_dirty: i64,
     rules: &Cleanup,

@@ -15,10 +15,12 @@
 //! The catalogue calls are async and the partition seam is blocking (it runs on the
 //! blocking pool): [`wait_for`] runs a call on the runtime and waits for it there.
 
-pub(crate) mod cleaning;
-mod compaction;
+pub mod cleaning;
+pub mod compaction;
+mod config;
 mod counts;
-pub(crate) mod maintenance;
+mod error;
+pub mod gc;
 mod reader;
 mod segments;
 mod uploader;
@@ -28,17 +30,17 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use spool_log::{LogManager, PartitionLog, TailStart};
-use spool_metadata::{MetadataError, MetadataStore, PartitionKey};
+use spool_metadata::{MetadataStore, PartitionKey};
 use spool_model::{Offset, TopicPartition};
 use spool_objects::ObjectStorage;
 use tokio::sync::watch;
 
-pub(crate) use self::counts::StorageCounts;
+pub use self::config::{CompactionConfig, StorageConfig};
+pub use self::counts::StorageCounts;
 pub use self::counts::{Latency, StorageStats};
-pub(crate) use self::reader::ObjectReader;
+pub use self::error::StorageError;
+pub use self::reader::ObjectReader;
 use self::uploader::Uploader;
-use crate::config::StorageConfig;
-use crate::partitions::PartitionError;
 
 /// The name readiness asks the object store about; no object is ever written there.
 const PROBE_NAME: &str = "readiness-probe";
@@ -48,17 +50,17 @@ const RECENT_FAILURE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Object storage, the catalogue, and the tails this broker leads.
 #[derive(Debug)]
-pub(crate) struct SharedStorage {
+pub struct SharedStorage {
     catalogue: Arc<dyn MetadataStore>,
     objects: ObjectStorage,
     /// `storage.gc.grace.ms`: how long an unreferenced object stays.
     gc_grace: std::time::Duration,
-    compaction: crate::config::CompactionConfig,
+    compaction: CompactionConfig,
     /// `storage.orphan.age.ms`.
     orphan_age: std::time::Duration,
     uploader: Arc<Uploader>,
-    pub(crate) reader: ObjectReader,
-    pub(crate) counts: Arc<StorageCounts>,
+    pub reader: ObjectReader,
+    pub counts: Arc<StorageCounts>,
     /// Held while a tail is opened, so that two requests open a partition once.
     opening: Mutex<()>,
     /// Partitions being handed to another broker: no tail opens for them (see
@@ -75,19 +77,19 @@ pub(crate) struct SharedStorage {
 /// What the catalogue says of a partition whose tail is open here, kept up to date
 /// by the broker's own changes.
 #[derive(Debug)]
-pub(crate) struct TailMarks {
+pub struct TailMarks {
     /// The log start (the tail itself starts at the committed end it was opened at).
-    pub(crate) log_start: AtomicI64,
+    pub log_start: AtomicI64,
     /// A compacted partition is clean below it in object storage: reads below it go
     /// there, not to the tail's uncleaned copy.
-    pub(crate) cleaned: AtomicI64,
+    pub cleaned: AtomicI64,
 }
 
 /// A partition being handed to another broker (see [`SharedStorage::begin_handover`]).
 #[derive(Debug)]
-pub(crate) struct Handover {
+pub struct Handover {
     /// Its tail, sealed, if one was open here.
-    pub(crate) tail: Option<Arc<PartitionLog>>,
+    pub tail: Option<Arc<PartitionLog>>,
 }
 
 /// A tail already open and its marks.
@@ -95,30 +97,30 @@ type OpenTail = (Arc<PartitionLog>, Arc<TailMarks>);
 
 /// A partition of shared-storage mode as the partition seam hands it out.
 #[derive(Debug, Clone)]
-pub(crate) struct SharedPartition {
-    pub(crate) key: PartitionKey,
-    pub(crate) storage: Arc<SharedStorage>,
+pub struct SharedPartition {
+    pub key: PartitionKey,
+    pub storage: Arc<SharedStorage>,
     marks: Arc<TailMarks>,
 }
 
 impl SharedPartition {
     /// The partition's log start (the catalogue's, not the tail's).
-    pub(crate) fn log_start(&self) -> Offset {
+    pub fn log_start(&self) -> Offset {
         Offset(self.marks.log_start.load(Ordering::Acquire))
     }
 
     /// Below it the partition is clean in object storage (compacted topics).
-    pub(crate) fn cleaned(&self) -> Offset {
+    pub fn cleaned(&self) -> Offset {
         Offset(self.marks.cleaned.load(Ordering::Acquire))
     }
 
     /// Moves the log start to `offset` (DeleteRecords, retention) in the catalogue
     /// and in the tail; returns the new log start.
-    pub(crate) fn advance_log_start(
+    pub fn advance_log_start(
         &self,
         log: &PartitionLog,
         offset: Offset,
-    ) -> Result<Offset, PartitionError> {
+    ) -> Result<Offset, StorageError> {
         // An open transaction's records stay until it is decided.
         let last_stable = log.stable_offset();
         if offset > last_stable {
@@ -142,14 +144,19 @@ impl SharedPartition {
     }
 
     /// Notes an append to the tail: the uploader takes it with the next flush.
-    pub(crate) fn appended(&self, log: &Arc<PartitionLog>, bytes: usize) {
+    pub fn appended(&self, log: &Arc<PartitionLog>, bytes: usize) {
         self.storage.uploader.note(self.key, log, bytes);
     }
 }
 
 impl SharedStorage {
+    /// The catalogue: what is where in object storage, per partition.
+    pub fn catalogue(&self) -> &Arc<dyn MetadataStore> {
+        &self.catalogue
+    }
+
     /// Starts the uploader, until [`SharedStorage::close`].
-    pub(crate) fn start(
+    pub fn start(
         objects: ObjectStorage,
         catalogue: Arc<dyn MetadataStore>,
         settings: &StorageConfig,
@@ -189,7 +196,7 @@ impl SharedStorage {
 
     /// Uploads what is waiting, waits for every upload to be committed (or to
     /// fail), and stops the uploader.
-    pub(crate) async fn close(&self) {
+    pub async fn close(&self) {
         let _ = self.closing.send(true);
         let flush_loop = self
             .flush_loop
@@ -204,13 +211,13 @@ impl SharedStorage {
 
     /// Why the last object write failed, if that was within the last 30 s and none
     /// succeeded since.
-    pub(crate) fn write_failure(&self) -> Option<String> {
+    pub fn write_failure(&self) -> Option<String> {
         self.counts.write_failure(RECENT_FAILURE)
     }
 
     /// Whether the object store answers: a HEAD of a name no object has (not found
     /// is an answer). Readiness asks it, under its own timeout.
-    pub(crate) async fn probe(&self) -> Result<(), String> {
+    pub async fn probe(&self) -> Result<(), String> {
         let path = self.objects.path(PROBE_NAME);
         match object_store::ObjectStoreExt::head(&self.objects.store, &path).await {
             Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
@@ -219,20 +226,20 @@ impl SharedStorage {
     }
 
     /// The counts of the write and read paths.
-    pub(crate) fn stats(&self) -> StorageStats {
+    pub fn stats(&self) -> StorageStats {
         self.counts.snapshot()
     }
 
     /// The partition's tail, opened from the catalogue if this broker has none (or
     /// its tail failed): blocking. `leader_epoch` is the epoch this broker leads the
     /// partition under; a catalogue at another epoch means another leader has it.
-    pub(crate) fn open_tail(
+    pub fn open_tail(
         self: &Arc<Self>,
         logs: &LogManager,
         log_key: &TopicPartition,
         key: PartitionKey,
         leader_epoch: i32,
-    ) -> Result<(Arc<PartitionLog>, SharedPartition), PartitionError> {
+    ) -> Result<(Arc<PartitionLog>, SharedPartition), StorageError> {
         let shared = |marks| SharedPartition {
             key,
             storage: self.clone(),
@@ -258,14 +265,14 @@ impl SharedStorage {
             return Ok((log, shared(marks)));
         }
         if self.is_handing_over(log_key) {
-            return Err(PartitionError::NotLeader);
+            return Err(StorageError::NotLeader);
         }
         let catalogue = self.catalogue.clone();
         let state = self
             .wait_for(async move { catalogue.partition_state(key).await })??
-            .ok_or(PartitionError::UnknownTopicOrPartition)?;
+            .ok_or(StorageError::UnknownTopicOrPartition)?;
         if state.leader_epoch != leader_epoch {
-            return Err(PartitionError::NotLeader);
+            return Err(StorageError::NotLeader);
         }
         if state.epochs.last().is_none_or(|(e, _)| *e < leader_epoch) {
             let catalogue = self.catalogue.clone();
@@ -306,7 +313,7 @@ impl SharedStorage {
     /// concurrently is either found and sealed here or not opened. Blocking: called
     /// from an async task, and the opening lock is held for as long as a tail takes
     /// to open (see [`off_the_workers`]).
-    pub(crate) fn begin_handover(
+    pub fn begin_handover(
         &self,
         logs: &LogManager,
         log_key: &TopicPartition,
@@ -340,7 +347,7 @@ impl SharedStorage {
 
     /// The handover of the partition is over (done or abandoned): a tail may open
     /// for it again (the catalogue refuses one under an epoch that moved on).
-    pub(crate) fn end_handover(&self, log_key: &TopicPartition) {
+    pub fn end_handover(&self, log_key: &TopicPartition) {
         self.handing_over
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -355,7 +362,7 @@ impl SharedStorage {
     }
 
     /// The catalogue marks of the partition's open tail, if it has one.
-    pub(crate) fn marks_of(&self, log_key: &TopicPartition) -> Option<Arc<TailMarks>> {
+    pub fn marks_of(&self, log_key: &TopicPartition) -> Option<Arc<TailMarks>> {
         self.marks
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -370,7 +377,7 @@ impl SharedStorage {
         logs: &LogManager,
         log_key: &TopicPartition,
         leader_epoch: i32,
-    ) -> Result<Option<OpenTail>, PartitionError> {
+    ) -> Result<Option<OpenTail>, StorageError> {
         let Some(log) = logs.partition(log_key)? else {
             return Ok(None);
         };
@@ -389,17 +396,17 @@ impl SharedStorage {
     /// Runs `work` on the runtime and waits for it: for the blocking partition seam.
     /// Not to be called from an async task of a single-threaded runtime, which would
     /// wait for itself.
-    pub(crate) fn wait_for<T: Send + 'static>(
+    pub fn wait_for<T: Send + 'static>(
         &self,
         work: impl std::future::Future<Output = T> + Send + 'static,
-    ) -> Result<T, PartitionError> {
+    ) -> Result<T, StorageError> {
         let (done, answer) = std::sync::mpsc::sync_channel(1);
         self.runtime.spawn(async move {
             let _ = done.send(work.await);
         });
         answer
             .recv()
-            .map_err(|_| PartitionError::Interrupted("the runtime stopped".to_owned()))
+            .map_err(|_| StorageError::Interrupted("the runtime stopped".to_owned()))
     }
 }
 
@@ -450,11 +457,5 @@ async fn log_stats(counts: Arc<StorageCounts>, mut closing: watch::Receiver<bool
         if stopping {
             return;
         }
-    }
-}
-
-impl From<MetadataError> for PartitionError {
-    fn from(error: MetadataError) -> PartitionError {
-        PartitionError::Catalogue(error)
     }
 }

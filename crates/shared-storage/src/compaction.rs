@@ -21,7 +21,7 @@ const SEGMENT_OBJECT_BYTES: i64 = 64 << 20;
 
 /// Rewrites the partition's first run of small ranges, if it is long enough; returns
 /// how many ranges it replaced.
-pub(super) async fn compact(
+pub async fn compact(
     storage: &SharedStorage,
     key: PartitionKey,
     leader_epoch: i32,

@@ -19,24 +19,24 @@ const OBJECT_BUCKETS: [f64; 14] = [
 
 /// Counters of the write and read paths.
 #[derive(Debug)]
-pub(crate) struct StorageCounts {
-    pub(crate) puts: AtomicU64,
-    pub(crate) put_bytes: AtomicU64,
-    pub(crate) put_failures: AtomicU64,
-    pub(crate) gets: AtomicU64,
-    pub(crate) get_bytes: AtomicU64,
-    pub(crate) cache_hits: AtomicU64,
+pub struct StorageCounts {
+    pub puts: AtomicU64,
+    pub put_bytes: AtomicU64,
+    pub put_failures: AtomicU64,
+    pub gets: AtomicU64,
+    pub get_bytes: AtomicU64,
+    pub cache_hits: AtomicU64,
     /// Objects deleted (retention, collection, orphans).
-    pub(crate) deletes: AtomicU64,
-    pub(crate) commits: AtomicU64,
-    pub(crate) commit_failures: AtomicU64,
+    pub deletes: AtomicU64,
+    pub commits: AtomicU64,
+    pub commit_failures: AtomicU64,
     /// Ranges the catalogue refused (their partition had moved on).
-    pub(crate) fenced_ranges: AtomicU64,
+    pub fenced_ranges: AtomicU64,
     flush_wait: Samples,
     put_latency: Samples,
     commit_latency: Samples,
     /// The same latencies (and the GETs'), for `/metrics`.
-    pub(crate) histograms: StorageHistograms,
+    pub histograms: StorageHistograms,
     /// When and why the last object write failed, until one succeeds: what a
     /// producer waiting for durability is told, and what readiness reports.
     write_failure: Mutex<Option<(std::time::Instant, String)>>,
@@ -44,11 +44,11 @@ pub(crate) struct StorageCounts {
 
 /// Object-store and catalogue latencies as Prometheus histograms.
 #[derive(Debug, Clone)]
-pub(crate) struct StorageHistograms {
-    pub(crate) flush_wait: Histogram,
-    pub(crate) put: Histogram,
-    pub(crate) get: Histogram,
-    pub(crate) commit: Histogram,
+pub struct StorageHistograms {
+    pub flush_wait: Histogram,
+    pub put: Histogram,
+    pub get: Histogram,
+    pub commit: Histogram,
 }
 
 impl Default for StorageCounts {
@@ -154,7 +154,7 @@ pub struct StorageStats {
 
 impl StorageCounts {
     /// An object write failed (`Some(why)`) or succeeded (`None`).
-    pub(crate) fn note_write(&self, failure: Option<String>) {
+    pub fn note_write(&self, failure: Option<String>) {
         *self
             .write_failure
             .lock()
@@ -164,7 +164,7 @@ impl StorageCounts {
 
     /// Why the last object write failed, if it failed within `recent` and no write
     /// succeeded since.
-    pub(crate) fn write_failure(&self, recent: std::time::Duration) -> Option<String> {
+    pub fn write_failure(&self, recent: std::time::Duration) -> Option<String> {
         self.write_failure
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -173,30 +173,30 @@ impl StorageCounts {
             .map(|(_, why)| why.clone())
     }
 
-    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+    pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub(crate) fn flush_waited(&self, took: Duration) {
+    pub fn flush_waited(&self, took: Duration) {
         self.flush_wait.record(took);
         self.histograms.flush_wait.observe(took.as_secs_f64());
     }
 
-    pub(crate) fn put_took(&self, took: Duration) {
+    pub fn put_took(&self, took: Duration) {
         self.put_latency.record(took);
         self.histograms.put.observe(took.as_secs_f64());
     }
 
-    pub(crate) fn get_took(&self, took: Duration) {
+    pub fn get_took(&self, took: Duration) {
         self.histograms.get.observe(took.as_secs_f64());
     }
 
-    pub(crate) fn commit_took(&self, took: Duration) {
+    pub fn commit_took(&self, took: Duration) {
         self.commit_latency.record(took);
         self.histograms.commit.observe(took.as_secs_f64());
     }
 
-    pub(crate) fn snapshot(&self) -> StorageStats {
+    pub fn snapshot(&self) -> StorageStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         StorageStats {
             puts: get(&self.puts),

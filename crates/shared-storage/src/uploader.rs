@@ -27,7 +27,7 @@ use spool_objects::wal::WalObjectBuilder;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
 use super::counts::StorageCounts;
-use crate::config::StorageConfig;
+use crate::StorageConfig;
 
 /// Gathers appends and runs the flush loop.
 #[derive(Debug)]
