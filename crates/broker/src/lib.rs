@@ -31,7 +31,7 @@ mod store_binding;
 mod topic_configs;
 mod topics;
 mod transactions;
-mod views;
+mod view_reader;
 
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{

@@ -120,7 +120,7 @@ pub(crate) struct Shared {
     /// Pending delayed records of the partitions this broker leads.
     pub(crate) delayed: crate::delayed::DelayedStats,
     /// The views' tag index and match counts.
-    pub(crate) views: crate::views::Views,
+    pub(crate) views: spool_views::Views,
     /// The ACLs and what decides with them.
     pub(crate) authorizer: spool_security::authorizer::Authorizer,
     /// Client quotas and what each entity has used.
@@ -484,7 +484,7 @@ impl Broker {
             cluster,
             metrics,
             delayed: crate::delayed::DelayedStats::default(),
-            views: crate::views::Views::default(),
+            views: spool_views::Views::default(),
             authorizer,
             quotas,
             token_verifier,

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::errors::code;
 use crate::partitions::{PartitionError, log_topic, on_blocking_pool};
 use crate::server::Shared;
-use crate::views::View;
+use spool_views::View;
 
 pub(crate) mod follow;
 mod settings;
@@ -39,7 +39,7 @@ pub(crate) struct Topic {
     pub(crate) delay: Option<DelayPolicy>,
     /// `view.source.topic`: a read-only view of another topic; `None` for a topic
     /// with records of its own.
-    pub(crate) view: Option<crate::views::View>,
+    pub(crate) view: Option<spool_views::View>,
     /// Every config of the topic with its value: explicit, the broker's default, or
     /// Kafka's.
     pub(crate) configs: BTreeMap<&'static str, String>,

@@ -22,9 +22,9 @@ use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
 use crate::server::Shared;
 use crate::topics::Topic;
-use crate::views::filter::Filter;
 use spool_metadata::PartitionKey;
 use spool_shared_storage::SharedStorage;
+use spool_views::filter::Filter;
 
 /// Bytes of batches one read takes.
 const READ_BYTES: u64 = 1 << 20;

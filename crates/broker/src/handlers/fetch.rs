@@ -19,7 +19,7 @@
 //! records (see `docs/transactions.md`).
 //!
 //! A view topic's partition is read from its source's and filtered (see
-//! `crate::views::read`).
+//! `crate::view_reader`).
 //!
 //! Not yet: fetch sessions (Spool answers session id 0: no session, which KIP-227
 //! allows).
@@ -41,7 +41,7 @@ use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
 use crate::server::Shared;
-use crate::views::read::ViewReader;
+use crate::view_reader::ViewReader;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

@@ -278,7 +278,7 @@ fn views(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Resu
         MetricType::Counter,
     )?;
     for (topic, stats) in &views {
-        for outcome in crate::views::Outcome::ALL {
+        for outcome in spool_views::Outcome::ALL {
             let labels = ViewBatchLabels {
                 topic: Text(topic.record.name.as_str().to_owned()),
                 outcome: outcome.label(),

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::Topic;
 use crate::topic_configs::{self, TOPIC_CONFIGS};
-use crate::views::View;
+use spool_views::View;
 
 /// Why a topic config was refused; the message goes back to the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -20,10 +20,10 @@ use spool_model::{BATCH_HEADER_LEN, Offset, RecordBatchHeader, Timestamp};
 use spool_protocol::internal::skip_batch;
 use spool_protocol::keyed::{BatchRecords, RecordHeader, filtered_batch};
 
-use super::filter::{Filter, TAG_HEADER, Verdict};
-use super::tag_index::{BatchKey, BatchTags, TagIndex};
-use super::{Outcome, ViewStats};
 use crate::partitions::{PartitionError, PartitionHandle};
+use spool_views::filter::{Filter, TAG_HEADER, Verdict};
+use spool_views::tag_index::{BatchKey, BatchTags, TagIndex};
+use spool_views::{Outcome, ViewStats};
 
 /// The most source bytes one fetch of one partition looks at.
 const SCAN_LIMIT: u64 = 32 << 20;

@@ -9,11 +9,11 @@ use super::tag_index::{BatchTags, tag_hash};
 
 /// The header a record's tag is in (one per record, as in RocketMQ; the last wins if
 /// repeated).
-pub(crate) const TAG_HEADER: &str = "spool.tag";
+pub const TAG_HEADER: &str = "spool.tag";
 
 /// What a view lets through.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Filter {
+pub struct Filter {
     tags: Tags,
     sql: Option<Expr>,
 }
@@ -31,7 +31,7 @@ enum Tags {
 
 /// What a batch's tag summary says of it, before its records are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// Every record matches: the batch goes out as stored.
     All,
     /// No record matches: the batch is a gap.
@@ -43,7 +43,7 @@ pub(crate) enum Verdict {
 impl Filter {
     /// The filter of `tags` (`view.filter`) and `sql` (`view.filter.sql`, empty for
     /// none); the message says what is wrong with either.
-    pub(crate) fn parse(tags: &str, sql: &str) -> Result<Filter, String> {
+    pub fn parse(tags: &str, sql: &str) -> Result<Filter, String> {
         let tags = parse_tags(tags)?;
         let sql = if sql.trim().is_empty() {
             None
@@ -54,12 +54,12 @@ impl Filter {
     }
 
     /// Whether every record of the source matches (the view is the source).
-    pub(crate) fn passes_everything(&self) -> bool {
+    pub fn passes_everything(&self) -> bool {
         self.tags == Tags::All && self.sql.is_none()
     }
 
     /// What the summary of a batch's tags says.
-    pub(crate) fn judge(&self, batch: &BatchTags) -> Verdict {
+    pub fn judge(&self, batch: &BatchTags) -> Verdict {
         let Tags::Any { hashes, .. } = &self.tags else {
             return if self.sql.is_none() {
                 Verdict::All
@@ -81,7 +81,7 @@ impl Filter {
     }
 
     /// Whether a record with these headers matches.
-    pub(crate) fn matches(&self, headers: &[(&[u8], Option<&[u8]>)]) -> bool {
+    pub fn matches(&self, headers: &[(&[u8], Option<&[u8]>)]) -> bool {
         let header = |name: &str| {
             headers
                 .iter()

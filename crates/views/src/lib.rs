@@ -5,7 +5,7 @@
 //! - [`filter`]: what a view lets through (tags, and an expression over headers);
 //! - [`sql`]: the expression language;
 //! - [`tag_index`]: the per-batch tag summaries that spare reading records;
-//! - [`read`]: a fetch from a view.
+//! - a fetch from a view is the broker's (`view_reader`), which reads the source.
 //!
 //! A view has no data of its own: each of its partitions is its source's partition of
 //! the same index, led by the same broker under the same epoch, with the same offsets,
@@ -14,10 +14,9 @@
 //! ListOffsets, OffsetForLeaderEpoch and lag need nothing of their own; Fetch filters;
 //! writes are refused.
 
-pub(crate) mod filter;
-pub(crate) mod read;
-pub(crate) mod sql;
-pub(crate) mod tag_index;
+pub mod filter;
+pub mod sql;
+pub mod tag_index;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,20 +29,16 @@ use self::tag_index::TagIndex;
 
 /// A view topic's definition, from its configs.
 #[derive(Debug, Clone)]
-pub(crate) struct View {
+pub struct View {
     /// `view.source.topic`.
-    pub(crate) source: String,
-    pub(crate) filter: Arc<Filter>,
+    pub source: String,
+    pub filter: Arc<Filter>,
 }
 
 impl View {
     /// The view the configs define, `None` when `view.source.topic` is not set; the
     /// message says what is wrong with the filters.
-    pub(crate) fn from_configs(
-        source: &str,
-        tags: &str,
-        sql: &str,
-    ) -> Result<Option<View>, String> {
+    pub fn from_configs(source: &str, tags: &str, sql: &str) -> Result<Option<View>, String> {
         let filter = Filter::parse(tags, sql)?;
         if source.trim().is_empty() {
             if !filter.passes_everything() {
@@ -61,14 +56,14 @@ impl View {
 /// What the views have read, shared by every fetch: the tag index and each view's
 /// match counts.
 #[derive(Debug, Default)]
-pub(crate) struct Views {
-    pub(crate) index: TagIndex,
+pub struct Views {
+    pub index: TagIndex,
     stats: RwLock<HashMap<Uuid, Arc<ViewStats>>>,
 }
 
 impl Views {
     /// The match counts of the view `id`.
-    pub(crate) fn stats(&self, id: Uuid) -> Arc<ViewStats> {
+    pub fn stats(&self, id: Uuid) -> Arc<ViewStats> {
         if let Some(stats) = self.read().get(&id) {
             return stats.clone();
         }
@@ -82,12 +77,12 @@ impl Views {
 
     /// The share of the source's records the view `id` has let through so far (1 for
     /// a view not read yet).
-    pub(crate) fn match_ratio(&self, id: Uuid) -> f64 {
+    pub fn match_ratio(&self, id: Uuid) -> f64 {
         self.read().get(&id).map_or(1.0, |stats| stats.ratio())
     }
 
     /// Every view's counts, by view id.
-    pub(crate) fn all(&self) -> Vec<(Uuid, Arc<ViewStats>)> {
+    pub fn all(&self) -> Vec<(Uuid, Arc<ViewStats>)> {
         self.read()
             .iter()
             .map(|(id, stats)| (*id, stats.clone()))
@@ -95,7 +90,7 @@ impl Views {
     }
 
     /// Forgets a deleted view's counts.
-    pub(crate) fn forget(&self, id: Uuid) {
+    pub fn forget(&self, id: Uuid) {
         self.stats
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -113,7 +108,7 @@ impl Views {
 /// many of a consumer's lag it will show), and what became of the batches, for
 /// `/metrics`.
 #[derive(Debug, Default)]
-pub(crate) struct ViewStats {
+pub struct ViewStats {
     records: AtomicU64,
     matched: AtomicU64,
     /// By [`Outcome`].
@@ -124,7 +119,7 @@ pub(crate) struct ViewStats {
 
 /// What a view made of a source batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// Sent as stored: every record matched.
     Sent = 0,
     /// Rewritten with the matching records.
@@ -134,9 +129,9 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    pub(crate) const ALL: [Outcome; 3] = [Outcome::Sent, Outcome::Rewritten, Outcome::Skipped];
+    pub const ALL: [Outcome; 3] = [Outcome::Sent, Outcome::Rewritten, Outcome::Skipped];
 
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Outcome::Sent => "sent",
             Outcome::Rewritten => "rewritten",
@@ -146,7 +141,7 @@ impl Outcome {
 }
 
 impl ViewStats {
-    pub(crate) fn note(&self, outcome: Outcome, records: u64, matched: u64) {
+    pub fn note(&self, outcome: Outcome, records: u64, matched: u64) {
         self.records.fetch_add(records, Ordering::Relaxed);
         self.matched.fetch_add(matched, Ordering::Relaxed);
         if let Some(batches) = self.batches.get(outcome as usize) {
@@ -154,22 +149,22 @@ impl ViewStats {
         }
     }
 
-    pub(crate) fn note_inflated(&self) {
+    pub fn note_inflated(&self) {
         self.inflated.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn batches(&self, outcome: Outcome) -> u64 {
+    pub fn batches(&self, outcome: Outcome) -> u64 {
         self.batches
             .get(outcome as usize)
             .map_or(0, |batches| batches.load(Ordering::Relaxed))
     }
 
-    pub(crate) fn inflated(&self) -> u64 {
+    pub fn inflated(&self) -> u64 {
         self.inflated.load(Ordering::Relaxed)
     }
 
     #[allow(clippy::cast_precision_loss)]
-    pub(crate) fn ratio(&self) -> f64 {
+    pub fn ratio(&self) -> f64 {
         let records = self.records.load(Ordering::Relaxed);
         if records == 0 {
             return 1.0;

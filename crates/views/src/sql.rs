@@ -17,7 +17,7 @@ use std::fmt;
 
 /// A parsed filter expression.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Expr {
+pub enum Expr {
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
@@ -42,7 +42,7 @@ pub(crate) enum Expr {
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op {
+pub enum Op {
     Eq,
     Ne,
     Lt,
@@ -53,7 +53,7 @@ pub(crate) enum Op {
 
 /// A constant a header is compared with.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Constant {
+pub enum Constant {
     Number(f64),
     Text(String),
     Bool(bool),
@@ -61,7 +61,7 @@ pub(crate) enum Constant {
 
 /// Why an expression was refused: what was found where, for the client's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SyntaxError(pub(crate) String);
+pub struct SyntaxError(pub String);
 
 impl fmt::Display for SyntaxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -75,7 +75,7 @@ const MAX_LEN: usize = 4096;
 const MAX_DEPTH: usize = 64;
 
 /// Parses `text` into an expression.
-pub(crate) fn parse(text: &str) -> Result<Expr, SyntaxError> {
+pub fn parse(text: &str) -> Result<Expr, SyntaxError> {
     if text.len() > MAX_LEN {
         return Err(SyntaxError(format!(
             "the expression is {} bytes long; at most {MAX_LEN}",
@@ -103,7 +103,7 @@ type Truth = Option<bool>;
 impl Expr {
     /// Whether a record with headers `header` (by name, the last value of a repeated
     /// header; `None` for a missing or null one) matches.
-    pub(crate) fn matches<'a>(&self, header: &impl Fn(&str) -> Option<&'a [u8]>) -> bool {
+    pub fn matches<'a>(&self, header: &impl Fn(&str) -> Option<&'a [u8]>) -> bool {
         self.truth(header) == Some(true)
     }
 

@@ -23,16 +23,16 @@ const MAX_DISTINCT: usize = 16;
 
 /// What one batch's records are tagged with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct BatchTags {
+pub struct BatchTags {
     hashes: Vec<u64>,
     overflowed: bool,
     /// Some record has no tag.
-    pub(crate) untagged: bool,
+    pub untagged: bool,
 }
 
 impl BatchTags {
     /// Notes one record's tag.
-    pub(crate) fn add(&mut self, tag: Option<&[u8]>) {
+    pub fn add(&mut self, tag: Option<&[u8]>) {
         let Some(tag) = tag else {
             self.untagged = true;
             return;
@@ -50,13 +50,13 @@ impl BatchTags {
     }
 
     /// The distinct tags' hashes; `None` when there were too many to keep.
-    pub(crate) fn hashes(&self) -> Option<&[u64]> {
+    pub fn hashes(&self) -> Option<&[u64]> {
         (!self.overflowed).then_some(self.hashes.as_slice())
     }
 }
 
 /// A tag's hash: 64 bits, so that two tags sharing one is not a practical concern.
-pub(crate) fn tag_hash(tag: &[u8]) -> u64 {
+pub fn tag_hash(tag: &[u8]) -> u64 {
     let mut hasher = DefaultHasher::new();
     tag.hash(&mut hasher);
     hasher.finish()
@@ -64,15 +64,15 @@ pub(crate) fn tag_hash(tag: &[u8]) -> u64 {
 
 /// Which batch a summary is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct BatchKey {
-    pub(crate) partition: PartitionKey,
-    pub(crate) base_offset: i64,
-    pub(crate) crc: u32,
+pub struct BatchKey {
+    pub partition: PartitionKey,
+    pub base_offset: i64,
+    pub crc: u32,
 }
 
 /// The summaries of the batches views have read, shared by every fetch.
 #[derive(Debug, Default)]
-pub(crate) struct TagIndex {
+pub struct TagIndex {
     inner: Mutex<Entries>,
 }
 
@@ -85,13 +85,13 @@ struct Entries {
 
 impl TagIndex {
     /// The batches kept: at about 100 bytes each, some 25 MB.
-    pub(crate) const CAPACITY: usize = 250_000;
+    pub const CAPACITY: usize = 250_000;
 
-    pub(crate) fn get(&self, key: &BatchKey) -> Option<Arc<BatchTags>> {
+    pub fn get(&self, key: &BatchKey) -> Option<Arc<BatchTags>> {
         self.lock().by_batch.get(key).cloned()
     }
 
-    pub(crate) fn insert(&self, key: BatchKey, tags: Arc<BatchTags>) {
+    pub fn insert(&self, key: BatchKey, tags: Arc<BatchTags>) {
         let mut entries = self.lock();
         if entries.by_batch.insert(key, tags).is_none() {
             entries.order.push_back(key);
@@ -103,8 +103,14 @@ impl TagIndex {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many batches' tags are kept.
+    pub fn len(&self) -> usize {
         self.lock().by_batch.len()
+    }
+
+    /// Whether no batch's tags are kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
