@@ -25,7 +25,7 @@ use spool_admin::{
 };
 
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// How long readiness waits for the metadata store, and for the object store.
 const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -119,8 +119,9 @@ impl AdminSource for BrokerAdmin {
 
     async fn metrics(&self) -> Option<String> {
         let metrics = self.shared.metrics.clone()?;
+        let shared = self.shared.clone();
         // A scrape takes each partition's lock in turn: off the async threads.
-        tokio::task::spawn_blocking(move || metrics.encode())
+        tokio::task::spawn_blocking(move || crate::metrics::scrape::encode(&metrics, &shared))
             .await
             .ok()
     }

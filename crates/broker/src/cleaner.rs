@@ -10,7 +10,7 @@ use spool_metadata::PartitionKey;
 use spool_shared_storage::cleaning;
 use tokio::sync::watch;
 
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Runs the passes until the broker stops (not at all if the cleaner is off).
 pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {

@@ -32,7 +32,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config::ClusterConfig;
-use crate::server::{ListenerEndpoint, Shared};
+use crate::shared::{ListenerEndpoint, Shared};
 
 pub(crate) use self::membership::run;
 

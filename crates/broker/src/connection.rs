@@ -23,67 +23,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::{Buf, Bytes, BytesMut};
 use spool_protocol::frame::{self, SIZE_PREFIX_LEN};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch};
 
 use crate::handlers;
-use crate::response::{Response, ResponseWriter};
-use crate::server::Shared;
+use crate::response::{Reply, ResponseWriter, SocketWriter};
+use crate::shared::Shared;
 use spool_security::ListenerSetup;
 use spool_security::session::{PRE_AUTH_MAX_FRAME, Session};
-
-/// Where replies are written: the TCP socket itself (stored records go by
-/// `sendfile`), or a TLS stream.
-pub(crate) enum SocketWriter {
-    Plain(OwnedWriteHalf),
-    Tls(tokio::io::WriteHalf<tokio_rustls::server::TlsStream<TcpStream>>),
-}
-
-impl std::fmt::Debug for SocketWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SocketWriter::Plain(_) => "Plain",
-            SocketWriter::Tls(_) => "Tls",
-        })
-    }
-}
-
-impl SocketWriter {
-    async fn shutdown(&mut self) {
-        let _ = match self {
-            SocketWriter::Plain(writer) => writer.shutdown().await,
-            SocketWriter::Tls(writer) => writer.shutdown().await,
-        };
-    }
-}
-
-/// What to do after a request.
-pub(crate) enum Reply {
-    /// Send this response.
-    Send(Response),
-    /// Send nothing (Produce with acks=0).
-    Nothing,
-    /// The request was unacceptable: close the connection.
-    Close,
-    /// Send this response, then close (a failed authentication).
-    SendAndClose(Response),
-    /// The reply once this is done (a produce waiting for durability).
-    Later(std::pin::Pin<Box<dyn std::future::Future<Output = Reply> + Send>>),
-}
-
-impl std::fmt::Debug for Reply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Reply::Send(response) => f.debug_tuple("Send").field(response).finish(),
-            Reply::SendAndClose(response) => f.debug_tuple("SendAndClose").field(response).finish(),
-            Reply::Nothing => f.write_str("Nothing"),
-            Reply::Close => f.write_str("Close"),
-            Reply::Later(_) => f.write_str("Later"),
-        }
-    }
-}
 
 /// Serves a connection accepted on `listener`: the TLS handshake first where the
 /// listener asks for it.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{FlockOperation, flock};
 
-use crate::server::BrokerError;
+use crate::broker_error::BrokerError;
 
 const LOCK_FILE: &str = "lock";
 

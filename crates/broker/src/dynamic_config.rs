@@ -16,7 +16,7 @@ use spool_metadata::ConfigChange;
 use crate::config::{self, BrokerConfig};
 use crate::errors::code;
 use crate::partitions::log_topic;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::{self, AdminError};
 
 /// The scope of cluster-wide defaults.

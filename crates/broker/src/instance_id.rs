@@ -7,7 +7,7 @@ use std::path::Path;
 
 use uuid::Uuid;
 
-use crate::server::BrokerError;
+use crate::broker_error::BrokerError;
 use crate::store_binding::{record_id, recorded_id};
 
 const FILE: &str = "instance";

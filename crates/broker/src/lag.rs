@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::Topic;
 
 /// One partition's committed offset for a group, and its lag where known.

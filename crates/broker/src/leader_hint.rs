@@ -6,7 +6,7 @@
 
 use spool_metadata::{BrokerRecord, PartitionKey};
 
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::Topic;
 
 /// The live broker that leads a partition this broker was asked for, and its epoch.

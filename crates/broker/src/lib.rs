@@ -1,7 +1,8 @@
 //! Spool's broker: it accepts Kafka-protocol connections, decodes requests, hands each
 //! to the handler of its API, and writes the responses back in request order.
 //!
-//! - `server`: the listener, connection limit and shutdown;
+//! - `server`: starting the broker, the listener, connection limit and shutdown;
+//! - `shared`: what every connection and background task shares;
 //! - `connection`: one task per connection reading frames, one handling them in
 //!   order, one writing the responses (pipelining);
 //! - `handlers`: one file per Kafka API, each declaring its key and version range;
@@ -9,6 +10,7 @@
 //! - `response`: encoded bytes plus segment-file ranges sent with `sendfile`.
 
 mod admin;
+mod broker_error;
 mod cleaner;
 mod cluster;
 mod config;
@@ -27,18 +29,20 @@ mod partitions;
 mod producer_ids;
 mod response;
 mod server;
+mod shared;
 mod store_binding;
 mod topic_configs;
 mod topics;
 mod transactions;
 mod view_reader;
 
+pub use broker_error::BrokerError;
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{
     AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names,
 };
 pub use lag::PartitionLag;
-pub use server::{Broker, BrokerError};
+pub use server::Broker;
 pub use spool_metadata::{BrokerRecord, MetadataStore, MetadataUrl};
 pub use spool_objects::{ObjectStorage, StorageUrl};
 pub use spool_sasl::scram::salt_password;

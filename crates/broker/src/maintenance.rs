@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use spool_shared_storage::SharedStorage;
 use spool_shared_storage::gc::retention_start;
 
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Ranges of a partition looked at per retention pass.
 const RANGES_PER_PASS: i64 = 100_000;

@@ -18,7 +18,7 @@ mod response_errors;
 pub(crate) mod scrape;
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::RwLock;
 use std::time::Instant;
 
 use kafka_protocol::messages::{ApiKey, ResponseKind};
@@ -32,10 +32,12 @@ use uuid::Uuid;
 
 pub(crate) use self::labels::error_name;
 use self::labels::{ApiName, ErrorName, Text};
-use crate::server::Shared;
 
 /// Request latency buckets, in seconds: from a cached metadata answer (well under a
 /// millisecond) to a long-polling fetch (up to its 30 s cap).
+/// What every series' name starts with.
+pub(crate) const PREFIX: &str = "spool";
+
 const LATENCY_BUCKETS: [f64; 16] = [
     0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
@@ -99,15 +101,15 @@ pub(crate) struct BrokerMetrics {
     topics: RwLock<HashMap<Uuid, TopicCounters>>,
     /// Observed by every partition log's fsync rounds.
     pub(crate) sync_timer: Histogram,
-    /// The broker, for what is read at scrape time; set once it is running.
-    broker: Arc<OnceLock<Weak<Shared>>>,
+    /// Partitions shown with series of their own at most (`scrape`).
+    partition_series_limit: usize,
 }
 
 impl BrokerMetrics {
     /// The registry with every series; `sync_timer` is the fsync histogram the logs
     /// observe.
     pub(crate) fn new(sync_timer: Histogram, partition_series_limit: usize) -> BrokerMetrics {
-        let mut registry = Registry::with_prefix("spool");
+        let mut registry = Registry::with_prefix(PREFIX);
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "requests",
@@ -174,11 +176,6 @@ impl BrokerMetrics {
             "Time each fsync round of a partition took (its files and, when it changed, its directory)",
             sync_timer.clone(),
         );
-        let broker = Arc::new(OnceLock::new());
-        registry.register_collector(Box::new(scrape::StateCollector::new(
-            broker.clone(),
-            partition_series_limit,
-        )));
         BrokerMetrics {
             registry,
             requests,
@@ -193,22 +190,19 @@ impl BrokerMetrics {
             topic_bytes_out,
             topics: RwLock::new(HashMap::new()),
             sync_timer,
-            broker,
+            partition_series_limit,
         }
     }
 
-    /// Gives the scrape-time series the running broker.
-    pub(crate) fn attach(&self, shared: &Arc<Shared>) {
-        let _ = self.broker.set(Arc::downgrade(shared));
+    /// The series counted as things happen, in the OpenMetrics text format without
+    /// its end (`scrape::encode` adds the broker's state and the end).
+    pub(crate) fn encode_counted(&self, text: &mut String) -> std::fmt::Result {
+        prometheus_client::encoding::text::encode_registry(text, &self.registry)
     }
 
-    /// Every series, in the OpenMetrics text format.
-    pub(crate) fn encode(&self) -> String {
-        let mut text = String::new();
-        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
-            tracing::warn!(%error, "cannot write the metrics");
-        }
-        text
+    /// Partitions shown with series of their own at most.
+    pub(crate) fn partition_series_limit(&self) -> usize {
+        self.partition_series_limit
     }
 
     /// A request of `api` at `version` was read.

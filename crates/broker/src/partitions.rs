@@ -16,7 +16,7 @@ use spool_model::{Offset, Timestamp, TopicName, TopicPartition};
 use uuid::Uuid;
 
 use crate::errors::{self, code};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::Topic;
 use spool_shared_storage::{SharedPartition, StorageError};
 

@@ -19,7 +19,7 @@ use crate::dynamic_config::DynamicConfig;
 use crate::metrics::BrokerMetrics;
 use crate::producer_ids::ProducerIds;
 use crate::store_binding;
-use crate::topics::{self, TopicTable};
+use crate::topics;
 use prometheus_client::metrics::histogram::Histogram;
 use spool_admin::AdminServer;
 use spool_coordinator::{GroupCoordinator, TransactionCoordinator, TxnConfig};
@@ -27,160 +27,11 @@ use spool_metadata::{MetadataStore, MetadataUrl};
 use spool_objects::{ObjectStorage, StorageUrl};
 use spool_security::sasl::SaslMechanism;
 
+use crate::broker_error::BrokerError;
 use crate::cluster::ClusterView;
+use crate::shared::{ListenerEndpoint, Shared};
 use crate::transactions::BrokerMarkers;
 use spool_shared_storage::SharedStorage;
-
-/// Why the broker could not start or stop cleanly.
-#[derive(Debug, thiserror::Error)]
-pub enum BrokerError {
-    #[error(
-        "data directory {path} is in use by another spool process (see {path}/lock for its pid); stop it or use another --data-dir"
-    )]
-    DataDirInUse { path: std::path::PathBuf },
-    #[error("cannot use data directory {path}: {source}")]
-    DataDir {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot open the logs: {0}")]
-    Logs(#[from] spool_log::LogError),
-    #[error("{}", metadata_failure(.0))]
-    Metadata(#[from] spool_metadata::MetadataError),
-    #[error("cannot open the object storage: {0}")]
-    Objects(#[from] spool_objects::ObjectsError),
-    #[error("security settings: {0}")]
-    Security(String),
-    #[error("cannot listen on {address}: {source}")]
-    Listen {
-        address: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("a background task failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
-    #[error(
-        "cannot listen on {address} for the admin API (admin.listen; `off` runs none): {source}"
-    )]
-    AdminListen {
-        address: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("Kafka's default topic configs do not resolve: {0}")]
-    TopicConfig(String),
-    #[error(
-        "data directory {path} belongs to metadata store {recorded}, but {url} is store {found}: refusing to start (its topics would be taken for data no topic owns). Start with the metadata URL this directory was used with, or another --data-dir"
-    )]
-    WrongMetadataStore {
-        path: std::path::PathBuf,
-        recorded: uuid::Uuid,
-        found: uuid::Uuid,
-        url: String,
-    },
-}
-
-/// A metadata error at start: a refusal of this broker (a node id held by another,
-/// another object store) as the store said it; anything else as the store failing.
-fn metadata_failure(error: &spool_metadata::MetadataError) -> String {
-    use spool_metadata::MetadataError;
-    match error {
-        MetadataError::NodeInUse { .. } | MetadataError::OtherStorage { .. } => {
-            format!("refusing to start: {error}")
-        }
-        _ => format!("cannot open the metadata store: {error}"),
-    }
-}
-
-/// What every connection shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// The settings: static ones as started, dynamic ones as changed since.
-    pub(crate) dynamic: DynamicConfig,
-    /// Serializes changes of topics and configs, so that none is lost to another.
-    pub(crate) admin: tokio::sync::Mutex<()>,
-    /// Every listener (at least one): its name, where it is bound, what it
-    /// advertises.
-    pub(crate) listeners: Vec<ListenerEndpoint>,
-    pub(crate) logs: LogManager,
-    pub(crate) metadata: Arc<dyn MetadataStore>,
-    pub(crate) topics: TopicTable,
-    pub(crate) groups: Arc<GroupCoordinator>,
-    pub(crate) transactions: Arc<TransactionCoordinator>,
-    pub(crate) producer_ids: Arc<ProducerIds>,
-    pub(crate) cluster_id: String,
-    /// Shared-storage mode's objects and uploader; `None` in embedded mode.
-    pub(crate) storage: Option<Arc<SharedStorage>>,
-    /// The cluster this broker is a member of (shared-storage mode); `None` in
-    /// embedded mode, where it leads every partition.
-    pub(crate) cluster: Option<Arc<ClusterView>>,
-    /// What `/metrics` counts; `None` with `metrics.enable=false`.
-    pub(crate) metrics: Option<Arc<BrokerMetrics>>,
-    /// Pending delayed records of the partitions this broker leads.
-    pub(crate) delayed: crate::delayed::DelayedStats,
-    /// The views' tag index and match counts.
-    pub(crate) views: spool_views::Views,
-    /// The ACLs and what decides with them.
-    pub(crate) authorizer: spool_security::authorizer::Authorizer,
-    /// Client quotas and what each entity has used.
-    pub(crate) quotas: spool_security::quotas::Quotas,
-    /// OAUTHBEARER's key set, when a listener offers the mechanism.
-    pub(crate) token_verifier: Option<Arc<spool_security::oauth::TokenVerifier>>,
-}
-
-/// A listener as bound.
-#[derive(Debug, Clone)]
-pub(crate) struct ListenerEndpoint {
-    pub(crate) name: String,
-    pub(crate) local: SocketAddr,
-    pub(crate) advertised: (String, i32),
-}
-
-impl Shared {
-    /// What this broker advertises on the listener named `name` (the first
-    /// listener's for a name it does not have).
-    pub(crate) fn advertised_on(&self, name: &str) -> (String, i32) {
-        self.listeners
-            .iter()
-            .find(|listener| listener.name == name)
-            .map_or_else(|| self.advertised(), |listener| listener.advertised.clone())
-    }
-
-    /// The first listener's name (what the admin listener's answers use).
-    pub(crate) fn first_listener(&self) -> String {
-        self.listeners
-            .first()
-            .map(|listener| listener.name.clone())
-            .unwrap_or_default()
-    }
-
-    /// What the first listener advertises.
-    pub(crate) fn advertised(&self) -> (String, i32) {
-        self.listeners
-            .first()
-            .map(|listener| listener.advertised.clone())
-            .unwrap_or_default()
-    }
-
-    /// What the broker checks logins against.
-    pub(crate) fn login_verifiers(&self) -> spool_security::sasl::Verifiers<'_> {
-        spool_security::sasl::Verifiers {
-            metadata: &self.metadata,
-            tokens: self.token_verifier.as_deref(),
-        }
-    }
-
-    /// The settings the broker started with (the static ones stay so).
-    pub(crate) fn started_config(&self) -> &BrokerConfig {
-        self.dynamic.started()
-    }
-
-    /// The settings in force now, dynamic changes included.
-    pub(crate) fn current_config(&self) -> Arc<BrokerConfig> {
-        self.dynamic.current()
-    }
-}
 
 /// A running broker.
 #[derive(Debug)]
@@ -490,9 +341,6 @@ impl Broker {
             token_verifier,
         });
         markers.attach(&shared);
-        if let Some(metrics) = &shared.metrics {
-            metrics.attach(&shared);
-        }
         if let Some(view) = &shared.cluster {
             // Each group and each transactional id has one coordinator among the
             // brokers.

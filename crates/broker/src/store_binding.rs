@@ -9,7 +9,7 @@ use std::path::Path;
 use spool_metadata::MetadataUrl;
 use uuid::Uuid;
 
-use crate::server::BrokerError;
+use crate::broker_error::BrokerError;
 
 const FILE: &str = "metadata-store";
 

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::errors::code;
 use crate::partitions::{PartitionError, log_topic, on_blocking_pool};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_views::View;
 
 pub(crate) mod follow;

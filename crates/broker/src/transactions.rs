@@ -13,7 +13,7 @@ use spool_protocol::control::{Marker, marker_batch};
 
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::producer_ids::ProducerIds;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// How long a marker may take to become durable before it is tried again later.
 const MARKER_DURABLE_WAIT: Duration = Duration::from_secs(10);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use spool_metadata::PartitionState;
 
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::Topic;
 
 /// A partition's offsets as the REST API shows them.

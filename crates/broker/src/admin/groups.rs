@@ -14,7 +14,7 @@ use super::bounds::partition_bounds;
 use super::kafka_error;
 use crate::errors::{code, group_error_code};
 use crate::partitions::on_blocking_pool;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiError> {
     let shared = shared.clone();

@@ -20,7 +20,7 @@ use spool_protocol::keyed::BatchRecords;
 use super::kafka_error;
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::Topic;
 use spool_metadata::PartitionKey;
 use spool_shared_storage::SharedStorage;

@@ -12,7 +12,7 @@ use super::bounds::partition_bounds;
 use super::kafka_error;
 use crate::errors::code;
 use crate::partitions::on_blocking_pool;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::{self, AdminError, Topic};
 
 fn admin_error(error: AdminError) -> ApiError {

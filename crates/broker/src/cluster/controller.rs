@@ -18,7 +18,7 @@ use std::time::Instant;
 use spool_metadata::{Leadership, MetadataError, PartitionKey, PartitionMove};
 
 use super::{ClusterView, lease_ms};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// A handover asked of a live leader, as the controller first saw it.
 #[derive(Debug, Clone, Copy)]

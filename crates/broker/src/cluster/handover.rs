@@ -19,7 +19,7 @@ use spool_model::TopicPartition;
 
 use super::ClusterView;
 use crate::partitions::log_topic;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// How often a sealed tail is checked for its last commit.
 const SETTLE_POLL: Duration = Duration::from_millis(5);

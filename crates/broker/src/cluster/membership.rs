@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::{ClusterView, controller, handover, lease_ms};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// How often the assignments version is read: a partition that moved is served by its
 /// new leader (and refused by the old) within about this.

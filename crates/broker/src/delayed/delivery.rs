@@ -27,7 +27,7 @@ use spool_protocol::keyed::BatchRecords;
 use tokio::sync::watch;
 
 use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::Topic;
 
 /// When the record was produced (epoch ms, decimal ASCII).

@@ -8,9 +8,9 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ApiKey, ResponseKind,
 };
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{knows_producer_fenced, txn_result_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::AddOffsetsToTxn,

@@ -16,9 +16,9 @@ use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ResponseKind,
 };
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{code, knows_producer_fenced, txn_result_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

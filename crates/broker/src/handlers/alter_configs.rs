@@ -13,11 +13,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use super::configs::{self, BROKER, TOPIC};
 use crate::dynamic_config;
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topic_configs;
 use crate::topics::{self, AdminError};
 use spool_security::acl::Operation;

@@ -16,9 +16,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_sasl::scram::{Credential, MAX_ITERATIONS, MIN_ITERATIONS, Mechanism};
 use spool_security::record_of;
 

@@ -4,7 +4,7 @@
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseKind};
 
-use super::{APIS, ApiDecl};
+use super::api::ApiDecl;
 use crate::errors::code;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -13,8 +13,8 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 4,
 };
 
-fn api_keys() -> Vec<ApiVersion> {
-    APIS.iter()
+fn api_keys(apis: &[ApiDecl]) -> Vec<ApiVersion> {
+    apis.iter()
         .map(|api| {
             ApiVersion::default()
                 .with_api_key(api.key as i16)
@@ -24,14 +24,16 @@ fn api_keys() -> Vec<ApiVersion> {
         .collect()
 }
 
-pub(crate) fn handle() -> ResponseKind {
-    ResponseKind::ApiVersions(ApiVersionsResponse::default().with_api_keys(api_keys()))
+/// The answer: every API of `apis` (the broker's table) with its versions.
+pub(crate) fn handle(apis: &[ApiDecl]) -> ResponseKind {
+    ResponseKind::ApiVersions(ApiVersionsResponse::default().with_api_keys(api_keys(apis)))
 }
 
-pub(crate) fn unsupported_version() -> ResponseKind {
+/// The answer to an ApiVersions of a version Spool does not read.
+pub(crate) fn unsupported_version(apis: &[ApiDecl]) -> ResponseKind {
     ResponseKind::ApiVersions(
         ApiVersionsResponse::default()
             .with_error_code(code::UNSUPPORTED_VERSION)
-            .with_api_keys(api_keys()),
+            .with_api_keys(api_keys(apis)),
     )
 }

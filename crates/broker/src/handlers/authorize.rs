@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::RequestContext;
+use super::api::RequestContext;
 use crate::errors::code;
 use spool_security::acl::Operation::{self, Alter, Describe, IdempotentWrite, Read, Write};
 

@@ -14,9 +14,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use spool_metadata::{EntityPart, QuotaEntity};
 
-use super::{ApiDecl, RequestContext};
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::quotas::KEYS;
 

@@ -9,9 +9,9 @@ use kafka_protocol::messages::{ApiKey, CreateAclsRequest, CreateAclsResponse, Re
 use kafka_protocol::protocol::StrBytes;
 use spool_metadata::AclRecord;
 
-use super::{ApiDecl, RequestContext};
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::{self, Operation};
 
 pub(crate) const API: ApiDecl = ApiDecl {

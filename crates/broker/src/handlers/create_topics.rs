@@ -7,9 +7,9 @@ use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::{self, AdminError, NewTopic};
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;

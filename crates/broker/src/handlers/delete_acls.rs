@@ -13,10 +13,10 @@ use kafka_protocol::protocol::StrBytes;
 use spool_metadata::AclRecord;
 
 use super::acl_filter::acl_filter_of;
+use super::api::{ApiDecl, RequestContext};
 use super::create_acls::{applied, refusal};
-use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::{AclFilter, Operation};
 
 pub(crate) const API: ApiDecl = ApiDecl {

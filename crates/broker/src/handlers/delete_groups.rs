@@ -5,9 +5,9 @@ use std::sync::Arc;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, ResponseKind};
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{code, group_result_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

@@ -12,10 +12,10 @@ use kafka_protocol::messages::{
 
 use spool_model::Offset;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionHandle, per_partition};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

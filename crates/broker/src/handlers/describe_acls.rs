@@ -9,10 +9,10 @@ use kafka_protocol::messages::{ApiKey, DescribeAclsRequest, DescribeAclsResponse
 use kafka_protocol::protocol::StrBytes;
 
 use super::acl_filter::acl_filter_of;
+use super::api::{ApiDecl, RequestContext};
 use super::create_acls::refusal;
-use super::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 
 pub(crate) const API: ApiDecl = ApiDecl {

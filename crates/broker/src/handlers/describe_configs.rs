@@ -13,12 +13,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use super::configs::{self, BROKER, TOPIC};
 use crate::config::BrokerConfig;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topic_configs::{self, Effect, TopicConfig};
 use crate::topics;
 use spool_security::acl::Operation;

@@ -8,9 +8,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::{Operation, ResourceType};
 use spool_security::authorizer::Access;
 

@@ -14,9 +14,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeUserScramCredentials,

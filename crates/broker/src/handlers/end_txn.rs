@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, EndTxnRequest, EndTxnResponse, ResponseKind};
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{knows_producer_fenced, txn_result_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::EndTxn,

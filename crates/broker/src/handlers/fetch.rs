@@ -36,11 +36,11 @@ use tokio::sync::watch;
 
 pub(crate) use self::encode::FetchBody;
 use self::encode::{PartitionOut, TopicOut};
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::view_reader::ViewReader;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
@@ -136,7 +136,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
         watches: Vec::new(),
         hinted: Vec::new(),
     };
-    let isolation = if request.isolation_level == super::READ_COMMITTED {
+    let isolation = if request.isolation_level == super::api::READ_COMMITTED {
         Isolation::ReadCommitted
     } else {
         Isolation::ReadUncommitted

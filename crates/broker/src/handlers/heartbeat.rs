@@ -3,9 +3,9 @@
 
 use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse, ResponseKind};
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::group_result_code;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Heartbeat,

@@ -8,9 +8,9 @@ use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, ResponseKind,
 };
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{code, knows_producer_fenced, txn_error_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::InitProducerId,

@@ -11,9 +11,9 @@ use kafka_protocol::messages::{ApiKey, JoinGroupRequest, JoinGroupResponse, Resp
 use kafka_protocol::protocol::StrBytes;
 use spool_coordinator::JoinRequest;
 
-use super::{ApiDecl, RequestContext};
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::group_error_code;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::JoinGroup,

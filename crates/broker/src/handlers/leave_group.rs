@@ -4,9 +4,9 @@
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::group_result_code;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::LeaveGroup,

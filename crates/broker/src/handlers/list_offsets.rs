@@ -18,10 +18,10 @@ use kafka_protocol::messages::{
 
 use spool_model::{Offset, Timestamp};
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle, per_partition};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 
@@ -55,7 +55,7 @@ pub(crate) async fn handle(
             (topic.name, partitions)
         })
         .collect();
-    let committed = request.isolation_level == super::READ_COMMITTED;
+    let committed = request.isolation_level == super::api::READ_COMMITTED;
     let answers = per_partition(
         &shared,
         asked,

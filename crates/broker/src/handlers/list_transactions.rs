@@ -12,9 +12,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use spool_metadata::TxnState;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::txn_error_code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

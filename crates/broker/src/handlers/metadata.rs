@@ -15,9 +15,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{ApiDecl, RequestContext};
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::{self, Topic};
 use spool_security::acl::{CLUSTER_NAME, Operation, ResourceType};
 

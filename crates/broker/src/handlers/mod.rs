@@ -7,6 +7,7 @@ mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_user_scram_credentials;
+mod api;
 mod api_versions;
 mod authorize;
 mod client_quotas;
@@ -54,24 +55,11 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind
 use kafka_protocol::protocol::Encodable;
 use spool_protocol::request::{self, Envelope};
 
-use crate::connection::Reply;
-use crate::response::ResponseWriter;
-use crate::server::Shared;
-use spool_security::authorizer::Access;
+use self::api::{ApiDecl, RequestContext};
+use crate::response::{Reply, ResponseWriter};
+use crate::shared::Shared;
 use spool_security::quotas::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, throttle_ms};
 use spool_security::session::{Gate, Session};
-
-/// `isolation_level` (Fetch, ListOffsets) of a consumer that reads only committed
-/// transactions.
-pub(crate) const READ_COMMITTED: i8 = 1;
-
-/// An API a handler implements, and the versions.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ApiDecl {
-    pub(crate) key: ApiKey,
-    pub(crate) min: i16,
-    pub(crate) max: i16,
-}
 
 /// Every API Spool implements.
 pub(crate) const APIS: &[ApiDecl] = &[
@@ -117,18 +105,6 @@ pub(crate) const APIS: &[ApiDecl] = &[
     client_quotas::ALTER_API,
 ];
 
-/// Who sent a request: what JoinGroup records of a member, and the listener it came
-/// in on (Metadata and FindCoordinator answer with that listener's endpoints).
-#[derive(Debug, Clone)]
-pub(crate) struct RequestContext {
-    pub(crate) client_id: String,
-    /// As Kafka shows it: `/` and the peer's IP address.
-    pub(crate) client_host: String,
-    pub(crate) listener: String,
-    /// What the request's principal may do.
-    pub(crate) access: Access,
-}
-
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
     APIS.iter().find(|api| api.key == key)
 }
@@ -161,7 +137,7 @@ pub(crate) async fn handle(
         if key == ApiKey::ApiVersions {
             // Kafka answers an ApiVersions it cannot read with a v0 response naming
             // the versions it supports, so the client can retry with one of them.
-            return encode(&envelope, 0, &api_versions::unsupported_version());
+            return encode(&envelope, 0, &api_versions::unsupported_version(APIS));
         }
         tracing::warn!(api = ?key, version, "closing connection: unsupported version");
         return Reply::Close;
@@ -200,7 +176,7 @@ pub(crate) async fn handle(
     // What the quotas need once a handler has taken `shared`.
     let after = shared.clone();
     let response = match body {
-        RequestKind::ApiVersions(_) => api_versions::handle(),
+        RequestKind::ApiVersions(_) => api_versions::handle(APIS),
         RequestKind::Metadata(request) => {
             metadata::handle(request, version, &context, shared).await
         }

@@ -10,9 +10,9 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
 use spool_coordinator::{CommitOffset, CommitRequest};
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{code, group_error_code, group_result_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

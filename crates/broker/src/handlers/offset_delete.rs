@@ -10,9 +10,9 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, ResponseKind};
 use spool_protocol::consumer_protocol::subscribed_topics;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{code, group_error_code, group_result_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

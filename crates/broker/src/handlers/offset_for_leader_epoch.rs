@@ -13,10 +13,10 @@ use kafka_protocol::messages::{
     ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ResponseKind, TopicName,
 };
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{self, code};
 use crate::partitions::per_partition;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

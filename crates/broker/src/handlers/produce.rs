@@ -29,11 +29,11 @@ use spool_protocol::compression::CodecError;
 use spool_protocol::keyed;
 use spool_protocol::recompress::recompress;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{self, code};
 use crate::leader_hint::LeaderHint;
 use crate::partitions::{PartitionHandle, per_partition};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::topics::{self, Recompression, Topic};
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;

@@ -12,9 +12,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::sasl::{self, Step};
 use spool_security::session::Session;
 

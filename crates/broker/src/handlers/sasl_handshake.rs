@@ -5,7 +5,7 @@
 use kafka_protocol::messages::{ApiKey, ResponseKind, SaslHandshakeRequest, SaslHandshakeResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::code;
 use spool_security::sasl::{Exchange, SaslMechanism};
 use spool_security::session::Session;

@@ -7,9 +7,9 @@ use kafka_protocol::messages::{ApiKey, ResponseKind, SyncGroupRequest, SyncGroup
 use kafka_protocol::protocol::StrBytes;
 use spool_coordinator::SyncRequest;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::group_error_code;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::SyncGroup,

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
-use super::RequestContext;
-use crate::server::Shared;
+use super::api::RequestContext;
+use crate::shared::Shared;
 use spool_security::quotas::{REQUEST_PERCENTAGE, throttle_ms};
 use spool_security::session::Session;
 

@@ -16,9 +16,9 @@ use kafka_protocol::messages::{
 };
 use spool_metadata::CommittedOffset;
 
-use super::ApiDecl;
+use super::api::ApiDecl;
 use crate::errors::{code, group_error_code, knows_producer_fenced, txn_error_code};
-use crate::server::Shared;
+use crate::shared::Shared;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 

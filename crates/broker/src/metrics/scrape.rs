@@ -4,8 +4,8 @@
 //! admin listener runs it on the blocking pool.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -14,8 +14,11 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 
+use prometheus_client::registry::Registry;
+
+use super::BrokerMetrics;
 use super::labels::Text;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct PartitionLabels {
@@ -50,30 +53,36 @@ const GROUP_STATES: [&str; 5] = [
     "Dead",
 ];
 
-/// Reads the broker's state at scrape time.
-#[derive(Debug)]
-pub(crate) struct StateCollector {
-    broker: Arc<OnceLock<Weak<Shared>>>,
-    partition_series_limit: usize,
+/// Every series in the OpenMetrics text format: those `metrics` counted, then those
+/// read from the broker's state now. Takes the partitions' locks: not on an async
+/// thread.
+pub(crate) fn encode(metrics: &BrokerMetrics, shared: &Arc<Shared>) -> String {
+    let mut state = Registry::with_prefix(super::PREFIX);
+    state.register_collector(Box::new(StateCollector {
+        broker: shared.clone(),
+        partition_series_limit: metrics.partition_series_limit(),
+    }));
+    let mut text = String::new();
+    let encoded = metrics
+        .encode_counted(&mut text)
+        .and_then(|()| prometheus_client::encoding::text::encode_registry(&mut text, &state))
+        .and_then(|()| prometheus_client::encoding::text::encode_eof(&mut text));
+    if let Err(error) = encoded {
+        tracing::warn!(%error, "cannot write the metrics");
+    }
+    text
 }
 
-impl StateCollector {
-    pub(crate) fn new(
-        broker: Arc<OnceLock<Weak<Shared>>>,
-        partition_series_limit: usize,
-    ) -> StateCollector {
-        StateCollector {
-            broker,
-            partition_series_limit,
-        }
-    }
+/// Reads the broker's state when encoded: made for one scrape.
+#[derive(Debug)]
+struct StateCollector {
+    broker: Arc<Shared>,
+    partition_series_limit: usize,
 }
 
 impl Collector for StateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
-        let Some(shared) = self.broker.get().and_then(Weak::upgrade) else {
-            return Ok(());
-        };
+        let shared = &self.broker;
         gauge(
             &mut encoder,
             "storage_flush_queue_depth",

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::{Topic, create_logs, forget, resolve};
 use crate::partitions::on_blocking_pool;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// How often the store's topics version is read: in a cluster, where the broker that
 /// changed something waits for the others to follow, and otherwise (brokers sharing

@@ -12,9 +12,9 @@ use spool_store::Store;
 use uuid::Uuid;
 
 use super::{Topic, TopicTable, resolve};
+use crate::broker_error::BrokerError;
 use crate::config::BrokerConfig;
 use crate::partitions::{log_topic, topic_id_of_log};
-use crate::server::BrokerError;
 
 /// The data directory's topics, by their log-manager names.
 const TOPICS_DIR: &str = "topics";

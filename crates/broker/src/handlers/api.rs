@@ -1,0 +1,29 @@
+//! What every handler shares: the declaration of the API it implements, and who sent
+//! the request.
+
+use kafka_protocol::messages::ApiKey;
+use spool_security::authorizer::Access;
+
+/// `isolation_level` (Fetch, ListOffsets) of a consumer that reads only committed
+/// transactions.
+pub(crate) const READ_COMMITTED: i8 = 1;
+
+/// An API a handler implements, and the versions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ApiDecl {
+    pub(crate) key: ApiKey,
+    pub(crate) min: i16,
+    pub(crate) max: i16,
+}
+
+/// Who sent a request: what JoinGroup records of a member, and the listener it came
+/// in on (Metadata and FindCoordinator answer with that listener's endpoints).
+#[derive(Debug, Clone)]
+pub(crate) struct RequestContext {
+    pub(crate) client_id: String,
+    /// As Kafka shows it: `/` and the peer's IP address.
+    pub(crate) client_host: String,
+    pub(crate) listener: String,
+    /// What the request's principal may do.
+    pub(crate) access: Access,
+}
