@@ -82,19 +82,19 @@ struct StateCollector {
 
 impl Collector for StateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
-        let shared = &self.broker;
+        let shared: &Shared = &self.broker;
         gauge(
             &mut encoder,
             "storage_flush_queue_depth",
             "Partitions waiting for a flusher to fsync them",
             shared.logs.flush_queue_len(),
         )?;
-        partitions(&mut encoder, &shared, self.partition_series_limit)?;
-        delayed(&mut encoder, &shared)?;
-        views(&mut encoder, &shared)?;
-        groups(&mut encoder, &shared)?;
-        object_storage(&mut encoder, &shared)?;
-        cluster(&mut encoder, &shared)
+        partitions(&mut encoder, shared, self.partition_series_limit)?;
+        delayed(&mut encoder, shared)?;
+        views(&mut encoder, shared)?;
+        groups(&mut encoder, shared)?;
+        object_storage(&mut encoder, shared)?;
+        cluster(&mut encoder, shared)
     }
 }
 
