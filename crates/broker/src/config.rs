@@ -13,7 +13,7 @@ pub use spool_shared_storage::StorageConfig;
 mod security_settings;
 
 use crate::topic_configs::{self, BrokerSynonym};
-use crate::topics;
+use crate::topics::{check_config, default_config_values};
 
 /// What a broker needs to start. Every field has a default (see `Default`).
 #[derive(Debug, Clone)]
@@ -673,7 +673,7 @@ impl BrokerConfig {
             let known: Vec<_> = setting_names().collect();
             return Err(format!("unknown setting (known: {})", known.join(", ")));
         };
-        topics::check_config(topic_config.name, &in_topic_terms(synonym, value)?)
+        check_config(topic_config.name, &in_topic_terms(synonym, value)?)
             .map_err(|e| e.0)?;
         self.topic_default_settings
             .insert(name.to_owned(), value.to_owned());
@@ -701,7 +701,7 @@ impl BrokerConfig {
     /// Every setting by Kafka name with its current value.
     pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
         let mut settings: Vec<_> = all_settings().map(|s| (s.name, (s.get)(self))).collect();
-        let defaults = topics::default_config_values(&self.topic_defaults());
+        let defaults = default_config_values(&self.topic_defaults());
         for config in topic_configs::TOPIC_CONFIGS {
             for (i, synonym) in config.broker.iter().enumerate() {
                 // The first (most precise) setting shows the value in force; the

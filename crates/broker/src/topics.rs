@@ -2,9 +2,9 @@
 //! settings derived from their configs.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
-use spool_log::{LogConfig, LogError};
+use spool_log::LogError;
 use spool_metadata::{ConfigChange, MetadataError, TopicRecord};
 use spool_model::TopicName;
 use uuid::Uuid;
@@ -17,155 +17,14 @@ use spool_views::View;
 pub(crate) mod follow;
 mod settings;
 mod startup;
+mod table;
 
 pub(crate) use self::follow::{catch_up_now, follow_metadata_store};
 pub(crate) use self::settings::{
-    DelayPolicy, Recompression, TimestampBounds, check_config, config_entries,
-    default_config_values, resolve,
+    DelayPolicy, Recompression, check_config, config_entries, default_config_values, resolve,
 };
 pub(crate) use self::startup::{load_topics, move_name_keyed_logs};
-
-/// A topic with its settings resolved.
-#[derive(Debug, Clone)]
-pub(crate) struct Topic {
-    pub(crate) record: TopicRecord,
-    pub(crate) log: LogConfig,
-    pub(crate) max_message_bytes: usize,
-    /// `compression.type` and the codec levels: `None` keeps the producer's codec.
-    pub(crate) recompression: Option<Recompression>,
-    /// `message.timestamp.before.max.ms` / `after.max.ms` for CreateTime topics.
-    pub(crate) timestamps: TimestampBounds,
-    /// `delivery.delay.enable`: records due later are held; `None` when off.
-    pub(crate) delay: Option<DelayPolicy>,
-    /// `view.source.topic`: a read-only view of another topic; `None` for a topic
-    /// with records of its own.
-    pub(crate) view: Option<spool_views::View>,
-    /// Every config of the topic with its value: explicit, the broker's default, or
-    /// Kafka's.
-    pub(crate) configs: BTreeMap<&'static str, String>,
-    /// Each partition's leader epoch, by index, as this broker took ownership (a
-    /// partition past the end is at epoch 0).
-    pub(crate) leader_epochs: Vec<i32>,
-}
-
-impl Topic {
-    /// Whether the topic has a partition `index`.
-    pub(crate) fn has_partition(&self, index: i32) -> bool {
-        (0..self.record.partitions).contains(&index)
-    }
-
-    /// The topic with its settings resolved again (after a change of its configs or
-    /// of the broker's defaults), keeping its leader epochs.
-    pub(crate) fn resolved_again(
-        &self,
-        record: TopicRecord,
-        defaults: &BTreeMap<String, String>,
-    ) -> Result<Topic, settings::InvalidConfig> {
-        let mut topic = resolve(record, defaults)?;
-        topic.leader_epochs.clone_from(&self.leader_epochs);
-        Ok(topic)
-    }
-}
-
-/// Whether `name` is one Kafka refuses as a topic name (`INVALID_TOPIC_EXCEPTION`).
-pub(crate) fn is_illegal_name(name: &str) -> bool {
-    TopicName::new(name).is_err()
-}
-
-/// All topics, by name and by id, shared by the handlers. Both are lookups: Fetch
-/// v13+, Metadata by id and following the store find topics by id.
-#[derive(Debug, Default)]
-pub(crate) struct TopicTable {
-    tables: RwLock<Tables>,
-}
-
-#[derive(Debug, Default)]
-struct Tables {
-    by_name: BTreeMap<String, Arc<Topic>>,
-    by_id: std::collections::HashMap<Uuid, Arc<Topic>>,
-}
-
-impl TopicTable {
-    pub(crate) fn get(&self, name: &str) -> Option<Arc<Topic>> {
-        self.read().by_name.get(name).cloned()
-    }
-
-    /// The topic named `name`, or the error a client gets for a missing one.
-    pub(crate) fn existing(&self, name: &str) -> Result<Arc<Topic>, AdminError> {
-        self.get(name).ok_or_else(|| {
-            AdminError::new(
-                code::UNKNOWN_TOPIC_OR_PARTITION,
-                format!("topic {name} does not exist"),
-            )
-        })
-    }
-
-    pub(crate) fn by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
-        self.read().by_id.get(&id).cloned()
-    }
-
-    pub(crate) fn all(&self) -> Vec<Arc<Topic>> {
-        self.read().by_name.values().cloned().collect()
-    }
-
-    /// The topics `keep` says yes to (only those are cloned).
-    pub(crate) fn matching(&self, keep: impl Fn(&Topic) -> bool) -> Vec<Arc<Topic>> {
-        self.read()
-            .by_name
-            .values()
-            .filter(|topic| keep(topic))
-            .cloned()
-            .collect()
-    }
-
-    pub(crate) fn insert(&self, topic: Topic) {
-        let name = topic.record.name.as_str().to_owned();
-        let topic = Arc::new(topic);
-        let mut tables = self.write();
-        tables.by_id.insert(topic.record.id, topic.clone());
-        if let Some(replaced) = tables.by_name.insert(name, topic.clone())
-            && replaced.record.id != topic.record.id
-        {
-            tables.by_id.remove(&replaced.record.id);
-        }
-    }
-
-    pub(crate) fn remove(&self, name: &str) -> Option<Arc<Topic>> {
-        let mut tables = self.write();
-        let removed = tables.by_name.remove(name)?;
-        tables.by_id.remove(&removed.record.id);
-        Some(removed)
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Tables> {
-        self.tables
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Tables> {
-        self.tables
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// An admin operation (on topics or configs) that failed: the Kafka error code and a
-/// message for the client.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AdminError {
-    pub(crate) code: i16,
-    pub(crate) message: String,
-}
-
-impl AdminError {
-    fn new(code: i16, message: impl Into<String>) -> AdminError {
-        AdminError {
-            code,
-            message: message.into(),
-        }
-    }
-}
+pub(crate) use self::table::{AdminError, Topic, TopicTable, is_illegal_name};
 
 /// What a topic creation asks for.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use spool_metadata::TopicRecord;
 use spool_model::{CompressionCodec, TimestampType, TopicName};
 use uuid::Uuid;
 
-use super::Topic;
+use super::table::Topic;
 use crate::topic_configs::{self, TOPIC_CONFIGS};
 use spool_views::View;
 
