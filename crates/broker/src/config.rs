@@ -673,8 +673,7 @@ impl BrokerConfig {
             let known: Vec<_> = setting_names().collect();
             return Err(format!("unknown setting (known: {})", known.join(", ")));
         };
-        check_config(topic_config.name, &in_topic_terms(synonym, value)?)
-            .map_err(|e| e.0)?;
+        check_config(topic_config.name, &in_topic_terms(synonym, value)?).map_err(|e| e.0)?;
         self.topic_default_settings
             .insert(name.to_owned(), value.to_owned());
         Ok(())

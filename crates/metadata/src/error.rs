@@ -108,3 +108,6 @@ fn sqlite_kind(code: &str) -> (bool, bool) {
         .is_ok_and(|extended| matches!(extended & 0xff, 5 | 6));
     (conflict, unavailable)
 }
+
+/// The outcome of a metadata operation.
+pub type Result<T> = std::result::Result<T, MetadataError>;
