@@ -16,11 +16,10 @@ use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ResponseKind,
 };
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, knows_producer_fenced, txn_result_code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::AddPartitionsToTxn,
@@ -30,10 +29,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: AddPartitionsToTxnRequest,
-    version: i16,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let transactional_id = request.v3_and_below_transactional_id.0.as_str();
     let txn_denied = !access.transactional_id(Operation::Write, transactional_id);
     let topic_denied = |name: &str| !access.topic(Operation::Write, name);

@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use super::configs::{self, BROKER, TOPIC};
 use crate::dynamic_config;
 use crate::errors::code;
@@ -42,9 +42,11 @@ const SUBTRACT: i8 = 3;
 
 pub(crate) async fn alter(
     request: AlterConfigsRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let configs: BTreeMap<String, String> = resource
@@ -77,9 +79,11 @@ pub(crate) async fn alter(
 
 pub(crate) async fn incremental(
     request: IncrementalAlterConfigsRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let changes: Vec<(String, i8, Option<String>)> = resource

@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::shared::Shared;
 use spool_sasl::scram::{Credential, MAX_ITERATIONS, MIN_ITERATIONS, Mechanism};
@@ -36,8 +36,10 @@ enum Change {
 
 pub(crate) async fn handle(
     request: AlterUserScramCredentialsRequest,
-    shared: Arc<Shared>,
+    _context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let shared = Arc::clone(shared);
     // Every user named, in order, with the first error found for it.
     let mut errors: BTreeMap<String, Option<(i16, String)>> = BTreeMap::new();
     let mut changes: Vec<(String, Mechanism, Change)> = Vec::new();

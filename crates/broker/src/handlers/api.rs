@@ -16,10 +16,13 @@ pub(crate) struct ApiDecl {
     pub(crate) max: i16,
 }
 
-/// Who sent a request: what JoinGroup records of a member, and the listener it came
-/// in on (Metadata and FindCoordinator answer with that listener's endpoints).
+/// A request's version and who sent it: what JoinGroup records of a member, and the
+/// listener it came in on (Metadata and FindCoordinator answer with that listener's
+/// endpoints). Every handler gets it with the decoded request.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestContext {
+    /// The version the request was sent at (the answer's too).
+    pub(crate) version: i16,
     pub(crate) client_id: String,
     /// As Kafka shows it: `/` and the peer's IP address.
     pub(crate) client_host: String,

@@ -74,11 +74,12 @@ fn components_of(entity: &QuotaEntity) -> Vec<(&'static str, Option<String>)> {
         .collect()
 }
 
-pub(crate) fn describe(
-    request: &DescribeClientQuotasRequest,
+pub(crate) async fn describe(
+    request: DescribeClientQuotasRequest,
     context: &RequestContext,
-    shared: &Shared,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let request = &request;
     let failed = |error: i16, message: String| {
         ResponseKind::DescribeClientQuotas(
             DescribeClientQuotasResponse::default()
@@ -164,8 +165,9 @@ pub(crate) fn describe(
 pub(crate) async fn alter(
     request: AlterClientQuotasRequest,
     context: &RequestContext,
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let shared = Arc::clone(shared);
     let allowed = context.access.cluster(Operation::AlterConfigs);
     let mut changes = Vec::new();
     let mut results = Vec::with_capacity(request.entries.len());

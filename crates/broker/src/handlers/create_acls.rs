@@ -29,8 +29,9 @@ fn result(error: i16, message: Option<String>) -> AclCreationResult {
 pub(crate) async fn handle(
     request: CreateAclsRequest,
     context: &RequestContext,
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let shared = Arc::clone(shared);
     let count = request.creations.len();
     let answer =
         |results| ResponseKind::CreateAcls(CreateAclsResponse::default().with_results(results));

@@ -8,12 +8,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::shared::Shared;
 use crate::topics::{self, AdminError};
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::CreatePartitions,
@@ -23,9 +22,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: CreatePartitionsRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let node = shared.started_config().node_id;
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {

@@ -7,7 +7,7 @@ use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::shared::Shared;
 use crate::topics::{self, AdminError, NewTopic};
@@ -22,10 +22,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: CreateTopicsRequest,
-    version: i16,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let may_create_any = access.cluster(Operation::Create);
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {

@@ -45,8 +45,9 @@ fn matching(binding: &AclRecord) -> DeleteAclsMatchingAcl {
 pub(crate) async fn handle(
     request: DeleteAclsRequest,
     context: &RequestContext,
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let shared = Arc::clone(shared);
     let answer = |results| {
         ResponseKind::DeleteAcls(DeleteAclsResponse::default().with_filter_results(results))
     };

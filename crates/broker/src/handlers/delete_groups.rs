@@ -5,11 +5,10 @@ use std::sync::Arc;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, ResponseKind};
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, group_result_code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DeleteGroups,
@@ -19,9 +18,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: DeleteGroupsRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
         let error = if access.group(Operation::Delete, group_id.0.as_str()) {

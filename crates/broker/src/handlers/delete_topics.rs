@@ -8,12 +8,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::shared::Shared;
 use crate::topics;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DeleteTopics,
@@ -23,10 +22,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: DeleteTopicsRequest,
-    version: i16,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     // Names (v1-5) or name-or-id states (v6+), as (name, id) pairs.
     let wanted: Vec<(Option<TopicName>, uuid::Uuid)> = if version >= 6 {
         request

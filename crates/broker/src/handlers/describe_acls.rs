@@ -2,6 +2,8 @@
 //! Needs DESCRIBE on the cluster; `SECURITY_DISABLED` while `authorizer.enabled` is
 //! false.
 
+use std::sync::Arc;
+
 use std::collections::BTreeMap;
 
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
@@ -21,11 +23,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 3,
 };
 
-pub(crate) fn handle(
-    request: &DescribeAclsRequest,
+pub(crate) async fn handle(
+    request: DescribeAclsRequest,
     context: &RequestContext,
-    shared: &Shared,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let request = &request;
     let failed = |error: i16, message: &str| {
         ResponseKind::DescribeAcls(
             DescribeAclsResponse::default()

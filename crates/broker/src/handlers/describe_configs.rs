@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use super::configs::{self, BROKER, TOPIC};
 use crate::config::BrokerConfig;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
@@ -22,7 +22,6 @@ use crate::shared::Shared;
 use crate::topic_configs::{self, Effect, TopicConfig};
 use crate::topics;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeConfigs,
@@ -30,12 +29,13 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 4,
 };
 
-pub(crate) fn handle(
+pub(crate) async fn handle(
     request: DescribeConfigsRequest,
-    version: i16,
-    access: &Access,
+    context: &RequestContext,
     shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
     let with_synonyms = request.include_synonyms;
     let with_documentation = version >= 3 && request.include_documentation;
     let results = request

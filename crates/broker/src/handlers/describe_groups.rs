@@ -2,17 +2,18 @@
 //! assignment) of each group; an unknown group is described as `Dead`, as in Kafka,
 //! and one another broker of the cluster coordinates gets `NOT_COORDINATOR`.
 
+use std::sync::Arc;
+
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{
     ApiKey, DescribeGroupsRequest, DescribeGroupsResponse, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::shared::Shared;
 use spool_security::acl::{Operation, ResourceType};
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeGroups,
@@ -20,12 +21,13 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 5,
 };
 
-pub(crate) fn handle(
+pub(crate) async fn handle(
     request: DescribeGroupsRequest,
-    version: i16,
-    access: &Access,
-    shared: &Shared,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
     let groups = request
         .groups
         .into_iter()

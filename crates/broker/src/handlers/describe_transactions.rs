@@ -13,11 +13,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, txn_error_code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeTransactions,
@@ -27,9 +26,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: DescribeTransactionsRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let mut states = Vec::with_capacity(request.transactional_ids.len());
     for id in request.transactional_ids {
         let state = TransactionState::default().with_transactional_id(id.clone());

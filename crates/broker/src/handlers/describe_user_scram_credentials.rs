@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::shared::Shared;
 
@@ -26,8 +26,10 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: DescribeUserScramCredentialsRequest,
-    shared: Arc<Shared>,
+    _context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let shared = Arc::clone(shared);
     let listed = match shared.metadata.credential_list().await {
         Ok(listed) => listed,
         Err(error) => {

@@ -3,6 +3,8 @@
 //! broker coordinating a transactional id, chosen the same way. Batched keys (v4+)
 //! get one answer each. A key needs DESCRIBE on its group or transactional id.
 
+use std::sync::Arc;
+
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
     ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, ResponseKind,
@@ -108,12 +110,12 @@ fn find(key_type: i8, key: &str, context: &RequestContext, shared: &Shared) -> F
     }
 }
 
-pub(crate) fn handle(
+pub(crate) async fn handle(
     request: FindCoordinatorRequest,
-    version: i16,
     context: &RequestContext,
-    shared: &Shared,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
     let response = if version >= 4 {
         let coordinators = request
             .coordinator_keys

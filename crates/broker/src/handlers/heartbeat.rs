@@ -1,9 +1,11 @@
 //! Heartbeat (key 12): keeps a member's session alive; `REBALANCE_IN_PROGRESS` tells
 //! it to rejoin.
 
+use std::sync::Arc;
+
 use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse, ResponseKind};
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::group_result_code;
 use crate::shared::Shared;
 
@@ -13,7 +15,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 4,
 };
 
-pub(crate) fn handle(request: &HeartbeatRequest, shared: &Shared) -> ResponseKind {
+pub(crate) async fn handle(
+    request: HeartbeatRequest,
+    _context: &RequestContext,
+    shared: &Arc<Shared>,
+) -> ResponseKind {
+    let request = &request;
     let outcome = shared.groups.heartbeat(
         request.group_id.0.as_str(),
         request.member_id.as_str(),

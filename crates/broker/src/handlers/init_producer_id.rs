@@ -8,7 +8,7 @@ use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, ResponseKind,
 };
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, knows_producer_fenced, txn_error_code};
 use crate::shared::Shared;
 
@@ -20,9 +20,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: InitProducerIdRequest,
-    version: i16,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let shared = Arc::clone(shared);
     let failed = |error| {
         ResponseKind::InitProducerId(
             InitProducerIdResponse::default()

@@ -23,10 +23,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: JoinGroupRequest,
-    version: i16,
     context: &RequestContext,
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let shared = Arc::clone(shared);
     let session_timeout = millis(request.session_timeout_ms);
     let join = JoinRequest {
         group_id: request.group_id.0.to_string(),

@@ -1,10 +1,12 @@
 //! LeaveGroup (key 13): members leave at once (the group rebalances without waiting
 //! for their sessions to end). v3+ names several members, by id or instance id.
 
+use std::sync::Arc;
+
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::group_result_code;
 use crate::shared::Shared;
 
@@ -14,7 +16,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 5,
 };
 
-pub(crate) fn handle(request: LeaveGroupRequest, version: i16, shared: &Shared) -> ResponseKind {
+pub(crate) async fn handle(
+    request: LeaveGroupRequest,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
+) -> ResponseKind {
+    let version = context.version;
     let leaving: Vec<(String, Option<String>)> = if version >= 3 {
         request
             .members

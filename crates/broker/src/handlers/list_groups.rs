@@ -1,16 +1,17 @@
 //! ListGroups (key 16): every group with its state and protocol type; v4+ filters by
 //! state, v5+ by group type (all of Spool's groups are "classic").
 
+use std::sync::Arc;
+
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
     ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::ListGroups,
@@ -18,12 +19,14 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 5,
 };
 
-pub(crate) fn handle(
-    request: &ListGroupsRequest,
-    version: i16,
-    access: &Access,
-    shared: &Shared,
+pub(crate) async fn handle(
+    request: ListGroupsRequest,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let request = &request;
+    let version = context.version;
+    let access = &context.access;
     // DESCRIBE on the cluster shows every group; else those the principal may
     // describe, and never an error.
     let all = access.cluster(Operation::Describe);

@@ -18,12 +18,11 @@ use kafka_protocol::messages::{
 
 use spool_model::{Offset, Timestamp};
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle, per_partition};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::ListOffsets,
@@ -38,10 +37,12 @@ const EARLIEST_LOCAL: i64 = -4;
 
 pub(crate) async fn handle(
     request: ListOffsetsRequest,
-    version: i16,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let access = access.clone();
     let asked = request
         .topics

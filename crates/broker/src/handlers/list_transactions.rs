@@ -12,11 +12,10 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use spool_metadata::TxnState;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::txn_error_code;
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::ListTransactions,
@@ -30,9 +29,11 @@ const KAFKA_ONLY_STATES: [&str; 2] = ["PrepareEpochFence", "Dead"];
 
 pub(crate) async fn handle(
     request: ListTransactionsRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let records = match shared.transactions.transactions().await {
         Ok(records) => records,
         Err(error) => {

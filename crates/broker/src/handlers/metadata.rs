@@ -29,10 +29,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: MetadataRequest,
-    version: i16,
     context: &RequestContext,
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let shared = Arc::clone(shared);
     let node = BrokerId(shared.started_config().node_id);
     let brokers = brokers(&shared, &context.listener);
     // A partition whose leader is not among them is told leaderless, as Kafka does

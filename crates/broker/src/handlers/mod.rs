@@ -61,49 +61,74 @@ use crate::shared::Shared;
 use spool_security::quotas::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, throttle_ms};
 use spool_security::session::{Gate, Session};
 
-/// Every API Spool implements.
-pub(crate) const APIS: &[ApiDecl] = &[
+/// The one declaration of every API Spool implements, in the order ApiVersions lists
+/// them: each handler's [`ApiDecl`], and for the handlers of the common shape (the
+/// decoded request, its [`RequestContext`], the broker) the request they take and the
+/// function. It makes [`APIS`] and [`dispatch`]. The five without a function are
+/// answered by [`handle`] itself: Produce and Fetch (quotas throttle them as they
+/// go, and Produce may answer later), ApiVersions and the SASL pair (the session).
+macro_rules! apis {
+    ($($decl:path $(=> $request:ident : $handler:path)?),* $(,)?) => {
+        /// Every API Spool implements.
+        pub(crate) const APIS: &[ApiDecl] = &[$($decl),*];
+
+        /// The answer of a handler of the common shape; the request back if its API
+        /// has none.
+        async fn dispatch(
+            body: RequestKind,
+            context: &RequestContext,
+            shared: &Arc<Shared>,
+        ) -> Result<ResponseKind, RequestKind> {
+            match body {
+                $($(RequestKind::$request(request) => Ok($handler(request, context, shared).await),)?)*
+                other => Err(other),
+            }
+        }
+    };
+}
+
+apis! {
     produce::API,
     fetch::API,
-    list_offsets::API,
-    metadata::API,
+    list_offsets::API => ListOffsets: list_offsets::handle,
+    metadata::API => Metadata: metadata::handle,
     api_versions::API,
-    create_topics::API,
-    delete_topics::API,
-    delete_records::API,
-    create_partitions::API,
-    describe_configs::API,
-    alter_configs::ALTER_API,
-    alter_configs::INCREMENTAL_API,
-    find_coordinator::API,
-    join_group::API,
-    sync_group::API,
-    heartbeat::API,
-    leave_group::API,
-    offset_commit::API,
-    offset_fetch::API,
-    list_groups::API,
-    describe_groups::API,
-    delete_groups::API,
-    offset_delete::API,
-    init_producer_id::API,
-    offset_for_leader_epoch::API,
-    add_partitions_to_txn::API,
-    add_offsets_to_txn::API,
-    end_txn::API,
-    txn_offset_commit::API,
-    describe_transactions::API,
-    list_transactions::API,
+    create_topics::API => CreateTopics: create_topics::handle,
+    delete_topics::API => DeleteTopics: delete_topics::handle,
+    delete_records::API => DeleteRecords: delete_records::handle,
+    create_partitions::API => CreatePartitions: create_partitions::handle,
+    describe_configs::API => DescribeConfigs: describe_configs::handle,
+    alter_configs::ALTER_API => AlterConfigs: alter_configs::alter,
+    alter_configs::INCREMENTAL_API => IncrementalAlterConfigs: alter_configs::incremental,
+    find_coordinator::API => FindCoordinator: find_coordinator::handle,
+    join_group::API => JoinGroup: join_group::handle,
+    sync_group::API => SyncGroup: sync_group::handle,
+    heartbeat::API => Heartbeat: heartbeat::handle,
+    leave_group::API => LeaveGroup: leave_group::handle,
+    offset_commit::API => OffsetCommit: offset_commit::handle,
+    offset_fetch::API => OffsetFetch: offset_fetch::handle,
+    list_groups::API => ListGroups: list_groups::handle,
+    describe_groups::API => DescribeGroups: describe_groups::handle,
+    delete_groups::API => DeleteGroups: delete_groups::handle,
+    offset_delete::API => OffsetDelete: offset_delete::handle,
+    init_producer_id::API => InitProducerId: init_producer_id::handle,
+    offset_for_leader_epoch::API => OffsetForLeaderEpoch: offset_for_leader_epoch::handle,
+    add_partitions_to_txn::API => AddPartitionsToTxn: add_partitions_to_txn::handle,
+    add_offsets_to_txn::API => AddOffsetsToTxn: add_offsets_to_txn::handle,
+    end_txn::API => EndTxn: end_txn::handle,
+    txn_offset_commit::API => TxnOffsetCommit: txn_offset_commit::handle,
+    describe_transactions::API => DescribeTransactions: describe_transactions::handle,
+    list_transactions::API => ListTransactions: list_transactions::handle,
     sasl_handshake::API,
     sasl_authenticate::API,
-    describe_user_scram_credentials::API,
-    alter_user_scram_credentials::API,
-    describe_acls::API,
-    create_acls::API,
-    delete_acls::API,
-    client_quotas::DESCRIBE_API,
-    client_quotas::ALTER_API,
-];
+    describe_user_scram_credentials::API => DescribeUserScramCredentials: describe_user_scram_credentials::handle,
+    alter_user_scram_credentials::API => AlterUserScramCredentials: alter_user_scram_credentials::handle,
+    describe_acls::API => DescribeAcls: describe_acls::handle,
+    create_acls::API => CreateAcls: create_acls::handle,
+    delete_acls::API => DeleteAcls: delete_acls::handle,
+    client_quotas::DESCRIBE_API => DescribeClientQuotas: client_quotas::describe,
+    client_quotas::ALTER_API => AlterClientQuotas: client_quotas::alter,
+}
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
     APIS.iter().find(|api| api.key == key)
@@ -154,6 +179,7 @@ pub(crate) async fn handle(
         }
     };
     let context = RequestContext {
+        version,
         client_id: envelope
             .header
             .client_id
@@ -173,13 +199,8 @@ pub(crate) async fn handle(
         }
         return encode(&envelope, version, &response);
     }
-    // What the quotas need once a handler has taken `shared`.
-    let after = shared.clone();
     let response = match body {
         RequestKind::ApiVersions(_) => api_versions::handle(APIS),
-        RequestKind::Metadata(request) => {
-            metadata::handle(request, version, &context, shared).await
-        }
         RequestKind::SaslHandshake(request) => sasl_handshake::handle(&request, version, session),
         RequestKind::SaslAuthenticate(request) => {
             let (response, failed) = sasl_authenticate::handle(request, session, &shared).await;
@@ -192,9 +213,6 @@ pub(crate) async fn handle(
                 };
             }
             response
-        }
-        RequestKind::CreateTopics(request) => {
-            create_topics::handle(request, version, &context.access, shared).await
         }
         RequestKind::Produce(request) => {
             let bytes: usize = request
@@ -260,102 +278,20 @@ pub(crate) async fn handle(
             }
             return encode_fetch(&envelope, version, &body);
         }
-        RequestKind::ListOffsets(request) => {
-            list_offsets::handle(request, version, &context.access, shared).await
-        }
-        RequestKind::DeleteTopics(request) => {
-            delete_topics::handle(request, version, &context.access, shared).await
-        }
-        RequestKind::DeleteRecords(request) => {
-            delete_records::handle(request, &context.access, shared).await
-        }
-        RequestKind::CreatePartitions(request) => {
-            create_partitions::handle(request, &context.access, shared).await
-        }
-        RequestKind::DescribeConfigs(request) => {
-            describe_configs::handle(request, version, &context.access, &shared)
-        }
-        RequestKind::AlterConfigs(request) => {
-            alter_configs::alter(request, &context.access, shared).await
-        }
-        RequestKind::IncrementalAlterConfigs(request) => {
-            alter_configs::incremental(request, &context.access, shared).await
-        }
-        RequestKind::FindCoordinator(request) => {
-            find_coordinator::handle(request, version, &context, &shared)
-        }
-        RequestKind::JoinGroup(request) => {
-            join_group::handle(request, version, &context, shared).await
-        }
-        RequestKind::SyncGroup(request) => sync_group::handle(request, version, shared).await,
-        RequestKind::Heartbeat(request) => heartbeat::handle(&request, &shared),
-        RequestKind::LeaveGroup(request) => leave_group::handle(request, version, &shared),
-        RequestKind::OffsetCommit(request) => {
-            offset_commit::handle(request, &context.access, shared).await
-        }
-        RequestKind::OffsetFetch(request) => {
-            offset_fetch::handle(request, version, &context.access, &shared).await
-        }
-        RequestKind::ListGroups(request) => {
-            list_groups::handle(&request, version, &context.access, &shared)
-        }
-        RequestKind::DescribeGroups(request) => {
-            describe_groups::handle(request, version, &context.access, &shared)
-        }
-        RequestKind::DeleteGroups(request) => {
-            delete_groups::handle(request, &context.access, shared).await
-        }
-        RequestKind::OffsetDelete(request) => {
-            offset_delete::handle(request, &context.access, shared).await
-        }
-        RequestKind::OffsetForLeaderEpoch(request) => {
-            offset_for_leader_epoch::handle(request, version, &context.access, shared).await
-        }
-        RequestKind::InitProducerId(request) => {
-            init_producer_id::handle(request, version, shared).await
-        }
-        RequestKind::AddPartitionsToTxn(request) => {
-            add_partitions_to_txn::handle(request, version, &context.access, shared).await
-        }
-        RequestKind::AddOffsetsToTxn(request) => {
-            add_offsets_to_txn::handle(request, version, shared).await
-        }
-        RequestKind::EndTxn(request) => end_txn::handle(request, version, shared).await,
-        RequestKind::TxnOffsetCommit(request) => {
-            txn_offset_commit::handle(request, version, &context.access, shared).await
-        }
-        RequestKind::DescribeTransactions(request) => {
-            describe_transactions::handle(request, &context.access, shared).await
-        }
-        RequestKind::ListTransactions(request) => {
-            list_transactions::handle(request, &context.access, shared).await
-        }
-        RequestKind::DescribeUserScramCredentials(request) => {
-            describe_user_scram_credentials::handle(request, shared).await
-        }
-        RequestKind::AlterUserScramCredentials(request) => {
-            alter_user_scram_credentials::handle(request, shared).await
-        }
-        RequestKind::DescribeAcls(request) => describe_acls::handle(&request, &context, &shared),
-        RequestKind::CreateAcls(request) => create_acls::handle(request, &context, shared).await,
-        RequestKind::DeleteAcls(request) => delete_acls::handle(request, &context, shared).await,
-        RequestKind::DescribeClientQuotas(request) => {
-            client_quotas::describe(&request, &context, &shared)
-        }
-        RequestKind::AlterClientQuotas(request) => {
-            client_quotas::alter(request, &context, shared).await
-        }
-        other => {
-            tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
-            return Reply::Close;
-        }
+        body => match dispatch(body, &context, &shared).await {
+            Ok(response) => response,
+            Err(other) => {
+                tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
+                return Reply::Close;
+            }
+        },
     };
     let took = if throttle::waits(key) {
         Duration::ZERO
     } else {
         started.elapsed()
     };
-    let throttle = throttle::charge_time(&after, &context, took);
+    let throttle = throttle::charge_time(&shared, &context, took);
     let mut response = response;
     if !throttle.is_zero() {
         throttle::set_throttle_time(&mut response, throttle);

@@ -10,11 +10,10 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
 use spool_coordinator::{CommitOffset, CommitRequest};
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, group_error_code, group_result_code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -25,9 +24,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: OffsetCommitRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let group_denied = !access.group(Operation::Read, request.group_id.0.as_str());
     // Per partition in request order, why it is refused (`None`: committed).
     let mut refused = Vec::new();

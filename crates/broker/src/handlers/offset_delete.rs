@@ -10,11 +10,10 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, ResponseKind};
 use spool_protocol::consumer_protocol::subscribed_topics;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, group_error_code, group_result_code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetDelete,
@@ -24,9 +23,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: OffsetDeleteRequest,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let group = request.group_id.0.as_str();
     if !access.group(Operation::Delete, group) {
         return ResponseKind::OffsetDelete(

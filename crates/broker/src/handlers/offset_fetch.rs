@@ -4,6 +4,8 @@
 //! `UNSTABLE_OFFSET_COMMIT` for a partition whose offset an open transaction commits,
 //! and retries.
 
+use std::sync::Arc;
+
 use std::collections::BTreeMap;
 
 use kafka_protocol::messages::offset_fetch_response::{
@@ -17,7 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 use spool_coordinator::GroupError;
 use spool_metadata::CommittedOffset;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, group_error_code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
@@ -35,10 +37,11 @@ type Found = (i64, i32, String, i16);
 
 pub(crate) async fn handle(
     request: OffsetFetchRequest,
-    version: i16,
-    access: &Access,
-    shared: &Shared,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
     if version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
         for group in request.groups {

@@ -13,12 +13,11 @@ use kafka_protocol::messages::{
     ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ResponseKind, TopicName,
 };
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{self, code};
 use crate::partitions::per_partition;
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetForLeaderEpoch,
@@ -28,10 +27,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: OffsetForLeaderEpochRequest,
-    version: i16,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let access = access.clone();
     // The response's leader epoch exists from v1 on.
     let epoch_field = |epoch: i32| if version >= 1 { epoch } else { -1 };

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{ApiKey, ResponseKind, SyncGroupRequest, SyncGroup
 use kafka_protocol::protocol::StrBytes;
 use spool_coordinator::SyncRequest;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::group_error_code;
 use crate::shared::Shared;
 
@@ -19,9 +19,11 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: SyncGroupRequest,
-    version: i16,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let shared = Arc::clone(shared);
     let sync = SyncRequest {
         group_id: request.group_id.0.to_string(),
         generation: request.generation_id,

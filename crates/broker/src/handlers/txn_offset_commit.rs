@@ -16,11 +16,10 @@ use kafka_protocol::messages::{
 };
 use spool_metadata::CommittedOffset;
 
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, group_error_code, knows_producer_fenced, txn_error_code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
-use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::TxnOffsetCommit,
@@ -30,10 +29,12 @@ pub(crate) const API: ApiDecl = ApiDecl {
 
 pub(crate) async fn handle(
     request: TxnOffsetCommitRequest,
-    version: i16,
-    access: &Access,
-    shared: Arc<Shared>,
+    context: &RequestContext,
+    shared: &Arc<Shared>,
 ) -> ResponseKind {
+    let version = context.version;
+    let access = &context.access;
+    let shared = Arc::clone(shared);
     let group = request.group_id.0.to_string();
     let refused = if !access.transactional_id(Operation::Write, &request.transactional_id) {
         Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
