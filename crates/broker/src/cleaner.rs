@@ -51,6 +51,7 @@ pub(crate) async fn pass(shared: &Arc<Shared>, settings: &CleanerSettings) {
                 epoch,
                 &topic.log.cleanup,
                 settings,
+                shared.clock.timestamp(),
             )
             .await
             {

@@ -28,6 +28,7 @@ use spool_metadata::{
     BrokerEndpoint, BrokerLease, BrokerRecord, Leadership, MetadataError, MetadataStore,
     PartitionKey,
 };
+use spool_model::Clock;
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -62,6 +63,8 @@ pub(crate) struct ClusterView {
     /// As controller: the handovers asked of live leaders, with when this controller
     /// first saw each asked (see [`controller`]).
     asked: std::sync::Mutex<HashMap<PartitionKey, controller::Asked>>,
+    /// The broker's clock: lease renewals and what they are compared with.
+    clock: Clock,
 }
 
 impl ClusterView {
@@ -74,6 +77,7 @@ impl ClusterView {
         instance: Uuid,
         listeners: &[ListenerEndpoint],
         settings: ClusterConfig,
+        clock: Clock,
     ) -> Result<ClusterView, MetadataError> {
         let endpoints: Vec<BrokerEndpoint> = listeners
             .iter()
@@ -103,14 +107,14 @@ impl ClusterView {
             partitions = taken.len(),
             "joined the cluster"
         );
-        let view = ClusterView::new(node_id, lease.incarnation, settings);
+        let view = ClusterView::new(node_id, lease.incarnation, settings, clock);
         view.refresh_brokers(metadata).await?;
         view.reload_leaders(metadata).await?;
         Ok(view)
     }
 
     /// The view of a process just registered, before it read the cluster.
-    fn new(node_id: i32, incarnation: Uuid, settings: ClusterConfig) -> ClusterView {
+    fn new(node_id: i32, incarnation: Uuid, settings: ClusterConfig, clock: Clock) -> ClusterView {
         ClusterView {
             node_id,
             incarnation,
@@ -121,8 +125,9 @@ impl ClusterView {
             controller: AtomicI32::new(-1),
             controller_round: tokio::sync::Mutex::new(()),
             reloading: tokio::sync::Mutex::new(()),
-            renewed_ms: std::sync::atomic::AtomicI64::new(spool_model::Timestamp::now().0),
+            renewed_ms: std::sync::atomic::AtomicI64::new(clock.now_ms()),
             asked: std::sync::Mutex::new(HashMap::new()),
+            clock,
         }
     }
 
@@ -152,7 +157,7 @@ impl ClusterView {
     pub(crate) fn is_member(&self) -> bool {
         let renewed = self.renewed_ms.load(Ordering::Acquire);
         let lease = lease_ms(&self.settings);
-        !self.is_replaced() && spool_model::Timestamp::now().0.saturating_sub(renewed) < lease
+        !self.is_replaced() && self.clock.now_ms().saturating_sub(renewed) < lease
     }
 
     /// Notes a renewal that began at `started_ms`.
@@ -203,7 +208,7 @@ impl ClusterView {
         &self,
         metadata: &Arc<dyn MetadataStore>,
     ) -> Result<(), MetadataError> {
-        let now = spool_model::Timestamp::now().0;
+        let now = self.clock.now_ms();
         let live: Vec<BrokerRecord> = metadata
             .brokers()
             .await?
@@ -483,7 +488,7 @@ pub(crate) async fn wait_for_followers(shared: &Shared) {
     loop {
         let behind: Vec<i32> = match metadata.brokers().await {
             Ok(brokers) => {
-                let now = spool_model::Timestamp::now().0;
+                let now = shared.clock.now_ms();
                 brokers
                     .into_iter()
                     .filter(|b| b.node_id != view.node_id && b.lease_expires_ms > now)
@@ -518,8 +523,8 @@ mod tests {
     use super::*;
     use spool_coordinator::GroupOwnership;
 
-    fn view_with(brokers: &[i32]) -> ClusterView {
-        let view = ClusterView::new(1, Uuid::new_v4(), ClusterConfig::default());
+    fn view_with(brokers: &[i32], clock: Clock) -> ClusterView {
+        let view = ClusterView::new(1, Uuid::new_v4(), ClusterConfig::default(), clock);
         *view.brokers.write().unwrap() = brokers
             .iter()
             .map(|node_id| BrokerRecord {
@@ -540,8 +545,8 @@ mod tests {
 
     #[test]
     fn groups_spread_and_only_the_changed_brokers_groups_move() {
-        let three = view_with(&[1, 2, 3]);
-        let two = view_with(&[1, 2]);
+        let three = view_with(&[1, 2, 3], Clock::System);
+        let two = view_with(&[1, 2], Clock::System);
         let groups: Vec<String> = (0..300).map(|g| format!("g{g}")).collect();
         let mut counts = HashMap::new();
         for group in &groups {
@@ -557,12 +562,14 @@ mod tests {
 
     #[test]
     fn a_broker_whose_lease_lapsed_owns_nothing_until_it_renews() {
-        let view = view_with(&[1]);
+        let (clock, hand) = Clock::manual();
+        let view = view_with(&[1], clock.clone());
         assert!(view.owns("any"));
-        let lapsed = spool_model::Timestamp::now().0 - lease_ms(&view.settings) - 1;
-        view.renewed_ms.store(lapsed, Ordering::Release);
-        assert!(!view.owns("any"));
-        view.note_renewed(spool_model::Timestamp::now().0);
+        hand.advance(view.settings.lease - Duration::from_millis(1));
+        assert!(view.owns("any"), "within its lease");
+        hand.advance(Duration::from_millis(2));
+        assert!(!view.owns("any"), "its lease lapsed");
+        view.note_renewed(clock.now_ms());
         assert!(view.owns("any"));
         view.note_replaced();
         assert!(!view.owns("any"), "a replaced process owns nothing");

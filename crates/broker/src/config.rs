@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use spool_coordinator::{CoordinatorConfig, TxnConfig};
 use spool_log::CleanerSettings;
+use spool_model::Clock;
 pub use spool_shared_storage::StorageConfig;
 
 mod security_settings;
@@ -48,6 +49,10 @@ pub struct BrokerConfig {
     pub groups: CoordinatorConfig,
     /// How transactions are run (`transaction.*`, `transactional.id.*` settings).
     pub transactions: TxnConfig,
+    /// The clock every time-driven part of the broker reads (sessions, transaction
+    /// timeouts, quotas, delayed delivery, leases, retention): the system's; tests
+    /// give a manual one. Not a setting.
+    pub clock: Clock,
     /// `num.io.threads`: threads running the fsyncs of durable partitions. Each
     /// partition is its own file, so fsyncs of different partitions run side by side
     /// (and the file system commits them together) rather than one after another.
@@ -156,6 +161,7 @@ impl Default for BrokerConfig {
             topic_default_settings: BTreeMap::new(),
             groups: CoordinatorConfig::default(),
             transactions: TxnConfig::default(),
+            clock: Clock::System,
             io_threads: 8,
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),

@@ -21,7 +21,6 @@
 use std::sync::Arc;
 
 use spool_metadata::{MetadataError, PartitionKey};
-use spool_model::Timestamp;
 use tokio::sync::watch;
 
 use spool_shared_storage::SharedStorage;
@@ -51,7 +50,7 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
     let Some(storage) = &shared.storage else {
         return Ok(());
     };
-    let now = Timestamp::now().0;
+    let now = shared.clock.now_ms();
     let cleaner_enabled = shared.started_config().cleaner.enabled;
     for topic in shared.topics.all() {
         let retains = topic.log.cleanup.delete

@@ -249,7 +249,7 @@ impl Broker {
             config.security.authorizer(),
             metadata.acls().await?,
         );
-        let quotas = spool_security::quotas::Quotas::default();
+        let quotas = spool_security::quotas::Quotas::new(config.clock.clone());
         quotas.load(metadata.quotas().await?);
         if let Some((user, password)) = &config.security.bootstrap_user {
             spool_security::seed_user(&metadata, user, password).await?;
@@ -284,6 +284,7 @@ impl Broker {
                 instance,
                 &endpoints,
                 config.cluster,
+                config.clock.clone(),
             )
             .await?;
             Some(Arc::new(view))
@@ -294,6 +295,7 @@ impl Broker {
             topics::load_topics(metadata.as_ref(), records, &logs, &dynamic.current()).await?;
         let group_config = spool_coordinator::CoordinatorConfig {
             node_id: config.node_id,
+            clock: config.clock.clone(),
             ..config.groups.clone()
         };
         let groups = Arc::new(GroupCoordinator::open(metadata.clone(), group_config).await?);
@@ -307,6 +309,7 @@ impl Broker {
             } else {
                 config.transactions.marker_interval
             },
+            clock: config.clock.clone(),
             ..config.transactions.clone()
         };
         let transactions = Arc::new(TransactionCoordinator::new(
@@ -321,6 +324,7 @@ impl Broker {
             SharedStorage::start(objects, metadata.clone(), &config.storage)
         });
         let shared = Arc::new(Shared {
+            clock: config.clock.clone(),
             dynamic,
             admin: tokio::sync::Mutex::new(()),
             listeners: endpoints,

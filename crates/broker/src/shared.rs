@@ -7,6 +7,7 @@ use std::sync::Arc;
 use spool_coordinator::{GroupCoordinator, TransactionCoordinator};
 use spool_log::LogManager;
 use spool_metadata::MetadataStore;
+use spool_model::Clock;
 use spool_shared_storage::SharedStorage;
 
 use crate::cluster::ClusterView;
@@ -19,6 +20,8 @@ use crate::topics::TopicTable;
 /// What every connection shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// The clock every time-driven part reads (`BrokerConfig::clock`).
+    pub(crate) clock: Clock,
     /// The settings: static ones as started, dynamic ones as changed since.
     pub(crate) dynamic: DynamicConfig,
     /// Serializes changes of topics and configs, so that none is lost to another.

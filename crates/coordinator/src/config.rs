@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use spool_model::Clock;
+
 /// How groups are run. Defaults are Kafka's.
 #[derive(Debug, Clone)]
 pub struct CoordinatorConfig {
@@ -25,6 +27,8 @@ pub struct CoordinatorConfig {
     /// This broker's node id: recorded with its claims of groups in the metadata
     /// store, so that it leaves groups another node claimed alone.
     pub node_id: i32,
+    /// The broker's clock: sessions, rebalance timeouts, commit times, expiry.
+    pub clock: Clock,
 }
 
 impl Default for CoordinatorConfig {
@@ -38,6 +42,7 @@ impl Default for CoordinatorConfig {
             offset_metadata_max_bytes: 4096,
             tick: Duration::from_millis(100),
             node_id: 1,
+            clock: Clock::System,
         }
     }
 }

@@ -70,16 +70,21 @@ impl GroupCoordinator {
                 .insert((offset.topic.clone(), offset.partition), offset);
         }
         Ok(GroupCoordinator {
+            started_ms: config.clock.now_ms(),
             config,
             store,
             state: Mutex::new(state),
             writes: tokio::sync::Mutex::new(()),
-            started_ms: now_ms(),
             ownership: OwnershipSlot::default(),
         })
     }
 
     #[must_use]
+    /// The monotonic time now, by the broker's clock.
+    fn now(&self) -> Instant {
+        Instant::from_std(self.config.clock.instant())
+    }
+
     pub fn config(&self) -> &CoordinatorConfig {
         &self.config
     }
@@ -142,7 +147,7 @@ impl GroupCoordinator {
             .entry(group_id.to_owned())
             .or_insert_with(Group::new);
         let result = operation(group);
-        group.note_emptiness(now_ms());
+        group.note_emptiness(self.config.clock.now_ms());
         result
     }
 
@@ -158,7 +163,7 @@ impl GroupCoordinator {
         let member_id = request.member_id.clone();
         let group_id = request.group_id.clone();
         let step = self.with_group(&group_id, |group| {
-            group.join(request, Instant::now(), &self.config)
+            group.join(request, self.now(), &self.config)
         });
         match step {
             JoinStep::Done(response) => response,
@@ -177,7 +182,7 @@ impl GroupCoordinator {
             return Err(GroupError::UnknownMemberId);
         }
         let group_id = request.group_id.clone();
-        let step = self.with_group(&group_id, |group| group.sync(request, Instant::now()));
+        let step = self.with_group(&group_id, |group| group.sync(request, self.now()));
         match step {
             SyncStep::Done(result) => result,
             SyncStep::Wait(receiver) => receiver
@@ -205,7 +210,7 @@ impl GroupCoordinator {
             return Err(GroupError::UnknownMemberId);
         }
         self.with_group(group_id, |group| {
-            group.heartbeat(member_id, instance_id, generation, Instant::now())
+            group.heartbeat(member_id, instance_id, generation, self.now())
         })
     }
 
@@ -223,7 +228,7 @@ impl GroupCoordinator {
             return vec![Err(GroupError::UnknownMemberId); members.len()];
         }
         self.with_group(group_id, |group| {
-            group.leave(members, Instant::now(), &self.config)
+            group.leave(members, self.now(), &self.config)
         })
     }
 
@@ -274,8 +279,8 @@ impl GroupCoordinator {
 
     /// Expires sessions and rebalance timeouts; forgets unused groups without offsets.
     pub fn tick(&self) {
-        let now = Instant::now();
-        let now_ms = now_ms();
+        let now = self.now();
+        let now_ms = self.config.clock.now_ms();
         let mut state = self.lock();
         let State {
             groups, offsets, ..
@@ -310,11 +315,4 @@ fn listing(group_id: &str, state: GroupState, protocol_type: &str) -> GroupListi
         state,
         protocol_type: protocol_type.to_owned(),
     }
-}
-
-/// Wall-clock milliseconds since the epoch (commit times are stored).
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

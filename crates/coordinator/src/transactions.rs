@@ -30,11 +30,12 @@ use spool_metadata::{
     CommittedOffset, MetadataError, MetadataStore, SettleOffsets, TransactionRecord, TxnMarker,
     TxnState, TxnUpdate,
 };
+use spool_model::Clock;
 use tokio::sync::{MutexGuard, Notify, watch};
 use uuid::Uuid;
 
 use self::transitions::{EndStep, InitStep};
-use crate::coordinator::{GroupCoordinator, now_ms};
+use crate::coordinator::GroupCoordinator;
 use crate::error::TxnError;
 use crate::ownership::{Ownership, OwnershipSlot, StripedLocks};
 
@@ -54,6 +55,8 @@ pub struct TxnConfig {
     pub marker_interval: Duration,
     /// How long EndTxn waits for other brokers to write their markers.
     pub end_wait: Duration,
+    /// The broker's clock: transaction start and update times, timeouts, expiry.
+    pub clock: Clock,
 }
 
 impl Default for TxnConfig {
@@ -64,6 +67,7 @@ impl Default for TxnConfig {
             timeout_check_interval: Duration::from_secs(10),
             marker_interval: Duration::from_secs(1),
             end_wait: Duration::from_secs(5),
+            clock: Clock::System,
         }
     }
 }
@@ -199,7 +203,7 @@ impl TransactionCoordinator {
             return Err(TxnError::InvalidTransactionTimeout);
         }
         let _lock = self.lock(transactional_id).await;
-        let now = now_ms();
+        let now = self.config.clock.now_ms();
         let Some(record) = self.record(transactional_id).await? else {
             if expected.is_some() {
                 return Err(TxnError::InvalidProducerIdMapping);
@@ -300,7 +304,7 @@ impl TransactionCoordinator {
             producer_epoch,
             partitions,
             group,
-            now_ms(),
+            self.config.clock.now_ms(),
         )? {
             self.store(plain_update(next, false)).await?;
         }
@@ -357,11 +361,16 @@ impl TransactionCoordinator {
             .await?
             .ok_or(TxnError::InvalidProducerIdMapping)?;
         let _finishing = self.finishing(transactional_id);
-        let decided =
-            match transitions::end(&record, producer_id, producer_epoch, commit, now_ms())? {
-                EndStep::Prepare(next) => self.decide(next).await?,
-                EndStep::Decided => record,
-            };
+        let decided = match transitions::end(
+            &record,
+            producer_id,
+            producer_epoch,
+            commit,
+            self.config.clock.now_ms(),
+        )? {
+            EndStep::Prepare(next) => self.decide(next).await?,
+            EndStep::Decided => record,
+        };
         if decided.state.is_preparing() {
             self.finish(decided, true).await;
         }
@@ -449,7 +458,10 @@ impl TransactionCoordinator {
     async fn complete(&self, record: &TransactionRecord) {
         let done = TxnUpdate {
             clear_markers: true,
-            ..plain_update(transitions::complete(record, now_ms()), false)
+            ..plain_update(
+                transitions::complete(record, self.config.clock.now_ms()),
+                false,
+            )
         };
         if let Err(error) = self.store(done).await {
             tracing::info!(transactional_id = %record.transactional_id, %error, "completing the transaction failed; the sweep retries");
@@ -555,7 +567,7 @@ impl TransactionCoordinator {
                 return;
             }
         };
-        let now = now_ms();
+        let now = self.config.clock.now_ms();
         for record in records {
             if !self.owns(&record.transactional_id) {
                 continue;

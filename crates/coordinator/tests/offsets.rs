@@ -11,6 +11,7 @@ use spool_coordinator::{
     CommitOffset, CommitRequest, CoordinatorConfig, GroupCoordinator, JoinRequest,
 };
 use spool_metadata::{MetadataStore, SqliteStore, TopicRecord};
+use spool_model::Clock;
 use uuid::Uuid;
 
 const T_ID: Uuid = Uuid::from_u128(1);
@@ -84,9 +85,16 @@ async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
             .unwrap();
     }
     let store = store_with_topics(&path).await;
-    let coordinator = GroupCoordinator::open(store.clone(), config(Duration::from_millis(50)))
-        .await
-        .unwrap();
+    let (clock, hand) = Clock::manual();
+    let coordinator = GroupCoordinator::open(
+        store.clone(),
+        CoordinatorConfig {
+            clock,
+            ..config(Duration::from_millis(50))
+        },
+    )
+    .await
+    .unwrap();
     let committed: Vec<i64> = coordinator
         .committed("idle", None)
         .iter()
@@ -110,7 +118,7 @@ async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
     let joined = coordinator.join(join).await;
     assert_eq!(joined.error, None);
 
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    hand.advance(Duration::from_millis(100));
     coordinator.expire_offsets().await;
     assert!(coordinator.committed("idle", None).is_empty(), "expired");
     assert_eq!(
@@ -316,4 +324,48 @@ async fn offsets_another_node_claimed_are_not_expired_here() {
         vec!["theirs".to_owned()],
         "node 2's group is node 2's to expire"
     );
+}
+
+#[tokio::test]
+async fn a_member_that_stops_heartbeating_is_removed_when_its_session_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_topics(&dir.path().join("metadata.db")).await;
+    let (clock, hand) = Clock::manual();
+    let coordinator = GroupCoordinator::open(
+        store,
+        CoordinatorConfig {
+            clock,
+            ..config(Duration::from_secs(3600))
+        },
+    )
+    .await
+    .unwrap();
+    let joined = coordinator
+        .join(JoinRequest {
+            group_id: "g".to_owned(),
+            member_id: String::new(),
+            group_instance_id: None,
+            client_id: "c".to_owned(),
+            client_host: "/127.0.0.1".to_owned(),
+            session_timeout: Duration::from_secs(10),
+            rebalance_timeout: Duration::from_secs(30),
+            protocol_type: "consumer".to_owned(),
+            protocols: vec![("range".to_owned(), Bytes::new())],
+            require_known_member_id: false,
+        })
+        .await;
+    assert_eq!(joined.error, None);
+    let members = |coordinator: &GroupCoordinator| {
+        coordinator
+            .describe("g")
+            .map_or(0, |group| group.members.len())
+    };
+
+    hand.advance(Duration::from_secs(9));
+    coordinator.tick();
+    assert_eq!(members(&coordinator), 1, "within its session");
+
+    hand.advance(Duration::from_secs(2));
+    coordinator.tick();
+    assert_eq!(members(&coordinator), 0, "its session timed out");
 }

@@ -37,13 +37,10 @@ impl Timestamp {
     /// Kafka's "no timestamp" value.
     pub const NONE: Timestamp = Timestamp(-1);
 
-    /// The current wall-clock time.
+    /// The system's wall-clock time now (domain code asks its [`crate::Clock`]).
     #[must_use]
     pub fn now() -> Timestamp {
-        let millis = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        Timestamp(millis)
+        crate::Clock::System.timestamp()
     }
 }
 

@@ -11,9 +11,10 @@ pub mod meter;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spool_metadata::{QuotaEntity, QuotaRecord};
+use spool_model::Clock;
 
 use self::index::QuotaIndex;
 use self::meter::Meters;
@@ -31,9 +32,19 @@ pub struct Quotas {
     any: AtomicBool,
     index: RwLock<Arc<QuotaIndex>>,
     meters: Mutex<Meters>,
+    /// The broker's clock: what the meters measure rates by.
+    clock: Clock,
 }
 
 impl Quotas {
+    /// No quotas yet, metered by `clock`.
+    pub fn new(clock: Clock) -> Quotas {
+        Quotas {
+            clock,
+            ..Quotas::default()
+        }
+    }
+
     /// Indexes `records` (read again from the store) in place of the old ones.
     pub fn load(&self, records: Vec<QuotaRecord>) {
         let index = Arc::new(QuotaIndex::new(records));
@@ -54,7 +65,7 @@ impl Quotas {
     /// to be throttled for it (zero within its quota, or with no quota).
     pub fn record(&self, principal: &str, client_id: &str, key: &str, amount: f64) -> Duration {
         self.with_meter(principal, client_id, key, |meters, entity, rate| {
-            meters.charge(entity, key, rate, amount, Instant::now())
+            meters.charge(entity, key, rate, amount, self.clock.instant())
         })
     }
 
@@ -63,7 +74,7 @@ impl Quotas {
     /// already over its quota.
     pub fn owed(&self, principal: &str, client_id: &str, key: &str) -> Duration {
         self.with_meter(principal, client_id, key, |meters, entity, _| {
-            meters.owed(entity, key, Instant::now())
+            meters.owed(entity, key, self.clock.instant())
         })
     }
 
@@ -91,4 +102,35 @@ impl Quotas {
 /// The throttle time as a response field (ms, at most `i32::MAX`).
 pub fn throttle_ms(throttle: Duration) -> i32 {
     i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use spool_metadata::EntityPart;
+
+    use super::*;
+
+    #[test]
+    fn a_client_over_its_byte_rate_owes_time_until_the_clock_moves_on() {
+        let (clock, hand) = Clock::manual();
+        let quotas = Quotas::new(clock);
+        quotas.load(vec![QuotaRecord {
+            entity: QuotaEntity {
+                user: EntityPart::Absent,
+                client_id: EntityPart::Named("greedy".to_owned()),
+            },
+            key: PRODUCER_BYTE_RATE.to_owned(),
+            value: 1000.0,
+        }]);
+        let throttle = quotas.record("User:ANONYMOUS", "greedy", PRODUCER_BYTE_RATE, 50_000.0);
+        assert!(throttle > Duration::from_secs(1), "{throttle:?}");
+        let owed = quotas.owed("User:ANONYMOUS", "greedy", PRODUCER_BYTE_RATE);
+        assert!(owed > Duration::ZERO, "over its quota until time passes");
+
+        hand.advance(owed + Duration::from_secs(60));
+        let owed = quotas.owed("User:ANONYMOUS", "greedy", PRODUCER_BYTE_RATE);
+        assert_eq!(owed, Duration::ZERO, "paid off by the time that passed");
+        let other = quotas.owed("User:ANONYMOUS", "modest", PRODUCER_BYTE_RATE);
+        assert_eq!(other, Duration::ZERO, "another client has no quota");
+    }
 }

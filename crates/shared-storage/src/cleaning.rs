@@ -63,13 +63,15 @@ pub struct PassStats {
 }
 
 /// Cleans the partition if it is due; else merges its small ranges as the other
-/// topics' are (`compaction`), which would otherwise pile up, one per flush.
+/// topics' are (`compaction`), which would otherwise pile up, one per flush. The
+/// compaction lags are measured back from `now` (the broker's clock).
 pub async fn clean_or_compact(
     storage: &SharedStorage,
     key: PartitionKey,
     leader_epoch: i32,
     rules: &Cleanup,
     settings: &CleanerSettings,
+    now: Timestamp,
 ) -> Result<Option<PassStats>, MetadataError> {
     let Some(state) = storage.catalogue.partition_state(key).await? else {
         return Ok(None);
@@ -100,7 +102,6 @@ pub async fn clean_or_compact(
         cleaned_offset: state.cleaned_offset,
         aborted: aborted.into(),
     };
-    let now = Timestamp::now();
     if let Some(stats) = clean_partition(storage, &partition, &ranges, rules, settings, now).await?
     {
         return Ok(Some(stats));

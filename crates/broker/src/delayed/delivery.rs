@@ -132,7 +132,7 @@ async fn round(
         }
     };
     let noted = note_holds(shared, &partition, key, timer).await?;
-    let now = Timestamp::now().0;
+    let now = shared.clock.now_ms();
     let next_due = match timer.next_due {
         Some(next) if !noted => next,
         _ => refresh(shared, key, timer).await?,
@@ -271,8 +271,8 @@ async fn deliver(
         offsets,
         done,
     } = {
-        let (partition, due) = (partition.clone(), due.to_vec());
-        on_blocking_pool(move || prepare(&partition, &due, max_bytes)).await??
+        let (partition, due, now) = (partition.clone(), due.to_vec(), shared.clock.timestamp());
+        on_blocking_pool(move || prepare(&partition, &due, max_bytes, now)).await??
     };
     // Delivered before a crash, or gone with retention: nothing more to do for them.
     shared.metadata.holds_delivered(key, &done).await?;
@@ -340,6 +340,7 @@ fn prepare(
     partition: &PartitionHandle,
     due: &[DelayedRecord],
     max_bytes: usize,
+    now: Timestamp,
 ) -> Result<Prepared, PartitionError> {
     let mut batch_bytes = 0usize;
     let log_start = partition.log_start().0;
@@ -392,8 +393,7 @@ fn prepare(
         holds.push(hold);
         offsets.push(hold_offset);
     }
-    let batch =
-        (!holds.is_empty()).then(|| internal::delivery_batch(&holds, &extra, Timestamp::now()));
+    let batch = (!holds.is_empty()).then(|| internal::delivery_batch(&holds, &extra, now));
     Ok(Prepared {
         batch,
         offsets,

@@ -9,7 +9,7 @@ use spool_metadata::{CommittedOffset, MetadataError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{GroupCoordinator, now_ms};
+use super::GroupCoordinator;
 use crate::error::GroupError;
 use crate::group::Group;
 use crate::offsets::CommitRequest;
@@ -35,10 +35,10 @@ impl GroupCoordinator {
                 &request.member_id,
                 request.group_instance_id.as_deref(),
                 request.generation,
-                Instant::now(),
+                self.now(),
             )
         })?;
-        let commit_ms = now_ms();
+        let commit_ms = self.config.clock.now_ms();
         let mut results = Vec::with_capacity(request.offsets.len());
         let mut stored: BTreeMap<(String, i32), CommittedOffset> = BTreeMap::new();
         for offset in request.offsets {
@@ -166,7 +166,7 @@ impl GroupCoordinator {
             });
         }
         self.with_group(group_id, |group| {
-            group.check_commit(member_id, instance_id, generation, Instant::now())
+            group.check_commit(member_id, instance_id, generation, self.now())
         })
     }
 
@@ -395,7 +395,7 @@ impl GroupCoordinator {
     /// seen since).
     pub async fn expire_offsets(&self) {
         let _writes = self.writes.lock().await;
-        let now_ms = now_ms();
+        let now_ms = self.config.clock.now_ms();
         let retention =
             i64::try_from(self.config.offsets_retention.as_millis()).unwrap_or(i64::MAX);
         let expired: Vec<(String, Vec<(String, i32)>)> = {
