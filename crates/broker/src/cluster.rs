@@ -208,7 +208,8 @@ impl ClusterView {
         &self,
         metadata: &Arc<dyn MetadataStore>,
     ) -> Result<(), MetadataError> {
-        let now = self.clock.now_ms();
+        // The store computes lease expiries by the system clock (in its SQL).
+        let now = spool_model::Timestamp::now().0;
         let live: Vec<BrokerRecord> = metadata
             .brokers()
             .await?
@@ -488,7 +489,8 @@ pub(crate) async fn wait_for_followers(shared: &Shared) {
     loop {
         let behind: Vec<i32> = match metadata.brokers().await {
             Ok(brokers) => {
-                let now = shared.clock.now_ms();
+                // Lease expiries are the store's, by the system clock.
+                let now = spool_model::Timestamp::now().0;
                 brokers
                     .into_iter()
                     .filter(|b| b.node_id != view.node_id && b.lease_expires_ms > now)

@@ -33,11 +33,11 @@ use uuid::Uuid;
 pub(crate) use self::labels::error_name;
 use self::labels::{ApiName, ErrorName, Text};
 
-/// Request latency buckets, in seconds: from a cached metadata answer (well under a
-/// millisecond) to a long-polling fetch (up to its 30 s cap).
 /// What every series' name starts with.
 pub(crate) const PREFIX: &str = "spool";
 
+/// Request latency buckets, in seconds: from a cached metadata answer (well under a
+/// millisecond) to a long-polling fetch (up to its 30 s cap).
 const LATENCY_BUCKETS: [f64; 16] = [
     0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,

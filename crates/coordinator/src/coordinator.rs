@@ -79,12 +79,12 @@ impl GroupCoordinator {
         })
     }
 
-    #[must_use]
     /// The monotonic time now, by the broker's clock.
     fn now(&self) -> Instant {
         Instant::from_std(self.config.clock.instant())
     }
 
+    #[must_use]
     pub fn config(&self) -> &CoordinatorConfig {
         &self.config
     }

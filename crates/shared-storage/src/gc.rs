@@ -57,7 +57,7 @@ pub fn retention_start(
 /// Collection, then orphans: see the module's documentation.
 pub async fn collect(storage: &SharedStorage, now: i64) -> Result<(), MetadataError> {
     collect_unreferenced(storage, now).await?;
-    delete_orphans(storage, now).await
+    delete_orphans(storage).await
 }
 
 /// Notes unreferenced objects, deletes those noted a grace period ago.
@@ -97,21 +97,19 @@ async fn delete(storage: &SharedStorage, names: Vec<String>) -> Vec<String> {
 
 /// Deletes the objects under `wal/` and `seg/` that the catalogue does not know and
 /// that are older than `storage.orphan.age.ms`.
-async fn delete_orphans(storage: &SharedStorage, now: i64) -> Result<(), MetadataError> {
+async fn delete_orphans(storage: &SharedStorage) -> Result<(), MetadataError> {
     for directory in ["wal", "seg"] {
-        delete_orphans_in(storage, directory, now).await?;
+        delete_orphans_in(storage, directory).await?;
     }
     Ok(())
 }
 
-async fn delete_orphans_in(
-    storage: &SharedStorage,
-    directory: &str,
-    now: i64,
-) -> Result<(), MetadataError> {
+async fn delete_orphans_in(storage: &SharedStorage, directory: &str) -> Result<(), MetadataError> {
     let prefix = storage.objects.path(directory);
     let age = i64::try_from(storage.orphan_age.as_millis()).unwrap_or(i64::MAX);
-    let cutoff = now.saturating_sub(age);
+    // Compared with the object store's last-modified times, which follow real time,
+    // not the broker's clock.
+    let cutoff = spool_model::Timestamp::now().0.saturating_sub(age);
     let listed: Vec<object_store::ObjectMeta> = match storage
         .objects
         .store

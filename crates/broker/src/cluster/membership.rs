@@ -66,7 +66,7 @@ async fn heartbeat(
     shared: &Arc<Shared>,
     view: &Arc<ClusterView>,
 ) -> Result<(), spool_metadata::MetadataError> {
-    let started = spool_model::Timestamp::now().0;
+    let started = view.clock.now_ms();
     let renewed = shared
         .metadata
         .renew_lease(view.node_id, view.incarnation, lease_ms(&view.settings))

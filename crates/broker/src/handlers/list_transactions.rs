@@ -50,7 +50,7 @@ pub(crate) async fn handle(
         })
         .cloned()
         .collect();
-    let now = spool_model::Timestamp::now().0;
+    let now = shared.clock.now_ms();
     let states = records
         .into_iter()
         .filter(|record| shared.transactions.owns(&record.transactional_id))

@@ -351,7 +351,7 @@ fn append_partition(
     let max_message_bytes = topic.max_message_bytes;
     let check_timestamps =
         topic.log.timestamp_type == TimestampType::CreateTime && !topic.timestamps.is_unlimited();
-    let now = Timestamp::now().0;
+    let now = shared.clock.now_ms();
     // Batch frames lie back to back from the start of `records`.
     let mut batches: Vec<Cow<'_, [u8]>> = Vec::new();
     // Records in the batches, from their headers (for the per-topic metrics).
@@ -386,7 +386,7 @@ fn append_partition(
                         .retention_ms
                         .map_or(policy.max_ms, |retention| policy.max_ms.min(retention)),
                 };
-                held_back(bytes, &header, policy, &name)?
+                held_back(bytes, &header, policy, &name, Timestamp(now))?
             }
             None => (Some(Cow::Borrowed(bytes)), Vec::new()),
         };
@@ -446,8 +446,9 @@ fn held_back<'a>(
     header: &spool_model::RecordBatchHeader,
     policy: crate::topics::DelayPolicy,
     partition: &TopicPartition,
+    now: Timestamp,
 ) -> Result<HeldBack<'a>, Refused> {
-    match crate::delayed::split::split(bytes, header, policy, Timestamp::now()) {
+    match crate::delayed::split::split(bytes, header, policy, now) {
         Ok(None) => Ok((Some(Cow::Borrowed(bytes)), Vec::new())),
         Ok(Some(split)) => Ok((split.batch.map(Cow::Owned), split.holds)),
         Err(error) => {

@@ -44,7 +44,7 @@ pub(crate) async fn handle(
         None
     };
     let topic_denied = |name: &str| !access.topic(Operation::Read, name);
-    let commit_ms = spool_model::Timestamp::now().0;
+    let commit_ms = shared.clock.now_ms();
     let mut offsets = Vec::new();
     let mut too_large = false;
     for topic in &request.topics {
