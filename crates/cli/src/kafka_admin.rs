@@ -238,33 +238,16 @@ impl Connection {
 /// A Kafka error code as a message: its name in Kafka's table (`kafka_protocol`'s),
 /// with a hint where the refusal has a usual cause.
 pub(crate) fn error_name(code: i16) -> String {
-    let error = match ResponseError::try_from_code(code) {
-        None => return "NONE".to_owned(),
-        Some(ResponseError::Unknown(code)) => return format!("error {code}"),
-        Some(error) => error,
+    let Some(name) = spool_protocol::error_names::error_name(code) else {
+        return format!("error {code}");
     };
-    let name = kafka_name(&error.to_string());
-    match error {
-        ResponseError::ClusterAuthorizationFailed => {
-            format!("{name} (this principal may not do that)")
-        }
-        ResponseError::SecurityDisabled => {
-            format!("{name} (the broker runs without authorizer.enabled=true)")
-        }
-        _ => name,
+    if code == ResponseError::ClusterAuthorizationFailed.code() {
+        format!("{name} (this principal may not do that)")
+    } else if code == ResponseError::SecurityDisabled.code() {
+        format!("{name} (the broker runs without authorizer.enabled=true)")
+    } else {
+        name
     }
-}
-
-/// `TopicAuthorizationFailed` as Kafka writes it: `TOPIC_AUTHORIZATION_FAILED`.
-fn kafka_name(camel_case: &str) -> String {
-    let mut name = String::with_capacity(camel_case.len() + 8);
-    for (i, c) in camel_case.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            name.push('_');
-        }
-        name.push(c.to_ascii_uppercase());
-    }
-    name
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! - [`compression`] and [`recompress`]: Kafka's record codecs, for topics that
 //!   recompress and for the log cleaner (never on the default paths);
 //! - [`control`]: transaction markers, the control batches brokers write;
+//! - [`error_names`]: Kafka's names of its error codes;
 //! - [`keyed`]: the records of a batch with their keys, for compacted topics;
 //! - [`frame`]: the size-prefixed framing of requests;
 //! - [`wire_guard`]: a structural pre-check of request bodies that keeps array counts
@@ -14,6 +15,7 @@ pub mod batch;
 pub mod compression;
 pub mod consumer_protocol;
 pub mod control;
+pub mod error_names;
 pub mod frame;
 pub mod internal;
 pub mod keyed;

@@ -27,25 +27,10 @@ impl EncodeLabelValue for ErrorName {
     }
 }
 
-/// Kafka's name of an error code: `UNKNOWN_TOPIC_OR_PARTITION` for 3.
+/// Kafka's name of an error code: `UNKNOWN_TOPIC_OR_PARTITION` for 3; the number for
+/// a code Kafka's table does not have.
 pub(crate) fn error_name(code: i16) -> String {
-    match kafka_protocol::ResponseError::try_from_code(code) {
-        None => "NONE".to_owned(),
-        Some(kafka_protocol::ResponseError::Unknown(code)) => code.to_string(),
-        Some(error) => screaming_snake_case(&error.to_string()),
-    }
-}
-
-/// `UnknownTopicOrPartition` → `UNKNOWN_TOPIC_OR_PARTITION`.
-fn screaming_snake_case(camel: &str) -> String {
-    let mut out = String::with_capacity(camel.len() + 8);
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
+    spool_protocol::error_names::error_name(code).unwrap_or_else(|| code.to_string())
 }
 
 /// Free text (a topic or group name) as a label value: the text format has no
