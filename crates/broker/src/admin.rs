@@ -75,7 +75,7 @@ impl AdminSource for BrokerAdmin {
             },
         );
         let store =
-            tokio::time::timeout(STORE_CHECK_TIMEOUT, self.shared.metadata.topics_version());
+            tokio::time::timeout(STORE_CHECK_TIMEOUT, self.shared.metadata().topics_version());
         check(
             "metadata_store",
             match store.await {
@@ -87,7 +87,7 @@ impl AdminSource for BrokerAdmin {
                 )),
             },
         );
-        if let Some(storage) = &self.shared.storage {
+        if let Some(storage) = self.shared.storage() {
             let probe = tokio::time::timeout(STORE_CHECK_TIMEOUT, storage.probe());
             check(
                 "object_storage",
@@ -102,7 +102,7 @@ impl AdminSource for BrokerAdmin {
                 },
             );
         }
-        if let Some(view) = &self.shared.cluster {
+        if let Some(view) = self.shared.cluster() {
             check(
                 "cluster_lease",
                 if view.is_replaced() {
@@ -118,7 +118,7 @@ impl AdminSource for BrokerAdmin {
     }
 
     async fn metrics(&self) -> Option<String> {
-        let metrics = self.shared.metrics.clone()?;
+        let metrics = self.shared.metrics().cloned()?;
         let shared = self.shared.clone();
         // A scrape takes each partition's lock in turn: off the async threads.
         tokio::task::spawn_blocking(move || crate::metrics::scrape::encode(&metrics, &shared))

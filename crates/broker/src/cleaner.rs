@@ -30,10 +30,10 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
 /// One pass over every partition of every compacted topic; a partition that fails
 /// (logged) waits for the next pass, the others go on.
 pub(crate) async fn pass(shared: &Arc<Shared>, settings: &CleanerSettings) {
-    let Some(storage) = &shared.storage else {
+    let Some(storage) = shared.storage() else {
         return;
     };
-    for topic in shared.topics.all() {
+    for topic in shared.topics().all() {
         if !topic.log.cleanup.compact {
             continue;
         }
@@ -42,7 +42,7 @@ pub(crate) async fn pass(shared: &Arc<Shared>, settings: &CleanerSettings) {
                 topic_id: topic.record.id,
                 partition,
             };
-            let Some(epoch) = shared.led_epoch(&topic, partition) else {
+            let Some(epoch) = shared.partitions().led_epoch(&topic, partition) else {
                 continue;
             };
             let stats = match cleaning::clean_or_compact(
@@ -51,7 +51,7 @@ pub(crate) async fn pass(shared: &Arc<Shared>, settings: &CleanerSettings) {
                 epoch,
                 &topic.log.cleanup,
                 settings,
-                shared.clock.timestamp(),
+                shared.clock().timestamp(),
             )
             .await
             {

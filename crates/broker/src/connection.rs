@@ -126,7 +126,7 @@ async fn run(
             Ok(Some(size)) => {
                 buffer.advance(SIZE_PREFIX_LEN);
                 let request = buffer.split_to(size).freeze();
-                if let Some(metrics) = &shared.metrics {
+                if let Some(metrics) = shared.metrics() {
                     metrics.request_bytes_in_flight.inc_by(gauge_bytes(size));
                 }
                 if requests.send(request).await.is_err() {
@@ -188,7 +188,7 @@ async fn handle_in_order(
         } else {
             handlers::handle(request, peer, &mut session, shared.clone()).await
         };
-        if let Some(metrics) = &shared.metrics {
+        if let Some(metrics) = shared.metrics() {
             metrics.request_bytes_in_flight.dec_by(gauge_bytes(size));
         }
         let close = matches!(reply, Reply::Close | Reply::SendAndClose(_));
@@ -204,7 +204,7 @@ async fn handle_in_order(
     // Requests left unhandled as the connection closes leave the in-flight count.
     queued.close();
     while let Ok(request) = queued.try_recv() {
-        if let Some(metrics) = &shared.metrics {
+        if let Some(metrics) = shared.metrics() {
             metrics
                 .request_bytes_in_flight
                 .dec_by(gauge_bytes(request.len()));

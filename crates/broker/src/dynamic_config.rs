@@ -202,12 +202,12 @@ fn usable(
 pub(crate) fn retune(shared: &Shared, topics: Vec<topics::Topic>) {
     for topic in topics {
         if let Err(error) = shared
-            .logs
+            .logs()
             .set_topic_config(&log_topic(topic.record.id), topic.log.clone())
         {
             tracing::warn!(topic = %topic.record.name, %error, "applying new defaults failed");
         }
-        shared.topics.insert(topic);
+        shared.topics().insert(topic);
     }
 }
 
@@ -237,9 +237,9 @@ pub(crate) async fn change(
     validate_only: bool,
     change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
 ) -> Result<(), AdminError> {
-    let dynamic = &shared.dynamic;
+    let dynamic = shared.dynamic();
     let scope = dynamic.scope_of(resource_name)?;
-    let _admin = shared.admin.lock().await;
+    let _admin = shared.changes().lock().await;
     let before = dynamic.overrides_of(&scope);
     let wanted = change(&before)?;
     for name in wanted.keys() {
@@ -277,7 +277,7 @@ pub(crate) async fn change(
     })?;
     let mut retuned = Vec::new();
     let topic_defaults = next.topic_defaults();
-    for topic in shared.topics.all() {
+    for topic in shared.topics().all() {
         let resolved =
             topics::resolve(topic.record.clone(), &topic_defaults).map_err(|e| AdminError {
                 code: code::INVALID_CONFIG,
@@ -289,7 +289,7 @@ pub(crate) async fn change(
         return Ok(());
     }
     shared
-        .metadata
+        .metadata()
         .alter_broker_configs(&scope, &ConfigChange::between(&before, &wanted))
         .await
         .map_err(|error| AdminError {

@@ -29,6 +29,7 @@ pub struct PartitionLag {
 pub(crate) fn group_lag(shared: &Shared, group: &str) -> Vec<PartitionLag> {
     group_lag_with(shared, group, |topic, index| {
         shared
+            .partitions()
             .partition_of(topic.clone(), index, -1)
             .ok()
             .map(|partition| partition.log.offsets().high_watermark.0)
@@ -42,18 +43,18 @@ pub(crate) fn group_lag_with(
     high_watermark: impl Fn(&Arc<Topic>, i32) -> Option<i64>,
 ) -> Vec<PartitionLag> {
     let mut lags: Vec<PartitionLag> = shared
-        .groups
+        .groups()
         .committed(group, None)
         .into_iter()
         .filter_map(|offset| {
-            let topic = shared.topics.get(&offset.topic)?;
+            let topic = shared.topics().get(&offset.topic)?;
             let high_watermark = high_watermark(&topic, offset.partition);
             let lag = high_watermark.map(|hw| (hw - offset.offset).max(0));
             let matching = topic
                 .view
                 .as_ref()
                 .and(lag)
-                .map(|lag| estimate(lag, shared.views.match_ratio(topic.record.id)));
+                .map(|lag| estimate(lag, shared.views().match_ratio(topic.record.id)));
             Some(PartitionLag {
                 lag,
                 matching,

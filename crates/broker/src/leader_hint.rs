@@ -19,7 +19,7 @@ pub(crate) struct LeaderHint {
 impl Shared {
     /// The partition's leader, when it is another live broker.
     pub(crate) fn leader_hint(&self, topic: &Topic, index: i32) -> Option<LeaderHint> {
-        let view = self.cluster.as_ref()?;
+        let view = self.cluster()?;
         let leadership = view.leader_of(PartitionKey {
             topic_id: topic.record.id,
             partition: index,
@@ -43,7 +43,7 @@ impl Shared {
     ) -> Vec<BrokerRecord> {
         let mut wanted: Vec<i32> = nodes.into_iter().collect();
         // Every produce and fetch asks: most name nobody, and cost nothing then.
-        let Some(view) = self.cluster.as_ref().filter(|_| !wanted.is_empty()) else {
+        let Some(view) = self.cluster().filter(|_| !wanted.is_empty()) else {
             return Vec::new();
         };
         wanted.sort_unstable();

@@ -11,6 +11,7 @@
 
 mod admin;
 mod broker_error;
+mod builder;
 mod cleaner;
 mod cluster;
 mod config;
@@ -23,6 +24,7 @@ mod handlers;
 mod instance_id;
 mod lag;
 mod leader_hint;
+mod listener_endpoint;
 mod maintenance;
 mod metrics;
 mod partitions;
@@ -37,6 +39,7 @@ mod transactions;
 mod view_reader;
 
 pub use broker_error::BrokerError;
+pub use builder::BrokerBuilder;
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{
     AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names,

@@ -47,12 +47,12 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
 
 /// One pass of retention, collection and orphan deletion.
 pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
-    let Some(storage) = &shared.storage else {
+    let Some(storage) = shared.storage() else {
         return Ok(());
     };
-    let now = shared.clock.now_ms();
+    let now = shared.clock().now_ms();
     let cleaner_enabled = shared.started_config().cleaner.enabled;
-    for topic in shared.topics.all() {
+    for topic in shared.topics().all() {
         let retains = topic.log.cleanup.delete
             && (topic.log.retention_ms.is_some() || topic.log.retention_bytes.is_some());
         let retention_ms = topic
@@ -65,7 +65,7 @@ pub(crate) async fn pass(shared: &Arc<Shared>) -> Result<(), MetadataError> {
             .map(|b| i64::try_from(b).unwrap_or(i64::MAX));
         for partition in 0..topic.record.partitions {
             // A partition's leader keeps it (in a cluster, each broker its own).
-            let Some(epoch) = shared.led_epoch(&topic, partition) else {
+            let Some(epoch) = shared.partitions().led_epoch(&topic, partition) else {
                 continue;
             };
             let key = PartitionKey {
@@ -117,7 +117,7 @@ async fn stable_offset(
     {
         let shared = shared.clone();
         let tail =
-            crate::partitions::on_blocking_pool(move || shared.logs.partition(&log_key)).await;
+            crate::partitions::on_blocking_pool(move || shared.logs().partition(&log_key)).await;
         if let Ok(Ok(Some(log))) = tail
             && log.is_tail()
         {
@@ -151,7 +151,7 @@ async fn note_log_start(
         .fetch_max(start, std::sync::atomic::Ordering::AcqRel);
     let shared = shared.clone();
     let trimmed = crate::partitions::on_blocking_pool(move || {
-        let Ok(Some(log)) = shared.logs.partition(&log_key) else {
+        let Ok(Some(log)) = shared.logs().partition(&log_key) else {
             return Ok(());
         };
         let local = log.offsets();

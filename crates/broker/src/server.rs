@@ -24,12 +24,15 @@ use prometheus_client::metrics::histogram::Histogram;
 use spool_admin::AdminServer;
 use spool_coordinator::{GroupCoordinator, TransactionCoordinator, TxnConfig};
 use spool_metadata::{MetadataStore, MetadataUrl};
-use spool_objects::{ObjectStorage, StorageUrl};
+use spool_objects::ObjectStorage;
 use spool_security::sasl::SaslMechanism;
 
 use crate::broker_error::BrokerError;
+use crate::builder::BrokerBuilder;
 use crate::cluster::ClusterView;
-use crate::shared::{ListenerEndpoint, Shared};
+use crate::listener_endpoint::ListenerEndpoint;
+use crate::partitions::Partitions;
+use crate::shared::{Shared, SharedParts};
 use crate::transactions::BrokerMarkers;
 use spool_shared_storage::SharedStorage;
 
@@ -40,41 +43,28 @@ pub struct Broker {
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
-    /// The data directory's lock, when the broker owns one (see [`Broker::start`]).
+    /// The data directory's lock, when the broker owns one (see [`BrokerBuilder::log_store`]).
     data_dir_lock: Option<DataDirLock>,
     /// The HTTP admin listener (`admin.listen`), and the broker as it sees it.
     admin: Option<(AdminServer, Arc<BrokerAdmin>)>,
 }
 
 impl Broker {
+    /// What the broker's connections share: for tests of its handlers.
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// How a broker is put together before it starts: `config`, and the stores a
+    /// test or a tool gives it instead of those the settings name.
+    pub fn builder(config: BrokerConfig) -> BrokerBuilder {
+        BrokerBuilder::new(config)
+    }
+
     /// Locks and opens the data directory (a second process on it is refused),
-    /// binds the listener and starts accepting.
-    pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
-        Broker::start_locked(config, None, None).await
-    }
-
-    /// Like [`Broker::start`], in shared-storage mode over `objects` (whatever
-    /// `config.storage.url` says): tests share one in-memory store between brokers,
-    /// or between runs of one, and wrap it to make it fail.
-    pub async fn start_with_objects(
-        config: BrokerConfig,
-        objects: ObjectStorage,
-    ) -> Result<Broker, BrokerError> {
-        Broker::start_with_stores(config, objects, None).await
-    }
-
-    /// [`Broker::start_with_objects`], with `metadata` as the metadata store when
-    /// given (whatever `config.metadata_url` says): tests wrap it to make it fail.
-    pub async fn start_with_stores(
-        mut config: BrokerConfig,
-        objects: ObjectStorage,
-        metadata: Option<Arc<dyn MetadataStore>>,
-    ) -> Result<Broker, BrokerError> {
-        config.storage.url.get_or_insert(StorageUrl::Memory);
-        Broker::start_locked(config, Some(objects), metadata).await
-    }
-
-    async fn start_locked(
+    /// binds the listeners and starts accepting.
+    pub(crate) async fn start_locked(
         config: BrokerConfig,
         objects: Option<ObjectStorage>,
         metadata: Option<Arc<dyn MetadataStore>>,
@@ -89,31 +79,9 @@ impl Broker {
         Ok(broker)
     }
 
-    /// Like [`Broker::start`], with the partition logs in `store` instead of the data
-    /// directory (which still holds the metadata database), and no lock on the data
-    /// directory: the caller owns it (the fault checker restarts brokers in one
-    /// process over a store whose dead lives it fences itself). The fault checker runs a
-    /// broker on a [`spool_store::FaultyStore`] to crash the machine under it.
-    pub async fn start_on(
-        config: BrokerConfig,
-        store: Arc<dyn spool_store::Store>,
-    ) -> Result<Broker, BrokerError> {
-        Broker::start_with(config, store, None).await
-    }
-
-    /// [`Broker::start_on`], with `objects` as the object storage of shared-storage
-    /// mode (opened from `config.storage.url` when `None`).
-    pub async fn start_with(
-        config: BrokerConfig,
-        store: Arc<dyn spool_store::Store>,
-        objects: Option<ObjectStorage>,
-    ) -> Result<Broker, BrokerError> {
-        Broker::start_from(config, store, objects, None).await
-    }
-
     /// Starts the admin listener first (it answers liveness, and "starting" to the
     /// rest, while the broker opens), then the broker.
-    async fn start_from(
+    pub(crate) async fn start_from(
         config: BrokerConfig,
         store: Arc<dyn spool_store::Store>,
         objects: Option<ObjectStorage>,
@@ -276,7 +244,8 @@ impl Broker {
         }
         // In shared-storage mode, this broker joins the cluster of the brokers
         // sharing the metadata store.
-        let cluster = if objects.is_some() {
+        let shared_storage = objects.is_some();
+        let cluster = if shared_storage {
             let instance = crate::instance_id::of(&config.data_dir)?;
             let view = ClusterView::join(
                 &metadata,
@@ -300,11 +269,22 @@ impl Broker {
         };
         let groups = Arc::new(GroupCoordinator::open(metadata.clone(), group_config).await?);
         let producer_ids = Arc::new(ProducerIds::new(metadata.clone()));
-        let markers = Arc::new(BrokerMarkers::default());
+        let storage = objects.map(|objects| {
+            tracing::info!(objects = %objects.prefix, "partition data in object storage");
+            SharedStorage::start(objects, metadata.clone(), &config.storage)
+        });
+        let partitions = Arc::new(Partitions::new(
+            config.node_id,
+            topics,
+            logs,
+            storage,
+            cluster,
+        ));
+        let markers = Arc::new(BrokerMarkers::new(partitions.clone(), config.clock.clone()));
         let txn_config = TxnConfig {
             // In a cluster, markers of partitions this broker leads come from other
             // coordinators too: look for them as often as assignments are followed.
-            marker_interval: if objects.is_some() {
+            marker_interval: if shared_storage {
                 crate::topics::follow::CLUSTER_POLL_INTERVAL
             } else {
                 config.transactions.marker_interval
@@ -319,37 +299,29 @@ impl Broker {
             markers.clone(),
             groups.clone(),
         ));
-        let storage = objects.map(|objects| {
-            tracing::info!(objects = %objects.prefix, "partition data in object storage");
-            SharedStorage::start(objects, metadata.clone(), &config.storage)
-        });
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Shared::new(SharedParts {
             clock: config.clock.clone(),
             dynamic,
             admin: tokio::sync::Mutex::new(()),
             listeners: endpoints,
-            logs,
             metadata: metadata.clone(),
-            topics,
+            partitions,
             groups: groups.clone(),
             transactions: transactions.clone(),
             producer_ids,
             cluster_id: "spool-cluster".to_owned(),
-            storage,
-            cluster,
             metrics,
             delayed: crate::delayed::DelayedStats::default(),
             views: spool_views::Views::default(),
             authorizer,
             quotas,
             token_verifier,
-        });
-        markers.attach(&shared);
-        if let Some(view) = &shared.cluster {
+        }));
+        if let Some(view) = shared.cluster() {
             // Each group and each transactional id has one coordinator among the
             // brokers.
-            shared.groups.set_ownership(view.clone());
-            shared.transactions.set_ownership(view.clone());
+            shared.groups().set_ownership(view.clone());
+            shared.transactions().set_ownership(view.clone());
             // A broker that holds (or can take) the controller lease assigns what has
             // no leader before it serves: a cluster of one leads everything at once.
             crate::cluster::assign_now(&shared, view).await;
@@ -366,12 +338,12 @@ impl Broker {
             topics_version,
             stopped.clone(),
         ));
-        if shared.storage.is_some() {
+        if shared.storage().is_some() {
             tokio::spawn(crate::maintenance::run(shared.clone(), stopped.clone()));
             tokio::spawn(crate::cleaner::run(shared.clone(), stopped.clone()));
         }
         crate::cluster::start(&shared, &stopped);
-        if let Some(verifier) = &shared.token_verifier {
+        if let Some(verifier) = shared.token_verifier() {
             tokio::spawn(spool_security::oauth::keep_fresh(
                 verifier.clone(),
                 stopped.clone(),
@@ -421,7 +393,7 @@ impl Broker {
     /// `None` in embedded mode.
     #[must_use]
     pub fn storage_stats(&self) -> Option<crate::StorageStats> {
-        self.shared.storage.as_ref().map(|storage| storage.stats())
+        self.shared.storage().map(|storage| storage.stats())
     }
 
     /// The address the listener is bound to (useful with port 0).
@@ -434,7 +406,7 @@ impl Broker {
     #[must_use]
     pub fn listeners(&self) -> Vec<(String, SocketAddr)> {
         self.shared
-            .listeners
+            .listeners()
             .iter()
             .map(|listener| (listener.name.clone(), listener.local))
             .collect()
@@ -444,7 +416,7 @@ impl Broker {
     #[must_use]
     pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
         self.shared
-            .listeners
+            .listeners()
             .iter()
             .find(|listener| listener.name.eq_ignore_ascii_case(name))
             .map(|listener| listener.local)
@@ -465,12 +437,12 @@ impl Broker {
         if let Some((_, source)) = &admin {
             source.stopping();
         }
-        if let Some(view) = &self.shared.cluster {
-            view.hand_over_everything(&self.shared.metadata).await;
+        if let Some(view) = self.shared.cluster() {
+            view.hand_over_everything(self.shared.metadata()).await;
             // It follows the store no more from here: no broker waits for it to.
             let stopping = self
                 .shared
-                .metadata
+                .metadata()
                 .note_followed(view.node_id, view.incarnation, i64::MAX, i64::MAX)
                 .await;
             if let Err(error) = stopping {
@@ -480,15 +452,15 @@ impl Broker {
         let _ = self.stop.send(true);
         self.accept.await?;
         let connections_closed = started.elapsed();
-        if let Some(storage) = &self.shared.storage {
+        if let Some(storage) = self.shared.storage() {
             // What was appended (and answered, with acks=1) goes to object storage.
             storage.close().await;
         }
-        if let Some(view) = &self.shared.cluster {
-            view.leave(&self.shared.metadata).await;
+        if let Some(view) = self.shared.cluster() {
+            view.leave(self.shared.metadata()).await;
         }
         let shared = self.shared.clone();
-        tokio::task::spawn_blocking(move || shared.logs.shutdown()).await??;
+        tokio::task::spawn_blocking(move || shared.logs().shutdown()).await??;
         if let Some((server, _)) = admin {
             server.shutdown().await;
         }
@@ -551,7 +523,7 @@ async fn accept_loop(
                     }
                 };
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    if let Some(metrics) = &shared.metrics {
+                    if let Some(metrics) = shared.metrics() {
                         metrics.connections_rejected.inc();
                     }
                     tracing::warn!(%peer, limit = shared.started_config().max_connections, "connection limit reached; refusing");
@@ -559,7 +531,7 @@ async fn accept_loop(
                 };
                 let shared = shared.clone();
                 let stopped = stopped.clone();
-                let open = shared.metrics.as_ref().map(|metrics| {
+                let open = shared.metrics().map(|metrics| {
                     metrics.connections_accepted.inc();
                     metrics.connections_open.inc();
                     metrics.connections_open.clone()

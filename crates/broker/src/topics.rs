@@ -48,9 +48,9 @@ pub(crate) async fn create(
         .map_err(|e| AdminError::new(code::INVALID_TOPIC_EXCEPTION, e.to_string()))?;
     // Under the admin lock, so that a change of the broker's defaults cannot miss
     // a topic being created.
-    let _admin = shared.admin.lock().await;
+    let _admin = shared.changes().lock().await;
     let settings = shared.current_config();
-    if shared.topics.get(name.as_str()).is_some() {
+    if shared.topics().get(name.as_str()).is_some() {
         return Err(AdminError::new(
             code::TOPIC_ALREADY_EXISTS,
             format!("topic {name} already exists"),
@@ -90,7 +90,7 @@ pub(crate) async fn create(
     if validate_only {
         return Ok(Arc::new(topic));
     }
-    match shared.metadata.create_topic(&topic.record).await {
+    match shared.metadata().create_topic(&topic.record).await {
         Ok(()) => {}
         Err(MetadataError::TopicExists(_)) => {
             return Err(AdminError::new(
@@ -107,14 +107,14 @@ pub(crate) async fn create(
     };
     created?;
     tracing::info!(topic = %name, partitions, "created topic");
-    shared.topics.insert(topic.clone());
-    if let Some(cluster) = &shared.cluster
+    shared.topics().insert(topic.clone());
+    if let Some(cluster) = shared.cluster()
         && topic.view.is_none()
     {
         crate::cluster::assign_new(shared, cluster, &new_partitions(&topic, 0)).await;
     }
     shared
-        .topics
+        .topics()
         .get(name.as_str())
         .ok_or_else(|| AdminError::new(code::UNKNOWN_SERVER_ERROR, "topic vanished"))
 }
@@ -122,7 +122,7 @@ pub(crate) async fn create(
 /// A new view's partition count: its source's (asking for another is refused). The
 /// source must exist and not be a view itself.
 fn view_partitions(shared: &Shared, view: &View, asked: i32) -> Result<i32, AdminError> {
-    let source = shared.topics.get(&view.source).ok_or_else(|| {
+    let source = shared.topics().get(&view.source).ok_or_else(|| {
         AdminError::new(
             code::INVALID_CONFIG,
             format!("view.source.topic={}: no such topic", view.source),
@@ -157,7 +157,7 @@ pub(crate) async fn get_or_auto_create(
     name: &str,
     allowed: bool,
 ) -> Option<Arc<Topic>> {
-    if let Some(topic) = shared.topics.get(name) {
+    if let Some(topic) = shared.topics().get(name) {
         return Some(topic);
     }
     if !(allowed && shared.current_config().auto_create_topics) {
@@ -176,10 +176,10 @@ pub(crate) async fn get_or_auto_create(
         }
         // Another request created it first, perhaps through another broker.
         Err(error) if error.code == code::TOPIC_ALREADY_EXISTS => {
-            if shared.topics.get(name).is_none() {
+            if shared.topics().get(name).is_none() {
                 catch_up_now(shared).await;
             }
-            shared.topics.get(name)
+            shared.topics().get(name)
         }
         Err(error) => {
             tracing::warn!(topic = name, message = %error.message, "auto-creation failed");
@@ -195,13 +195,13 @@ pub(crate) async fn get_or_auto_create(
 /// Deleting a topic deletes its views first (so that no view outlives its source,
 /// even across a crash between the two).
 pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic>, AdminError> {
-    let _admin = shared.admin.lock().await;
-    let topic = shared.topics.existing(name)?;
+    let _admin = shared.changes().lock().await;
+    let topic = shared.topics().existing(name)?;
     let views = shared
-        .topics
+        .topics()
         .matching(|other| other.view.as_ref().is_some_and(|view| view.source == name));
     for view in views.iter().chain([&topic]) {
-        match shared.metadata.delete_topic(view.record.id).await {
+        match shared.metadata().delete_topic(view.record.id).await {
             Ok(()) | Err(MetadataError::UnknownTopic(_)) => {}
             Err(error) => return Err(metadata_failure(&error)),
         }
@@ -215,16 +215,16 @@ pub(crate) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<Arc<Topic
 /// offsets of it.
 pub(crate) async fn forget(shared: &Arc<Shared>, topic: &Arc<Topic>) {
     if shared
-        .topics
+        .topics()
         .get(topic.record.name.as_str())
         .is_some_and(|current| current.record.id == topic.record.id)
     {
-        shared.topics.remove(topic.record.name.as_str());
+        shared.topics().remove(topic.record.name.as_str());
     }
-    if let Some(metrics) = &shared.metrics {
+    if let Some(metrics) = shared.metrics() {
         metrics.forget_topic(topic.record.id, topic.record.name.as_str());
     }
-    shared.views.forget(topic.record.id);
+    shared.views().forget(topic.record.id);
     let deleting = {
         let (shared, topic) = (shared.clone(), topic.clone());
         on_blocking_pool(move || {
@@ -232,7 +232,7 @@ pub(crate) async fn forget(shared: &Arc<Shared>, topic: &Arc<Topic>) {
                 let Some(partition) = topic.log_partition(index) else {
                     continue;
                 };
-                match shared.logs.delete_partition(&partition) {
+                match shared.logs().delete_partition(&partition) {
                     Ok(()) | Err(spool_log::LogError::UnknownPartition(_)) => {}
                     Err(error) => {
                         tracing::warn!(%partition, %error, "deleting partition data failed; it goes at the next start");
@@ -245,23 +245,26 @@ pub(crate) async fn forget(shared: &Arc<Shared>, topic: &Arc<Topic>) {
     if let Err(error) = deleting {
         tracing::warn!(topic = %topic.record.name, %error, "deleting topic data failed; it goes at the next start");
     }
-    shared.groups.forget_topic(topic.record.name.as_str()).await;
+    shared
+        .groups()
+        .forget_topic(topic.record.name.as_str())
+        .await;
 }
 
 /// Creates the logs of a topic's partitions from `from` on, those that do not exist.
 pub(crate) fn create_logs(shared: &Shared, topic: &Topic, from: i32) -> Result<(), LogError> {
     shared
-        .logs
+        .logs()
         .set_topic_config(&log_topic(topic.record.id), topic.log.clone())?;
-    if shared.storage.is_some() {
+    if shared.storage().is_some() {
         // Shared-storage mode: a partition's tail is opened on first use.
         return Ok(());
     }
     for index in from..topic.record.partitions {
         if let Some(partition) = topic.log_partition(index)
-            && shared.logs.partition(&partition)?.is_none()
+            && shared.logs().partition(&partition)?.is_none()
         {
-            shared.logs.create_partition(&partition)?;
+            shared.logs().create_partition(&partition)?;
         }
     }
     Ok(())
@@ -294,8 +297,8 @@ pub(crate) async fn add_partitions(
     count: i32,
     validate_only: bool,
 ) -> Result<(), AdminError> {
-    let _admin = shared.admin.lock().await;
-    let topic = shared.topics.existing(name)?;
+    let _admin = shared.changes().lock().await;
+    let topic = shared.topics().existing(name)?;
     let current = topic.record.partitions;
     if let Some(view) = &topic.view {
         return Err(AdminError::new(
@@ -317,7 +320,11 @@ pub(crate) async fn add_partitions(
     if validate_only {
         return Ok(());
     }
-    match shared.metadata.add_partitions(topic.record.id, count).await {
+    match shared
+        .metadata()
+        .add_partitions(topic.record.id, count)
+        .await
+    {
         Ok(()) => {}
         // Another broker sharing the store grew it first.
         Err(MetadataError::Conflict(message)) => {
@@ -333,22 +340,26 @@ pub(crate) async fn add_partitions(
     };
     created?;
     let added = new_partitions(&grown, current);
-    shared.topics.insert(grown);
-    if let Some(view) = &shared.cluster {
+    shared.topics().insert(grown);
+    if let Some(view) = shared.cluster() {
         crate::cluster::assign_new(shared, view, &added).await;
     }
     // Its views follow: they have its partitions.
     for view in shared
-        .topics
+        .topics()
         .matching(|other| other.view.as_ref().is_some_and(|view| view.source == name))
     {
-        match shared.metadata.add_partitions(view.record.id, count).await {
+        match shared
+            .metadata()
+            .add_partitions(view.record.id, count)
+            .await
+        {
             Ok(()) | Err(MetadataError::Conflict(_)) => {}
             Err(error) => return Err(metadata_failure(&error)),
         }
         let mut grown = (*view).clone();
         grown.record.partitions = count;
-        shared.topics.insert(grown);
+        shared.topics().insert(grown);
     }
     tracing::info!(topic = name, from = current, to = count, "added partitions");
     Ok(())
@@ -373,8 +384,8 @@ pub(crate) async fn change_configs(
     validate_only: bool,
     change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
 ) -> Result<(), AdminError> {
-    let _admin = shared.admin.lock().await;
-    let topic = shared.topics.existing(name)?;
+    let _admin = shared.changes().lock().await;
+    let topic = shared.topics().existing(name)?;
     let mut record = topic.record.clone();
     record.configs = change(&topic.record.configs)?;
     let updated = topic
@@ -392,15 +403,15 @@ pub(crate) async fn change_configs(
     }
     let changes = ConfigChange::between(&topic.record.configs, &updated.record.configs);
     shared
-        .metadata
+        .metadata()
         .alter_topic_configs(topic.record.id, &changes)
         .await
         .map_err(|error| metadata_failure(&error))?;
     shared
-        .logs
+        .logs()
         .set_topic_config(&log_topic(updated.record.id), updated.log.clone())
         .map_err(|error| AdminError::new(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
     tracing::info!(topic = name, configs = ?updated.record.configs, "changed topic configs");
-    shared.topics.insert(updated);
+    shared.topics().insert(updated);
     Ok(())
 }

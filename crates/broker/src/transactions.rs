@@ -2,18 +2,17 @@
 //! allocator InitProducerId uses) and marker writes into the partitions this broker
 //! leads.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use spool_coordinator::{MarkerOutcome, MarkerWriter, ProducerIdSource};
 use spool_log::LogError;
 use spool_metadata::{MetadataError, TxnMarker};
-use spool_model::Timestamp;
+use spool_model::Clock;
 use spool_protocol::control::{Marker, marker_batch};
 
-use crate::partitions::{PartitionError, on_blocking_pool};
+use crate::partitions::{PartitionError, Partitions, on_blocking_pool};
 use crate::producer_ids::ProducerIds;
-use crate::shared::Shared;
 
 /// How long a marker may take to become durable before it is tried again later.
 const MARKER_DURABLE_WAIT: Duration = Duration::from_secs(10);
@@ -25,26 +24,25 @@ impl ProducerIdSource for ProducerIds {
     }
 }
 
-/// Writes markers into this broker's partitions. It holds the broker weakly: the
-/// broker holds the coordinator that holds it.
-#[derive(Debug, Default)]
+/// Writes markers into the partitions this broker leads, through the partition
+/// router (which knows nothing of the coordinators: no cycle).
+#[derive(Debug)]
 pub(crate) struct BrokerMarkers {
-    shared: OnceLock<Weak<Shared>>,
+    partitions: Arc<Partitions>,
+    /// What stamps the markers.
+    clock: Clock,
 }
 
 impl BrokerMarkers {
-    pub(crate) fn attach(&self, shared: &Arc<Shared>) {
-        let _ = self.shared.set(Arc::downgrade(shared));
+    pub(crate) fn new(partitions: Arc<Partitions>, clock: Clock) -> BrokerMarkers {
+        BrokerMarkers { partitions, clock }
     }
 }
 
 #[async_trait::async_trait]
 impl MarkerWriter for BrokerMarkers {
     async fn write(&self, marker: &TxnMarker) -> MarkerOutcome {
-        let Some(shared) = self.shared.get().and_then(Weak::upgrade) else {
-            return MarkerOutcome::Failed;
-        };
-        let Some(topic) = shared.topics.by_id(marker.topic_id) else {
+        let Some(topic) = self.partitions.topics().by_id(marker.topic_id) else {
             // Not known here (yet): the leader writes it. (A deleted topic's queued
             // markers go with it from the store.)
             return MarkerOutcome::NotLeader;
@@ -54,11 +52,12 @@ impl MarkerWriter for BrokerMarkers {
             marker.producer_epoch,
             Marker::from_commit(marker.commit),
             0,
-            Timestamp::now(),
+            self.clock.timestamp(),
         );
         let index = marker.partition;
+        let partitions = self.partitions.clone();
         let appended = on_blocking_pool(move || {
-            let partition = shared.partition_of(topic, index, -1)?;
+            let partition = partitions.partition_of(topic, index, -1)?;
             let info = partition.log.append(&[&batch])?;
             partition.appended(batch.len());
             Ok::<_, PartitionError>((partition, info))

@@ -65,7 +65,11 @@ impl Cluster {
             config.set(name, value).unwrap();
         }
         let objects = ObjectStorage::new(self.objects.clone(), "spool".into());
-        let broker = Broker::start_with_objects(config, objects).await.unwrap();
+        let broker = Broker::builder(config)
+            .objects(objects)
+            .start()
+            .await
+            .unwrap();
         self.brokers.insert(node_id, (broker, data));
     }
 

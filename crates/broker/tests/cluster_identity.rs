@@ -62,7 +62,7 @@ impl Stores {
             config.set(name, value).unwrap();
         }
         let objects = ObjectStorage::new(self.objects.clone(), "spool".into());
-        Broker::start_with_objects(config, objects).await
+        Broker::builder(config).objects(objects).start().await
     }
 }
 

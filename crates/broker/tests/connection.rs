@@ -136,7 +136,7 @@ async fn a_second_broker_on_a_data_directory_in_use_is_refused() {
         data_dir: first.data_dir().to_path_buf(),
         ..BrokerConfig::default()
     };
-    let refused = Broker::start(config.clone()).await.unwrap_err();
+    let refused = Broker::builder(config.clone()).start().await.unwrap_err();
     assert!(
         matches!(refused, BrokerError::DataDirInUse { .. }),
         "{refused}"
@@ -149,7 +149,8 @@ async fn a_second_broker_on_a_data_directory_in_use_is_refused() {
     // The first broker is unharmed, and once it stops the directory is free.
     assert_eq!(first.client().await.create_topic("still-here", 1).await, 0);
     let data = first.stop().await;
-    let second = Broker::start(config)
+    let second = Broker::builder(config)
+        .start()
         .await
         .expect("the lock went with the first broker");
     second.shutdown().await.unwrap();

@@ -130,7 +130,7 @@ async fn start_error(settings: &[(&str, &str)]) -> String {
     for (name, value) in settings {
         config.set(name, value).unwrap();
     }
-    let Err(error) = Broker::start(config).await else {
+    let Err(error) = Broker::builder(config).start().await else {
         panic!("a broker started with {settings:?}")
     };
     error.to_string()

@@ -54,7 +54,7 @@ async fn start(data: &std::path::Path, url: &MetadataUrl) -> Broker {
         metadata_url: Some(url.clone()),
         ..BrokerConfig::default()
     };
-    Broker::start(config).await.unwrap()
+    Broker::builder(config).start().await.unwrap()
 }
 
 async fn metadata_urls(shared: &std::path::Path) -> Vec<MetadataUrl> {

@@ -187,7 +187,9 @@ async fn a_delete_cut_short_by_a_machine_crash_is_finished_at_the_next_start() {
         ..BrokerConfig::default()
     };
     let store = FaultyStore::new(7);
-    let broker = Broker::start_on(config.clone(), Arc::new(store.clone()))
+    let broker = Broker::builder(config.clone())
+        .log_store(Arc::new(store.clone()))
+        .start()
         .await
         .unwrap();
     let mut client = RawClient::connect(broker.local_addr()).await;
@@ -208,7 +210,9 @@ async fn a_delete_cut_short_by_a_machine_crash_is_finished_at_the_next_start() {
     let topics = spool_store::Store::list_dir(&store, std::path::Path::new("topics")).unwrap();
     assert_eq!(topics.len(), 1, "the crash brought the old directory back");
 
-    let broker = Broker::start_on(config, Arc::new(store.clone()))
+    let broker = Broker::builder(config)
+        .log_store(Arc::new(store.clone()))
+        .start()
         .await
         .unwrap();
     let topics = spool_store::Store::list_dir(&store, std::path::Path::new("topics")).unwrap();
@@ -247,7 +251,7 @@ async fn a_data_directory_refuses_another_metadata_store_and_loses_nothing() {
         metadata_url: Some(MetadataUrl::Sqlite(elsewhere.path().join("other.db"))),
         ..BrokerConfig::default()
     };
-    match Broker::start(config).await {
+    match Broker::builder(config).start().await {
         Err(error @ BrokerError::WrongMetadataStore { .. }) => {
             let message = error.to_string();
             assert!(

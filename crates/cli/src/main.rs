@@ -223,7 +223,7 @@ async fn serve(args: ServeArgs) -> Result<(), spool_broker::BrokerError> {
         }
     };
     let data_dir = config.data_dir.clone();
-    let broker = Broker::start(config).await?;
+    let broker = Broker::builder(config).start().await?;
     let admin = broker.admin_addr().map_or_else(String::new, |address| {
         format!(", admin on http://{address}")
     });

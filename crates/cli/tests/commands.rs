@@ -674,12 +674,14 @@ async fn cluster_move_hands_a_partition_to_the_broker_named_and_it_stays_there()
     for (name, value) in fast {
         config.set(name, value).unwrap();
     }
-    let second = spool_broker::Broker::start_with_objects(
-        config,
-        spool_broker::ObjectStorage::new(memory.clone(), "spool".into()),
-    )
-    .await
-    .unwrap();
+    let second = spool_broker::Broker::builder(config)
+        .objects(spool_broker::ObjectStorage::new(
+            memory.clone(),
+            "spool".into(),
+        ))
+        .start()
+        .await
+        .unwrap();
 
     let store = spool_metadata::open(&metadata).await.unwrap();
     let started = std::time::Instant::now();

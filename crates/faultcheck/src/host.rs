@@ -332,7 +332,7 @@ fn start_in_process(config: BrokerConfig, store: &FaultyStore) -> Result<Life, C
                     return;
                 }
             };
-            match runtime.block_on(Broker::start_on(config, fenced)) {
+            match runtime.block_on(Broker::builder(config).log_store(fenced).start()) {
                 // The broker is never shut down: its machine crashes.
                 Ok(broker) => {
                     let _ = ready_tx.send(Ok(()));

@@ -32,6 +32,22 @@ impl SqliteStore {
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         Ok(SqliteStore { pool })
     }
+
+    /// A database in memory, gone with the store: for a broker in a test that needs
+    /// no metadata file. One connection, kept open for as long as the store lives
+    /// (an in-memory database lives as long as its connection).
+    pub async fn in_memory() -> Result<SqliteStore> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        Ok(SqliteStore { pool })
+    }
 }
 
 crate::sql::impl_metadata_store!(SqliteStore);

@@ -76,6 +76,7 @@ impl StorageUrl {
     /// [`StorageUrl::open`], with `s3` overriding what the environment says of an S3
     /// store (the other stores take theirs from the environment only).
     pub fn open_with(&self, s3: &S3Options) -> Result<ObjectStorage, ObjectsError> {
+        install_crypto();
         let failed = |source| ObjectsError::Store {
             url: self.to_string(),
             source,
@@ -124,6 +125,14 @@ impl StorageUrl {
         })?;
         Ok(ObjectStorage::new(store, prefix))
     }
+}
+
+/// Puts ring in place as the process's TLS crypto provider, if none is yet: reqwest
+/// is built without one of its own (see Cargo.toml), and building a client without
+/// one panics.
+fn install_crypto() {
+    // An error means a provider is installed already: that one serves.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// How long a request is retried before its failure is final: 10 s, not

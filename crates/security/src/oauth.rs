@@ -173,6 +173,9 @@ impl TokenVerifier {
                     .to_owned(),
             );
         }
+        // reqwest is built without a bundled crypto provider: ring, which the TLS
+        // listeners use too, is the process's (whoever installs it first).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(redirects())

@@ -39,7 +39,10 @@ impl TestBroker {
         let data = tempfile::tempdir().expect("temp dir");
         let mut config = TestBroker::config(&data, None, settings);
         config.security.bootstrap_user = Some((user.0.to_owned(), user.1.to_owned()));
-        let broker = Broker::start(config).await.expect("broker starts");
+        let broker = Broker::builder(config)
+            .start()
+            .await
+            .expect("broker starts");
         TestBroker {
             broker: Some(broker),
             data,
@@ -61,7 +64,9 @@ impl TestBroker {
         settings: &[(&str, &str)],
     ) -> TestBroker {
         let config = TestBroker::config(&data, metadata, settings);
-        let broker = Broker::start_with_objects(config, objects)
+        let broker = Broker::builder(config)
+            .objects(objects)
+            .start()
             .await
             .expect("broker starts");
         TestBroker {
@@ -79,7 +84,10 @@ impl TestBroker {
         settings: &[(&str, &str)],
     ) -> TestBroker {
         let config = TestBroker::config(&data, None, settings);
-        let broker = Broker::start_with_stores(config, objects, Some(metadata))
+        let broker = Broker::builder(config)
+            .objects(objects)
+            .metadata(metadata)
+            .start()
             .await
             .expect("broker starts");
         TestBroker {
@@ -111,7 +119,10 @@ impl TestBroker {
 
     async fn start_configured(data: tempfile::TempDir, settings: &[(&str, &str)]) -> TestBroker {
         let config = TestBroker::config(&data, None, settings);
-        let broker = Broker::start(config).await.expect("broker starts");
+        let broker = Broker::builder(config)
+            .start()
+            .await
+            .expect("broker starts");
         TestBroker {
             broker: Some(broker),
             data,

@@ -65,7 +65,7 @@ fn main() -> Fallible<()> {
         config.set(name, value)?;
     }
     config.security.bootstrap_user = Some(("admin".to_owned(), "admin-secret".to_owned()));
-    let broker = runtime.block_on(Broker::start(config))?;
+    let broker = runtime.block_on(Broker::builder(config).start())?;
     let sasl = broker
         .listener_addr("SASL_PLAINTEXT")
         .ok_or("no SASL listener")?;

@@ -69,7 +69,7 @@ fn main() -> Fallible<()> {
         data_dir: args.dir.clone(),
         ..BrokerConfig::default()
     };
-    let broker = runtime.block_on(Broker::start(config))?;
+    let broker = runtime.block_on(Broker::builder(config).start())?;
     let addr = broker.local_addr();
     let (stored, produce_mb_s) = runtime.block_on(produce(addr, &args))?;
     let loopback = limits::loopback_mb_s(stored)?;

@@ -85,7 +85,7 @@ fn main() -> Fallible<()> {
         data_dir: args.dir.clone(),
         ..BrokerConfig::default()
     };
-    let broker = runtime.block_on(Broker::start(config))?;
+    let broker = runtime.block_on(Broker::builder(config).start())?;
     let addr = broker.local_addr();
     let layouts: Vec<&str> = match args.layout.as_str() {
         "both" => vec!["per-batch", "per-record"],

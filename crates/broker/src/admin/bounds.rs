@@ -22,7 +22,7 @@ pub(super) struct Bounds {
 /// The partition's offsets; `None` when neither this broker nor the catalogue has
 /// them. Blocking: a partition is opened on first use, the catalogue is read.
 pub(super) fn partition_bounds(shared: &Shared, topic: &Arc<Topic>, index: i32) -> Option<Bounds> {
-    if let Ok(partition) = shared.partition_of(topic.clone(), index, -1) {
+    if let Ok(partition) = shared.partitions().partition_of(topic.clone(), index, -1) {
         return Some(Bounds {
             log_start: partition.log_start().0,
             high_watermark: partition.log.offsets().high_watermark.0,
@@ -43,10 +43,10 @@ pub(super) fn committed_state(
     topic: &Topic,
     index: i32,
 ) -> Option<PartitionState> {
-    let storage = shared.storage.as_ref()?;
-    let metadata = shared.metadata.clone();
+    let storage = shared.storage()?;
+    let metadata = shared.metadata().clone();
     // A view's partitions are its source's.
-    let key = shared.source_of(topic)?.partition_key(index);
+    let key = shared.partitions().source_of(topic)?.partition_key(index);
     match storage.wait_for(async move { metadata.partition_state(key).await }) {
         Ok(Ok(state)) => state,
         Ok(Err(error)) => {

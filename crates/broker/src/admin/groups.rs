@@ -20,12 +20,12 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
     let shared = shared.clone();
     on_blocking_pool(move || {
         shared
-            .groups
+            .groups()
             .list()
             .into_iter()
             .map(|listing| {
                 let members = shared
-                    .groups
+                    .groups()
                     .describe(&listing.group_id)
                     .map_or(0, |group| group.members.len());
                 let lag = crate::lag::group_lag_with(&shared, &listing.group_id, |topic, index| {
@@ -50,7 +50,7 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
 
 pub(super) async fn describe(shared: &Arc<Shared>, id: &str) -> Result<GroupDetail, ApiError> {
     coordinated_here(shared, id)?;
-    let Some(group) = shared.groups.describe(id) else {
+    let Some(group) = shared.groups().describe(id) else {
         return Err(kafka_error(
             code::GROUP_ID_NOT_FOUND,
             format!("group {id} has no members and no committed offsets"),
@@ -109,12 +109,11 @@ fn offsets(shared: &Shared, group: &str) -> Vec<GroupOffset> {
 /// `NOT_COORDINATOR`, naming the coordinator, for a group another broker
 /// coordinates.
 fn coordinated_here(shared: &Shared, id: &str) -> Result<(), ApiError> {
-    if shared.groups.owns(id) {
+    if shared.groups().owns(id) {
         return Ok(());
     }
     let coordinator = shared
-        .cluster
-        .as_ref()
+        .cluster()
         .and_then(|view| view.coordinator_of(id))
         .map_or_else(
             || "no broker".to_owned(),
@@ -148,7 +147,7 @@ fn group_refusal(id: &str, error: GroupError) -> ApiError {
 pub(super) async fn delete(shared: &Arc<Shared>, id: &str) -> Result<(), ApiError> {
     coordinated_here(shared, id)?;
     shared
-        .groups
+        .groups()
         .delete_group(id)
         .await
         .map_err(|error| group_refusal(id, error))
@@ -162,7 +161,7 @@ pub(super) async fn reset_offsets(
 ) -> Result<GroupDetail, ApiError> {
     coordinated_here(shared, id)?;
     if shared
-        .groups
+        .groups()
         .describe(id)
         .is_some_and(|group| !group.members.is_empty())
     {
@@ -178,7 +177,7 @@ pub(super) async fn reset_offsets(
         })?,
     };
     let mut partitions: Vec<(String, i32)> = shared
-        .groups
+        .groups()
         .committed(id, None)
         .into_iter()
         .map(|offset| (offset.topic, offset.partition))
@@ -188,7 +187,7 @@ pub(super) async fn reset_offsets(
         && partitions.is_empty()
     {
         let found = shared
-            .topics
+            .topics()
             .existing(topic)
             .map_err(|error| kafka_error(error.code, error.message))?;
         partitions = (0..found.record.partitions)
@@ -209,7 +208,7 @@ pub(super) async fn reset_offsets(
         offsets,
     };
     let results = shared
-        .groups
+        .groups()
         .commit(request)
         .await
         .map_err(|error| group_refusal(id, error))?;
@@ -243,7 +242,7 @@ fn targets(
                     format!("{name}-{index}: no such partition, or its offsets are unknown here"),
                 )
             };
-            let topic = shared.topics.get(&name).ok_or_else(unknown)?;
+            let topic = shared.topics().get(&name).ok_or_else(unknown)?;
             let bounds = partition_bounds(shared, &topic, index).ok_or_else(unknown)?;
             let offset = match target {
                 Target::Earliest => bounds.log_start,

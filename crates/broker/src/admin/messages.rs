@@ -40,7 +40,7 @@ pub(super) async fn read(
     shared: &Arc<Shared>,
     query: MessageQuery,
 ) -> Result<MessagePage, ApiError> {
-    let topic = shared.topics.get(&query.topic).ok_or_else(|| {
+    let topic = shared.topics().get(&query.topic).ok_or_else(|| {
         kafka_error(
             code::UNKNOWN_TOPIC_OR_PARTITION,
             format!("topic {} does not exist", query.topic),
@@ -60,14 +60,17 @@ pub(super) async fn read(
     let shared = shared.clone();
     // A view shows its source's records that match its filter.
     let filter = topic.view.as_ref().map(|view| view.filter.clone());
-    let data = shared.source_of(&topic).ok_or_else(|| {
+    let data = shared.partitions().source_of(&topic).ok_or_else(|| {
         kafka_error(
             code::UNKNOWN_TOPIC_OR_PARTITION,
             format!("the source of view {} does not exist", query.topic),
         )
     })?;
     on_blocking_pool(move || {
-        let source = match shared.partition_of(topic.clone(), query.partition, -1) {
+        let source = match shared
+            .partitions()
+            .partition_of(topic.clone(), query.partition, -1)
+        {
             Ok(partition) => Source::Led(partition),
             Err(PartitionError::NotLeader) => committed_source(&shared, &data, query.partition)
                 .ok_or_else(|| {
@@ -99,7 +102,7 @@ enum Source {
 fn committed_source(shared: &Shared, topic: &Topic, index: i32) -> Option<Source> {
     let state = super::bounds::committed_state(shared, topic, index)?;
     Some(Source::Committed {
-        storage: shared.storage.clone()?,
+        storage: shared.storage().cloned()?,
         key: topic.partition_key(index),
         log_start: state.log_start,
         high_watermark: state.high_watermark,

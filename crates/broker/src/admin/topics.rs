@@ -21,16 +21,16 @@ fn admin_error(error: AdminError) -> ApiError {
 
 pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
     let node_id = shared.started_config().node_id;
-    let Some(view) = &shared.cluster else {
+    let Some(view) = shared.cluster() else {
         let (host, port) = shared.advertised();
         let led = shared
-            .topics
+            .topics()
             .all()
             .iter()
             .map(|topic| usize::try_from(topic.record.partitions).unwrap_or(0))
             .sum();
         return ClusterInfo {
-            cluster_id: shared.cluster_id.clone(),
+            cluster_id: shared.cluster_id().to_owned(),
             node_id,
             mode: "embedded".to_owned(),
             // As Metadata says: the one broker is its own controller.
@@ -44,7 +44,7 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
         };
     };
     let mut led: HashMap<i32, usize> = HashMap::new();
-    for topic in shared.topics.all() {
+    for topic in shared.topics().all() {
         for index in 0..topic.record.partitions {
             if let Some(leadership) = view.leader_of(topic.partition_key(index)) {
                 *led.entry(leadership.leader).or_default() += 1;
@@ -63,7 +63,7 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
         .collect();
     brokers.sort_by_key(|broker| broker.node_id);
     ClusterInfo {
-        cluster_id: shared.cluster_id.clone(),
+        cluster_id: shared.cluster_id().to_owned(),
         node_id,
         mode: "shared".to_owned(),
         controller: view.controller(),
@@ -76,14 +76,14 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
 pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<TopicSummary>, ApiError> {
     let shared = shared.clone();
     on_blocking_pool(move || {
-        let opened: HashMap<_, _> = shared.logs.opened().into_iter().collect();
+        let opened: HashMap<_, _> = shared.logs().opened().into_iter().collect();
         shared
-            .topics
+            .topics()
             .all()
             .iter()
             .map(|topic| {
                 let records = (0..topic.record.partitions)
-                    .filter(|index| shared.led_epoch(topic, *index).is_some())
+                    .filter(|index| shared.partitions().led_epoch(topic, *index).is_some())
                     .filter_map(|index| opened.get(&topic.log_partition(index)?))
                     .map(|log| {
                         let offsets = log.offsets();
@@ -104,7 +104,7 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<TopicSummary>, ApiE
 }
 
 pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDetail, ApiError> {
-    let topic = shared.topics.existing(name).map_err(admin_error)?;
+    let topic = shared.topics().existing(name).map_err(admin_error)?;
     let mut partitions = {
         let (shared, topic) = (shared.clone(), topic.clone());
         on_blocking_pool(move || partitions(&shared, &topic))
@@ -114,7 +114,7 @@ pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDe
     if topic.delay.is_some() {
         for info in &mut partitions {
             let pending = shared
-                .metadata
+                .metadata()
                 .pending_holds(topic.partition_key(info.partition))
                 .await
                 .map_err(|error| kafka_error(code::KAFKA_STORAGE_ERROR, error.to_string()))?;
@@ -136,7 +136,7 @@ pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDe
 fn partitions(shared: &Shared, topic: &Arc<Topic>) -> Vec<PartitionInfo> {
     (0..topic.record.partitions)
         .map(|index| {
-            let (leader, leader_epoch) = match &shared.cluster {
+            let (leader, leader_epoch) = match shared.cluster() {
                 None => (shared.started_config().node_id, topic.leader_epoch(index)),
                 Some(view) => view
                     .leader_of(topic.partition_key(index))
@@ -231,6 +231,6 @@ pub(super) async fn alter_configs(
     .await
     .map_err(admin_error)?;
     crate::cluster::wait_for_followers(shared).await;
-    let topic = shared.topics.existing(name).map_err(admin_error)?;
+    let topic = shared.topics().existing(name).map_err(admin_error)?;
     Ok(configs(shared, &topic))
 }

@@ -17,17 +17,9 @@ use std::time::Instant;
 
 use spool_metadata::{Leadership, MetadataError, PartitionKey, PartitionMove};
 
-use super::{ClusterView, lease_ms};
+use super::ClusterView;
+use super::view::{Asked, lease_ms};
 use crate::shared::Shared;
-
-/// A handover asked of a live leader, as the controller first saw it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Asked {
-    from: i32,
-    to: i32,
-    leader_epoch: i32,
-    since: Instant,
-}
 
 /// The controller's round, if this broker holds (or can take) the lease; `true` if
 /// partitions moved or handovers were asked.
@@ -38,7 +30,7 @@ pub(crate) async fn tick(shared: &Arc<Shared>, view: &ClusterView) -> Result<boo
     // One round at a time in this broker (the heartbeat's and one after a topic was
     // created), so that two rounds never plan the same moves.
     let _round = view.controller_round.lock().await;
-    let metadata = &shared.metadata;
+    let metadata = shared.metadata();
     let lease = metadata
         .claim_controller(view.node_id, view.incarnation, lease_ms(&view.settings))
         .await?;

@@ -27,7 +27,7 @@ const SETTLE_POLL: Duration = Duration::from_millis(5);
 /// Starts a handover for each partition this broker leads and was asked to hand to a
 /// live broker, unless one is under way.
 pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
-    let Some(storage) = &shared.storage else {
+    let Some(storage) = shared.storage() else {
         return;
     };
     if !view.is_member() {
@@ -45,7 +45,7 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
             continue;
         }
         let log_key = TopicPartition::new(log_topic(asked.key.topic_id), asked.key.partition);
-        let Some(handover) = storage.begin_handover(&shared.logs, &log_key, asked.leader_epoch)
+        let Some(handover) = storage.begin_handover(shared.logs(), &log_key, asked.leader_epoch)
         else {
             continue;
         };
@@ -81,7 +81,7 @@ async fn hand_over(
     };
     let handed = if settled {
         shared
-            .metadata
+            .metadata()
             .complete_handover(
                 view.node_id,
                 view.incarnation,
@@ -102,7 +102,7 @@ async fn hand_over(
                 millis = started.elapsed().as_millis(),
                 "handed a partition over"
             );
-            if let Err(error) = view.reload_leaders(&shared.metadata).await {
+            if let Err(error) = view.reload_leaders(shared.metadata()).await {
                 tracing::warn!(%error, "cannot read the partitions' leaders");
             }
         }
@@ -124,14 +124,14 @@ async fn hand_over(
         Ok(Some(_)) => false,
         Ok(None) => true,
         Err(_) => {
-            view.reload_leaders(&shared.metadata).await.is_ok()
+            view.reload_leaders(shared.metadata()).await.is_ok()
                 && view.led_epoch(asked.key) == Some(asked.leader_epoch)
         }
     };
     if still_mine && let Some(tail) = &tail {
         tail.unseal();
     }
-    if let Some(storage) = &shared.storage {
+    if let Some(storage) = shared.storage() {
         storage.end_handover(&log_key);
     }
 }

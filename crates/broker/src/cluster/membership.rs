@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{ClusterView, controller, handover, lease_ms};
+use super::view::lease_ms;
+use super::{ClusterView, controller, handover};
 use crate::shared::Shared;
 
 /// How often the assignments version is read: a partition that moved is served by its
@@ -18,7 +19,7 @@ const FOLLOW_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Runs the heartbeat and the follower until `stopped`.
 pub(crate) async fn run(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
-    let Some(view) = shared.cluster.clone() else {
+    let Some(view) = shared.cluster().cloned() else {
         return;
     };
     let heartbeat = tokio::spawn(heartbeats(shared.clone(), view.clone(), stopped.clone()));
@@ -44,7 +45,7 @@ async fn heartbeats(
         let outcome = heartbeat(&shared, &view).await;
         // Groups whose coordinator is another broker now (or all of them, while this
         // broker's lease is not renewed): their members find the coordinator again.
-        shared.groups.release_unowned();
+        shared.groups().release_unowned();
         match outcome {
             Ok(()) if failing => {
                 tracing::info!("the metadata store answers heartbeats again");
@@ -68,7 +69,7 @@ async fn heartbeat(
 ) -> Result<(), spool_metadata::MetadataError> {
     let started = view.clock.now_ms();
     let renewed = shared
-        .metadata
+        .metadata()
         .renew_lease(view.node_id, view.incarnation, lease_ms(&view.settings))
         .await?;
     if !renewed {
@@ -76,9 +77,9 @@ async fn heartbeat(
         return Ok(());
     }
     view.note_renewed(started);
-    view.refresh_brokers(&shared.metadata).await?;
+    view.refresh_brokers(shared.metadata()).await?;
     if controller::tick(shared, view).await? {
-        view.reload_leaders(&shared.metadata).await?;
+        view.reload_leaders(shared.metadata()).await?;
     }
     // Handovers asked of this broker that a failure cut short are tried again.
     handover::start_asked(shared, view);
@@ -89,7 +90,7 @@ async fn heartbeat(
 /// broker that moved partitions waits for the others to follow); false if that failed.
 async fn note_followed(shared: &Shared, view: &ClusterView, version: i64) -> bool {
     let noted = shared
-        .metadata
+        .metadata()
         .note_followed(view.node_id, view.incarnation, 0, version)
         .await;
     if let Err(error) = &noted {
@@ -114,14 +115,14 @@ async fn follow(shared: Arc<Shared>, view: Arc<ClusterView>, mut stopped: watch:
                 .await
                 .then_some(version);
         }
-        let Ok(version) = shared.metadata.assignments_version().await else {
+        let Ok(version) = shared.metadata().assignments_version().await else {
             // The heartbeat reports a store that does not answer.
             continue;
         };
         if seen == Some(version) {
             continue;
         }
-        match view.reload_leaders(&shared.metadata).await {
+        match view.reload_leaders(shared.metadata()).await {
             Ok(()) => {
                 seen = Some(version);
                 handover::start_asked(&shared, &view);

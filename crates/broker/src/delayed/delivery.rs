@@ -74,9 +74,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
             _ = stopped.changed() => return,
         }
         let mut seen = std::collections::HashSet::new();
-        for topic in shared.topics.matching(|topic| topic.delay.is_some()) {
+        for topic in shared.topics().matching(|topic| topic.delay.is_some()) {
             for index in 0..topic.record.partitions {
-                if shared.led_epoch(&topic, index).is_none() {
+                if shared.partitions().led_epoch(&topic, index).is_none() {
                     continue;
                 }
                 let key = topic.partition_key(index);
@@ -94,7 +94,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
         // Partitions no longer led (or deleted) are read from the store again if they
         // come back.
         timers.retain(|key, _| seen.contains(key));
-        shared.delayed.retain(&seen);
+        shared.delayed().retain(&seen);
     }
 }
 
@@ -116,7 +116,7 @@ async fn round(
 ) -> Result<(), RoundError> {
     // The handle is kept while the leader epoch stays: an idle partition's round
     // then costs a look at its high watermark and nothing else.
-    let epoch = shared.led_epoch(topic, index);
+    let epoch = shared.partitions().led_epoch(topic, index);
     let partition = match &timer.partition {
         Some(partition) if Some(partition.leader_epoch) == epoch => partition.clone(),
         _ => {
@@ -126,13 +126,14 @@ async fn round(
             timer.next_due = None;
             let (shared, topic) = (shared.clone(), topic.clone());
             let partition =
-                on_blocking_pool(move || shared.partition_of(topic, index, -1)).await??;
+                on_blocking_pool(move || shared.partitions().partition_of(topic, index, -1))
+                    .await??;
             timer.partition = Some(partition.clone());
             partition
         }
     };
     let noted = note_holds(shared, &partition, key, timer).await?;
-    let now = shared.clock.now_ms();
+    let now = shared.clock().now_ms();
     let next_due = match timer.next_due {
         Some(next) if !noted => next,
         _ => refresh(shared, key, timer).await?,
@@ -143,7 +144,7 @@ async fn round(
     // Rows in flight are still in the store and sort first: ask for that many more.
     let in_flight_count = i64::try_from(lock(&timer.in_flight).len()).unwrap_or(0);
     let mut due = shared
-        .metadata
+        .metadata()
         .due_holds(key, now, DUE_PER_ROUND + in_flight_count)
         .await?;
     {
@@ -175,14 +176,14 @@ async fn refresh(
         .counted_at
         .is_none_or(|at| at.elapsed() >= COUNT_EVERY)
     {
-        let pending = shared.metadata.pending_holds(key).await?;
+        let pending = shared.metadata().pending_holds(key).await?;
         timer.counted_at = Some(std::time::Instant::now());
         timer.pending = pending.count;
         pending.next_due_ms
     } else {
-        shared.metadata.next_hold_due(key).await?
+        shared.metadata().next_hold_due(key).await?
     };
-    shared.delayed.set(
+    shared.delayed().set(
         key,
         spool_metadata::PendingHolds {
             count: timer.pending,
@@ -204,7 +205,7 @@ async fn note_holds(
     let mut noted = false;
     let mut through = match timer.noted_through {
         Some(through) => through,
-        None => shared.metadata.holds_noted_through(key).await?,
+        None => shared.metadata().holds_noted_through(key).await?,
     };
     // Only what is durable: with interval flushing the high watermark runs ahead of
     // the fsync, and a crash could take back (and reuse) offsets noted beyond it.
@@ -222,7 +223,7 @@ async fn note_holds(
             break;
         }
         noted |= !holds.is_empty();
-        shared.metadata.note_holds(key, &holds, next).await?;
+        shared.metadata().note_holds(key, &holds, next).await?;
         through = next;
     }
     timer.noted_through = Some(through);
@@ -271,17 +272,17 @@ async fn deliver(
         offsets,
         done,
     } = {
-        let (partition, due, now) = (partition.clone(), due.to_vec(), shared.clock.timestamp());
+        let (partition, due, now) = (partition.clone(), due.to_vec(), shared.clock().timestamp());
         on_blocking_pool(move || prepare(&partition, &due, max_bytes, now)).await??
     };
     // Delivered before a crash, or gone with retention: nothing more to do for them.
-    shared.metadata.holds_delivered(key, &done).await?;
+    shared.metadata().holds_delivered(key, &done).await?;
     let Some(batch) = batch else {
         return Ok(());
     };
     let log_end = partition.log.offsets().log_end.0;
     shared
-        .metadata
+        .metadata()
         .begin_delivery(key, &offsets, log_end)
         .await?;
     let appended = {
@@ -300,7 +301,7 @@ async fn deliver(
         let durable = partition.log.wait_durable(appended.next_offset()).await;
         let forgotten = match durable {
             Ok(()) => shared
-                .metadata
+                .metadata()
                 .holds_delivered(key, &offsets)
                 .await
                 .map_err(|e| e.to_string()),

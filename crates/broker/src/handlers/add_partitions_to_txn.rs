@@ -43,7 +43,7 @@ pub(crate) async fn handle(
     let mut unknown = txn_denied;
     for topic in &request.v3_and_below_topics {
         unknown |= topic_denied(topic.name.0.as_str());
-        let known = shared.topics.get(topic.name.0.as_str());
+        let known = shared.topics().get(topic.name.0.as_str());
         for index in &topic.partitions {
             match known
                 .as_ref()
@@ -59,7 +59,7 @@ pub(crate) async fn handle(
     } else {
         Some(
             shared
-                .transactions
+                .transactions()
                 .add_partitions(
                     transactional_id,
                     request.v3_and_below_producer_id.0,
@@ -73,7 +73,7 @@ pub(crate) async fn handle(
         .v3_and_below_topics
         .into_iter()
         .map(|topic| {
-            let known = shared.topics.get(topic.name.0.as_str());
+            let known = shared.topics().get(topic.name.0.as_str());
             let denied = topic_denied(topic.name.0.as_str());
             let results = topic
                 .partitions

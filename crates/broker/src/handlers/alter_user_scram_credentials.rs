@@ -113,7 +113,7 @@ pub(crate) async fn handle(
         }
         let outcome = match change {
             Change::Delete => match shared
-                .metadata
+                .metadata()
                 .delete_credential(&user, mechanism.code())
                 .await
             {
@@ -125,7 +125,7 @@ pub(crate) async fn handle(
                 Err(error) => Err((code::UNKNOWN_SERVER_ERROR, error.to_string())),
             },
             Change::Upsert(credential) => shared
-                .metadata
+                .metadata()
                 .upsert_credential(&record_of(&user, &credential))
                 .await
                 .map_err(|error| (code::UNKNOWN_SERVER_ERROR, error.to_string())),

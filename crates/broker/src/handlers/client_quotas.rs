@@ -127,7 +127,7 @@ pub(crate) async fn describe(
             _ => false,
         }
     };
-    let index = shared.quotas.current();
+    let index = shared.quotas().current();
     let mut entries: BTreeMap<&QuotaEntity, Vec<describe_client_quotas_response::ValueData>> =
         BTreeMap::new();
     for record in index.records() {
@@ -236,7 +236,7 @@ pub(crate) async fn alter(
         }
     }
     if !request.validate_only && !changes.is_empty() {
-        if let Err(error) = shared.metadata.alter_quotas(&changes).await {
+        if let Err(error) = shared.metadata().alter_quotas(&changes).await {
             tracing::warn!(%error, "cannot store quotas");
             for result in results.iter_mut().filter(|r| r.error_code == code::NONE) {
                 result.error_code = code::UNKNOWN_SERVER_ERROR;
@@ -246,9 +246,9 @@ pub(crate) async fn alter(
             {
                 // Under the admin lock, as following the store loads them (see
                 // `create_acls::applied`).
-                let _admin = shared.admin.lock().await;
-                match shared.metadata.quotas().await {
-                    Ok(quotas) => shared.quotas.load(quotas),
+                let _admin = shared.changes().lock().await;
+                match shared.metadata().quotas().await {
+                    Ok(quotas) => shared.quotas().load(quotas),
                     Err(error) => {
                         tracing::warn!(%error, "cannot read the quotas again; the next poll does");
                     }

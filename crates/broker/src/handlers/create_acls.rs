@@ -65,7 +65,7 @@ pub(crate) async fn handle(
     if valid.is_empty() {
         return answer(results);
     }
-    if let Err(error) = shared.metadata.create_acls(&valid).await {
+    if let Err(error) = shared.metadata().create_acls(&valid).await {
         tracing::warn!(%error, "cannot store ACLs");
         for result in results.iter_mut().filter(|r| r.error_code == code::NONE) {
             *result = self::result(code::UNKNOWN_SERVER_ERROR, Some(error.to_string()));
@@ -88,7 +88,7 @@ pub(crate) fn refusal(
     shared: &Shared,
     operation: Operation,
 ) -> Option<(i16, String)> {
-    if !shared.authorizer.enabled() {
+    if !shared.authorizer().enabled() {
         return Some((
             code::SECURITY_DISABLED,
             "no authorizer is enabled (authorizer.enabled=false)".to_owned(),
@@ -111,9 +111,9 @@ pub(crate) async fn applied(shared: &Shared) {
     {
         // Under the admin lock, as following the store loads them: a load of what it
         // read before this change cannot come after this one.
-        let _admin = shared.admin.lock().await;
-        match shared.metadata.acls().await {
-            Ok(bindings) => shared.authorizer.load(bindings),
+        let _admin = shared.changes().lock().await;
+        match shared.metadata().acls().await {
+            Ok(bindings) => shared.authorizer().load(bindings),
             Err(error) => tracing::warn!(%error, "cannot read the ACLs again; the next poll does"),
         }
     }

@@ -62,7 +62,7 @@ pub(crate) async fn handle(
         .collect();
     // What the store holds now, not this broker's copy: another broker's change of a
     // moment ago may not have reached it.
-    let stored = match shared.metadata.acls().await {
+    let stored = match shared.metadata().acls().await {
         Ok(stored) => stored,
         Err(error) => {
             return answer(vec![
@@ -88,7 +88,7 @@ pub(crate) async fn handle(
     let deleted: HashSet<AclRecord> = if doomed.is_empty() {
         HashSet::new()
     } else {
-        match shared.metadata.delete_acls(&doomed).await {
+        match shared.metadata().delete_acls(&doomed).await {
             Ok(deleted) => deleted.into_iter().collect(),
             Err(error) => {
                 return answer(vec![

@@ -26,7 +26,7 @@ pub(crate) async fn handle(
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
         let error = if access.group(Operation::Delete, group_id.0.as_str()) {
-            group_result_code(shared.groups.delete_group(group_id.0.as_str()).await)
+            group_result_code(shared.groups().delete_group(group_id.0.as_str()).await)
         } else {
             code::GROUP_AUTHORIZATION_FAILED
         };

@@ -13,8 +13,9 @@ use kafka_protocol::messages::{
 use spool_model::Offset;
 
 use super::api::{ApiDecl, RequestContext};
+use super::per_partition::per_partition;
 use crate::errors::code;
-use crate::partitions::{PartitionHandle, per_partition};
+use crate::partitions::PartitionHandle;
 use crate::shared::Shared;
 use spool_security::acl::Operation;
 
@@ -52,7 +53,7 @@ pub(crate) async fn handle(
                 return Err(code::TOPIC_AUTHORIZATION_FAILED);
             }
             if shared
-                .topics
+                .topics()
                 .get(name.0.as_str())
                 .is_some_and(|topic| topic.view.is_some())
             {
@@ -60,6 +61,7 @@ pub(crate) async fn handle(
                 return Err(code::INVALID_TOPIC_EXCEPTION);
             }
             let partition = shared
+                .partitions()
                 .partition(name.0.as_str(), index, -1)
                 .map_err(|error| error.code())?;
             delete_before(&partition, offset)

@@ -47,7 +47,7 @@ pub(crate) async fn handle(
         let resolved = match &name {
             Some(name) => Some(name.0.to_string()),
             None => shared
-                .topics
+                .topics()
                 .by_id(id)
                 .map(|t| t.record.name.as_str().to_owned()),
         };

@@ -43,7 +43,7 @@ pub(crate) async fn handle(
     if let Some(why) = filter.invalid() {
         return failed(code::INVALID_REQUEST, why);
     }
-    let index = shared.authorizer.current();
+    let index = shared.authorizer().current();
     let mut resources: BTreeMap<(i8, &str, i8), Vec<AclDescription>> = BTreeMap::new();
     for binding in index.bindings().iter().filter(|b| filter.matches(b)) {
         resources

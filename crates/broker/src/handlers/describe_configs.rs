@@ -61,7 +61,7 @@ pub(crate) async fn handle(
                     .with_error_message(Some(StrBytes::from_string(refusal.message)));
             }
             let entries: Vec<Described> = match resource.resource_type {
-                TOPIC => match shared.topics.get(resource.resource_name.as_str()) {
+                TOPIC => match shared.topics().get(resource.resource_name.as_str()) {
                     Some(topic) => {
                         let settings = shared.current_config();
                         topics::config_entries(&topic)
@@ -80,7 +80,7 @@ pub(crate) async fn handle(
                             ))));
                     }
                 },
-                BROKER => match shared.dynamic.describe(resource.resource_name.as_str()) {
+                BROKER => match shared.dynamic().describe(resource.resource_name.as_str()) {
                     Ok(entries) => entries
                         .into_iter()
                         .map(|(name, value, read_only, source)| {
@@ -165,7 +165,7 @@ fn describe_topic_config(
     }
     let broker = config.map_or(&[][..], |c| c.broker);
     for synonym in broker {
-        let source = shared.dynamic.source_of(synonym.name);
+        let source = shared.dynamic().source_of(synonym.name);
         if source == DEFAULT_CONFIG {
             continue;
         }

@@ -38,8 +38,8 @@ pub(crate) async fn handle(
                     .with_group_id(group_id)
                     .with_error_code(code::GROUP_AUTHORIZATION_FAILED);
             }
-            let owned = shared.groups.owns(name);
-            let described = shared.groups.describe(name);
+            let owned = shared.groups().owns(name);
+            let described = shared.groups().describe(name);
             let mut group = DescribedGroup::default();
             if version >= 3 && request.include_authorized_operations {
                 group =

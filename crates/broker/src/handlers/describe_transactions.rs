@@ -38,7 +38,7 @@ pub(crate) async fn handle(
             states.push(state.with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED));
             continue;
         }
-        let state = match shared.transactions.describe(id.0.as_str()).await {
+        let state = match shared.transactions().describe(id.0.as_str()).await {
             Err(error) => state.with_error_code(txn_error_code(error, true)),
             Ok(None) => state.with_error_code(code::TRANSACTIONAL_ID_NOT_FOUND),
             Ok(Some(record)) => {
@@ -46,7 +46,7 @@ pub(crate) async fn handle(
                 for (topic_id, partition) in &record.partitions {
                     // Topics the principal may not describe are left out.
                     if let Some(topic) = shared
-                        .topics
+                        .topics()
                         .by_id(*topic_id)
                         .filter(|t| access.topic(Operation::Describe, t.record.name.as_str()))
                     {

@@ -30,7 +30,7 @@ pub(crate) async fn handle(
     shared: &Arc<Shared>,
 ) -> ResponseKind {
     let shared = Arc::clone(shared);
-    let listed = match shared.metadata.credential_list().await {
+    let listed = match shared.metadata().credential_list().await {
         Ok(listed) => listed,
         Err(error) => {
             return ResponseKind::DescribeUserScramCredentials(

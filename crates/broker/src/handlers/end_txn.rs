@@ -26,7 +26,7 @@ pub(crate) async fn handle(
     let version = context.version;
     let shared = Arc::clone(shared);
     let outcome = shared
-        .transactions
+        .transactions()
         .end(
             request.transactional_id.0.as_str(),
             request.producer_id.0,

@@ -143,9 +143,12 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
     };
     for topic in &request.topics {
         let (known, unknown) = if version >= TOPIC_IDS {
-            (shared.topics.by_id(topic.topic_id), code::UNKNOWN_TOPIC_ID)
+            (
+                shared.topics().by_id(topic.topic_id),
+                code::UNKNOWN_TOPIC_ID,
+            )
         } else {
-            let known = shared.topics.get(topic.topic.0.as_str());
+            let known = shared.topics().get(topic.topic.0.as_str());
             (known, code::UNKNOWN_TOPIC_OR_PARTITION)
         };
         // A topic named but not to be read is refused whether it exists or not.
@@ -168,8 +171,11 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
                 partitions.push(PartitionOut::error(wanted.partition, unknown));
                 continue;
             };
-            let found =
-                shared.partition_of(known.clone(), wanted.partition, wanted.current_leader_epoch);
+            let found = shared.partitions().partition_of(
+                known.clone(),
+                wanted.partition,
+                wanted.current_leader_epoch,
+            );
             let partition = match found {
                 Ok(partition) => partition,
                 Err(error) => {
@@ -193,13 +199,13 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
             let offset = Offset(wanted.fetch_offset);
             let read = match &known.view {
                 None => partition.read(offset, partition_budget, pass.bytes == 0, isolation),
-                Some(view) => shared.source_of(known).map_or(
+                Some(view) => shared.partitions().source_of(known).map_or(
                     Err(PartitionError::UnknownTopicOrPartition),
                     |source| {
                         ViewReader {
                             filter: &view.filter,
-                            index: &shared.views.index,
-                            stats: &shared.views.stats(known.record.id),
+                            index: &shared.views().index,
+                            stats: &shared.views().stats(known.record.id),
                             source: source.partition_key(wanted.partition),
                         }
                         .read(

@@ -67,7 +67,7 @@ fn find(key_type: i8, key: &str, context: &RequestContext, shared: &Shared) -> F
         _ => return Found::refused(code::INVALID_REQUEST, "unknown coordinator key type"),
     }
     let node = shared.started_config().node_id;
-    let Some(view) = &shared.cluster else {
+    let Some(view) = shared.cluster() else {
         let (host, port) = shared.advertised_on(listener);
         return Found {
             error: code::NONE,

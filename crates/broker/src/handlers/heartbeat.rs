@@ -21,7 +21,7 @@ pub(crate) async fn handle(
     shared: &Arc<Shared>,
 ) -> ResponseKind {
     let request = &request;
-    let outcome = shared.groups.heartbeat(
+    let outcome = shared.groups().heartbeat(
         request.group_id.0.as_str(),
         request.member_id.as_str(),
         request.group_instance_id.as_ref().map(|id| id.as_str()),

@@ -48,7 +48,7 @@ pub(crate) async fn handle(
         .filter(|id| !id.0.is_empty())
     {
         return match shared
-            .transactions
+            .transactions()
             .init_producer_id(
                 transactional_id.0.as_str(),
                 request.transaction_timeout_ms,
@@ -63,7 +63,7 @@ pub(crate) async fn handle(
             )),
         };
     }
-    match shared.producer_ids.init(current).await {
+    match shared.producer_ids().init(current).await {
         Ok(initialised) => answer(initialised),
         Err(error) => {
             tracing::error!(%error, "allocating producer ids failed");

@@ -43,7 +43,7 @@ pub(crate) async fn handle(
             .iter()
             .any(|t| t.as_str().eq_ignore_ascii_case("classic"));
     let groups = shared
-        .groups
+        .groups()
         .list()
         .into_iter()
         .filter(|g| type_wanted && state_wanted(g.state.name()))

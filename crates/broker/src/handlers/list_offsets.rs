@@ -19,8 +19,9 @@ use kafka_protocol::messages::{
 use spool_model::{Offset, Timestamp};
 
 use super::api::{ApiDecl, RequestContext};
+use super::per_partition::per_partition;
 use crate::errors::code;
-use crate::partitions::{PartitionError, PartitionHandle, per_partition};
+use crate::partitions::{PartitionError, PartitionHandle};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
 
@@ -66,6 +67,7 @@ pub(crate) async fn handle(
                 return Err(code::TOPIC_AUTHORIZATION_FAILED);
             }
             let partition = shared
+                .partitions()
                 .partition(name.0.as_str(), index, current_leader_epoch)
                 .map_err(|error| error.code())?;
             lookup(&partition, timestamp, committed)

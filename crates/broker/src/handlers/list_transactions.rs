@@ -34,7 +34,7 @@ pub(crate) async fn handle(
 ) -> ResponseKind {
     let access = &context.access;
     let shared = Arc::clone(shared);
-    let records = match shared.transactions.transactions().await {
+    let records = match shared.transactions().transactions().await {
         Ok(records) => records,
         Err(error) => {
             return ResponseKind::ListTransactions(
@@ -50,10 +50,10 @@ pub(crate) async fn handle(
         })
         .cloned()
         .collect();
-    let now = shared.clock.now_ms();
+    let now = shared.clock().now_ms();
     let states = records
         .into_iter()
-        .filter(|record| shared.transactions.owns(&record.transactional_id))
+        .filter(|record| shared.transactions().owns(&record.transactional_id))
         // Those the principal may not describe are left out.
         .filter(|record| access.transactional_id(Operation::Describe, &record.transactional_id))
         .filter(|record| {

@@ -56,7 +56,7 @@ pub(crate) async fn handle(
     match requested {
         None => {
             // Topics the principal may not describe are left out.
-            for topic in shared.topics.all() {
+            for topic in shared.topics().all() {
                 if access.topic(Operation::Describe, topic.record.name.as_str()) {
                     topics.push(describe(
                         &shared,
@@ -76,7 +76,7 @@ pub(crate) async fn handle(
                     .with_name(wanted.name.clone())
                     .with_error_code(code::TOPIC_AUTHORIZATION_FAILED);
                 let found = match (&wanted.name, by_id) {
-                    (_, Some(id)) => shared.topics.by_id(id),
+                    (_, Some(id)) => shared.topics().by_id(id),
                     (Some(name), None) if !may_describe(name.0.as_str()) => {
                         topics.push(denied);
                         continue;
@@ -142,13 +142,13 @@ pub(crate) async fn handle(
         .with_topics(topics);
     if version >= 1 {
         let controller = shared
-            .cluster
-            .as_ref()
+            .cluster()
             .map_or(node, |view| BrokerId(view.controller()));
         response = response.with_controller_id(controller);
     }
     if version >= 2 {
-        response = response.with_cluster_id(Some(StrBytes::from_string(shared.cluster_id.clone())));
+        response =
+            response.with_cluster_id(Some(StrBytes::from_string(shared.cluster_id().to_owned())));
     }
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
         response = response.with_cluster_authorized_operations(
@@ -170,7 +170,7 @@ fn brokers(shared: &Shared, listener: &str) -> Vec<MetadataResponseBroker> {
         .with_node_id(BrokerId(node))
         .with_host(StrBytes::from_string(host))
         .with_port(port);
-    let Some(view) = &shared.cluster else {
+    let Some(view) = shared.cluster() else {
         return vec![me];
     };
     let mut brokers: Vec<MetadataResponseBroker> = view
@@ -202,6 +202,7 @@ fn describe(
         .map(|index| {
             let described = MetadataResponsePartition::default().with_partition_index(index);
             match shared
+                .partitions()
                 .leadership(topic, index)
                 .filter(|(leader, _)| listed.contains(leader))
             {

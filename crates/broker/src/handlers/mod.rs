@@ -39,10 +39,13 @@ mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
+mod per_partition;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
+#[cfg(test)]
+mod tests;
 mod throttle;
 mod txn_offset_commit;
 
@@ -167,7 +170,7 @@ pub(crate) async fn handle(
         tracing::warn!(api = ?key, version, "closing connection: unsupported version");
         return Reply::Close;
     }
-    let metrics = shared.metrics.clone();
+    let metrics = shared.metrics().cloned();
     if let Some(metrics) = &metrics {
         metrics.request(key, version);
     }
@@ -189,7 +192,7 @@ pub(crate) async fn handle(
         client_host: format!("/{}", peer.ip()),
         listener: session.listener.name.clone(),
         access: shared
-            .authorizer
+            .authorizer()
             .access(session.principal(), peer.ip().to_canonical()),
     };
     if let Some(response) = authorize::refusal(&body, &context) {

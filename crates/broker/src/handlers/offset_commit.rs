@@ -34,7 +34,7 @@ pub(crate) async fn handle(
     let mut refused = Vec::new();
     let mut offsets = Vec::new();
     for topic in &request.topics {
-        let exists = shared.topics.get(topic.name.0.as_str());
+        let exists = shared.topics().get(topic.name.0.as_str());
         let topic_denied = !access.topic(Operation::Read, topic.name.0.as_str());
         for partition in &topic.partitions {
             let found = exists
@@ -73,7 +73,7 @@ pub(crate) async fn handle(
     let outcome = if commit.offsets.is_empty() && group_denied {
         Ok(Vec::new())
     } else {
-        shared.groups.commit(commit).await
+        shared.groups().commit(commit).await
     };
     let mut results = match &outcome {
         Ok(results) => results.iter().map(|r| group_result_code(*r)).collect(),

@@ -46,7 +46,7 @@ pub(crate) async fn handle(
         })
         .collect();
     let subscriptions: Vec<Option<Vec<String>>> = shared
-        .groups
+        .groups()
         .member_metadata(group)
         .iter()
         .map(|metadata| subscribed_topics(metadata))
@@ -59,7 +59,7 @@ pub(crate) async fn handle(
         })
     };
     let outcome = shared
-        .groups
+        .groups()
         .delete_offsets(group, &partitions, subscribed)
         .await;
     let mut results = match &outcome {

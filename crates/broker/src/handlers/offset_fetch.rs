@@ -152,7 +152,7 @@ async fn lookup(
         return Err(code::GROUP_AUTHORIZATION_FAILED);
     }
     let mut all = shared
-        .groups
+        .groups()
         .fetch_committed(group, None)
         .await
         .map_err(group_error_code)?;
@@ -240,7 +240,7 @@ async fn unstable_partitions(
     group: &str,
 ) -> Result<Vec<(String, i32)>, GroupError> {
     let pending = shared
-        .metadata
+        .metadata()
         .pending_txn_offsets(group)
         .await
         .map_err(|error| {
@@ -250,7 +250,7 @@ async fn unstable_partitions(
     Ok(pending
         .into_iter()
         .filter_map(|(topic_id, partition)| {
-            let topic = shared.topics.by_id(topic_id)?;
+            let topic = shared.topics().by_id(topic_id)?;
             Some((topic.record.name.to_string(), partition))
         })
         .collect())

@@ -14,8 +14,8 @@ use kafka_protocol::messages::{
 };
 
 use super::api::{ApiDecl, RequestContext};
+use super::per_partition::per_partition;
 use crate::errors::{self, code};
-use crate::partitions::per_partition;
 use crate::shared::Shared;
 use spool_security::acl::Operation;
 
@@ -57,6 +57,7 @@ pub(crate) async fn handle(
                 return Err(code::TOPIC_AUTHORIZATION_FAILED);
             }
             let partition = shared
+                .partitions()
                 .partition(name.0.as_str(), index, current_leader_epoch)
                 .map_err(|error| error.code())?;
             partition

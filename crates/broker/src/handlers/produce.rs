@@ -1,6 +1,6 @@
-//! Produce (key 0): validate each batch once (framing, CRC-32C, header fields), append
-//! every partition's batches with one write, and answer per `acks`: 0 not at all, 1
-//! once written, -1 (all) once durable.
+//! Produce (key 0): authorize, hand each partition's batches to the partitions' write
+//! side (`partitions::write`: validated once per batch, appended with one write), and
+//! answer per `acks`: 0 not at all, 1 once written, -1 (all) once durable.
 //!
 //! Two phases: [`append`] runs in request order on the connection's worker, so that
 //! two requests' batches for one partition land in the order they were sent;
@@ -9,7 +9,6 @@
 //! with several produce requests in flight thus shares one fsync, or one object
 //! upload in shared-storage mode, instead of waiting for each in turn.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,20 +20,18 @@ use kafka_protocol::messages::{
     ApiKey, BrokerId, ProduceRequest, ProduceResponse, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use spool_log::{AppendInfo, LogError};
+use spool_log::AppendInfo;
 use spool_metadata::BrokerRecord;
-use spool_model::{Timestamp, TimestampType, TopicPartition};
-use spool_protocol::batch::{self, BatchFrames, BatchRules};
-use spool_protocol::compression::CodecError;
-use spool_protocol::keyed;
-use spool_protocol::recompress::recompress;
+use spool_protocol::batch::BatchFrames;
 
 use super::api::ApiDecl;
+use super::per_partition::per_partition;
 use crate::errors::{self, code};
 use crate::leader_hint::LeaderHint;
-use crate::partitions::{PartitionHandle, per_partition};
+use crate::partitions::PartitionHandle;
+use crate::partitions::write::Refusal;
 use crate::shared::Shared;
-use crate::topics::{self, Recompression, Topic};
+use crate::topics::{self, Topic};
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 use spool_shared_storage::SharedStorage;
@@ -53,26 +50,26 @@ struct PartitionOutcome {
     result: Result<(PartitionHandle, AppendInfo), Refused>,
 }
 
-/// Why a partition's batches were refused: the code, and for bad records (KIP-467,
-/// Produce v8+) which ones and why.
+/// Why a partition's batches were refused, and with `NOT_LEADER_OR_FOLLOWER` the
+/// broker that leads the partition (KIP-951).
 #[derive(Debug)]
 struct Refused {
-    code: i16,
-    message: Option<String>,
-    /// (index of the record in its batch, why).
-    record_errors: Vec<(i32, String)>,
-    /// `NOT_LEADER_OR_FOLLOWER`: the broker that leads the partition (KIP-951).
+    refusal: Refusal,
     leader: Option<LeaderHint>,
+}
+
+impl From<Refusal> for Refused {
+    fn from(refusal: Refusal) -> Refused {
+        Refused {
+            refusal,
+            leader: None,
+        }
+    }
 }
 
 impl From<i16> for Refused {
     fn from(code: i16) -> Refused {
-        Refused {
-            code,
-            message: None,
-            record_errors: Vec::new(),
-            leader: None,
-        }
+        Refusal::from(code).into()
     }
 }
 
@@ -82,9 +79,6 @@ struct Appending {
     records: bytes::Bytes,
     topic: Arc<Topic>,
 }
-
-/// The most a batch may inflate to when its topic recompresses it.
-const MAX_INFLATED_BATCH: usize = 256 << 20;
 
 /// Per topic, each partition's index and its append or the error found up front.
 type Plan = Vec<(TopicName, Vec<(i32, Result<Appending, i16>)>)>;
@@ -129,7 +123,7 @@ pub(crate) async fn append(
     // What each partition gets: an error found up front, or an append.
     let mut planned: Plan = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
-        let topic = shared.topics.get(topic_data.name.0.as_str());
+        let topic = shared.topics().get(topic_data.name.0.as_str());
         let denied = if transactional_refused {
             Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         } else {
@@ -165,11 +159,22 @@ pub(crate) async fn append(
     let topics = per_partition(&shared, planned, |shared, name: &TopicName, index, plan| {
         Ok(plan
             .map_err(Refused::from)
-            .and_then(|work| append_partition(shared, work))
+            .and_then(|work| {
+                let metrics = shared.metrics().map(Arc::as_ref);
+                let now = shared.clock().timestamp();
+                let Appending {
+                    index,
+                    records,
+                    topic,
+                } = work;
+                (shared.partitions())
+                    .append_produced(topic, index, &records, now, metrics)
+                    .map_err(Refused::from)
+            })
             .map_err(|mut refused| {
-                if refused.code == code::NOT_LEADER_OR_FOLLOWER {
+                if refused.refusal.code == code::NOT_LEADER_OR_FOLLOWER {
                     refused.leader = shared
-                        .topics
+                        .topics()
                         .get(name.0.as_str())
                         .and_then(|topic| shared.leader_hint(&topic, index));
                 }
@@ -208,7 +213,7 @@ pub(crate) async fn append(
         timeout: Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0)),
         topics,
         leaders,
-        storage: shared.storage.clone(),
+        storage: shared.storage().cloned(),
     }
 }
 
@@ -258,17 +263,17 @@ async fn answer(appended: Appended) -> Option<ResponseKind> {
         for outcome in outcomes {
             let response = PartitionProduceResponse::default().with_index(outcome.index);
             let response = match outcome.result {
-                Err(refused) => response
-                    .with_current_leader(refused.leader.map_or_else(Default::default, |hint| {
+                Err(Refused { refusal, leader }) => response
+                    .with_current_leader(leader.map_or_else(Default::default, |hint| {
                         LeaderIdAndEpoch::default()
                             .with_leader_id(BrokerId(hint.leader))
                             .with_leader_epoch(hint.epoch)
                     }))
-                    .with_error_code(refused.code)
+                    .with_error_code(refusal.code)
                     .with_base_offset(-1)
-                    .with_error_message(refused.message.map(StrBytes::from_string))
+                    .with_error_message(refusal.message.map(StrBytes::from_string))
                     .with_record_errors(
-                        refused
+                        refusal
                             .record_errors
                             .into_iter()
                             .map(|(index, message)| {
@@ -323,193 +328,4 @@ async fn answer(appended: Appended) -> Option<ResponseKind> {
             .with_responses(responses)
             .with_node_endpoints(endpoints),
     ))
-}
-
-/// Validates the batches (CRC once per batch, never per record) and appends them.
-/// Blocking: runs on the blocking pool.
-fn append_partition(
-    shared: &Shared,
-    work: Appending,
-) -> Result<(PartitionHandle, AppendInfo), Refused> {
-    let Appending {
-        index,
-        records: records_bytes,
-        topic,
-    } = work;
-    if let Some(view) = &topic.view {
-        // Kafka's answer to a write to a topic that takes none (an internal one):
-        // not retriable, so the producer fails the records at once.
-        return Err(Refused {
-            message: Some(format!(
-                "{} is a read-only view of {}: produce to {} instead",
-                topic.record.name, view.source, view.source
-            )),
-            ..Refused::from(code::INVALID_TOPIC_EXCEPTION)
-        });
-    }
-    let name = TopicPartition::new(topic.record.name.clone(), index);
-    let max_message_bytes = topic.max_message_bytes;
-    let check_timestamps =
-        topic.log.timestamp_type == TimestampType::CreateTime && !topic.timestamps.is_unlimited();
-    let now = shared.clock.now_ms();
-    // Batch frames lie back to back from the start of `records`.
-    let mut batches: Vec<Cow<'_, [u8]>> = Vec::new();
-    // Records in the batches, from their headers (for the per-topic metrics).
-    let mut records = 0u64;
-    for frame in BatchFrames::new(&records_bytes) {
-        let (_, bytes) = frame.map_err(|e| errors::batch_error_code(&e))?;
-        if bytes.len() > max_message_bytes {
-            return Err(code::MESSAGE_TOO_LARGE.into());
-        }
-        let header = batch::validate_batch(bytes, BatchRules::Produce).map_err(|error| {
-            tracing::debug!(partition = %name, %error, "refusing a produced batch");
-            errors::batch_error_code(&error)
-        })?;
-        // Kafka checks every record; the header's first and newest timestamps are the
-        // batch's bounds for all but out-of-order records, and cost nothing to read.
-        if check_timestamps
-            && !(topic.timestamps.allows(header.base_timestamp.0, now)
-                && topic.timestamps.allows(header.max_timestamp.0, now))
-        {
-            return Err(code::INVALID_TIMESTAMP.into());
-        }
-        if topic.log.cleanup.compact {
-            refuse_keyless(bytes, &name)?;
-        }
-        records += u64::try_from(header.last_offset_delta).unwrap_or(0) + 1;
-        let (bytes, holds) = match topic.delay {
-            Some(policy) => {
-                // Retention would remove a hold before it is due.
-                let policy = crate::topics::DelayPolicy {
-                    max_ms: topic
-                        .log
-                        .retention_ms
-                        .map_or(policy.max_ms, |retention| policy.max_ms.min(retention)),
-                };
-                held_back(bytes, &header, policy, &name, Timestamp(now))?
-            }
-            None => (Some(Cow::Borrowed(bytes)), Vec::new()),
-        };
-        if let Some(bytes) = bytes {
-            batches.push(match topic.recompression {
-                None => bytes,
-                Some(target) => match recompressed(&bytes, target, max_message_bytes, &name)? {
-                    Cow::Borrowed(_) => bytes,
-                    Cow::Owned(owned) => Cow::Owned(owned),
-                },
-            });
-        }
-        batches.extend(holds.into_iter().map(Cow::Owned));
-    }
-    if batches.is_empty() {
-        return Err(code::CORRUPT_MESSAGE.into());
-    }
-    let slices: Vec<&[u8]> = batches.iter().map(AsRef::as_ref).collect();
-    let partition = shared
-        .partition_of(topic.clone(), index, -1)
-        .map_err(|e| e.code())?;
-    let log = partition.log.clone();
-    let info = log.append(&slices).map_err(|e| {
-        if let LogError::Producer(refused) = &e {
-            tracing::info!(partition = %name, %refused, "refusing an idempotent batch");
-        } else if let LogError::NotLeader { .. } = &e {
-            // Being handed over (or fenced): the client finds the next leader.
-            tracing::debug!(partition = %name, "refusing an append: not the leader");
-        } else {
-            tracing::error!(partition = %name, %e, "append failed");
-        }
-        errors::log_error_code(&e)
-    })?;
-    if info.duplicate {
-        tracing::debug!(partition = %name, base = %info.base_offset, "a retried batch was already written");
-    } else {
-        let bytes = slices.iter().map(|s| s.len()).sum();
-        partition.appended(bytes);
-        if let Some(metrics) = &shared.metrics {
-            metrics.topic(topic.record.id, topic.record.name.as_str(), |counters| {
-                counters.bytes_in.inc_by(bytes as u64);
-                counters.records_in.inc_by(records);
-            });
-        }
-    }
-    Ok((partition, info))
-}
-
-/// The batch to append (`None`: nothing left of it) and the hold batches after it.
-type HeldBack<'a> = (Option<Cow<'a, [u8]>>, Vec<Vec<u8>>);
-
-/// A batch of a topic with delayed delivery: its records due later taken out as hold
-/// batches (appended after it), the rest as the batch to append (`None`: nothing
-/// left). A bad due time refuses the batch with `INVALID_RECORD`, naming the record.
-fn held_back<'a>(
-    bytes: &'a [u8],
-    header: &spool_model::RecordBatchHeader,
-    policy: crate::topics::DelayPolicy,
-    partition: &TopicPartition,
-    now: Timestamp,
-) -> Result<HeldBack<'a>, Refused> {
-    match crate::delayed::split::split(bytes, header, policy, now) {
-        Ok(None) => Ok((Some(Cow::Borrowed(bytes)), Vec::new())),
-        Ok(Some(split)) => Ok((split.batch.map(Cow::Owned), split.holds)),
-        Err(error) => {
-            tracing::debug!(%partition, %error, "refusing a batch with a bad due time");
-            let message = error.to_string();
-            Err(Refused {
-                code: code::INVALID_RECORD,
-                message: Some(message.clone()),
-                record_errors: error
-                    .index()
-                    .map(|index| (i32::try_from(index).unwrap_or(i32::MAX), message))
-                    .into_iter()
-                    .collect(),
-                leader: None,
-            })
-        }
-    }
-}
-
-/// A compacted topic keeps the latest record of each key, so a record without a key
-/// has no place in it: the whole batch is refused, naming each keyless record, as
-/// Kafka does. The records are read (inflated if need be): compacted topics only.
-fn refuse_keyless(batch: &[u8], partition: &TopicPartition) -> Result<(), Refused> {
-    let keyless = keyed::keyless_records(batch, MAX_INFLATED_BATCH).map_err(|error| {
-        tracing::debug!(%partition, %error, "cannot read the records of a produced batch");
-        Refused::from(code::CORRUPT_MESSAGE)
-    })?;
-    if keyless.is_empty() {
-        return Ok(());
-    }
-    let message = format!(
-        "Compacted topic cannot accept message without key in topic partition {partition}."
-    );
-    Err(Refused {
-        code: code::INVALID_RECORD,
-        message: Some(message.clone()),
-        record_errors: keyless
-            .into_iter()
-            .map(|index| (i32::try_from(index).unwrap_or(i32::MAX), message.clone()))
-            .collect(),
-        leader: None,
-    })
-}
-
-/// A batch in its topic's `compression.type` (the producer's own if it already is).
-fn recompressed<'a>(
-    bytes: &'a [u8],
-    target: Recompression,
-    max_message_bytes: usize,
-    partition: &TopicPartition,
-) -> Result<Cow<'a, [u8]>, i16> {
-    match recompress(bytes, target.codec, target.level, MAX_INFLATED_BATCH) {
-        Ok(None) => Ok(Cow::Borrowed(bytes)),
-        Ok(Some(batch)) if batch.len() > max_message_bytes => Err(code::MESSAGE_TOO_LARGE),
-        Ok(Some(batch)) => Ok(Cow::Owned(batch)),
-        Err(error) => {
-            tracing::debug!(%partition, %error, "cannot recompress a produced batch");
-            Err(match error {
-                CodecError::TooLarge(_) => code::MESSAGE_TOO_LARGE,
-                _ => code::CORRUPT_MESSAGE,
-            })
-        }
-    }
 }

@@ -18,7 +18,7 @@ pub(crate) fn charge(
     amount: f64,
 ) -> Duration {
     shared
-        .quotas
+        .quotas()
         .record(context.access.principal(), &context.client_id, key, amount)
 }
 
@@ -26,7 +26,7 @@ pub(crate) fn charge(
 /// charged: zero unless its client is already over that quota.
 pub(crate) fn owed(shared: &Shared, context: &RequestContext, key: &str) -> Duration {
     shared
-        .quotas
+        .quotas()
         .owed(context.access.principal(), &context.client_id, key)
 }
 

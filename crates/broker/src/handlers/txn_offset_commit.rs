@@ -44,14 +44,14 @@ pub(crate) async fn handle(
         None
     };
     let topic_denied = |name: &str| !access.topic(Operation::Read, name);
-    let commit_ms = shared.clock.now_ms();
+    let commit_ms = shared.clock().now_ms();
     let mut offsets = Vec::new();
     let mut too_large = false;
     for topic in &request.topics {
         if topic_denied(topic.name.0.as_str()) {
             continue;
         }
-        let known = shared.topics.get(topic.name.0.as_str());
+        let known = shared.topics().get(topic.name.0.as_str());
         for partition in &topic.partitions {
             let Some(known) = known
                 .as_ref()
@@ -65,7 +65,7 @@ pub(crate) async fn handle(
                 .map(ToString::to_string);
             too_large |= metadata
                 .as_ref()
-                .is_some_and(|m| m.len() > shared.groups.config().offset_metadata_max_bytes);
+                .is_some_and(|m| m.len() > shared.groups().config().offset_metadata_max_bytes);
             offsets.push(CommittedOffset {
                 group: group.clone(),
                 topic: topic.name.0.to_string(),
@@ -79,7 +79,7 @@ pub(crate) async fn handle(
         }
     }
     let checked = shared
-        .groups
+        .groups()
         .check_transactional_commit(
             &group,
             request.member_id.as_str(),
@@ -93,7 +93,7 @@ pub(crate) async fn handle(
         (None, Ok(())) if too_large => Err(code::OFFSET_METADATA_TOO_LARGE),
         (None, Ok(())) if offsets.is_empty() => Ok(()),
         (None, Ok(())) => shared
-            .transactions
+            .transactions()
             .commit_offsets(
                 request.transactional_id.0.as_str(),
                 request.producer_id.0,
@@ -112,7 +112,7 @@ pub(crate) async fn handle(
         .topics
         .into_iter()
         .map(|topic| {
-            let known = shared.topics.get(topic.name.0.as_str());
+            let known = shared.topics().get(topic.name.0.as_str());
             let denied = refused.is_none() && topic_denied(topic.name.0.as_str());
             let partitions = topic
                 .partitions

@@ -87,7 +87,7 @@ impl Collector for StateCollector {
             &mut encoder,
             "storage_flush_queue_depth",
             "Partitions waiting for a flusher to fsync them",
-            shared.logs.flush_queue_len(),
+            shared.logs().flush_queue_len(),
         )?;
         partitions(&mut encoder, shared, self.partition_series_limit)?;
         delayed(&mut encoder, shared)?;
@@ -161,20 +161,20 @@ fn partitions(
     shared: &Shared,
     limit: usize,
 ) -> std::fmt::Result {
-    let opened: HashMap<_, _> = shared.logs.opened().into_iter().collect();
+    let opened: HashMap<_, _> = shared.logs().opened().into_iter().collect();
     if opened.is_empty() || opened.len() > limit {
         return Ok(());
     }
     let mut rows = Vec::with_capacity(opened.len());
-    for topic in shared.topics.all() {
+    for topic in shared.topics().all() {
         for index in 0..topic.record.partitions {
             let Some(log) = topic.log_partition(index).and_then(|key| opened.get(&key)) else {
                 continue;
             };
             let offsets = log.offsets();
-            let log_start = if shared.storage.is_some() {
+            let log_start = if shared.storage().is_some() {
                 // The tail starts where it was opened; the catalogue knows the start.
-                match shared.partition_of(topic.clone(), index, -1) {
+                match shared.partitions().partition_of(topic.clone(), index, -1) {
                     Ok(partition) => partition.log_start().0,
                     Err(_) => continue,
                 }
@@ -227,8 +227,8 @@ fn partitions(
 fn delayed(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
     let mut pending = Vec::new();
     let mut next_due = Vec::new();
-    for (key, holds) in shared.delayed.all() {
-        let Some(topic) = shared.topics.by_id(key.topic_id) else {
+    for (key, holds) in shared.delayed().all() {
+        let Some(topic) = shared.topics().by_id(key.topic_id) else {
             continue;
         };
         let labels = PartitionLabels {
@@ -275,10 +275,10 @@ struct TopicLabels {
 /// index's size.
 fn views(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
     let views: Vec<_> = shared
-        .views
+        .views()
         .all()
         .into_iter()
-        .filter_map(|(id, stats)| Some((shared.topics.by_id(id)?, stats)))
+        .filter_map(|(id, stats)| Some((shared.topics().by_id(id)?, stats)))
         .collect();
     let mut family = encoder.encode_descriptor(
         "view_batches",
@@ -311,7 +311,7 @@ fn views(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Resu
         encoder,
         "view_tag_index_batches",
         "Source batches whose tags the tag index holds",
-        shared.views.index.len(),
+        shared.views().index.len(),
     )
 }
 
@@ -319,14 +319,14 @@ fn views(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Resu
 /// (where this broker knows the partition's high watermark: every partition in
 /// embedded mode, those it leads in a cluster).
 fn groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
-    let listed = shared.groups.list();
+    let listed = shared.groups().list();
     let mut members = Vec::with_capacity(listed.len());
     let mut states = Vec::with_capacity(listed.len() * GROUP_STATES.len());
     let mut committed = Vec::new();
     let mut lags = Vec::new();
     for listing in &listed {
         let group = Text(listing.group_id.clone());
-        let described = shared.groups.describe(&listing.group_id);
+        let described = shared.groups().describe(&listing.group_id);
         let (count, state) = described.map_or((0, "Dead"), |d| (d.members.len(), d.state.name()));
         members.push((
             GroupLabels {
@@ -381,7 +381,7 @@ fn groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Res
 
 /// Shared-storage mode's object store and catalogue.
 fn object_storage(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
-    let Some(storage) = &shared.storage else {
+    let Some(storage) = shared.storage() else {
         return Ok(());
     };
     let counts = &storage.counts;
@@ -473,7 +473,7 @@ fn object_storage(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::
 
 /// This broker's place in the cluster (shared-storage mode).
 fn cluster(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
-    let Some(view) = &shared.cluster else {
+    let Some(view) = shared.cluster() else {
         return Ok(());
     };
     gauge(

@@ -29,7 +29,7 @@ pub(crate) async fn follow_metadata_store(
     mut seen: i64,
     mut stop: watch::Receiver<bool>,
 ) {
-    let every = if shared.cluster.is_some() {
+    let every = if shared.cluster().is_some() {
         CLUSTER_POLL_INTERVAL
     } else {
         POLL_INTERVAL
@@ -47,7 +47,7 @@ pub(crate) async fn follow_metadata_store(
         if noted != Some(seen) && note_followed(&shared, seen).await {
             noted = Some(seen);
         }
-        let version = match shared.metadata.topics_version().await {
+        let version = match shared.metadata().topics_version().await {
             Ok(version) => version,
             Err(error) => {
                 if !failing {
@@ -88,11 +88,11 @@ pub(crate) async fn catch_up_now(shared: &Arc<Shared>) {
 /// In a cluster, notes in the store that this broker follows topics version `seen`;
 /// false if that failed.
 async fn note_followed(shared: &Shared, seen: i64) -> bool {
-    let Some(view) = &shared.cluster else {
+    let Some(view) = shared.cluster() else {
         return true;
     };
     let noted = shared
-        .metadata
+        .metadata()
         .note_followed(view.node_id, view.incarnation, seen, 0)
         .await;
     if let Err(error) = &noted {
@@ -105,16 +105,16 @@ async fn note_followed(shared: &Shared, seen: i64) -> bool {
 /// broker configs; false if some topic could not be followed (yet).
 async fn catch_up(shared: &Arc<Shared>) -> Result<bool, spool_metadata::MetadataError> {
     let mut followed = true;
-    let _admin = shared.admin.lock().await;
-    let records = shared.metadata.topics().await?;
-    shared.authorizer.load(shared.metadata.acls().await?);
-    shared.quotas.load(shared.metadata.quotas().await?);
+    let _admin = shared.changes().lock().await;
+    let records = shared.metadata().topics().await?;
+    shared.authorizer().load(shared.metadata().acls().await?);
+    shared.quotas().load(shared.metadata().quotas().await?);
     // New defaults reach every topic that does not set the config itself.
     let defaults_changed = shared
-        .dynamic
-        .adopt(shared.metadata.broker_configs().await?);
+        .dynamic()
+        .adopt(shared.metadata().broker_configs().await?);
     let live: HashSet<uuid::Uuid> = records.iter().map(|record| record.id).collect();
-    for topic in shared.topics.all() {
+    for topic in shared.topics().all() {
         if !live.contains(&topic.record.id) {
             tracing::info!(topic = %topic.record.name, "topic deleted through another broker");
             forget(shared, &topic).await;
@@ -122,7 +122,7 @@ async fn catch_up(shared: &Arc<Shared>) -> Result<bool, spool_metadata::Metadata
     }
     let defaults = shared.current_config().topic_defaults();
     for record in records {
-        let current = shared.topics.by_id(record.id);
+        let current = shared.topics().by_id(record.id);
         if !defaults_changed && current.as_ref().is_some_and(|topic| topic.record == record) {
             continue;
         }
@@ -159,6 +159,6 @@ async fn apply(shared: &Arc<Shared>, topic: Topic, from: i32) -> Result<(), Stri
         .map_err(|error| error.to_string())?
         .map_err(|error| error.to_string())?;
     tracing::info!(topic = %topic.record.name, partitions = topic.record.partitions, "topic changed through another broker");
-    shared.topics.insert(topic);
+    shared.topics().insert(topic);
     Ok(())
 }

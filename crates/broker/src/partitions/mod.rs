@@ -16,9 +16,13 @@ use spool_model::{Offset, Timestamp, TopicName, TopicPartition};
 use uuid::Uuid;
 
 use crate::errors::{self, code};
-use crate::shared::Shared;
 use crate::topics::Topic;
 use spool_shared_storage::{SharedPartition, StorageError};
+
+mod router;
+pub(crate) mod write;
+
+pub(crate) use router::Partitions;
 
 /// A partition this broker serves, ready for reads and appends.
 #[derive(Debug, Clone)]
@@ -147,126 +151,6 @@ impl Topic {
     }
 }
 
-impl Shared {
-    /// The partition's leader and leader epoch: this broker, at the epoch it took, in
-    /// embedded mode; the cluster's in shared-storage mode (`None`: no leader yet).
-    pub(crate) fn leadership(&self, topic: &Topic, index: i32) -> Option<(i32, i32)> {
-        if topic.view.is_some() {
-            return self.leadership(&*self.source_of(topic)?, index);
-        }
-        let Some(view) = &self.cluster else {
-            let node = self.started_config().node_id;
-            return Some((node, topic.leader_epoch(index)));
-        };
-        let key = PartitionKey {
-            topic_id: topic.record.id,
-            partition: index,
-        };
-        view.leader_of(key)
-            .map(|leadership| (leadership.leader, leadership.leader_epoch))
-    }
-
-    /// The topic whose records `topic` shows: its source if it is a view (`None` if
-    /// that is gone), itself otherwise. A view's partitions are its source's: the
-    /// routing below follows a view there.
-    pub(crate) fn source_of(&self, topic: &Topic) -> Option<Arc<Topic>> {
-        match &topic.view {
-            Some(view) => self
-                .topics
-                .get(&view.source)
-                .filter(|source| source.view.is_none()),
-            None => self.topics.get(topic.record.name.as_str()),
-        }
-    }
-
-    /// The epoch this broker leads the partition under, if it leads it.
-    pub(crate) fn led_epoch(&self, topic: &Topic, index: i32) -> Option<i32> {
-        if topic.view.is_some() {
-            return self.led_epoch(&*self.source_of(topic)?, index);
-        }
-        match &self.cluster {
-            None => Some(topic.leader_epoch(index)),
-            Some(view) => view.led_epoch(PartitionKey {
-                topic_id: topic.record.id,
-                partition: index,
-            }),
-        }
-    }
-
-    /// The partition `index` of the topic named `topic`, opening (and recovering) its
-    /// log on first use, so blocking. `current_leader_epoch` is the epoch the client
-    /// knows, -1 for none: older is fenced, newer unknown.
-    pub(crate) fn partition(
-        &self,
-        topic: &str,
-        index: i32,
-        current_leader_epoch: i32,
-    ) -> Result<PartitionHandle, PartitionError> {
-        let topic = self
-            .topics
-            .get(topic)
-            .ok_or(PartitionError::UnknownTopicOrPartition)?;
-        self.partition_of(topic, index, current_leader_epoch)
-    }
-
-    /// [`Shared::partition`] for a topic already looked up.
-    pub(crate) fn partition_of(
-        &self,
-        topic: Arc<Topic>,
-        index: i32,
-        current_leader_epoch: i32,
-    ) -> Result<PartitionHandle, PartitionError> {
-        if topic.view.is_some() {
-            let source = self
-                .source_of(&topic)
-                .ok_or(PartitionError::UnknownTopicOrPartition)?;
-            return self.partition_of(source, index, current_leader_epoch);
-        }
-        let key = topic
-            .log_partition(index)
-            .ok_or(PartitionError::UnknownTopicOrPartition)?;
-        let leader_epoch = self
-            .led_epoch(&topic, index)
-            .ok_or(PartitionError::NotLeader)?;
-        if current_leader_epoch >= 0 {
-            if current_leader_epoch < leader_epoch {
-                return Err(PartitionError::FencedLeaderEpoch {
-                    requested: current_leader_epoch,
-                    current: leader_epoch,
-                });
-            }
-            if current_leader_epoch > leader_epoch {
-                return Err(PartitionError::UnknownLeaderEpoch {
-                    requested: current_leader_epoch,
-                    current: leader_epoch,
-                });
-            }
-        }
-        if let Some(storage) = &self.storage {
-            let id = PartitionKey {
-                topic_id: topic.record.id,
-                partition: index,
-            };
-            let (log, shared) = storage.open_tail(&self.logs, &key, id, leader_epoch)?;
-            return Ok(PartitionHandle {
-                log,
-                leader_epoch,
-                shared: Some(shared),
-            });
-        }
-        let log = self
-            .logs
-            .partition(&key)?
-            .ok_or(PartitionError::UnknownTopicOrPartition)?;
-        log.become_leader(leader_epoch)?;
-        Ok(PartitionHandle {
-            log,
-            leader_epoch,
-            shared: None,
-        })
-    }
-}
-
 /// Runs blocking partition work (reads, appends, file creation, fsync) on the blocking
 /// pool. A task that fails (a panic, or cancellation as the broker stops) is
 /// [`PartitionError::Interrupted`], whatever the handler.
@@ -276,55 +160,6 @@ pub(crate) async fn on_blocking_pool<T: Send + 'static>(
     tokio::task::spawn_blocking(work).await.map_err(|error| {
         tracing::error!(%error, "a storage task failed");
         PartitionError::Interrupted(error.to_string())
-    })
-}
-
-/// One topic of a request: its name and, per partition, its index and what the
-/// request asks of it.
-pub(crate) type Asked<N, R> = Vec<(N, Vec<(i32, R)>)>;
-
-/// Runs `work` for every partition of a request, all in one task on the blocking
-/// pool (one hand-off per request, not per partition). Answers keep the request's
-/// order; if the task fails, every partition gets the interrupted task's code.
-pub(crate) async fn per_partition<N, R, T>(
-    shared: &Arc<Shared>,
-    asked: Asked<N, R>,
-    work: impl Fn(&Shared, &N, i32, R) -> Result<T, i16> + Send + 'static,
-) -> Asked<N, Result<T, i16>>
-where
-    N: Clone + Send + 'static,
-    R: Send + 'static,
-    T: Send + 'static,
-{
-    let skeleton: Vec<(N, Vec<i32>)> = asked
-        .iter()
-        .map(|(name, partitions)| (name.clone(), partitions.iter().map(|(i, _)| *i).collect()))
-        .collect();
-    let shared = shared.clone();
-    let done = on_blocking_pool(move || {
-        asked
-            .into_iter()
-            .map(|(name, partitions)| {
-                let answers = partitions
-                    .into_iter()
-                    .map(|(index, what)| (index, work(&shared, &name, index, what)))
-                    .collect();
-                (name, answers)
-            })
-            .collect()
-    })
-    .await;
-    done.unwrap_or_else(|error| {
-        skeleton
-            .into_iter()
-            .map(|(name, indexes)| {
-                let failed = indexes
-                    .into_iter()
-                    .map(|i| (i, Err(error.code())))
-                    .collect();
-                (name, failed)
-            })
-            .collect()
     })
 }
 
