@@ -94,7 +94,7 @@ async fn a_held_record_is_delivered_once_when_due_and_not_before() {
     let broker = TestBroker::start().await;
     let admin = broker.admin_addr().unwrap();
     create_delayed_topic(admin, "later").await;
-    let due = now_ms() + 3_000;
+    let due = now_ms() + 5_000;
     let batch = BatchBuilder::new()
         .timestamp(now_ms())
         .record(record("now", None))

@@ -10,7 +10,8 @@
 //! A view has no data of its own: each of its partitions is its source's partition of
 //! the same index, led by the same broker under the same epoch, with the same offsets,
 //! watermarks and timestamps. The partition routing does that in one place
-//! (`Shared::partition_of` and `Shared::leadership` follow a view to its source), so
+//! (`Partitions::partition_of` and `Partitions::leadership` in the broker follow a view
+//! to its source), so
 //! ListOffsets, OffsetForLeaderEpoch and lag need nothing of their own; Fetch filters;
 //! writes are refused.
 

@@ -1,7 +1,8 @@
 //! The partition router: from a topic (by name or id) and an index to the partition
 //! this broker serves, under the one leader epoch it leads it with. It owns the topic
 //! table and the logs, and sees shared storage and the cluster; it knows nothing of
-//! the Kafka API, so the transaction coordinator's marker writer holds it directly.
+//! the coordinators or the wire, so the transaction coordinator's marker writer holds
+//! it directly.
 
 use std::sync::Arc;
 
