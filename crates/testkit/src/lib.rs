@@ -26,7 +26,7 @@ pub use http::{HttpResponse, http, http_get};
 #[cfg(feature = "broker")]
 pub use quotas::QuotaPart;
 #[cfg(feature = "broker")]
-pub use requests::{FetchAt, fetch_request, produce_request, topic_name};
+pub use requests::{FetchAt, fetch_request, list_offsets_request, produce_request, topic_name};
 #[cfg(feature = "broker")]
 pub use test_broker::{RawClient, TestBroker, correlation_of};
 #[cfg(feature = "broker")]

@@ -68,6 +68,23 @@ pub fn fetch_request(
     )
 }
 
+/// A ListOffsets request (as a consumer sends it) for one partition at `timestamp` or
+/// one of Kafka's specials (-1 latest, -2 earliest, -3 max timestamp).
+#[must_use]
+pub fn list_offsets_request(topic: &str, partition: i32, timestamp: i64) -> ListOffsetsRequest {
+    ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(topic_name(topic))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(timestamp),
+                ]),
+        ])
+}
+
 /// A Produce request (acks=all) of `records` to one partition.
 #[must_use]
 pub fn produce_request(topic: &str, partition: i32, records: Vec<u8>) -> RequestKind {
@@ -210,17 +227,7 @@ impl RawClient {
         partition: i32,
         timestamp: i64,
     ) -> ListOffsetsPartitionResponse {
-        let request = ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_topics(vec![
-                ListOffsetsTopic::default()
-                    .with_name(topic_name(topic))
-                    .with_partitions(vec![
-                        ListOffsetsPartition::default()
-                            .with_partition_index(partition)
-                            .with_timestamp(timestamp),
-                    ]),
-            ]);
+        let request = list_offsets_request(topic, partition, timestamp);
         let ResponseKind::ListOffsets(response) =
             self.call(RequestKind::ListOffsets(request), version).await
         else {

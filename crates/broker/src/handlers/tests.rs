@@ -10,15 +10,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, FetchRequest, GroupId, JoinGroupRequest, ListOffsetsRequest,
-    MetadataRequest, ProduceRequest, ResponseKind, TopicName,
+    BrokerId, CreateTopicsRequest, GroupId, JoinGroupRequest, MetadataRequest, RequestKind,
+    ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use spool_log::ReadChunk;
@@ -26,7 +23,9 @@ use spool_metadata::SqliteStore;
 use spool_objects::ObjectStorage;
 use spool_security::session::ANONYMOUS;
 use spool_store::MemoryStore;
-use spool_testkit::BatchBuilder;
+use spool_testkit::{
+    BatchBuilder, FetchAt, fetch_request, list_offsets_request, produce_request, topic_name,
+};
 
 use super::api::RequestContext;
 use super::{create_topics, fetch, join_group, list_offsets, metadata, produce};
@@ -119,18 +118,10 @@ impl InProcess {
     async fn produce(&self, topic: &str, index: i32, batch: &[u8]) -> PartitionProduceResponse {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let request = ProduceRequest::default()
-                .with_acks(-1)
-                .with_timeout_ms(10_000)
-                .with_topic_data(vec![
-                    TopicProduceData::default()
-                        .with_name(topic_name(topic))
-                        .with_partition_data(vec![
-                            PartitionProduceData::default()
-                                .with_index(index)
-                                .with_records(Some(Bytes::copy_from_slice(batch))),
-                        ]),
-                ]);
+            let RequestKind::Produce(request) = produce_request(topic, index, batch.to_vec())
+            else {
+                unreachable!("a Produce request")
+            };
             let context = self.context(9);
             let appended = produce::append(
                 request,
@@ -152,17 +143,7 @@ impl InProcess {
     }
 
     async fn list_offsets(&self, topic: &str, index: i32, timestamp: i64) -> (i16, i64) {
-        let request = ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_topics(vec![
-                ListOffsetsTopic::default()
-                    .with_name(topic_name(topic))
-                    .with_partitions(vec![
-                        ListOffsetsPartition::default()
-                            .with_partition_index(index)
-                            .with_timestamp(timestamp),
-                    ]),
-            ]);
+        let request = list_offsets_request(topic, index, timestamp);
         let ResponseKind::ListOffsets(response) =
             list_offsets::handle(request, &self.context(7), self.shared()).await
         else {
@@ -171,10 +152,6 @@ impl InProcess {
         let partition = &response.topics[0].partitions[0];
         (partition.error_code, partition.offset)
     }
-}
-
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_owned()))
 }
 
 /// Metadata names a created topic's partitions with this broker as their leader,
@@ -235,21 +212,14 @@ async fn produce_list_offsets_and_fetch(broker: InProcess) {
         code::UNKNOWN_TOPIC_OR_PARTITION
     );
 
-    let request = FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_topics(vec![
-            FetchTopic::default()
-                .with_topic(topic_name("written"))
-                .with_partitions(vec![
-                    FetchPartition::default()
-                        .with_partition(1)
-                        .with_fetch_offset(3)
-                        .with_partition_max_bytes(1 << 20),
-                ]),
-        ]);
+    let at = FetchAt {
+        partition: 1,
+        offset: 3,
+        max_bytes: 1 << 20,
+    };
+    let RequestKind::Fetch(request) = fetch_request("written", &[at], 1, 0, 1 << 20) else {
+        unreachable!("a Fetch request")
+    };
     let context = broker.context(12);
     let body = fetch::handle(
         request,
