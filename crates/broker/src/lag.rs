@@ -24,8 +24,9 @@ pub struct PartitionLag {
 }
 
 /// Every partition the group has committed an offset for, by topic and partition;
-/// partitions of deleted topics are left out. Blocking: a partition this broker
-/// leads is opened on first use.
+/// partitions of deleted topics are left out. Blocking: in embedded mode a partition
+/// is opened on first use; in shared-storage mode the lag is known where this broker
+/// has the partition's tail open (it leads it and serves it), unknown elsewhere.
 pub(crate) fn group_lag(shared: &Shared, group: &str) -> Vec<PartitionLag> {
     group_lag_with(shared, group, |topic, index| {
         shared

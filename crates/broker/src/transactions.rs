@@ -55,15 +55,16 @@ impl MarkerWriter for BrokerMarkers {
             self.clock.timestamp(),
         );
         let index = marker.partition;
-        let partitions = self.partitions.clone();
-        let appended = on_blocking_pool(move || {
-            let partition = partitions.partition_of(topic, index, -1)?;
-            let info = partition.log.append(&[&batch])?;
-            partition.appended(batch.len());
-            Ok::<_, PartitionError>((partition, info))
-        })
-        .await
-        .and_then(|appended| appended);
+        let appended = match self.partitions.open(topic, index, -1).await {
+            Ok(partition) => on_blocking_pool(move || {
+                let info = partition.log.append(&[&batch])?;
+                partition.appended(batch.len());
+                Ok::<_, PartitionError>((partition, info))
+            })
+            .await
+            .and_then(|appended| appended),
+            Err(error) => Err(error),
+        };
         let (partition, info) = match appended {
             Ok(appended) => appended,
             Err(

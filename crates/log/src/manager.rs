@@ -216,6 +216,17 @@ impl LogManager {
         self.shared.partition(partition)
     }
 
+    /// The partition's log if it is open already: no file is read or created, so an
+    /// async task may ask (a shared-storage tail is always open while it serves).
+    pub fn opened_partition(&self, partition: &TopicPartition) -> Option<Arc<PartitionLog>> {
+        let slot = read(&self.shared.slots).get(partition).cloned()?;
+        let log = lock(&slot.log);
+        if slot.deleted.load(Ordering::SeqCst) {
+            return None;
+        }
+        log.clone()
+    }
+
     /// Creates a new, empty partition.
     pub fn create_partition(&self, partition: &TopicPartition) -> Result<Arc<PartitionLog>> {
         let slot = {

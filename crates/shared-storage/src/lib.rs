@@ -12,8 +12,12 @@
 //! - Reads below the tail go to the [`reader`]: a bounded catalogue lookup and ranged
 //!   GETs, through a local cache.
 //!
-//! The catalogue calls are async and the partition seam is blocking (it runs on the
-//! blocking pool): [`wait_for`] runs a call on the runtime and waits for it there.
+//! Opening a tail is async (it reads and writes the catalogue, then creates the tail's
+//! files on the blocking pool); finding a tail already open is not, and does no I/O
+//! ([`SharedStorage::tail`]): the broker opens the tails a request needs before its
+//! blocking work, which then only finds them. The rest of the partition seam is
+//! blocking (it runs on the blocking pool): [`SharedStorage::wait_for`] runs a
+//! catalogue or object read on the runtime and waits for it there.
 
 pub mod cleaning;
 pub mod compaction;
@@ -61,8 +65,9 @@ pub struct SharedStorage {
     uploader: Arc<Uploader>,
     pub reader: ObjectReader,
     pub counts: Arc<StorageCounts>,
-    /// Held while a tail is opened, so that two requests open a partition once.
-    opening: Mutex<()>,
+    /// Held while a tail is opened, so that two requests open a partition once (an
+    /// async lock: the opening awaits the catalogue while it holds it).
+    opening: tokio::sync::Mutex<()>,
     /// Partitions being handed to another broker: no tail opens for them (see
     /// [`SharedStorage::begin_handover`]).
     handing_over: Mutex<std::collections::HashSet<TopicPartition>>,
@@ -91,9 +96,6 @@ pub struct Handover {
     /// Its tail, sealed, if one was open here.
     pub tail: Option<Arc<PartitionLog>>,
 }
-
-/// A tail already open and its marks.
-type OpenTail = (Arc<PartitionLog>, Arc<TailMarks>);
 
 /// A partition of shared-storage mode as the partition seam hands it out.
 #[derive(Debug, Clone)]
@@ -185,7 +187,7 @@ impl SharedStorage {
             catalogue,
             uploader,
             counts,
-            opening: Mutex::new(()),
+            opening: tokio::sync::Mutex::new(()),
             handing_over: Mutex::new(std::collections::HashSet::new()),
             marks: RwLock::new(HashMap::new()),
             runtime: tokio::runtime::Handle::current(),
@@ -230,54 +232,74 @@ impl SharedStorage {
         self.counts.snapshot()
     }
 
-    /// The partition's tail, opened from the catalogue if this broker has none (or
-    /// its tail failed): blocking. `leader_epoch` is the epoch this broker leads the
-    /// partition under; a catalogue at another epoch means another leader has it.
-    pub fn open_tail(
+    /// The partition's tail if one is open here under `leader_epoch` (or a newer one)
+    /// and has not failed: no I/O, no wait. `None`: [`SharedStorage::open_tail`] opens
+    /// one.
+    pub fn tail(
         self: &Arc<Self>,
         logs: &LogManager,
         log_key: &TopicPartition,
         key: PartitionKey,
         leader_epoch: i32,
+    ) -> Option<(Arc<PartitionLog>, SharedPartition)> {
+        let log = logs.opened_partition(log_key).filter(|log| {
+            log.is_tail() && !log.has_failed() && log.leader_epoch() >= leader_epoch
+        })?;
+        let marks = self.marks_of(log_key)?;
+        Some((
+            log,
+            SharedPartition {
+                key,
+                storage: self.clone(),
+                marks,
+            },
+        ))
+    }
+
+    /// The partition's tail, opened from the catalogue if this broker has none (or
+    /// its tail failed). `leader_epoch` is the epoch this broker leads the partition
+    /// under; a catalogue at another epoch means another leader has it. The tail's
+    /// files are created on the blocking pool (`logs` is shared with that task).
+    pub async fn open_tail(
+        self: &Arc<Self>,
+        logs: &Arc<LogManager>,
+        log_key: &TopicPartition,
+        key: PartitionKey,
+        leader_epoch: i32,
     ) -> Result<(Arc<PartitionLog>, SharedPartition), StorageError> {
-        let shared = |marks| SharedPartition {
-            key,
-            storage: self.clone(),
-            marks,
-        };
-        if let Some((log, marks)) = self.open_already(logs, log_key, leader_epoch)? {
-            return Ok((log, shared(marks)));
+        if let Some(open) = self.tail(logs, log_key, key, leader_epoch) {
+            return Ok(open);
         }
-        if logs.partition(log_key)?.is_some_and(|log| log.is_tail()) {
+        if logs
+            .opened_partition(log_key)
+            .is_some_and(|log| log.is_tail())
+        {
             // Replacing a failed tail, or one of an older leader epoch (the partition
             // moved away and back): its uploads still in flight commit (or fail)
             // first, so that the catalogue's end is final when the new tail starts
             // there (else the new tail's first commits would be refused). Waited for
             // outside the lock below, which other partitions' opens take.
-            let uploader = self.uploader.clone();
-            self.wait_for(async move { uploader.drain().await })?;
+            self.uploader.drain().await;
         }
-        let _opening = self
-            .opening
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((log, marks)) = self.open_already(logs, log_key, leader_epoch)? {
-            return Ok((log, shared(marks)));
+        let _opening = self.opening.lock().await;
+        if let Some(open) = self.tail(logs, log_key, key, leader_epoch) {
+            return Ok(open);
         }
         if self.is_handing_over(log_key) {
             return Err(StorageError::NotLeader);
         }
-        let catalogue = self.catalogue.clone();
         let state = self
-            .wait_for(async move { catalogue.partition_state(key).await })??
+            .catalogue
+            .partition_state(key)
+            .await?
             .ok_or(StorageError::UnknownTopicOrPartition)?;
         if state.leader_epoch != leader_epoch {
             return Err(StorageError::NotLeader);
         }
         if state.epochs.last().is_none_or(|(e, _)| *e < leader_epoch) {
-            let catalogue = self.catalogue.clone();
-            let start = state.high_watermark;
-            self.wait_for(async move { catalogue.begin_epoch(key, leader_epoch, start).await })??;
+            self.catalogue
+                .begin_epoch(key, leader_epoch, state.high_watermark)
+                .await?;
         }
         let mut epochs: Vec<(i32, Offset)> = state
             .epochs
@@ -292,8 +314,16 @@ impl SharedStorage {
             producer_state: state.producer_state,
             epochs,
         };
-        let log = logs.open_tail(log_key, start)?;
-        log.become_leader(leader_epoch)?;
+        let log = {
+            let (logs, log_key) = (logs.clone(), log_key.clone());
+            tokio::task::spawn_blocking(move || {
+                let log = logs.open_tail(&log_key, start)?;
+                log.become_leader(leader_epoch)?;
+                Ok::<_, StorageError>(log)
+            })
+            .await
+            .map_err(|error| StorageError::Interrupted(error.to_string()))??
+        };
         let marks = Arc::new(TailMarks {
             log_start: AtomicI64::new(state.log_start),
             cleaned: AtomicI64::new(state.cleaned_offset),
@@ -303,27 +333,26 @@ impl SharedStorage {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(log_key.clone(), marks.clone());
         tracing::debug!(partition = %log_key, high_watermark = state.high_watermark, "opened a tail");
-        Ok((log, shared(marks)))
+        let shared = SharedPartition {
+            key,
+            storage: self.clone(),
+            marks,
+        };
+        Ok((log, shared))
     }
 
     /// Begins handing the partition over, unless that is under way already (`None`):
     /// from now on no tail opens for it, and the tail already open under
     /// `leader_epoch`, if any, is sealed (it refuses appends and uploads what it holds
     /// at once) and returned. Under the opening lock, so that a tail being opened
-    /// concurrently is either found and sealed here or not opened. Blocking: called
-    /// from an async task, and the opening lock is held for as long as a tail takes
-    /// to open (see [`off_the_workers`]).
-    pub fn begin_handover(
+    /// concurrently is either found and sealed here or not opened.
+    pub async fn begin_handover(
         &self,
         logs: &LogManager,
         log_key: &TopicPartition,
         leader_epoch: i32,
     ) -> Option<Handover> {
-        let _opening = off_the_workers(|| {
-            self.opening
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        });
+        let _opening = self.opening.lock().await;
         let begun = self
             .handing_over
             .lock()
@@ -333,9 +362,7 @@ impl SharedStorage {
             return None;
         }
         let tail = self.marks_of(log_key).and_then(|_| {
-            logs.partition(log_key)
-                .ok()
-                .flatten()
+            logs.opened_partition(log_key)
                 .filter(|log| log.is_tail() && log.leader_epoch() == leader_epoch)
         });
         if let Some(tail) = &tail {
@@ -354,7 +381,9 @@ impl SharedStorage {
             .remove(log_key);
     }
 
-    fn is_handing_over(&self, log_key: &TopicPartition) -> bool {
+    /// Whether the partition is being handed over (see
+    /// [`SharedStorage::begin_handover`]).
+    pub fn is_handing_over(&self, log_key: &TopicPartition) -> bool {
         self.handing_over
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -368,29 +397,6 @@ impl SharedStorage {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(log_key)
             .cloned()
-    }
-
-    /// The tail already open for the partition and its marks, unless it failed or was
-    /// opened under an older leader epoch than `leader_epoch`.
-    fn open_already(
-        &self,
-        logs: &LogManager,
-        log_key: &TopicPartition,
-        leader_epoch: i32,
-    ) -> Result<Option<OpenTail>, StorageError> {
-        let Some(log) = logs.partition(log_key)? else {
-            return Ok(None);
-        };
-        if !log.is_tail() || log.has_failed() || log.leader_epoch() < leader_epoch {
-            return Ok(None);
-        }
-        let marks = self
-            .marks
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(log_key)
-            .cloned();
-        Ok(marks.map(|marks| (log, marks)))
     }
 
     /// Runs `work` on the runtime and waits for it: for the blocking partition seam.
@@ -407,20 +413,6 @@ impl SharedStorage {
         answer
             .recv()
             .map_err(|_| StorageError::Interrupted("the runtime stopped".to_owned()))
-    }
-}
-
-/// Runs `work`, which waits for the tail-opening lock from an async task, outside the
-/// runtime's worker threads where it can (`block_in_place`, on a multi-thread runtime).
-/// A tail being opened holds that lock on a blocking-pool thread while a runtime task
-/// reads the catalogue for it ([`SharedStorage::wait_for`]). Two handovers blocking
-/// both workers of a 2-core machine on the lock left that task no thread to run on:
-/// the broker stopped, heartbeat and all (found by `spool faultcheck --mode cluster`).
-fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
-    let flavor = tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor());
-    match flavor {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
     }
 }
 

@@ -20,7 +20,8 @@ pub(super) struct Bounds {
 }
 
 /// The partition's offsets; `None` when neither this broker nor the catalogue has
-/// them. Blocking: a partition is opened on first use, the catalogue is read.
+/// them. Blocking: in embedded mode a partition is opened on first use; in
+/// shared-storage mode a tail open here answers, else the catalogue is read.
 pub(super) fn partition_bounds(shared: &Shared, topic: &Arc<Topic>, index: i32) -> Option<Bounds> {
     if let Ok(partition) = shared.partitions().partition_of(topic.clone(), index, -1) {
         return Some(Bounds {

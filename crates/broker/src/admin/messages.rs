@@ -66,11 +66,12 @@ pub(super) async fn read(
             format!("the source of view {} does not exist", query.topic),
         )
     })?;
+    let led = shared
+        .partitions()
+        .open(topic.clone(), query.partition, -1)
+        .await;
     on_blocking_pool(move || {
-        let source = match shared
-            .partitions()
-            .partition_of(topic.clone(), query.partition, -1)
-        {
+        let source = match led {
             Ok(partition) => Source::Led(partition),
             Err(PartitionError::NotLeader) => committed_source(&shared, &data, query.partition)
                 .ok_or_else(|| {

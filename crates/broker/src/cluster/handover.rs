@@ -45,17 +45,22 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
             continue;
         }
         let log_key = TopicPartition::new(log_topic(asked.key.topic_id), asked.key.partition);
-        let Some(handover) = storage.begin_handover(shared.logs(), &log_key, asked.leader_epoch)
-        else {
+        if storage.is_handing_over(&log_key) {
             continue;
-        };
-        tokio::spawn(hand_over(
-            shared.clone(),
-            view.clone(),
-            asked,
-            log_key,
-            handover.tail,
-        ));
+        }
+        // Its own task: beginning waits for a tail being opened (the catalogue's
+        // answers), which the heartbeat that calls this must not.
+        let (shared, view, storage) = (shared.clone(), view.clone(), storage.clone());
+        tokio::spawn(async move {
+            // `None`: under way already (asked again before it ended).
+            let Some(handover) = storage
+                .begin_handover(shared.logs(), &log_key, asked.leader_epoch)
+                .await
+            else {
+                return;
+            };
+            hand_over(shared, view, asked, log_key, handover.tail).await;
+        });
     }
 }
 

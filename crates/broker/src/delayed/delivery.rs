@@ -124,10 +124,7 @@ async fn round(
             // store's state again.
             timer.noted_through = None;
             timer.next_due = None;
-            let (shared, topic) = (shared.clone(), topic.clone());
-            let partition =
-                on_blocking_pool(move || shared.partitions().partition_of(topic, index, -1))
-                    .await??;
+            let partition = shared.partitions().open(topic.clone(), index, -1).await?;
             timer.partition = Some(partition.clone());
             partition
         }

@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 use spool_model::Offset;
 
 use super::api::{ApiDecl, RequestContext};
-use super::per_partition::per_partition;
+use super::per_partition::{allowed_topic, per_partition};
 use crate::errors::code;
 use crate::partitions::PartitionHandle;
 use crate::shared::Shared;
@@ -48,6 +48,7 @@ pub(crate) async fn handle(
     let answers = per_partition(
         &shared,
         asked,
+        |name, _| allowed_topic(&shared, &context.access, Operation::Delete, name),
         move |shared, name: &TopicName, index, offset| {
             if !access.topic(Operation::Delete, name.0.as_str()) {
                 return Err(code::TOPIC_AUTHORIZATION_FAILED);

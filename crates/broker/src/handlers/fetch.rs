@@ -29,6 +29,7 @@ mod encode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 use spool_log::Isolation;
 use spool_model::Offset;
@@ -41,6 +42,7 @@ use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
 use crate::shared::Shared;
+use crate::topics::Topic;
 use crate::view_reader::ViewReader;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
@@ -69,6 +71,7 @@ pub(crate) async fn handle(
     let mut busy = Duration::ZERO;
     loop {
         let started = std::time::Instant::now();
+        open_tails(&shared, &request, version, access).await;
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
             on_blocking_pool(move || read_all(&shared, &request, version, &access)).await
@@ -126,6 +129,53 @@ struct Pass {
     hinted: Vec<i32>,
 }
 
+/// The topic of the request's `topic` if it is known here and may be read, else the
+/// code its partitions are refused with. A topic named but not to be read is refused
+/// whether it exists or not.
+fn readable_topic(
+    shared: &Shared,
+    topic: &FetchTopic,
+    version: i16,
+    access: &Access,
+) -> (Option<Arc<Topic>>, i16) {
+    let (known, unknown) = if version >= TOPIC_IDS {
+        (
+            shared.topics().by_id(topic.topic_id),
+            code::UNKNOWN_TOPIC_ID,
+        )
+    } else {
+        let known = shared.topics().get(topic.topic.0.as_str());
+        (known, code::UNKNOWN_TOPIC_OR_PARTITION)
+    };
+    let name = known
+        .as_ref()
+        .map_or(topic.topic.0.as_str(), |known| known.record.name.as_str());
+    if (known.is_some() || version < TOPIC_IDS) && !access.topic(Operation::Read, name) {
+        return (None, code::TOPIC_AUTHORIZATION_FAILED);
+    }
+    (known, unknown)
+}
+
+/// Shared-storage mode: opens the tails of the partitions the request may read, so
+/// that the pass (on the blocking pool) finds them.
+async fn open_tails(shared: &Shared, request: &FetchRequest, version: i16, access: &Access) {
+    if shared.storage().is_none() {
+        return;
+    }
+    let wanted: Vec<(Arc<Topic>, i32)> = request
+        .topics
+        .iter()
+        .filter_map(|topic| Some((readable_topic(shared, topic, version, access).0?, topic)))
+        .flat_map(|(known, topic)| {
+            topic
+                .partitions
+                .iter()
+                .map(move |wanted| (known.clone(), wanted.partition))
+        })
+        .collect();
+    shared.partitions().open_tails(wanted).await;
+}
+
 /// One pass over the partitions asked for.
 fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Access) -> Pass {
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
@@ -142,28 +192,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
         Isolation::ReadUncommitted
     };
     for topic in &request.topics {
-        let (known, unknown) = if version >= TOPIC_IDS {
-            (
-                shared.topics().by_id(topic.topic_id),
-                code::UNKNOWN_TOPIC_ID,
-            )
-        } else {
-            let known = shared.topics().get(topic.topic.0.as_str());
-            (known, code::UNKNOWN_TOPIC_OR_PARTITION)
-        };
-        // A topic named but not to be read is refused whether it exists or not.
-        let name = known
-            .as_ref()
-            .map_or(topic.topic.0.as_str(), |known| known.record.name.as_str());
-        let (known, unknown) = if known.is_some() || version < TOPIC_IDS {
-            if access.topic(Operation::Read, name) {
-                (known, unknown)
-            } else {
-                (None, code::TOPIC_AUTHORIZATION_FAILED)
-            }
-        } else {
-            (known, unknown)
-        };
+        let (known, unknown) = readable_topic(shared, topic, version, access);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in &topic.partitions {
             let Some(known) = &known else {
@@ -181,7 +210,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
                 Err(error) => {
                     pass.errors = true;
                     let mut out = PartitionOut::error(wanted.partition, error.code());
-                    if matches!(error, PartitionError::NotLeader) {
+                    if error.is_not_leader() {
                         out.leader = shared.leader_hint(known, wanted.partition);
                         pass.hinted.extend(out.leader.map(|hint| hint.leader));
                     }

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{
 use spool_model::{Offset, Timestamp};
 
 use super::api::{ApiDecl, RequestContext};
-use super::per_partition::per_partition;
+use super::per_partition::{allowed_topic, per_partition};
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle};
 use crate::shared::Shared;
@@ -61,6 +61,7 @@ pub(crate) async fn handle(
     let answers = per_partition(
         &shared,
         asked,
+        |name, _| allowed_topic(&shared, &context.access, Operation::Describe, name),
         move |shared, name: &TopicName, index, asked| {
             let (current_leader_epoch, timestamp) = asked;
             if !access.topic(Operation::Describe, name.0.as_str()) {

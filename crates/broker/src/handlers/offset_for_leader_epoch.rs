@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 };
 
 use super::api::{ApiDecl, RequestContext};
-use super::per_partition::per_partition;
+use super::per_partition::{allowed_topic, per_partition};
 use crate::errors::{self, code};
 use crate::shared::Shared;
 use spool_security::acl::Operation;
@@ -51,6 +51,7 @@ pub(crate) async fn handle(
     let answers = per_partition(
         &shared,
         asked,
+        |name, _| allowed_topic(&shared, &context.access, Operation::Describe, name),
         move |shared, name: &TopicName, index, asked| {
             let (current_leader_epoch, leader_epoch) = asked;
             if !access.topic(Operation::Describe, name.0.as_str()) {

@@ -156,31 +156,39 @@ pub(crate) async fn append(
         planned.push((topic_data.name, partitions));
     }
     // Every partition of the request is validated and appended in one blocking task.
-    let topics = per_partition(&shared, planned, |shared, name: &TopicName, index, plan| {
-        Ok(plan
-            .map_err(Refused::from)
-            .and_then(|work| {
-                let metrics = shared.metrics().map(Arc::as_ref);
-                let now = shared.clock().timestamp();
-                let Appending {
-                    index,
-                    records,
-                    topic,
-                } = work;
-                (shared.partitions())
-                    .append_produced(topic, index, &records, now, metrics)
-                    .map_err(Refused::from)
-            })
-            .map_err(|mut refused| {
-                if refused.refusal.code == code::NOT_LEADER_OR_FOLLOWER {
-                    refused.leader = shared
-                        .topics()
-                        .get(name.0.as_str())
-                        .and_then(|topic| shared.leader_hint(&topic, index));
-                }
-                refused
-            }))
-    })
+    let appends = |_: &TopicName, plan: &Result<Appending, i16>| {
+        plan.as_ref().ok().map(|appending| appending.topic.clone())
+    };
+    let topics = per_partition(
+        &shared,
+        planned,
+        appends,
+        |shared, name: &TopicName, index, plan| {
+            Ok(plan
+                .map_err(Refused::from)
+                .and_then(|work| {
+                    let metrics = shared.metrics().map(Arc::as_ref);
+                    let now = shared.clock().timestamp();
+                    let Appending {
+                        index,
+                        records,
+                        topic,
+                    } = work;
+                    (shared.partitions())
+                        .append_produced(topic, index, &records, now, metrics)
+                        .map_err(Refused::from)
+                })
+                .map_err(|mut refused| {
+                    if refused.refusal.code == code::NOT_LEADER_OR_FOLLOWER {
+                        refused.leader = shared
+                            .topics()
+                            .get(name.0.as_str())
+                            .and_then(|topic| shared.leader_hint(&topic, index));
+                    }
+                    refused
+                }))
+        },
+    )
     .await
     .into_iter()
     .map(|(name, answers)| {

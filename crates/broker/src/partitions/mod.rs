@@ -52,6 +52,13 @@ pub(crate) enum PartitionError {
     /// Shared-storage mode: another broker leads the partition.
     #[error("this broker is not the partition's leader")]
     NotLeader,
+    /// Shared-storage mode: this broker leads the partition and has no tail open for
+    /// it (none was opened before the blocking work): retriable, as a change of leader.
+    #[error("the partition's tail is not open")]
+    TailNotOpen,
+    /// Shared-storage mode: opening the partition's tail failed, for this reason.
+    #[error("cannot open the partition's tail: {0}")]
+    OpenFailed(Arc<PartitionError>),
     /// Shared-storage mode: the catalogue could not be read or written.
     #[error("catalogue: {0}")]
     Catalogue(MetadataError),
@@ -88,7 +95,8 @@ impl PartitionError {
             PartitionError::FencedLeaderEpoch { .. } => code::FENCED_LEADER_EPOCH,
             PartitionError::UnknownLeaderEpoch { .. } => code::UNKNOWN_LEADER_EPOCH,
             PartitionError::Storage(error) => errors::log_error_code(error),
-            PartitionError::NotLeader => code::NOT_LEADER_OR_FOLLOWER,
+            PartitionError::NotLeader | PartitionError::TailNotOpen => code::NOT_LEADER_OR_FOLLOWER,
+            PartitionError::OpenFailed(why) => why.code(),
             PartitionError::Catalogue(MetadataError::UnknownTopic(_)) => {
                 code::UNKNOWN_TOPIC_OR_PARTITION
             }
@@ -102,6 +110,17 @@ impl PartitionError {
             // ones: duplicates, found by `spool faultcheck`.
             PartitionError::Interrupted(_) => code::KAFKA_STORAGE_ERROR,
             PartitionError::Unreadable(_) => code::CORRUPT_MESSAGE,
+        }
+    }
+}
+
+impl PartitionError {
+    /// Whether the client is to look for the partition's leader (and gets a hint).
+    pub(crate) fn is_not_leader(&self) -> bool {
+        match self {
+            PartitionError::NotLeader | PartitionError::TailNotOpen => true,
+            PartitionError::OpenFailed(why) => why.is_not_leader(),
+            _ => false,
         }
     }
 }

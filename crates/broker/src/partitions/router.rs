@@ -4,13 +4,15 @@
 //! the coordinators or the wire, so the transaction coordinator's marker writer holds
 //! it directly.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use spool_log::LogManager;
+use spool_log::{LogManager, PartitionLog};
 use spool_metadata::PartitionKey;
-use spool_shared_storage::SharedStorage;
+use spool_model::TopicPartition;
+use spool_shared_storage::{SharedPartition, SharedStorage};
 
-use super::{PartitionError, PartitionHandle};
+use super::{PartitionError, PartitionHandle, on_blocking_pool};
 use crate::cluster::ClusterView;
 use crate::topics::{Topic, TopicTable};
 
@@ -19,12 +21,16 @@ use crate::topics::{Topic, TopicTable};
 pub(crate) struct Partitions {
     node_id: i32,
     topics: TopicTable,
-    logs: LogManager,
+    logs: Arc<LogManager>,
     /// Shared-storage mode's objects and uploader; `None` in embedded mode.
     storage: Option<Arc<SharedStorage>>,
     /// The cluster this broker is a member of (shared-storage mode); `None` in
     /// embedded mode, where it leads every partition.
     cluster: Option<Arc<ClusterView>>,
+    /// Shared-storage mode: why the last opening of a partition's tail failed, until
+    /// one succeeds. A request's blocking work, which only finds open tails, answers
+    /// with it (see [`Partitions::open_tails`]).
+    failed_opens: Mutex<HashMap<TopicPartition, Arc<PartitionError>>>,
 }
 
 impl Partitions {
@@ -38,9 +44,10 @@ impl Partitions {
         Partitions {
             node_id,
             topics,
-            logs,
+            logs: Arc::new(logs),
             storage,
             cluster,
+            failed_opens: Mutex::new(HashMap::new()),
         }
     }
 
@@ -110,9 +117,11 @@ impl Partitions {
         }
     }
 
-    /// The partition `index` of the topic named `topic`, opening (and recovering) its
-    /// log on first use, so blocking. `current_leader_epoch` is the epoch the client
-    /// knows, -1 for none: older is fenced, newer unknown.
+    /// The partition `index` of the topic named `topic`. Blocking: in embedded mode its
+    /// log is opened (and recovered) on first use; in shared-storage mode its tail is
+    /// only found, opened before by [`Partitions::open_tails`] or [`Partitions::open`].
+    /// `current_leader_epoch` is the epoch the client knows, -1 for none: older is
+    /// fenced, newer unknown.
     pub(crate) fn partition(
         &self,
         topic: &str,
@@ -133,13 +142,127 @@ impl Partitions {
         index: i32,
         current_leader_epoch: i32,
     ) -> Result<PartitionHandle, PartitionError> {
+        let led = self.leading(topic, index, current_leader_epoch)?;
+        if let Some(storage) = &self.storage {
+            return match storage.tail(&self.logs, &led.log_key, led.key, led.leader_epoch) {
+                Some((log, shared)) => Ok(PartitionHandle {
+                    log,
+                    leader_epoch: led.leader_epoch,
+                    shared: Some(shared),
+                }),
+                None => Err(self.not_open(&led.log_key)),
+            };
+        }
+        let log = self
+            .logs
+            .partition(&led.log_key)?
+            .ok_or(PartitionError::UnknownTopicOrPartition)?;
+        log.become_leader(led.leader_epoch)?;
+        Ok(PartitionHandle {
+            log,
+            leader_epoch: led.leader_epoch,
+            shared: None,
+        })
+    }
+
+    /// The partition, its tail opened first in shared-storage mode (async: the
+    /// catalogue is read), its log opened on the blocking pool in embedded mode.
+    pub(crate) async fn open(
+        self: &Arc<Self>,
+        topic: Arc<Topic>,
+        index: i32,
+        current_leader_epoch: i32,
+    ) -> Result<PartitionHandle, PartitionError> {
+        if let Some(storage) = &self.storage {
+            let led = self.leading(topic, index, current_leader_epoch)?;
+            let (log, shared) = self.open_tail(storage, &led).await?;
+            return Ok(PartitionHandle {
+                log,
+                leader_epoch: led.leader_epoch,
+                shared: Some(shared),
+            });
+        }
+        let partitions = self.clone();
+        on_blocking_pool(move || partitions.partition_of(topic, index, current_leader_epoch))
+            .await?
+    }
+
+    /// Shared-storage mode: opens the tail of each partition this broker leads and
+    /// has no tail for, one after the other (a tail already open costs a lookup), so
+    /// that the blocking work after finds them. A failure is kept for that work to
+    /// answer with. Embedded mode: nothing to do (`wanted` is not even iterated).
+    pub(crate) async fn open_tails(&self, wanted: impl IntoIterator<Item = (Arc<Topic>, i32)>) {
+        let Some(storage) = &self.storage else {
+            return;
+        };
+        for (topic, index) in wanted {
+            // Not led here, or no such partition: the blocking work says so itself.
+            let Ok(led) = self.leading(topic, index, -1) else {
+                continue;
+            };
+            if let Err(error) = self.open_tail(storage, &led).await {
+                self.failed_opens
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(led.log_key, Arc::new(error));
+            }
+        }
+    }
+
+    /// The partition's tail, opened if this broker has none; a success forgets the
+    /// last failure.
+    async fn open_tail(
+        &self,
+        storage: &Arc<SharedStorage>,
+        led: &Led,
+    ) -> Result<(Arc<PartitionLog>, SharedPartition), PartitionError> {
+        if let Some(open) = storage.tail(&self.logs, &led.log_key, led.key, led.leader_epoch) {
+            return Ok(open);
+        }
+        let opened = storage
+            .open_tail(&self.logs, &led.log_key, led.key, led.leader_epoch)
+            .await
+            .inspect_err(|error| {
+                tracing::debug!(partition = %led.log_key, %error, "cannot open a tail");
+            })?;
+        self.failed_opens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&led.log_key);
+        Ok(opened)
+    }
+
+    /// Why the partition's tail is not open: the last failure to open it, or (none
+    /// kept) that no one opened it, which the client retries as a change of leader.
+    fn not_open(&self, log_key: &TopicPartition) -> PartitionError {
+        let failed = self
+            .failed_opens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(log_key)
+            .cloned();
+        match failed {
+            Some(failure) => PartitionError::OpenFailed(failure),
+            None => PartitionError::TailNotOpen,
+        }
+    }
+
+    /// The partition of `topic` (its source's, for a view) that this broker leads,
+    /// and the epoch it leads it under, checked against the client's
+    /// `current_leader_epoch` (-1: none).
+    fn leading(
+        &self,
+        topic: Arc<Topic>,
+        index: i32,
+        current_leader_epoch: i32,
+    ) -> Result<Led, PartitionError> {
         if topic.view.is_some() {
             let source = self
                 .source_of(&topic)
                 .ok_or(PartitionError::UnknownTopicOrPartition)?;
-            return self.partition_of(source, index, current_leader_epoch);
+            return self.leading(source, index, current_leader_epoch);
         }
-        let key = topic
+        let log_key = topic
             .log_partition(index)
             .ok_or(PartitionError::UnknownTopicOrPartition)?;
         let leader_epoch = self
@@ -159,27 +282,18 @@ impl Partitions {
                 });
             }
         }
-        if let Some(storage) = &self.storage {
-            let id = PartitionKey {
-                topic_id: topic.record.id,
-                partition: index,
-            };
-            let (log, shared) = storage.open_tail(&self.logs, &key, id, leader_epoch)?;
-            return Ok(PartitionHandle {
-                log,
-                leader_epoch,
-                shared: Some(shared),
-            });
-        }
-        let log = self
-            .logs
-            .partition(&key)?
-            .ok_or(PartitionError::UnknownTopicOrPartition)?;
-        log.become_leader(leader_epoch)?;
-        Ok(PartitionHandle {
-            log,
+        Ok(Led {
+            log_key,
+            key: topic.partition_key(index),
             leader_epoch,
-            shared: None,
         })
     }
+}
+
+/// A partition this broker leads: its log's key, its key in the catalogue, and the
+/// epoch it leads it under.
+struct Led {
+    log_key: TopicPartition,
+    key: PartitionKey,
+    leader_epoch: i32,
 }
