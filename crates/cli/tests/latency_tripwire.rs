@@ -11,8 +11,10 @@
 //! another closely (`produce`); each once hit a stall that the other did not.
 //!
 //! `SPOOL_TRIPWIRE_BROKER=path/to/spool` runs the broker of another build (how it was
-//! shown to fail on 742b1f5, docs/performance.md). Its own test binary, so that no
-//! other test of this crate runs beside it.
+//! shown to fail on 742b1f5, docs/performance.md). Its own test binary, ignored by a
+//! plain `cargo test`: `scripts/test` runs it alone (`-- --ignored`) once the other
+//! Rust tests and the fuzz targets' build are done, since a p99 measured while a
+//! compiler takes both cores measures the compiler (129 ms once, 4 ms alone).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -97,6 +99,7 @@ fn assert_p99_within_bound(report: &Value, key: &str) {
 }
 
 #[test]
+#[ignore = "needs the machine to itself: scripts/test runs it alone"]
 fn latency_at_a_modest_rate_stays_within_tens_of_milliseconds() {
     let broker = BrokerProcess::start();
 

@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
     ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
-use spool_log::ReadChunk;
+use spool_log::{LogError, ReadChunk};
 use spool_metadata::SqliteStore;
 use spool_objects::ObjectStorage;
 use spool_security::session::ANONYMOUS;
@@ -31,6 +31,7 @@ use super::api::RequestContext;
 use super::{create_topics, fetch, join_group, list_offsets, metadata, produce};
 use crate::config::BrokerConfig;
 use crate::errors::code;
+use crate::partitions::PartitionError;
 use crate::server::Broker;
 use crate::shared::Shared;
 
@@ -316,4 +317,67 @@ async fn join_group_hands_out_a_member_id_then_a_generation() {
         Some("range")
     );
     assert_eq!(joined.members.len(), 1);
+}
+
+/// Shared-storage mode, all on one thread (a current-thread runtime): a handover
+/// begun while a tail opens waits for the opening without blocking the thread that
+/// the opening's catalogue reads need, and seals the tail just opened. While a
+/// partition without a tail is handed over, none opens for it, and a request is told
+/// why; after, one opens again.
+#[tokio::test]
+async fn a_handover_waits_for_a_tail_being_opened_on_one_thread() {
+    let broker = InProcess::shared_storage().await;
+    broker.create_topic("handed", 2).await;
+    let shared = broker.shared();
+    let topic = shared.topics().get("handed").unwrap();
+    let partitions = shared.partitions();
+    // The controller assigns the new topic's partitions.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let epochs = loop {
+        if let (Some(first), Some(second)) = (
+            partitions.led_epoch(&topic, 0),
+            partitions.led_epoch(&topic, 1),
+        ) {
+            break [first, second];
+        }
+        assert!(Instant::now() < deadline, "no leader for the new topic");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let storage = shared.storage().unwrap();
+
+    let first = topic.log_partition(0).unwrap();
+    let (opened, handover) = tokio::join!(
+        partitions.open(topic.clone(), 0, -1),
+        storage.begin_handover(shared.logs(), &first, epochs[0]),
+    );
+    let opened = opened.unwrap();
+    let sealed = handover.unwrap().tail.expect("the tail opened meanwhile");
+    assert!(Arc::ptr_eq(&opened.log, &sealed));
+    let batch = BatchBuilder::new().values(1, 10).build();
+    let refused = sealed.append(&[&batch]).unwrap_err();
+    assert!(matches!(refused, LogError::NotLeader { .. }), "{refused}");
+
+    let second = topic.log_partition(1).unwrap();
+    assert!(
+        storage
+            .tail(shared.logs(), &second, topic.partition_key(1), epochs[1])
+            .is_none()
+    );
+    let handover = storage
+        .begin_handover(shared.logs(), &second, epochs[1])
+        .await;
+    assert!(handover.unwrap().tail.is_none());
+    partitions.open_tails([(topic.clone(), 1)]).await;
+    let why = partitions.partition_of(topic.clone(), 1, -1).unwrap_err();
+    assert!(
+        matches!(&why, PartitionError::OpenFailed(failure) if matches!(**failure, PartitionError::NotLeader)),
+        "{why}"
+    );
+    assert_eq!(
+        broker.list_offsets("handed", 1, -1).await.0,
+        code::NOT_LEADER_OR_FOLLOWER
+    );
+    storage.end_handover(&second);
+    assert_eq!(broker.list_offsets("handed", 1, -1).await, (code::NONE, 0));
+    assert!(partitions.partition_of(topic.clone(), 1, -1).is_ok());
 }
