@@ -73,6 +73,12 @@ pub(crate) mod code {
         E::TransactionalIdAuthorizationFailed.code();
     pub(crate) const SECURITY_DISABLED: i16 = E::SecurityDisabled.code();
     pub(crate) const UNSUPPORTED_VERSION: i16 = E::UnsupportedVersion.code();
+    pub(crate) const FENCED_MEMBER_EPOCH: i16 = E::FencedMemberEpoch.code();
+    pub(crate) const STALE_MEMBER_EPOCH: i16 = E::StaleMemberEpoch.code();
+    pub(crate) const UNRELEASED_INSTANCE_ID: i16 = E::UnreleasedInstanceId.code();
+    pub(crate) const GROUP_MAX_SIZE_REACHED: i16 = E::GroupMaxSizeReached.code();
+    pub(crate) const INVALID_REGULAR_EXPRESSION: i16 = E::InvalidRegularExpression.code();
+    pub(crate) const UNSUPPORTED_ASSIGNOR: i16 = E::UnsupportedAssignor.code();
 }
 
 /// The Kafka error code for a group coordinator error.
@@ -93,6 +99,14 @@ pub(crate) fn group_error_code(error: GroupError) -> i16 {
         // The client finds the coordinator again and retries.
         GroupError::StorageFailed => code::COORDINATOR_NOT_AVAILABLE,
         GroupError::NotCoordinator => code::NOT_COORDINATOR,
+        GroupError::FencedMemberEpoch => code::FENCED_MEMBER_EPOCH,
+        GroupError::StaleMemberEpoch => code::STALE_MEMBER_EPOCH,
+        GroupError::UnreleasedInstanceId => code::UNRELEASED_INSTANCE_ID,
+        GroupError::GroupMaxSizeReached => code::GROUP_MAX_SIZE_REACHED,
+        GroupError::InvalidRegularExpression => code::INVALID_REGULAR_EXPRESSION,
+        GroupError::UnsupportedAssignor => code::UNSUPPORTED_ASSIGNOR,
+        GroupError::UnsupportedVersion => code::UNSUPPORTED_VERSION,
+        GroupError::InvalidRequest(_) => code::INVALID_REQUEST,
     }
 }
 

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use spool_model::Clock;
 
+use crate::consumer::ConsumerGroupConfig;
+
 /// How groups are run. Defaults are Kafka's.
 #[derive(Debug, Clone)]
 pub struct CoordinatorConfig {
@@ -29,6 +31,8 @@ pub struct CoordinatorConfig {
     pub node_id: i32,
     /// The broker's clock: sessions, rebalance timeouts, commit times, expiry.
     pub clock: Clock,
+    /// The consumer protocol's settings (`group.consumer.*`).
+    pub consumer: ConsumerGroupConfig,
 }
 
 impl Default for CoordinatorConfig {
@@ -43,6 +47,7 @@ impl Default for CoordinatorConfig {
             tick: Duration::from_millis(100),
             node_id: 1,
             clock: Clock::System,
+            consumer: ConsumerGroupConfig::default(),
         }
     }
 }

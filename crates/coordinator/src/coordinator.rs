@@ -15,15 +15,18 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::config::CoordinatorConfig;
+use crate::consumer::GroupOverrides;
+use crate::consumer::group::ConsumerGroup;
 use crate::error::GroupError;
 use crate::group::{
     Group, GroupDescription, GroupState, JoinRequest, JoinResponse, JoinStep, SyncRequest,
     SyncResponse, SyncStep,
 };
-use crate::offsets::GroupListing;
+use crate::offsets::{GroupListing, GroupType};
 use crate::ownership::{Ownership, OwnershipSlot};
 
 mod committed;
+mod consumer_groups;
 
 /// A group's offsets by (topic, partition).
 type Offsets = BTreeMap<(String, i32), CommittedOffset>;
@@ -46,12 +49,45 @@ pub struct GroupCoordinator {
 
 #[derive(Debug, Default)]
 pub(super) struct State {
+    /// Groups of the classic protocol.
     pub(super) groups: HashMap<String, Group>,
+    /// Groups of the consumer protocol (KIP-848). A group id is in one map at most.
+    pub(super) consumer_groups: HashMap<String, ConsumerGroup>,
+    /// Per-group overrides of the consumer protocol's settings, by group id.
+    pub(super) group_overrides: HashMap<String, GroupOverrides>,
     pub(super) offsets: HashMap<String, Offsets>,
     /// The coordinator epoch this broker claimed for each group it has written for:
     /// its writes carry it, and the store refuses them once another broker claims
     /// the group.
     pub(super) coordinator_epochs: HashMap<String, i64>,
+}
+
+impl State {
+    /// Whether a group of either protocol is known by that id.
+    pub(super) fn has_group(&self, group_id: &str) -> bool {
+        self.groups.contains_key(group_id) || self.consumer_groups.contains_key(group_id)
+    }
+
+    /// Whether the group has members, of either protocol.
+    pub(super) fn has_members(&self, group_id: &str) -> bool {
+        self.groups.get(group_id).is_some_and(Group::has_members)
+            || self
+                .consumer_groups
+                .get(group_id)
+                .is_some_and(ConsumerGroup::has_members)
+    }
+
+    /// When the group lost its last member (wall-clock ms), if it has none.
+    pub(super) fn empty_since_ms(&self, group_id: &str) -> Option<i64> {
+        self.groups
+            .get(group_id)
+            .and_then(|g| g.empty_since_ms)
+            .or_else(|| {
+                self.consumer_groups
+                    .get(group_id)
+                    .and_then(|g| g.empty_since_ms)
+            })
+    }
 }
 
 impl GroupCoordinator {
@@ -116,13 +152,15 @@ impl GroupCoordinator {
         let released: Vec<String> = state
             .groups
             .keys()
+            .chain(state.consumer_groups.keys())
             .chain(state.coordinator_epochs.keys())
             .chain(state.offsets.keys())
             .filter(|group_id| !self.owns(group_id))
             .cloned()
             .collect();
         for group_id in released {
-            if state.groups.remove(&group_id).is_some() {
+            let consumer_group = state.consumer_groups.remove(&group_id).is_some();
+            if state.groups.remove(&group_id).is_some() || consumer_group {
                 tracing::info!(group = %group_id, "the group moved to another coordinator");
             }
             state.coordinator_epochs.remove(&group_id);
@@ -239,19 +277,60 @@ impl GroupCoordinator {
         let state = self.lock();
         let mut listed: BTreeMap<&String, GroupListing> = BTreeMap::new();
         for group_id in state.offsets.keys().filter(|group_id| self.owns(group_id)) {
-            listed.insert(group_id, listing(group_id, GroupState::Empty, ""));
+            let empty = listing(group_id, GroupState::Empty.name(), "", GroupType::Classic);
+            listed.insert(group_id, empty);
         }
         for (group_id, group) in state.groups.iter().filter(|(id, _)| self.owns(id)) {
             let protocol_type = group.protocol_type().unwrap_or_default();
-            listed.insert(group_id, listing(group_id, group.state, protocol_type));
+            let classic = listing(
+                group_id,
+                group.state.name(),
+                protocol_type,
+                GroupType::Classic,
+            );
+            listed.insert(group_id, classic);
+        }
+        for (group_id, group) in state.consumer_groups.iter().filter(|(id, _)| self.owns(id)) {
+            let consumer = listing(
+                group_id,
+                group.state().name(),
+                "consumer",
+                GroupType::Consumer,
+            );
+            listed.insert(group_id, consumer);
         }
         listed.into_values().collect()
     }
 
-    /// A group's state and members; `None` if the coordinator knows nothing of it.
+    /// The members of a group of either protocol (0 for a group it does not know).
+    #[must_use]
+    pub fn member_count(&self, group_id: &str) -> usize {
+        let state = self.lock();
+        state.groups.get(group_id).map_or_else(
+            || {
+                state
+                    .consumer_groups
+                    .get(group_id)
+                    .map_or(0, ConsumerGroup::member_count)
+            },
+            Group::member_count,
+        )
+    }
+
+    /// A classic group's state and members, as DescribeGroups reports them; `None`
+    /// if the coordinator knows nothing of it. A consumer-protocol group is `Dead`
+    /// to this API, as in Kafka (ConsumerGroupDescribe describes it).
     #[must_use]
     pub fn describe(&self, group_id: &str) -> Option<GroupDescription> {
         let state = self.lock();
+        if state.consumer_groups.contains_key(group_id) {
+            return Some(GroupDescription {
+                state: GroupState::Dead,
+                protocol_type: "consumer".to_owned(),
+                protocol: String::new(),
+                members: Vec::new(),
+            });
+        }
         match state.groups.get(group_id) {
             Some(group) => Some(group.describe()),
             None => state
@@ -283,13 +362,22 @@ impl GroupCoordinator {
         let now_ms = self.config.clock.now_ms();
         let mut state = self.lock();
         let State {
-            groups, offsets, ..
+            groups,
+            consumer_groups,
+            offsets,
+            ..
         } = &mut *state;
         for group in groups.values_mut() {
             group.tick(now, &self.config);
             group.note_emptiness(now_ms);
         }
         groups.retain(|group_id, group| !group.is_unused() || offsets.contains_key(group_id));
+        for group in consumer_groups.values_mut() {
+            group.tick(now);
+            group.note_emptiness(now_ms);
+        }
+        consumer_groups
+            .retain(|group_id, group| group.has_members() || offsets.contains_key(group_id));
     }
 
     /// The coordinator's timers, until `stop` turns true: sessions and rebalance
@@ -309,10 +397,16 @@ impl GroupCoordinator {
     }
 }
 
-fn listing(group_id: &str, state: GroupState, protocol_type: &str) -> GroupListing {
+fn listing(
+    group_id: &str,
+    state: &'static str,
+    protocol_type: &str,
+    group_type: GroupType,
+) -> GroupListing {
     GroupListing {
         group_id: group_id.to_owned(),
         state,
         protocol_type: protocol_type.to_owned(),
+        group_type,
     }
 }

@@ -33,6 +33,23 @@ pub enum GroupError {
     /// Another coordinator claimed the group in the metadata store since this one did.
     #[error("this broker is no longer the group's coordinator")]
     NotCoordinator,
+    #[error("the member's epoch is not its current one: rejoin")]
+    FencedMemberEpoch,
+    #[error("the member's epoch is not its current one")]
+    StaleMemberEpoch,
+    #[error("another member holds the group.instance.id")]
+    UnreleasedInstanceId,
+    #[error("the group has as many members as group.consumer.max.size allows")]
+    GroupMaxSizeReached,
+    #[error("the subscribed topic regex is not a regular expression")]
+    InvalidRegularExpression,
+    #[error("the broker does not serve the assignor asked for")]
+    UnsupportedAssignor,
+    #[error("members of the consumer protocol commit with OffsetCommit v9 or later")]
+    UnsupportedVersion,
+    /// A request the protocol forbids, and why.
+    #[error("{0}")]
+    InvalidRequest(&'static str),
 }
 
 /// A transaction operation's failure, named as Kafka names it.

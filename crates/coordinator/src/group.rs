@@ -248,6 +248,10 @@ impl Group {
         !self.members.is_empty()
     }
 
+    pub(crate) fn member_count(&self) -> usize {
+        self.members.len()
+    }
+
     /// Nothing left to remember: no members, none about to join.
     pub(crate) fn is_unused(&self) -> bool {
         self.state == GroupState::Empty && self.members.is_empty() && self.pending.is_empty()

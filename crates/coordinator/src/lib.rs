@@ -5,6 +5,8 @@
 //! - [`group`]: one group's state machine (Empty → PreparingRebalance →
 //!   CompletingRebalance → Stable), pure: time comes in as an argument, waiting
 //!   members get their answer through a channel when the rebalance completes;
+//! - [`consumer`]: groups of the consumer protocol (KIP-848), whose assignment the
+//!   broker computes;
 //! - [`GroupCoordinator`]: every group of this broker, the committed offsets (kept in
 //!   the metadata store, cached in memory), and the timer that expires sessions,
 //!   rebalance timeouts and old offsets.
@@ -14,6 +16,7 @@
 //! metadata store. The semantics and timeouts are documented in `docs/groups.md`.
 
 mod config;
+pub mod consumer;
 mod coordinator;
 mod error;
 pub mod group;
@@ -28,7 +31,7 @@ pub use group::{
     GroupDescription, GroupState, JoinRequest, JoinResponse, JoinedMember, MemberDescription,
     SyncRequest, SyncResponse,
 };
-pub use offsets::{CommitOffset, CommitRequest, GroupListing};
+pub use offsets::{CommitOffset, CommitRequest, GroupListing, GroupType};
 pub use ownership::{GroupOwnership, Ownership};
 pub use transactions::{
     MarkerOutcome, MarkerWriter, ProducerIdSource, TransactionCoordinator, TxnConfig,

@@ -1,7 +1,5 @@
 //! Committed offsets: what OffsetCommit asks to store, and what ListGroups reports.
 
-use crate::group::GroupState;
-
 /// One partition's offset in an OffsetCommit.
 #[derive(Debug, Clone)]
 pub struct CommitOffset {
@@ -23,12 +21,37 @@ pub struct CommitRequest {
     pub member_id: String,
     pub group_instance_id: Option<String>,
     pub offsets: Vec<CommitOffset>,
+    /// The OffsetCommit version: a member of the consumer protocol names its member
+    /// epoch (as `generation`) from v9.
+    pub api_version: i16,
 }
 
 /// A group as ListGroups reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupListing {
     pub group_id: String,
-    pub state: GroupState,
+    /// As Kafka names the state of a group of its type.
+    pub state: &'static str,
     pub protocol_type: String,
+    pub group_type: GroupType,
+}
+
+/// Which protocol a group's members speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupType {
+    /// JoinGroup, SyncGroup, Heartbeat (or no members: offsets only).
+    Classic,
+    /// ConsumerGroupHeartbeat (KIP-848).
+    Consumer,
+}
+
+impl GroupType {
+    /// As ListGroups v5 names it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupType::Classic => "classic",
+            GroupType::Consumer => "consumer",
+        }
+    }
 }

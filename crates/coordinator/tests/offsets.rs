@@ -53,6 +53,7 @@ fn simple_commit(group: &str, offsets: Vec<CommitOffset>) -> CommitRequest {
         member_id: String::new(),
         group_instance_id: None,
         offsets,
+        api_version: 8,
     }
 }
 

@@ -24,10 +24,7 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
             .list()
             .into_iter()
             .map(|listing| {
-                let members = shared
-                    .groups()
-                    .describe(&listing.group_id)
-                    .map_or(0, |group| group.members.len());
+                let members = shared.groups().member_count(&listing.group_id);
                 let lag = crate::lag::group_lag_with(&shared, &listing.group_id, |topic, index| {
                     partition_bounds(&shared, topic, index).map(|bounds| bounds.high_watermark)
                 })
@@ -35,7 +32,7 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
                 .filter_map(|partition| partition.lag)
                 .sum();
                 GroupSummary {
-                    state: listing.state.name().to_owned(),
+                    state: listing.state.to_owned(),
                     protocol_type: listing.protocol_type,
                     group: listing.group_id,
                     members,
@@ -206,6 +203,7 @@ pub(super) async fn reset_offsets(
         member_id: String::new(),
         group_instance_id: None,
         offsets,
+        api_version: 9,
     };
     let results = shared
         .groups()

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use kafka_protocol::messages::{
-    AddOffsetsToTxnResponse, AlterUserScramCredentialsResponse,
+    AddOffsetsToTxnResponse, AlterUserScramCredentialsResponse, ConsumerGroupHeartbeatResponse,
     DescribeUserScramCredentialsResponse, EndTxnResponse, HeartbeatResponse,
     InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ProducerId, RequestKind,
     ResponseKind, SyncGroupResponse,
@@ -37,6 +37,11 @@ pub(crate) fn refusal(body: &RequestKind, context: &RequestContext) -> Option<Re
         RequestKind::LeaveGroup(r) if group(&r.group_id) => Some(ResponseKind::LeaveGroup(
             LeaveGroupResponse::default().with_error_code(group_denied),
         )),
+        RequestKind::ConsumerGroupHeartbeat(r) if group(&r.group_id) => {
+            Some(ResponseKind::ConsumerGroupHeartbeat(
+                ConsumerGroupHeartbeatResponse::default().with_error_code(group_denied),
+            ))
+        }
         RequestKind::InitProducerId(r) => {
             let error = match r.transactional_id.as_ref().filter(|id| !id.is_empty()) {
                 Some(id) => (!access.transactional_id(Write, id)).then_some(txn_denied),

@@ -37,26 +37,28 @@ pub(crate) async fn handle(
                 .iter()
                 .any(|s| s.as_str().eq_ignore_ascii_case(state))
     };
-    let type_wanted = request.types_filter.is_empty()
-        || request
-            .types_filter
-            .iter()
-            .any(|t| t.as_str().eq_ignore_ascii_case("classic"));
+    let type_wanted = |group_type: &str| {
+        request.types_filter.is_empty()
+            || request
+                .types_filter
+                .iter()
+                .any(|t| t.as_str().eq_ignore_ascii_case(group_type))
+    };
     let groups = shared
         .groups()
         .list()
         .into_iter()
-        .filter(|g| type_wanted && state_wanted(g.state.name()))
+        .filter(|g| type_wanted(g.group_type.name()) && state_wanted(g.state))
         .filter(|g| all || access.group(Operation::Describe, &g.group_id))
         .map(|g| {
             let mut listed = ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(g.group_id)))
                 .with_protocol_type(StrBytes::from_string(g.protocol_type));
             if version >= 4 {
-                listed = listed.with_group_state(StrBytes::from_static_str(g.state.name()));
+                listed = listed.with_group_state(StrBytes::from_static_str(g.state));
             }
             if version >= 5 {
-                listed = listed.with_group_type(StrBytes::from_static_str("classic"));
+                listed = listed.with_group_type(StrBytes::from_static_str(g.group_type.name()));
             }
             listed
         })

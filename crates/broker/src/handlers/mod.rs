@@ -12,6 +12,8 @@ mod api_versions;
 mod authorize;
 mod client_quotas;
 mod configs;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_acls;
 mod create_partitions;
 mod create_topics;
@@ -131,6 +133,8 @@ apis! {
     delete_acls::API => DeleteAcls: delete_acls::handle,
     client_quotas::DESCRIBE_API => DescribeClientQuotas: client_quotas::describe,
     client_quotas::ALTER_API => AlterClientQuotas: client_quotas::alter,
+    consumer_group_heartbeat::API => ConsumerGroupHeartbeat: consumer_group_heartbeat::handle,
+    consumer_group_describe::API => ConsumerGroupDescribe: consumer_group_describe::handle,
 }
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {

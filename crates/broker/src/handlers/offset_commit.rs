@@ -19,7 +19,7 @@ use spool_security::acl::Operation;
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetCommit,
     min: 2,
-    max: 8,
+    max: 9,
 };
 
 pub(crate) async fn handle(
@@ -69,6 +69,7 @@ pub(crate) async fn handle(
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(ToString::to_string),
         offsets,
+        api_version: context.version,
     };
     let outcome = if commit.offsets.is_empty() && group_denied {
         Ok(Vec::new())

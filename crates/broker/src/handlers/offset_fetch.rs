@@ -29,7 +29,7 @@ use spool_security::authorizer::Access;
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetFetch,
     min: 1,
-    max: 8,
+    max: 9,
 };
 
 /// One partition's answer: (offset, leader epoch, metadata, error).
@@ -45,6 +45,21 @@ pub(crate) async fn handle(
     if version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
         for group in request.groups {
+            // v9: a member of a consumer-protocol group names itself and its epoch.
+            let member = group.member_id.as_ref().map(|id| id.as_str());
+            let checked = shared.groups().check_offset_fetch_member(
+                group.group_id.0.as_str(),
+                member,
+                group.member_epoch,
+            );
+            if let Err(error) = checked {
+                groups.push(
+                    OffsetFetchResponseGroup::default()
+                        .with_group_id(group.group_id)
+                        .with_error_code(group_error_code(error)),
+                );
+                continue;
+            }
             let wanted = group.topics.map(|topics| {
                 topics
                     .into_iter()

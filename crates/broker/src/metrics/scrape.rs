@@ -45,10 +45,12 @@ struct GroupPartitionLabels {
 }
 
 /// Kafka's group states, each a series of a group (1 for the one it is in).
-const GROUP_STATES: [&str; 5] = [
+const GROUP_STATES: [&str; 7] = [
     "Empty",
     "PreparingRebalance",
     "CompletingRebalance",
+    "Assigning",
+    "Reconciling",
     "Stable",
     "Dead",
 ];
@@ -326,8 +328,10 @@ fn groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Res
     let mut lags = Vec::new();
     for listing in &listed {
         let group = Text(listing.group_id.clone());
-        let described = shared.groups().describe(&listing.group_id);
-        let (count, state) = described.map_or((0, "Dead"), |d| (d.members.len(), d.state.name()));
+        let (count, state) = (
+            shared.groups().member_count(&listing.group_id),
+            listing.state,
+        );
         members.push((
             GroupLabels {
                 group: group.clone(),

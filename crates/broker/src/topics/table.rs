@@ -64,6 +64,9 @@ pub(crate) fn is_illegal_name(name: &str) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct TopicTable {
     tables: RwLock<Tables>,
+    /// Bumped by every change (a topic created, replaced or deleted): consumer
+    /// groups match their regular expressions again only then.
+    version: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -109,6 +112,8 @@ impl TopicTable {
         let name = topic.record.name.as_str().to_owned();
         let topic = Arc::new(topic);
         let mut tables = self.write();
+        self.version
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tables.by_id.insert(topic.record.id, topic.clone());
         if let Some(replaced) = tables.by_name.insert(name, topic.clone())
             && replaced.record.id != topic.record.id
@@ -120,6 +125,8 @@ impl TopicTable {
     pub(crate) fn remove(&self, name: &str) -> Option<Arc<Topic>> {
         let mut tables = self.write();
         let removed = tables.by_name.remove(name)?;
+        self.version
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tables.by_id.remove(&removed.record.id);
         Some(removed)
     }
@@ -134,6 +141,25 @@ impl TopicTable {
         self.tables
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The topics as consumer groups of the consumer protocol see them.
+impl spool_coordinator::consumer::Topics for TopicTable {
+    fn by_name(&self, name: &str) -> Option<spool_coordinator::consumer::TopicInfo> {
+        let topic = self.get(name)?;
+        Some(spool_coordinator::consumer::TopicInfo {
+            id: topic.record.id,
+            partitions: topic.record.partitions,
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.read().by_name.keys().cloned().collect()
+    }
+
+    fn version(&self) -> u64 {
+        self.version.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

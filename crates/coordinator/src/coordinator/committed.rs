@@ -11,7 +11,6 @@ use tokio::time::Instant;
 
 use super::GroupCoordinator;
 use crate::error::GroupError;
-use crate::group::Group;
 use crate::offsets::CommitRequest;
 
 impl GroupCoordinator {
@@ -25,19 +24,30 @@ impl GroupCoordinator {
             return Err(GroupError::NotCoordinator);
         }
         let _writes = self.writes.lock().await;
-        if request.generation >= 0 && !self.has_group(&request.group_id) {
-            // A member of a generation this coordinator never saw (e.g. from before
-            // a restart): it must rejoin, as Kafka answers.
-            return Err(GroupError::IllegalGeneration);
+        let carries_epoch = request.api_version >= 9;
+        match self.check_consumer_member(
+            &request.group_id,
+            &request.member_id,
+            request.generation,
+            carries_epoch,
+        ) {
+            Some(checked) => checked?,
+            None => {
+                if request.generation >= 0 && !self.has_group(&request.group_id) {
+                    // A member of a generation this coordinator never saw (e.g. from
+                    // before a restart): it must rejoin, as Kafka answers.
+                    return Err(GroupError::IllegalGeneration);
+                }
+                self.with_group(&request.group_id, |group| {
+                    group.check_commit(
+                        &request.member_id,
+                        request.group_instance_id.as_deref(),
+                        request.generation,
+                        self.now(),
+                    )
+                })?;
+            }
         }
-        self.with_group(&request.group_id, |group| {
-            group.check_commit(
-                &request.member_id,
-                request.group_instance_id.as_deref(),
-                request.generation,
-                self.now(),
-            )
-        })?;
         let commit_ms = self.config.clock.now_ms();
         let mut results = Vec::with_capacity(request.offsets.len());
         let mut stored: BTreeMap<(String, i32), CommittedOffset> = BTreeMap::new();
@@ -158,6 +168,13 @@ impl GroupCoordinator {
         if member_id.is_empty() && generation < 0 {
             return Ok(());
         }
+        if let Some(checked) = self.check_consumer_member(group_id, member_id, generation, true) {
+            // A producer names the consumer's member epoch as its generation.
+            return checked.map_err(|error| match error {
+                GroupError::StaleMemberEpoch => GroupError::IllegalGeneration,
+                other => other,
+            });
+        }
         if !self.has_group(group_id) {
             return Err(if member_id.is_empty() {
                 GroupError::IllegalGeneration
@@ -217,11 +234,11 @@ impl GroupCoordinator {
         let _writes = self.writes.lock().await;
         {
             let state = self.lock();
-            let known = state.offsets.contains_key(group_id);
-            match state.groups.get(group_id) {
-                Some(group) if group.has_members() => return Err(GroupError::NonEmptyGroup),
-                None if !known => return Err(GroupError::GroupIdNotFound),
-                _ => {}
+            if state.has_members(group_id) {
+                return Err(GroupError::NonEmptyGroup);
+            }
+            if !state.offsets.contains_key(group_id) && !state.has_group(group_id) {
+                return Err(GroupError::GroupIdNotFound);
             }
         }
         let epoch = self.coordinator_epoch(group_id).await?;
@@ -232,8 +249,9 @@ impl GroupCoordinator {
         let mut state = self.lock();
         state.offsets.remove(group_id);
         // A member may have joined while the offsets were being deleted: keep it.
-        if state.groups.get(group_id).is_none_or(|g| !g.has_members()) {
+        if !state.has_members(group_id) {
             state.groups.remove(group_id);
+            state.consumer_groups.remove(group_id);
         }
         tracing::info!(group = group_id, "deleted group");
         Ok(())
@@ -253,10 +271,10 @@ impl GroupCoordinator {
         let _writes = self.writes.lock().await;
         let results: Vec<Result<(), GroupError>> = {
             let state = self.lock();
-            if !state.offsets.contains_key(group_id) && !state.groups.contains_key(group_id) {
+            if !state.offsets.contains_key(group_id) && !state.has_group(group_id) {
                 return Err(GroupError::GroupIdNotFound);
             }
-            let active = state.groups.get(group_id).is_some_and(Group::has_members);
+            let active = state.has_members(group_id);
             partitions
                 .iter()
                 .map(|(topic, _)| {
@@ -408,13 +426,10 @@ impl GroupCoordinator {
                     if !self.owns(group_id) {
                         return None;
                     }
-                    let group = state.groups.get(group_id);
-                    if group.is_some_and(Group::has_members) {
+                    if state.has_members(group_id) {
                         return None;
                     }
-                    let empty_since = group
-                        .and_then(|g| g.empty_since_ms)
-                        .unwrap_or(self.started_ms);
+                    let empty_since = state.empty_since_ms(group_id).unwrap_or(self.started_ms);
                     let old: Vec<(String, i32)> = offsets
                         .values()
                         .filter(|o| {

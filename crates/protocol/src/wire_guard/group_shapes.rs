@@ -247,3 +247,32 @@ pub const LIST_TRANSACTIONS: Shape = Shape {
         from(2, String),     // transactional_id_pattern
     ],
 };
+
+const UUID: super::Kind = Fixed(16);
+const OWNED_PARTITIONS: &[Field] = &[from(0, UUID), from(0, Scalars(4))]; // topic_id, partitions
+
+/// ConsumerGroupHeartbeat (key 68, KIP-848).
+pub const CONSUMER_GROUP_HEARTBEAT: Shape = Shape {
+    flexible_since: 0,
+    fields: &[
+        from(0, String),                    // group_id
+        from(0, String),                    // member_id
+        from(0, INT32),                     // member_epoch
+        from(0, String),                    // instance_id
+        from(0, String),                    // rack_id
+        from(0, INT32),                     // rebalance_timeout_ms
+        from(0, Strings),                   // subscribed_topic_names
+        from(1, String),                    // subscribed_topic_regex
+        from(0, String),                    // server_assignor
+        from(0, Structs(OWNED_PARTITIONS)), // topic_partitions
+    ],
+};
+
+/// ConsumerGroupDescribe (key 69, KIP-848).
+pub const CONSUMER_GROUP_DESCRIBE: Shape = Shape {
+    flexible_since: 0,
+    fields: &[
+        from(0, Strings), // group_ids
+        from(0, BOOL),    // include_authorized_operations
+    ],
+};

@@ -366,6 +366,8 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         28 => Some(&group_shapes::TXN_OFFSET_COMMIT),
         65 => Some(&group_shapes::DESCRIBE_TRANSACTIONS),
         66 => Some(&group_shapes::LIST_TRANSACTIONS),
+        68 => Some(&group_shapes::CONSUMER_GROUP_HEARTBEAT),
+        69 => Some(&group_shapes::CONSUMER_GROUP_DESCRIBE),
         17 => Some(&SASL_HANDSHAKE),
         36 => Some(&SASL_AUTHENTICATE),
         50 => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS),

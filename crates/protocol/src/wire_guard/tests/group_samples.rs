@@ -3,10 +3,11 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    ApiKey, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
-    HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProducerId,
-    SyncGroupRequest, TransactionalId,
+    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest,
+    DescribeGroupsRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProducerId, SyncGroupRequest,
+    TransactionalId,
     join_group_request::JoinGroupRequestProtocol,
     leave_group_request::MemberIdentity,
     offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic},
@@ -200,6 +201,39 @@ pub(super) fn samples() -> Vec<(i16, i16, Vec<u8>)> {
             if v >= 3 {
                 request = request.with_include_authorized_operations(true);
             }
+            encoded(&request, v)
+        },
+    );
+    add(
+        ApiKey::ConsumerGroupHeartbeat,
+        ConsumerGroupHeartbeatRequest::VERSIONS,
+        &|v| {
+            let owned = kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions::default()
+                .with_topic_id(uuid::Uuid::from_bytes([7; 16]))
+                .with_partitions(vec![0, 3]);
+            let mut request = ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(group())
+                .with_member_id(text("member-1"))
+                .with_member_epoch(4)
+                .with_instance_id(Some(text("instance-1")))
+                .with_rack_id(Some(text("rack-a")))
+                .with_rebalance_timeout_ms(300_000)
+                .with_subscribed_topic_names(Some(vec![name("orders"), name("payments")]))
+                .with_server_assignor(Some(text("uniform")))
+                .with_topic_partitions(Some(vec![owned]));
+            if v >= 1 {
+                request = request.with_subscribed_topic_regex(Some(text("orders-.*")));
+            }
+            encoded(&request, v)
+        },
+    );
+    add(
+        ApiKey::ConsumerGroupDescribe,
+        ConsumerGroupDescribeRequest::VERSIONS,
+        &|v| {
+            let request = ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![group(), GroupId(text("other"))])
+                .with_include_authorized_operations(true);
             encoded(&request, v)
         },
     );

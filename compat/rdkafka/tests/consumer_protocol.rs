@@ -1,0 +1,153 @@
+//! librdkafka 2.12 (through the `rdkafka` crate) with `group.protocol=consumer`
+//! (KIP-848): the broker assigns partitions through ConsumerGroupHeartbeat.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use spool_testkit::TestBroker;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn config(broker: &TestBroker) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", broker.addr().to_string());
+    config
+}
+
+async fn create_topic(broker: &TestBroker, name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = config(broker).create().unwrap();
+    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    let results = admin
+        .create_topics([&topic], &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(results[0].is_ok(), "{results:?}");
+}
+
+async fn produce(broker: &TestBroker, topic: &str, partitions: i32, count: usize, from: usize) {
+    let producer: FutureProducer = config(broker).create().unwrap();
+    for n in from..from + count {
+        let value = format!("record-{n}");
+        let partition = i32::try_from(n).unwrap() % partitions;
+        producer
+            .send(
+                FutureRecord::<(), _>::to(topic)
+                    .payload(&value)
+                    .partition(partition),
+                TIMEOUT,
+            )
+            .await
+            .unwrap();
+    }
+}
+
+fn member(broker: &TestBroker, group: &str) -> BaseConsumer {
+    config(broker)
+        .set("group.id", group)
+        .set("group.protocol", "consumer")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap()
+}
+
+/// Polls every consumer until `done` says so (or the deadline passes); the values
+/// each read.
+fn poll_until(
+    consumers: &[&BaseConsumer],
+    seconds: u64,
+    done: impl Fn(&[Vec<String>]) -> bool,
+) -> Vec<Vec<String>> {
+    let mut read = vec![Vec::new(); consumers.len()];
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !done(&read) {
+        assert!(Instant::now() < deadline, "gave up: read {read:?}");
+        for (consumer, out) in consumers.iter().zip(read.iter_mut()) {
+            if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+                let message = message.unwrap();
+                let value = String::from_utf8(message.payload().unwrap().to_vec()).unwrap();
+                out.push(value);
+            }
+        }
+    }
+    read
+}
+
+fn assigned(consumer: &BaseConsumer) -> BTreeSet<i32> {
+    consumer
+        .assignment()
+        .unwrap()
+        .elements()
+        .iter()
+        .map(|tp| tp.partition())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_members_share_the_partitions_and_a_new_one_resumes_from_their_commits() {
+    let broker = TestBroker::start().await;
+    create_topic(&broker, "kip848", 4).await;
+    produce(&broker, "kip848", 4, 40, 0).await;
+
+    let first = member(&broker, "kip848-group");
+    first.subscribe(&["kip848"]).unwrap();
+    let second = member(&broker, "kip848-group");
+    second.subscribe(&["kip848"]).unwrap();
+    let read = poll_until(&[&first, &second], 60, |read| {
+        read.iter().map(Vec::len).sum::<usize>() >= 40
+    });
+    let all: BTreeSet<&String> = read.iter().flatten().collect();
+    assert_eq!(all.len(), 40, "every record once: {read:?}");
+
+    // Both end up with two partitions each, none shared.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let _ = first.poll(Duration::from_millis(100));
+        let _ = second.poll(Duration::from_millis(100));
+        let (a, b) = (assigned(&first), assigned(&second));
+        if a.len() == 2 && b.len() == 2 && a.is_disjoint(&b) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "assignments {a:?} and {b:?}");
+    }
+    first.commit_consumer_state(CommitMode::Sync).unwrap();
+    second.commit_consumer_state(CommitMode::Sync).unwrap();
+    first.unsubscribe();
+    second.unsubscribe();
+    drop(first);
+    drop(second);
+
+    produce(&broker, "kip848", 4, 8, 40).await;
+    let third = member(&broker, "kip848-group");
+    third.subscribe(&["kip848"]).unwrap();
+    let read = poll_until(&[&third], 60, |read| read[0].len() >= 8);
+    let expected: BTreeSet<String> = (40..48).map(|n| format!("record-{n}")).collect();
+    let got: BTreeSet<String> = read[0].iter().cloned().collect();
+    assert_eq!(got, expected, "resumed at the committed offsets");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_regex_subscription_picks_up_a_topic_created_later() {
+    let broker = TestBroker::start().await;
+    create_topic(&broker, "orders-eu", 1).await;
+    produce(&broker, "orders-eu", 1, 3, 0).await;
+
+    let consumer = member(&broker, "regex-group");
+    consumer.subscribe(&["^orders-.*"]).unwrap();
+    poll_until(&[&consumer], 60, |read| read[0].len() >= 3);
+
+    create_topic(&broker, "orders-us", 2).await;
+    produce(&broker, "orders-us", 2, 4, 100).await;
+    let read = poll_until(&[&consumer], 60, |read| read[0].len() >= 4);
+    let got: BTreeSet<String> = read[0].iter().cloned().collect();
+    let expected: BTreeSet<String> = (100..104).map(|n| format!("record-{n}")).collect();
+    assert_eq!(got, expected);
+}

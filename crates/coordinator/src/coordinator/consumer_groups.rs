@@ -1,0 +1,219 @@
+//! The consumer protocol's requests (ConsumerGroupHeartbeat, ConsumerGroupDescribe)
+//! and the checks OffsetCommit and OffsetFetch make of its members.
+
+use super::{GroupCoordinator, State};
+use crate::consumer::group::{ConsumerGroup, Settings};
+use crate::consumer::{
+    Assignor, ConsumerGroupDescription, GroupOverrides, HeartbeatRequest, HeartbeatResponse,
+    JOIN_EPOCH, LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH, Topics,
+};
+use crate::error::GroupError;
+
+impl GroupCoordinator {
+    /// ConsumerGroupHeartbeat at API `version`: joins, keeps alive, reconciles or
+    /// leaves. Answered at once.
+    pub fn consumer_heartbeat(
+        &self,
+        request: HeartbeatRequest,
+        version: i16,
+        topics: &dyn Topics,
+    ) -> Result<HeartbeatResponse, GroupError> {
+        self.check_heartbeat(&request, version)?;
+        if !self.owns(&request.group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
+        let settings = Settings {
+            config: &self.config.consumer,
+            now: self.now(),
+            version,
+        };
+        let now_ms = self.config.clock.now_ms();
+        let mut state = self.lock();
+        let group_id = request.group_id.clone();
+        let joining = request.member_epoch == JOIN_EPOCH;
+        if !state.consumer_groups.contains_key(&group_id) {
+            if let Some(classic) = state.groups.get(&group_id) {
+                if classic.has_members() {
+                    // Converting a classic group in place is not done yet: its
+                    // members must leave first.
+                    return Err(GroupError::GroupIdNotFound);
+                }
+                state.groups.remove(&group_id);
+            }
+            if !joining {
+                // Groups are kept in memory: after a restart (or a move to this
+                // coordinator) the member is told it is unknown, and rejoins.
+                return Err(if request.member_epoch < 0 {
+                    GroupError::GroupIdNotFound
+                } else {
+                    GroupError::UnknownMemberId
+                });
+            }
+            let overrides = state.group_overrides.get(&group_id).copied();
+            let group = ConsumerGroup::with_overrides(overrides.unwrap_or_default());
+            state.consumer_groups.insert(group_id.clone(), group);
+        }
+        let group = consumer_group(&mut state, &group_id)?;
+        let result = group.heartbeat(request, topics, &settings);
+        group.note_emptiness(now_ms);
+        result
+    }
+
+    /// The checks Kafka makes of a heartbeat before it looks at the group.
+    fn check_heartbeat(&self, request: &HeartbeatRequest, version: i16) -> Result<(), GroupError> {
+        let epoch = request.member_epoch;
+        let must_name_member = version >= 1 || epoch > 0 || epoch == LEAVE_EPOCH;
+        if must_name_member && request.member_id.trim().is_empty() {
+            return Err(GroupError::InvalidRequest("MemberId can't be empty."));
+        }
+        if request.group_id.trim().is_empty() {
+            return Err(GroupError::InvalidRequest("GroupId can't be empty."));
+        }
+        if request
+            .instance_id
+            .as_deref()
+            .is_some_and(|i| i.trim().is_empty())
+        {
+            return Err(GroupError::InvalidRequest("InstanceId can't be empty."));
+        }
+        if request
+            .rack_id
+            .as_deref()
+            .is_some_and(|r| r.trim().is_empty())
+        {
+            return Err(GroupError::InvalidRequest("RackId can't be empty."));
+        }
+        if epoch == JOIN_EPOCH {
+            if request.rebalance_timeout_ms == -1 {
+                return Err(GroupError::InvalidRequest(
+                    "RebalanceTimeoutMs must be provided in first request.",
+                ));
+            }
+            let owns_nothing = request
+                .owned
+                .as_ref()
+                .is_some_and(|owned| owned.values().all(std::collections::BTreeSet::is_empty));
+            if !owns_nothing {
+                return Err(GroupError::InvalidRequest(
+                    "TopicPartitions must be empty when (re-)joining.",
+                ));
+            }
+            if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none()
+            {
+                return Err(GroupError::InvalidRequest(
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                ));
+            }
+        }
+        if epoch == TEMPORARY_LEAVE_EPOCH && request.instance_id.is_none() {
+            return Err(GroupError::InvalidRequest(
+                "InstanceId can't be null when MemberEpoch is -2.",
+            ));
+        }
+        if epoch < TEMPORARY_LEAVE_EPOCH {
+            return Err(GroupError::InvalidRequest("MemberEpoch is invalid."));
+        }
+        if let Some(name) = &request.server_assignor {
+            let served = Assignor::named(name)
+                .is_some_and(|assignor| self.config.consumer.assignors.contains(&assignor));
+            if !served {
+                return Err(GroupError::UnsupportedAssignor);
+            }
+        }
+        Ok(())
+    }
+
+    /// ConsumerGroupDescribe of one group: `GROUP_ID_NOT_FOUND` for a group of the
+    /// classic protocol or none.
+    pub fn consumer_describe(
+        &self,
+        group_id: &str,
+    ) -> Result<ConsumerGroupDescription, GroupError> {
+        if group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
+        if !self.owns(group_id) {
+            return Err(GroupError::NotCoordinator);
+        }
+        let state = self.lock();
+        state
+            .consumer_groups
+            .get(group_id)
+            .map(|group| group.describe(&self.config.consumer))
+            .ok_or(GroupError::GroupIdNotFound)
+    }
+
+    /// Whether `group_id` is a group of the consumer protocol.
+    #[must_use]
+    pub fn is_consumer_group(&self, group_id: &str) -> bool {
+        self.lock().consumer_groups.contains_key(group_id)
+    }
+
+    /// The topic names a consumer group's members subscribe to by name, and the ids
+    /// of every topic they subscribe to (by name or expression); `None` for a group
+    /// of the classic protocol or none.
+    #[must_use]
+    pub fn consumer_subscriptions(&self, group_id: &str) -> Option<(Vec<String>, Vec<uuid::Uuid>)> {
+        let state = self.lock();
+        let group = state.consumer_groups.get(group_id)?;
+        let names = group
+            .subscribed_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        Some((names, group.subscribed_topic_ids().into_iter().collect()))
+    }
+
+    /// Sets a group's overrides of the consumer protocol's settings (GROUP configs).
+    pub fn set_overrides(&self, group_id: &str, overrides: GroupOverrides) {
+        let mut state = self.lock();
+        if overrides == GroupOverrides::default() {
+            state.group_overrides.remove(group_id);
+        } else {
+            state.group_overrides.insert(group_id.to_owned(), overrides);
+        }
+        if let Some(group) = state.consumer_groups.get_mut(group_id) {
+            group.overrides = overrides;
+        }
+    }
+
+    /// OffsetFetch's check of the member fetching (v9+): a member of a consumer group
+    /// must name its current epoch. A fetch naming no member (older versions, admin
+    /// clients) is not checked, nor one of a classic group.
+    pub fn check_offset_fetch_member(
+        &self,
+        group_id: &str,
+        member_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), GroupError> {
+        let Some(member_id) = member_id else {
+            return Ok(());
+        };
+        self.check_consumer_member(group_id, member_id, member_epoch, true)
+            .unwrap_or(Ok(()))
+    }
+
+    /// OffsetCommit's (and TxnOffsetCommit's, OffsetFetch's) check of a consumer
+    /// group's member; `None` if the group is not one of the consumer protocol.
+    pub(super) fn check_consumer_member(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        member_epoch: i32,
+        carries_epoch: bool,
+    ) -> Option<Result<(), GroupError>> {
+        let state = self.lock();
+        let group = state.consumer_groups.get(group_id)?;
+        Some(group.check_offsets_member(member_id, member_epoch, carries_epoch))
+    }
+}
+
+fn consumer_group<'a>(
+    state: &'a mut State,
+    group_id: &str,
+) -> Result<&'a mut ConsumerGroup, GroupError> {
+    state
+        .consumer_groups
+        .get_mut(group_id)
+        .ok_or(GroupError::GroupIdNotFound)
+}
