@@ -5,7 +5,8 @@ Prints one JSON object per line on stdout:
   {"event": "revoked", "partitions": [...]}    partitions taken away
   {"event": "record", "partition": p, "offset": o, "value": "..."}
 Offsets are committed synchronously after every record. SIGTERM closes the consumer
-cleanly (LeaveGroup, except for static members); SIGKILL is a crash.
+cleanly (LeaveGroup, except for static members); SIGKILL is a crash. `--protocol
+consumer` joins with the consumer protocol (KIP-848, confluent-kafka only).
 """
 
 import argparse
@@ -34,13 +35,20 @@ def run_confluent(args):
         "group.id": args.group,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
-        "session.timeout.ms": args.session_ms,
-        "heartbeat.interval.ms": max(100, args.session_ms // 10),
-        "partition.assignment.strategy": args.assignor,
         # Tests restart the broker under running members: reconnect within a second
         # rather than after librdkafka's backoff of up to 10 s.
         "reconnect.backoff.max.ms": 1000,
     }
+    if args.protocol == "consumer":
+        # KIP-848: the broker assigns and sets the session and heartbeat interval
+        # (librdkafka refuses the classic protocol's settings with it).
+        config["group.protocol"] = "consumer"
+        if args.assignor in ("uniform", "range"):
+            config["group.remote.assignor"] = args.assignor
+    else:
+        config["session.timeout.ms"] = args.session_ms
+        config["heartbeat.interval.ms"] = max(100, args.session_ms // 10)
+        config["partition.assignment.strategy"] = args.assignor
     if args.instance:
         config["group.instance.id"] = args.instance
     consumer = Consumer(config)
@@ -109,6 +117,7 @@ def main():
     parser.add_argument("--instance")
     parser.add_argument("--assignor", default="range")
     parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, stop)
     if args.client == "confluent":

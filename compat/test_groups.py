@@ -35,10 +35,11 @@ class Member:
     """A group member process and what it printed."""
 
     def __init__(self, broker, topic, group, client="confluent", instance=None,
-                 assignor="range", session_ms=6000):
+                 assignor="range", session_ms=6000, protocol="classic"):
         args = [sys.executable, os.path.join(HERE, "group_member.py"), "--client", client,
                 "--bootstrap", broker.address, "--topic", topic, "--group", group,
-                "--assignor", assignor, "--session-ms", str(session_ms)]
+                "--assignor", assignor, "--session-ms", str(session_ms),
+                "--protocol", protocol]
         if instance:
             args += ["--instance", instance]
         self.log = open(os.path.join(broker.data_dir, f"member-{group}-{id(self)}.log"), "w")

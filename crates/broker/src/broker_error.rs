@@ -23,6 +23,8 @@ pub enum BrokerError {
     Objects(#[from] spool_objects::ObjectsError),
     #[error("security settings: {0}")]
     Security(String),
+    #[error("consumer group settings: {0}")]
+    ConsumerGroups(String),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: SocketAddr,

@@ -80,6 +80,11 @@ impl BrokerBuilder {
             objects,
             metadata,
         } = self;
+        config
+            .groups
+            .consumer
+            .check()
+            .map_err(BrokerError::ConsumerGroups)?;
         match log_store {
             None => Broker::start_locked(config, objects, metadata).await,
             Some(store) => Broker::start_from(config, store, objects, metadata).await,

@@ -11,6 +11,7 @@ use spool_log::CleanerSettings;
 use spool_model::Clock;
 pub use spool_shared_storage::StorageConfig;
 
+mod consumer_group_settings;
 mod security_settings;
 
 use crate::topic_configs::{self, BrokerSynonym};
@@ -198,6 +199,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .iter()
         .chain(security_settings::SECURITY_SETTINGS.iter())
         .chain(security_settings::OAUTH_SETTINGS.iter())
+        .chain(consumer_group_settings::CONSUMER_GROUP_SETTINGS.iter())
 }
 
 const SETTINGS: [Setting; 38] = [

@@ -144,13 +144,21 @@ pub struct ConsumerGroupDescription {
     pub members: Vec<ConsumerMemberDescription>,
 }
 
-/// The settings of the consumer protocol, by Kafka's broker-config names.
+/// The settings of the consumer protocol, by Kafka's broker-config names. Defaults
+/// are Kafka's.
 #[derive(Debug, Clone)]
 pub struct ConsumerGroupConfig {
     /// `group.consumer.session.timeout.ms`: a member silent this long is fenced.
     pub session_timeout: Duration,
+    /// `group.consumer.min.session.timeout.ms` and `...max...`: the bounds of the
+    /// setting and of a group's override.
+    pub min_session_timeout: Duration,
+    pub max_session_timeout: Duration,
     /// `group.consumer.heartbeat.interval.ms`: how often members heartbeat.
     pub heartbeat_interval: Duration,
+    /// `group.consumer.min.heartbeat.interval.ms` and `...max...`.
+    pub min_heartbeat_interval: Duration,
+    pub max_heartbeat_interval: Duration,
     /// `group.consumer.max.size`: members in one group.
     pub max_size: usize,
     /// `group.consumer.assignors`: the first is the default.
@@ -161,10 +169,51 @@ impl Default for ConsumerGroupConfig {
     fn default() -> Self {
         ConsumerGroupConfig {
             session_timeout: Duration::from_secs(45),
+            min_session_timeout: Duration::from_secs(45),
+            max_session_timeout: Duration::from_secs(60),
             heartbeat_interval: Duration::from_secs(5),
+            min_heartbeat_interval: Duration::from_secs(5),
+            max_heartbeat_interval: Duration::from_secs(15),
             max_size: usize::MAX,
             assignors: vec![Assignor::Uniform, Assignor::Range],
         }
+    }
+}
+
+impl ConsumerGroupConfig {
+    /// Kafka's checks at start: each value within its bounds, heartbeats more often
+    /// than sessions end, at least one assignor.
+    pub fn check(&self) -> Result<(), String> {
+        let ms = |d: Duration| d.as_millis();
+        if !(self.min_session_timeout..=self.max_session_timeout).contains(&self.session_timeout) {
+            return Err(format!(
+                "group.consumer.session.timeout.ms ({}) must lie between group.consumer.min.session.timeout.ms ({}) and group.consumer.max.session.timeout.ms ({})",
+                ms(self.session_timeout),
+                ms(self.min_session_timeout),
+                ms(self.max_session_timeout)
+            ));
+        }
+        if !(self.min_heartbeat_interval..=self.max_heartbeat_interval)
+            .contains(&self.heartbeat_interval)
+        {
+            return Err(format!(
+                "group.consumer.heartbeat.interval.ms ({}) must lie between group.consumer.min.heartbeat.interval.ms ({}) and group.consumer.max.heartbeat.interval.ms ({})",
+                ms(self.heartbeat_interval),
+                ms(self.min_heartbeat_interval),
+                ms(self.max_heartbeat_interval)
+            ));
+        }
+        if self.heartbeat_interval >= self.session_timeout {
+            return Err(format!(
+                "group.consumer.heartbeat.interval.ms ({}) must be less than group.consumer.session.timeout.ms ({})",
+                ms(self.heartbeat_interval),
+                ms(self.session_timeout)
+            ));
+        }
+        if self.assignors.is_empty() {
+            return Err("group.consumer.assignors names no assignor".to_owned());
+        }
+        Ok(())
     }
 }
 

@@ -45,12 +45,21 @@ pub(crate) async fn handle(
                 .map(|p| (t.name.0.to_string(), p.partition_index))
         })
         .collect();
-    let subscriptions: Vec<Option<Vec<String>>> = shared
+    let mut subscriptions: Vec<Option<Vec<String>>> = shared
         .groups()
         .member_metadata(group)
         .iter()
         .map(|metadata| subscribed_topics(metadata))
         .collect();
+    // A consumer-protocol group: the topics its members name, and those their
+    // regular expressions matched.
+    if let Some((names, ids)) = shared.groups().consumer_subscriptions(group) {
+        let matched = ids
+            .into_iter()
+            .filter_map(|id| shared.topics().by_id(id))
+            .map(|topic| topic.record.name.as_str().to_owned());
+        subscriptions.push(Some(names.into_iter().chain(matched).collect()));
+    }
     // A member whose subscription cannot be read may consume anything.
     let subscribed = |topic: &str| {
         subscriptions.iter().any(|s| {

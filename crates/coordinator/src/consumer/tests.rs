@@ -450,3 +450,29 @@ fn a_v0_member_is_given_an_id_and_a_full_group_refuses_newcomers() {
         GroupError::GroupMaxSizeReached
     );
 }
+
+#[test]
+fn settings_are_checked_against_their_bounds() {
+    assert_eq!(ConsumerGroupConfig::default().check(), Ok(()));
+    let short = ConsumerGroupConfig {
+        session_timeout: Duration::from_secs(10),
+        ..ConsumerGroupConfig::default()
+    };
+    assert!(
+        short
+            .check()
+            .unwrap_err()
+            .contains("group.consumer.min.session.timeout.ms")
+    );
+    let slow = ConsumerGroupConfig {
+        heartbeat_interval: Duration::from_secs(50),
+        max_heartbeat_interval: Duration::from_secs(60),
+        ..ConsumerGroupConfig::default()
+    };
+    assert!(slow.check().unwrap_err().contains("less than"));
+    let none = ConsumerGroupConfig {
+        assignors: Vec::new(),
+        ..ConsumerGroupConfig::default()
+    };
+    assert!(none.check().is_err());
+}
