@@ -198,6 +198,21 @@ impl GroupCoordinator {
         if !self.owns(&request.group_id) {
             return JoinResponse::failed(GroupError::NotCoordinator, &request.member_id);
         }
+        {
+            // A group id is of one protocol at a time: an empty consumer-protocol
+            // group becomes a classic one; one with members refuses classic members
+            // (they cannot be mixed in yet).
+            let mut state = self.lock();
+            if let Some(consumer) = state.consumer_groups.get(&request.group_id) {
+                if consumer.has_members() {
+                    return JoinResponse::failed(
+                        GroupError::InconsistentGroupProtocol,
+                        &request.member_id,
+                    );
+                }
+                state.consumer_groups.remove(&request.group_id);
+            }
+        }
         let member_id = request.member_id.clone();
         let group_id = request.group_id.clone();
         let step = self.with_group(&group_id, |group| {
