@@ -11,7 +11,8 @@
 //!   (topics, committed offsets) stays on the real disk under SQLite's own fsyncs.
 //!
 //! Either way the broker forms groups without `group.initial.rebalance.delay.ms`
-//! (every life is short, and the group must re-form in each) and looks for
+//! (every life is short, and the group must re-form in each), gives consumer-protocol
+//! members the classic members' session (6 s) and heartbeat (0.5 s), and looks for
 //! transactions past their timeout twice a second.
 
 use std::net::{SocketAddr, TcpListener};
@@ -26,6 +27,14 @@ use spool_broker::{Broker, BrokerConfig};
 use spool_store::{CrashMode, FaultyStore};
 
 use crate::fence::{Fence, FencedStore};
+
+/// The consumer protocol's session and heartbeat, as the classic members use them.
+const CONSUMER_GROUP_SETTINGS: [&str; 4] = [
+    "group.consumer.min.session.timeout.ms=1000",
+    "group.consumer.session.timeout.ms=6000",
+    "group.consumer.min.heartbeat.interval.ms=100",
+    "group.consumer.heartbeat.interval.ms=500",
+];
 use crate::{CheckError, Crash, Mode};
 
 /// How often the brokers look for transactions past their timeout: often, so that
@@ -180,6 +189,7 @@ impl Host {
                     .args(&shared_args)
                     .arg("--set")
                     .arg("group.initial.rebalance.delay.ms=0")
+                    .args(CONSUMER_GROUP_SETTINGS.iter().flat_map(|s| ["--set", s]))
                     .arg("--set")
                     .arg(format!(
                         "transaction.abort.timed.out.transaction.cleanup.interval.ms={}",
@@ -207,6 +217,10 @@ impl Host {
                     ..BrokerConfig::default()
                 };
                 config.groups.initial_rebalance_delay = Duration::ZERO;
+                for setting in CONSUMER_GROUP_SETTINGS {
+                    let (name, value) = setting.split_once('=').unwrap_or_default();
+                    config.set(name, value).map_err(CheckError::Invalid)?;
+                }
                 config.transactions.timeout_check_interval = TXN_TIMEOUT_CHECK;
                 let started = loop {
                     // The listener of the previous life closes as its runtime winds down,

@@ -122,6 +122,18 @@ pub struct FaultCheck {
     /// `crates/faultcheck/src/transactions.rs`).
     #[arg(long, default_value_t = 0)]
     pub transactions: u32,
+    /// The group members' protocol: `classic` (JoinGroup and SyncGroup) or
+    /// `consumer` (KIP-848, the broker assigns).
+    #[arg(long, value_enum, default_value_t = GroupProtocol::Classic)]
+    pub group_protocol: GroupProtocol,
+}
+
+/// Which group protocol the members speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupProtocol {
+    Classic,
+    Consumer,
 }
 
 /// Why a run could not be carried out (violations are not errors: see [`Report`]).
@@ -245,6 +257,10 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
     let history = Arc::new(History::new(usize::try_from(check.producers).unwrap_or(1)));
     let stop = AtomicBool::new(false);
     let group = format!("spool-faultcheck-{seed}");
+    let mut member_config = config.clone();
+    if check.group_protocol == GroupProtocol::Consumer {
+        member_config.set("group.protocol", "consumer");
+    }
     let outcome = std::thread::scope(|scope| -> Result<(), CheckError> {
         let mut threads = Vec::new();
         for id in 0..check.producers {
@@ -259,7 +275,7 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
             threads.push((format!("producer-{id}"), client));
         }
         for slot in 0..check.consumers {
-            let (config, history, stop, group) = (&config, &history, &stop, &group);
+            let (config, history, stop, group) = (&member_config, &history, &stop, &group);
             let slot = usize::try_from(slot).unwrap_or(0);
             let client =
                 scope.spawn(move || members::run(config, slot, topic, group, history, stop));

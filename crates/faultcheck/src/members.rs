@@ -171,15 +171,20 @@ fn serve(
     stop: &AtomicBool,
     lifetime: Duration,
 ) -> Result<(), CheckError> {
-    let consumer: BaseConsumer<Member> = config
-        .clone()
+    let mut config = config.clone();
+    config
         .set("group.id", group)
         .set("client.id", name)
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
-        .set("session.timeout.ms", "6000")
-        .set("heartbeat.interval.ms", "500")
-        .set("max.poll.interval.ms", "20000")
+        .set("max.poll.interval.ms", "20000");
+    if config.get("group.protocol") != Some("consumer") {
+        // With the consumer protocol the broker sets these (librdkafka refuses them).
+        config
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "500");
+    }
+    let consumer: BaseConsumer<Member> = config
         .create_with_context(Member {
             name: name.to_owned(),
             topic: topic.to_owned(),

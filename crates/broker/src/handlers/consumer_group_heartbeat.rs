@@ -65,12 +65,34 @@ pub(crate) async fn handle(
         client_id: context.client_id.clone(),
         client_host: context.client_host.clone(),
     };
+    let asked = (
+        heartbeat.group_id.clone(),
+        heartbeat.member_id.clone(),
+        heartbeat.member_epoch,
+        heartbeat
+            .owned
+            .as_ref()
+            .map(spool_coordinator::consumer::assignor::partition_count),
+    );
     let outcome = shared
         .groups()
         .consumer_heartbeat(heartbeat, context.version, shared.topics());
     let answer = match outcome {
         Ok(answer) => answer,
-        Err(error) => return refused(group_error_code(error), Some(error.to_string())),
+        Err(error) => {
+            if let spool_coordinator::GroupError::InvalidRequest(why) = error {
+                let (group, member, epoch, owned) = &asked;
+                tracing::info!(
+                    group,
+                    member,
+                    epoch,
+                    ?owned,
+                    why,
+                    "refused an invalid ConsumerGroupHeartbeat"
+                );
+            }
+            return refused(group_error_code(error), Some(error.to_string()));
+        }
     };
     let assignment = answer.assignment.map(|assignment| {
         WireAssignment::default().with_topic_partitions(

@@ -174,9 +174,16 @@ impl ConsumerGroup {
         now: Instant,
     ) -> Result<String, GroupError> {
         let joining = request.member_epoch == JOIN_EPOCH;
+        let complete_join = request.rebalance_timeout_ms != -1
+            && (request.subscribed_topic_names.is_some()
+                || request.subscribed_topic_regex.is_some());
         let Some(instance) = &request.instance_id else {
             if !self.members.contains_key(&request.member_id) {
-                if !joining {
+                if !joining || !complete_join {
+                    // Kafka refuses a join without a rebalance timeout or subscription
+                    // (INVALID_REQUEST, fatal to librdkafka), but librdkafka sends one
+                    // when it retries a join whose answer was lost; a member told it
+                    // is unknown rejoins with every field.
                     return Err(GroupError::UnknownMemberId);
                 }
                 let member = Member::new(request.member_id.clone(), now);
@@ -185,6 +192,7 @@ impl ConsumerGroup {
             return Ok(request.member_id.clone());
         };
         match self.instances.get(instance).cloned() {
+            None if joining && !complete_join => Err(GroupError::UnknownMemberId),
             None if joining => {
                 let member = Member::new(request.member_id.clone(), now);
                 self.members.insert(request.member_id.clone(), member);

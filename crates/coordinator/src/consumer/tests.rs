@@ -476,3 +476,26 @@ fn settings_are_checked_against_their_bounds() {
     };
     assert!(none.check().is_err());
 }
+
+#[test]
+fn a_join_without_its_fields_is_taken_from_a_known_member_and_sends_a_stranger_back() {
+    let mut h = Harness::new();
+    let t = h.topics.create("t", 2);
+    let bare_join = |member: &str| HeartbeatRequest {
+        member_epoch: 0,
+        ..hb(member)
+    };
+    // librdkafka retrying a join whose answer was lost (here: the broker restarted).
+    assert_eq!(
+        h.send(bare_join("a")).unwrap_err(),
+        GroupError::UnknownMemberId
+    );
+    h.join("a", &["t"]);
+    let again = h.send(bare_join("a")).unwrap();
+    assert_eq!(again.member_epoch, 1);
+    assert_eq!(
+        again.assignment,
+        Some(partitions(t, &[0, 1])),
+        "its subscription is kept"
+    );
+}

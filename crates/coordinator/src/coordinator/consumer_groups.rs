@@ -83,27 +83,18 @@ impl GroupCoordinator {
         {
             return Err(GroupError::InvalidRequest("RackId can't be empty."));
         }
-        if epoch == JOIN_EPOCH {
-            if request.rebalance_timeout_ms == -1 {
-                return Err(GroupError::InvalidRequest(
-                    "RebalanceTimeoutMs must be provided in first request.",
-                ));
-            }
-            let owns_nothing = request
-                .owned
-                .as_ref()
-                .is_some_and(|owned| owned.values().all(std::collections::BTreeSet::is_empty));
-            if !owns_nothing {
-                return Err(GroupError::InvalidRequest(
-                    "TopicPartitions must be empty when (re-)joining.",
-                ));
-            }
-            if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none()
-            {
-                return Err(GroupError::InvalidRequest(
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
-                ));
-            }
+        // A join's other fields (rebalance timeout, subscription) may be missing
+        // when a client retries a join whose answer it lost: the group takes that
+        // from a member it knows, and tells one it does not know to rejoin
+        // (`ConsumerGroup::heartbeat`).
+        let owns_something = request
+            .owned
+            .as_ref()
+            .is_some_and(|owned| owned.values().any(|set| !set.is_empty()));
+        if epoch == JOIN_EPOCH && owns_something {
+            return Err(GroupError::InvalidRequest(
+                "TopicPartitions must be empty when (re-)joining.",
+            ));
         }
         if epoch == TEMPORARY_LEAVE_EPOCH && request.instance_id.is_none() {
             return Err(GroupError::InvalidRequest(
