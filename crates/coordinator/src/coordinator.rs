@@ -6,7 +6,7 @@
 //! written to the metadata store before the cache and before the answer, one commit
 //! at a time, so the cache always follows the store.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use crate::ownership::{Ownership, OwnershipSlot};
 
 mod committed;
 mod consumer_groups;
+mod consumer_state;
 
 /// A group's offsets by (topic, partition).
 type Offsets = BTreeMap<(String, i32), CommittedOffset>;
@@ -60,9 +61,22 @@ pub(super) struct State {
     /// its writes carry it, and the store refuses them once another broker claims
     /// the group.
     pub(super) coordinator_epochs: HashMap<String, i64>,
+    /// Consumer groups whose members the timers fenced: their state is written.
+    pub(super) fenced_groups: BTreeSet<String>,
+    /// Consumer groups the timers found empty and without offsets that the store
+    /// keeps: they go from the store, then from memory.
+    pub(super) forgotten_groups: BTreeSet<String>,
+    /// The last incarnation given to a consumer group in memory.
+    pub(super) incarnations: u64,
 }
 
 impl State {
+    /// A new consumer group's incarnation.
+    pub(super) fn next_incarnation(&mut self) -> u64 {
+        self.incarnations += 1;
+        self.incarnations
+    }
+
     /// Whether a group of either protocol is known by that id.
     pub(super) fn has_group(&self, group_id: &str) -> bool {
         self.groups.contains_key(group_id) || self.consumer_groups.contains_key(group_id)
@@ -91,8 +105,8 @@ impl State {
 }
 
 impl GroupCoordinator {
-    /// Loads the committed offsets from the metadata store. Groups start empty: their
-    /// members rejoin.
+    /// Loads the committed offsets and the consumer-protocol groups from the metadata
+    /// store. Classic groups start empty: their members rejoin.
     pub async fn open(
         store: Arc<dyn MetadataStore>,
         config: CoordinatorConfig,
@@ -105,14 +119,16 @@ impl GroupCoordinator {
                 .or_default()
                 .insert((offset.topic.clone(), offset.partition), offset);
         }
-        Ok(GroupCoordinator {
+        let coordinator = GroupCoordinator {
             started_ms: config.clock.now_ms(),
             config,
             store,
             state: Mutex::new(state),
             writes: tokio::sync::Mutex::new(()),
             ownership: OwnershipSlot::default(),
-        })
+        };
+        coordinator.load_consumer_groups().await?;
+        Ok(coordinator)
     }
 
     /// The monotonic time now, by the broker's clock.
@@ -128,9 +144,11 @@ impl GroupCoordinator {
     /// Makes this coordinator answer only for the groups `owns` says (a cluster's
     /// brokers share the groups out); the others get `NOT_COORDINATOR`, and committed
     /// offsets are read from the store before they are fetched (another broker may
-    /// have coordinated the group since).
+    /// have coordinated the group since). Consumer-protocol groups are taken on from
+    /// the store when their members come, once this broker has claimed them.
     pub fn set_ownership(&self, owns: Ownership) {
         self.ownership.set(owns);
+        self.lock().consumer_groups.clear();
     }
 
     /// Whether this broker coordinates the group.
@@ -198,20 +216,8 @@ impl GroupCoordinator {
         if !self.owns(&request.group_id) {
             return JoinResponse::failed(GroupError::NotCoordinator, &request.member_id);
         }
-        {
-            // A group id is of one protocol at a time: an empty consumer-protocol
-            // group becomes a classic one; one with members refuses classic members
-            // (they cannot be mixed in yet).
-            let mut state = self.lock();
-            if let Some(consumer) = state.consumer_groups.get(&request.group_id) {
-                if consumer.has_members() {
-                    return JoinResponse::failed(
-                        GroupError::InconsistentGroupProtocol,
-                        &request.member_id,
-                    );
-                }
-                state.consumer_groups.remove(&request.group_id);
-            }
+        if let Err(error) = self.become_classic(&request.group_id).await {
+            return JoinResponse::failed(error, &request.member_id);
         }
         let member_id = request.member_id.clone();
         let group_id = request.group_id.clone();
@@ -224,6 +230,40 @@ impl GroupCoordinator {
                 .await
                 .unwrap_or_else(|_| JoinResponse::failed(GroupError::UnknownMemberId, &member_id)),
         }
+    }
+
+    /// A group id is of one protocol at a time: an empty consumer-protocol group
+    /// becomes a classic one (forgotten in the store); one with members refuses
+    /// classic members (they cannot be mixed in yet).
+    async fn become_classic(&self, group_id: &str) -> Result<(), GroupError> {
+        let stored = {
+            let state = self.lock();
+            match state.consumer_groups.get(group_id) {
+                None => return Ok(()),
+                Some(consumer) if consumer.has_members() => {
+                    return Err(GroupError::InconsistentGroupProtocol);
+                }
+                Some(consumer) => consumer.stored.is_some(),
+            }
+        };
+        let _writes = self.writes.lock().await;
+        if stored {
+            self.forget_consumer_group_locked(group_id).await?;
+        }
+        let mut state = self.lock();
+        if state
+            .consumer_groups
+            .get(group_id)
+            .is_some_and(ConsumerGroup::has_members)
+        {
+            // A consumer-protocol member joined meanwhile.
+            if let Some(group) = state.consumer_groups.get_mut(group_id) {
+                group.stored = None;
+            }
+            return Err(GroupError::InconsistentGroupProtocol);
+        }
+        state.consumer_groups.remove(group_id);
+        Ok(())
     }
 
     /// SyncGroup: this member's assignment, once the leader has sent it.
@@ -246,6 +286,11 @@ impl GroupCoordinator {
 
     pub(super) fn has_group(&self, group_id: &str) -> bool {
         self.lock().groups.contains_key(group_id)
+    }
+
+    /// Whether a group of either protocol is in memory.
+    pub(super) fn has_any_group(&self, group_id: &str) -> bool {
+        self.lock().has_group(group_id)
     }
 
     /// Heartbeat.
@@ -380,6 +425,8 @@ impl GroupCoordinator {
             groups,
             consumer_groups,
             offsets,
+            fenced_groups,
+            forgotten_groups,
             ..
         } = &mut *state;
         for group in groups.values_mut() {
@@ -387,16 +434,28 @@ impl GroupCoordinator {
             group.note_emptiness(now_ms);
         }
         groups.retain(|group_id, group| !group.is_unused() || offsets.contains_key(group_id));
-        for group in consumer_groups.values_mut() {
-            group.tick(now);
+        for (group_id, group) in consumer_groups.iter_mut() {
+            if group.tick(now) {
+                fenced_groups.insert(group_id.clone());
+            }
             group.note_emptiness(now_ms);
         }
-        consumer_groups
-            .retain(|group_id, group| group.has_members() || offsets.contains_key(group_id));
+        consumer_groups.retain(|group_id, group| {
+            if group.has_members() || offsets.contains_key(group_id) {
+                return true;
+            }
+            if group.stored.is_some() {
+                // Kept in memory until the store forgot it too, so that a member
+                // coming meanwhile does not take the stored group on again.
+                forgotten_groups.insert(group_id.clone());
+                return true;
+            }
+            false
+        });
     }
 
     /// The coordinator's timers, until `stop` turns true: sessions and rebalance
-    /// timeouts every `tick`, and, in a task of its own (it waits for the store),
+    /// timeouts every `tick` (what they change written to the store), and, in a task of its own (it waits for the store),
     /// offset expiry every `offsets.retention.check.interval.ms`.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let expiry = tokio::spawn(self.clone().expire_periodically(stop.clone()));
@@ -405,7 +464,10 @@ impl GroupCoordinator {
         loop {
             tokio::select! {
                 _ = stop.changed() => break,
-                _ = ticks.tick() => self.tick(),
+                _ = ticks.tick() => {
+                    self.tick();
+                    self.save_timed_changes().await;
+                }
             }
         }
         let _ = expiry.await;

@@ -3,13 +3,15 @@
 //! few seconds for a new member to take their place, so that partitions change owners
 //! often. Every assignment, poll and commit goes into the history.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, RebalanceProtocol,
+};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
@@ -27,6 +29,8 @@ const LIFETIME_MS: std::ops::Range<u64> = 2_000..6_000;
 struct State {
     /// The history's id of the current assignment.
     session: Option<u64>,
+    /// The partitions assigned now.
+    held: BTreeSet<i32>,
     /// The next offset to consume, per partition consumed in this assignment.
     positions: BTreeMap<i32, i64>,
     /// What this member last committed, per partition.
@@ -115,30 +119,52 @@ fn never_stored(code: RDKafkaErrorCode) -> bool {
 impl ClientContext for Member {}
 
 impl ConsumerContext for Member {
+    /// Each change of the assignment starts a new one in the history, with every
+    /// partition the member holds then. An eager protocol revokes everything and
+    /// assigns everything; the consumer protocol (and cooperative assignors) revoke
+    /// and assign only what changes, and the member goes on with what it keeps.
     fn pre_rebalance(&self, consumer: &BaseConsumer<Member>, rebalance: &Rebalance<'_>) {
+        let incremental = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
         match rebalance {
-            Rebalance::Revoke(_) => {
+            Rebalance::Revoke(revoked) => {
                 self.commit(consumer);
                 let mut state = self.state();
-                state.session = None;
-                state.positions.clear();
+                if incremental {
+                    for partition in partitions_of(revoked) {
+                        state.held.remove(&partition);
+                        state.positions.remove(&partition);
+                    }
+                } else {
+                    state.held.clear();
+                    state.positions.clear();
+                }
+                state.session = (!state.held.is_empty()).then(|| {
+                    self.history
+                        .assigned(&self.name, state.held.iter().copied().collect())
+                });
             }
             // Recorded before librdkafka assigns (and so fetches the committed offsets),
             // so that a commit acknowledged before this point was stored before the fetch.
-            Rebalance::Assign(assignment) => {
-                let partitions = assignment
-                    .elements()
-                    .iter()
-                    .map(|e| e.partition())
-                    .collect();
-                let session = self.history.assigned(&self.name, partitions);
+            Rebalance::Assign(assigned) => {
                 let mut state = self.state();
-                state.session = Some(session);
-                state.positions.clear();
+                if !incremental {
+                    state.held.clear();
+                    state.positions.clear();
+                }
+                state.held.extend(partitions_of(assigned));
+                let held = state.held.iter().copied().collect();
+                state.session = Some(self.history.assigned(&self.name, held));
             }
             Rebalance::Error(_) => {}
         }
     }
+}
+
+fn partitions_of(list: &TopicPartitionList) -> impl Iterator<Item = i32> + '_ {
+    list.elements().into_iter().map(|e| e.partition())
 }
 
 /// Runs members one after another in this thread until `stop`.

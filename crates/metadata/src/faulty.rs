@@ -12,10 +12,10 @@ use uuid::Uuid;
 
 use crate::{
     AclRecord, Acls, BrokerLease, BrokerRecord, Catalogue, ClientQuotas, Cluster, CommittedOffset,
-    ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, Leadership, MetadataError,
-    MetadataStore, ObjectCommit, PartitionKey, PartitionMove, PartitionState, PendingHolds,
-    QuotaEntity, QuotaRecord, Result, ScramCredentialRecord, ScramCredentials, StoredRange,
-    TopicRecord, TransactionRecord, Transactions, TxnMarker, TxnUpdate,
+    ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, GroupStates, Leadership,
+    MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove, PartitionState,
+    PendingHolds, QuotaEntity, QuotaRecord, Result, ScramCredentialRecord, ScramCredentials,
+    StoredRange, TopicRecord, TransactionRecord, Transactions, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -532,5 +532,47 @@ impl ClientQuotas for FaultyMetadata {
     async fn quotas(&self) -> Result<Vec<QuotaRecord>> {
         self.check_up()?;
         self.inner.quotas().await
+    }
+}
+
+#[async_trait::async_trait]
+impl GroupStates for FaultyMetadata {
+    async fn save_group_state(
+        &self,
+        group: &str,
+        coordinator_epoch: i64,
+        state: &str,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner
+            .save_group_state(group, coordinator_epoch, state)
+            .await
+    }
+
+    async fn delete_group_state(&self, group: &str, coordinator_epoch: i64) -> Result<()> {
+        self.check_up()?;
+        self.inner
+            .delete_group_state(group, coordinator_epoch)
+            .await
+    }
+
+    async fn group_state(&self, group: &str) -> Result<Option<String>> {
+        self.check_up()?;
+        self.inner.group_state(group).await
+    }
+
+    async fn group_states(&self) -> Result<Vec<(String, String)>> {
+        self.check_up()?;
+        self.inner.group_states().await
+    }
+
+    async fn alter_group_configs(&self, group: &str, changes: &[ConfigChange]) -> Result<()> {
+        self.check_up()?;
+        self.inner.alter_group_configs(group, changes).await
+    }
+
+    async fn group_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+        self.check_up()?;
+        self.inner.group_configs().await
     }
 }

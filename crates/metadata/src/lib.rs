@@ -2,8 +2,9 @@
 //! their configs and leader epochs; the broker configs changed at run time; consumer
 //! groups' committed offsets and coordinator epochs; the producer ids handed out; and,
 //! in shared-storage mode, the [`Catalogue`] of what is where in object storage and
-//! the [`Cluster`]'s membership, controller lease and partition leaders; and the
-//! [`Transactions`] of the transaction coordinator.
+//! the [`Cluster`]'s membership, controller lease and partition leaders; the
+//! [`Transactions`] of the transaction coordinator; and the [`GroupStates`] of
+//! consumer-protocol groups.
 //!
 //! [`MetadataStore`] is the one interface the broker uses. Two backends implement it
 //! with the same SQL and the same semantics (the conformance suite in
@@ -28,6 +29,8 @@ mod delayed;
 mod delayed_sql;
 mod error;
 mod faulty;
+mod group_states;
+mod group_states_sql;
 mod postgres;
 mod quotas;
 mod quotas_sql;
@@ -50,6 +53,7 @@ pub use credentials::{ScramCredentialRecord, ScramCredentials};
 pub use delayed::{DelayedRecord, DelayedRecords, PendingHolds};
 pub use error::{MetadataError, Result};
 pub use faulty::FaultyMetadata;
+pub use group_states::GroupStates;
 pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use records::{CommittedOffset, ConfigChange, TopicRecord};

@@ -38,3 +38,4 @@ crate::delayed_sql::impl_delayed_records!(PostgresStore);
 crate::credentials_sql::impl_scram_credentials!(PostgresStore);
 crate::acls_sql::impl_acls!(PostgresStore);
 crate::quotas_sql::impl_client_quotas!(PostgresStore);
+crate::group_states_sql::impl_group_states!(PostgresStore);

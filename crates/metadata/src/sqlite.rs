@@ -58,6 +58,7 @@ crate::delayed_sql::impl_delayed_records!(SqliteStore);
 crate::credentials_sql::impl_scram_credentials!(SqliteStore);
 crate::acls_sql::impl_acls!(SqliteStore);
 crate::quotas_sql::impl_client_quotas!(SqliteStore);
+crate::group_states_sql::impl_group_states!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

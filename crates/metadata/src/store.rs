@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use crate::{
-    Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords, Result,
-    ScramCredentials, TopicRecord, Transactions,
+    Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
+    GroupStates, Result, ScramCredentials, TopicRecord, Transactions,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -20,6 +20,7 @@ pub trait MetadataStore:
     + ScramCredentials
     + Acls
     + ClientQuotas
+    + GroupStates
     + Send
     + Sync
     + std::fmt::Debug

@@ -76,7 +76,8 @@ pub(crate) async fn handle(
     );
     let outcome = shared
         .groups()
-        .consumer_heartbeat(heartbeat, context.version, shared.topics());
+        .consumer_heartbeat(heartbeat, context.version, shared.topics())
+        .await;
     let answer = match outcome {
         Ok(answer) => answer,
         Err(error) => {

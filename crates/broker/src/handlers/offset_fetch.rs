@@ -45,18 +45,25 @@ pub(crate) async fn handle(
     if version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
         for group in request.groups {
-            // v9: a member of a consumer-protocol group names itself and its epoch.
+            // v9: a member of a consumer-protocol group names itself and its epoch
+            // (checked once the group may be described, so that the answer tells an
+            // outsider nothing of its members).
             let member = group.member_id.as_ref().map(|id| id.as_str());
-            let checked = shared.groups().check_offset_fetch_member(
-                group.group_id.0.as_str(),
-                member,
-                group.member_epoch,
-            );
-            if let Err(error) = checked {
+            let group_id = group.group_id.0.as_str();
+            let refusal = if access.group(Operation::Describe, group_id) {
+                shared
+                    .groups()
+                    .check_offset_fetch_member(group_id, member, group.member_epoch)
+                    .err()
+                    .map(group_error_code)
+            } else {
+                Some(code::GROUP_AUTHORIZATION_FAILED)
+            };
+            if let Some(error) = refusal {
                 groups.push(
                     OffsetFetchResponseGroup::default()
                         .with_group_id(group.group_id)
-                        .with_error_code(group_error_code(error)),
+                        .with_error_code(error),
                 );
                 continue;
             }

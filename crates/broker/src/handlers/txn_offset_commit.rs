@@ -86,6 +86,7 @@ pub(crate) async fn handle(
             request.group_instance_id.as_ref().map(|id| id.as_str()),
             request.generation_id,
         )
+        .await
         .map_err(group_error_code);
     let outcome = match (refused, checked) {
         (Some(refusal), _) => Err(refusal),

@@ -21,6 +21,8 @@ use super::{
 };
 use crate::error::GroupError;
 
+mod stored;
+
 #[derive(Debug, Default)]
 pub(crate) struct ConsumerGroup {
     epoch: i32,
@@ -41,6 +43,13 @@ pub(crate) struct ConsumerGroup {
     pub(crate) overrides: GroupOverrides,
     /// Wall-clock ms when it last lost its last member, for offset expiry.
     pub(crate) empty_since_ms: Option<i64>,
+    /// The group as last written to (or read from) the metadata store: a change is
+    /// written when the group no longer reads the same.
+    pub(crate) stored: Option<String>,
+    /// Which life in the coordinator's memory this is (each creation or take-on
+    /// from the store starts a new one): a heartbeat's change is written only to the
+    /// life it was made in.
+    pub(crate) incarnation: u64,
 }
 
 /// The settings a heartbeat is handled with.
@@ -105,8 +114,22 @@ impl ConsumerGroup {
             .collect()
     }
 
-    /// A ConsumerGroupHeartbeat (not a leave).
+    /// A ConsumerGroupHeartbeat (or a leave).
     pub(crate) fn heartbeat(
+        &mut self,
+        request: HeartbeatRequest,
+        topics: &dyn Topics,
+        settings: &Settings<'_>,
+    ) -> Result<HeartbeatResponse, GroupError> {
+        let result = self.apply(request, topics, settings);
+        if result.is_err() {
+            // An expression learnt for a heartbeat refused later is not kept.
+            self.regexes.retain_used(self.members.values());
+        }
+        result
+    }
+
+    fn apply(
         &mut self,
         mut request: HeartbeatRequest,
         topics: &dyn Topics,
@@ -405,8 +428,8 @@ impl ConsumerGroup {
     }
 
     /// Fences members whose session ended, or that did not give partitions up within
-    /// their rebalance timeout.
-    pub(crate) fn tick(&mut self, now: Instant) {
+    /// their rebalance timeout; whether it fenced any.
+    pub(crate) fn tick(&mut self, now: Instant) -> bool {
         let expired: Vec<(String, &'static str)> = self
             .members
             .values()
@@ -420,10 +443,12 @@ impl ConsumerGroup {
                 late.then(|| (m.id.clone(), "it did not give partitions up in time"))
             })
             .collect();
+        let fenced = !expired.is_empty();
         for (id, why) in expired {
             tracing::info!(member = %id, why, "consumer group member fenced");
             self.fence(&id);
         }
+        fenced
     }
 
     /// Notes when the group lost its last member (wall-clock ms), for offset expiry.

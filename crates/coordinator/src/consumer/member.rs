@@ -8,7 +8,8 @@ use tokio::time::Instant;
 use super::Assignment;
 
 /// Where a member stands on its way to the group's target assignment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MemberState {
     /// It has what the target gives it at its epoch (or all it may have yet).
     Stable,

@@ -8,7 +8,11 @@ use std::collections::{BTreeSet, HashMap};
 use super::member::Member;
 use super::{PartitionCounts, Topics};
 use crate::error::GroupError;
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
+
+/// The most memory one compiled expression may take (the `regex` crate's default
+/// is 10 MiB): a subscription names topics, it is not a program.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// A group's regular expressions, compiled, and the topic names each matched.
 #[derive(Debug, Default)]
@@ -31,8 +35,17 @@ impl Regexes {
         if pattern.is_empty() || self.compiled.contains_key(pattern) {
             return Ok(());
         }
-        let regex = Regex::new(&format!("^(?:{pattern})$"))
-            .map_err(|_| GroupError::InvalidRegularExpression)?;
+        // The expression alone first: one that compiles has balanced groups, so the
+        // anchors around it hold (`a)|(b` would otherwise escape them).
+        let invalid = |_| GroupError::InvalidRegularExpression;
+        RegexBuilder::new(pattern)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(invalid)?;
+        let regex = RegexBuilder::new(&format!("^(?:{pattern})$"))
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(invalid)?;
         self.compiled.insert(
             pattern.to_owned(),
             Resolved {

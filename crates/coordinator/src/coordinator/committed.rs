@@ -24,6 +24,9 @@ impl GroupCoordinator {
             return Err(GroupError::NotCoordinator);
         }
         let _writes = self.writes.lock().await;
+        // A consumer-protocol group this coordinator has not taken on yet (it moved
+        // here, or the coordinator restarted) checks its members as it was stored.
+        self.take_on_group(&request.group_id).await?;
         let carries_epoch = request.api_version >= 9;
         match self.check_consumer_member(
             &request.group_id,
@@ -155,7 +158,7 @@ impl GroupCoordinator {
     /// TxnOffsetCommit's check of the member (KIP-447): a member id or generation the
     /// producer names must be the group's; a producer naming neither (a consumer
     /// outside any group) is not checked.
-    pub fn check_transactional_commit(
+    pub async fn check_transactional_commit(
         &self,
         group_id: &str,
         member_id: &str,
@@ -167,6 +170,10 @@ impl GroupCoordinator {
         }
         if member_id.is_empty() && generation < 0 {
             return Ok(());
+        }
+        if !self.has_any_group(group_id) {
+            let _writes = self.writes.lock().await;
+            self.take_on_group(group_id).await?;
         }
         if let Some(checked) = self.check_consumer_member(group_id, member_id, generation, true) {
             // A producer names the consumer's member epoch as its generation.
@@ -246,6 +253,7 @@ impl GroupCoordinator {
             tracing::error!(group = group_id, %error, "deleting a group's offsets failed");
             return Err(self.store_failure(group_id, &error).await);
         }
+        self.forget_consumer_group_locked(group_id).await?;
         let mut state = self.lock();
         state.offsets.remove(group_id);
         // A member may have joined while the offsets were being deleted: keep it.
@@ -347,7 +355,7 @@ impl GroupCoordinator {
     /// group, this broker claims it in the metadata store (fencing any coordinator
     /// before it) and reloads the group's offsets from there, so that it starts from
     /// what the previous coordinator stored.
-    async fn coordinator_epoch(&self, group_id: &str) -> Result<i64, GroupError> {
+    pub(super) async fn coordinator_epoch(&self, group_id: &str) -> Result<i64, GroupError> {
         if let Some(epoch) = self.lock().coordinator_epochs.get(group_id) {
             return Ok(*epoch);
         }
@@ -374,7 +382,7 @@ impl GroupCoordinator {
     /// The error a client gets for a failed write. A fenced coordinator gives up its
     /// claim and takes the group's offsets from the store again (what the coordinator
     /// that fenced it stored); its client looks for the coordinator again.
-    async fn store_failure(&self, group_id: &str, error: &MetadataError) -> GroupError {
+    pub(super) async fn store_failure(&self, group_id: &str, error: &MetadataError) -> GroupError {
         let MetadataError::Fenced { .. } = error else {
             return GroupError::StorageFailed;
         };
@@ -382,7 +390,12 @@ impl GroupCoordinator {
             group = group_id,
             "fenced: another coordinator claimed the group"
         );
-        self.lock().coordinator_epochs.remove(group_id);
+        {
+            let mut state = self.lock();
+            state.coordinator_epochs.remove(group_id);
+            // Taken on from the store again, should it come back to this broker.
+            state.consumer_groups.remove(group_id);
+        }
         match self.store.group_offsets(group_id).await {
             Ok(stored) => replace_offsets(&mut self.lock(), group_id, stored),
             Err(error) => {

@@ -1,27 +1,65 @@
 //! The consumer protocol's requests (ConsumerGroupHeartbeat, ConsumerGroupDescribe)
 //! and the checks OffsetCommit and OffsetFetch make of its members.
 
-use super::{GroupCoordinator, State};
+use std::time::Duration;
+
+use super::GroupCoordinator;
 use crate::consumer::group::{ConsumerGroup, Settings};
 use crate::consumer::{
     Assignor, ConsumerGroupDescription, GroupOverrides, HeartbeatRequest, HeartbeatResponse,
     JOIN_EPOCH, LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH, Topics,
 };
 use crate::error::GroupError;
+use crate::group::Group;
 
 impl GroupCoordinator {
     /// ConsumerGroupHeartbeat at API `version`: joins, keeps alive, reconciles or
-    /// leaves. Answered at once.
-    pub fn consumer_heartbeat(
+    /// leaves. Answered once what it changed is in the metadata store.
+    pub async fn consumer_heartbeat(
         &self,
         request: HeartbeatRequest,
         version: i16,
-        topics: &dyn Topics,
+        topics: &(dyn Topics + Sync),
     ) -> Result<HeartbeatResponse, GroupError> {
         self.check_heartbeat(&request, version)?;
         if !self.owns(&request.group_id) {
             return Err(GroupError::NotCoordinator);
         }
+        let group_id = request.group_id.clone();
+        match self.apply_heartbeat(request, version, topics, false) {
+            Applied::Done(result, incarnation) => {
+                let response = result?;
+                self.save_consumer_group(&group_id, incarnation).await?;
+                Ok(response)
+            }
+            Applied::NotInMemory(request) => {
+                // Taken on from the store (or created) with writes held, so that no
+                // other heartbeat makes a group of that id meanwhile.
+                let _writes = self.writes.lock().await;
+                self.take_on_group(&group_id).await?;
+                let Applied::Done(result, incarnation) =
+                    self.apply_heartbeat(request, version, topics, true)
+                else {
+                    return Err(GroupError::NotCoordinator);
+                };
+                let response = result?;
+                self.save_consumer_group_locked(&group_id, Some(incarnation))
+                    .await?;
+                Ok(response)
+            }
+        }
+    }
+
+    /// The heartbeat's change of the group in memory. A group not in memory is
+    /// created (for a join) only once the store was found to have none
+    /// (`may_create`).
+    fn apply_heartbeat(
+        &self,
+        request: HeartbeatRequest,
+        version: i16,
+        topics: &dyn Topics,
+        may_create: bool,
+    ) -> Applied {
         let settings = Settings {
             config: &self.config.consumer,
             now: self.now(),
@@ -32,31 +70,43 @@ impl GroupCoordinator {
         let group_id = request.group_id.clone();
         let joining = request.member_epoch == JOIN_EPOCH;
         if !state.consumer_groups.contains_key(&group_id) {
-            if let Some(classic) = state.groups.get(&group_id) {
-                if classic.has_members() {
-                    // Converting a classic group in place is not done yet: its
-                    // members must leave first.
-                    return Err(GroupError::GroupIdNotFound);
-                }
-                state.groups.remove(&group_id);
+            let classic = state.groups.get(&group_id).map(Group::has_members);
+            if classic == Some(true) {
+                // Converting a classic group in place is not done yet: its members
+                // must leave first.
+                return Applied::Done(Err(GroupError::GroupIdNotFound), 0);
+            }
+            if classic.is_none() && !may_create {
+                return Applied::NotInMemory(request);
             }
             if !joining {
-                // Groups are kept in memory: after a restart (or a move to this
-                // coordinator) the member is told it is unknown, and rejoins.
-                return Err(if request.member_epoch < 0 {
+                // Neither in memory nor in the store: a member of a group that was
+                // lost (or deleted) rejoins. (Kafka answers GROUP_ID_NOT_FOUND, which
+                // clients take as fatal.)
+                let error = if request.member_epoch < 0 {
                     GroupError::GroupIdNotFound
                 } else {
                     GroupError::UnknownMemberId
-                });
+                };
+                return Applied::Done(Err(error), 0);
             }
+            state.groups.remove(&group_id);
             let overrides = state.group_overrides.get(&group_id).copied();
-            let group = ConsumerGroup::with_overrides(overrides.unwrap_or_default());
+            let mut group = ConsumerGroup::with_overrides(overrides.unwrap_or_default());
+            group.incarnation = state.next_incarnation();
             state.consumer_groups.insert(group_id.clone(), group);
         }
-        let group = consumer_group(&mut state, &group_id)?;
+        let Some(group) = state.consumer_groups.get_mut(&group_id) else {
+            return Applied::Done(Err(GroupError::GroupIdNotFound), 0);
+        };
+        let incarnation = group.incarnation;
         let result = group.heartbeat(request, topics, &settings);
         group.note_emptiness(now_ms);
-        result
+        if result.is_err() && !group.has_members() && group.stored.is_none() {
+            // A group made for a join that was refused is not kept.
+            state.consumer_groups.remove(&group_id);
+        }
+        Applied::Done(result, incarnation)
     }
 
     /// The checks Kafka makes of a heartbeat before it looks at the group.
@@ -115,8 +165,9 @@ impl GroupCoordinator {
     }
 
     /// ConsumerGroupDescribe of one group: `GROUP_ID_NOT_FOUND` for a group of the
-    /// classic protocol or none.
-    pub fn consumer_describe(
+    /// classic protocol or none. A group not in memory is described as the store
+    /// keeps it (it is taken on only when a member comes).
+    pub async fn consumer_describe(
         &self,
         group_id: &str,
     ) -> Result<ConsumerGroupDescription, GroupError> {
@@ -126,12 +177,29 @@ impl GroupCoordinator {
         if !self.owns(group_id) {
             return Err(GroupError::NotCoordinator);
         }
-        let state = self.lock();
-        state
-            .consumer_groups
+        {
+            let state = self.lock();
+            if let Some(group) = state.consumer_groups.get(group_id) {
+                return Ok(group.describe(&self.config.consumer));
+            }
+            if state.groups.contains_key(group_id) {
+                return Err(GroupError::GroupIdNotFound);
+            }
+        }
+        let stored = self.store.group_state(group_id).await.map_err(|error| {
+            tracing::error!(group = group_id, %error, "reading a group's state failed");
+            GroupError::StorageFailed
+        })?;
+        let text = stored.ok_or(GroupError::GroupIdNotFound)?;
+        let overrides = self
+            .lock()
+            .group_overrides
             .get(group_id)
-            .map(|group| group.describe(&self.config.consumer))
-            .ok_or(GroupError::GroupIdNotFound)
+            .copied()
+            .unwrap_or_default();
+        let group = ConsumerGroup::from_stored(&text, overrides, Duration::ZERO, self.now())
+            .map_err(|_| GroupError::GroupIdNotFound)?;
+        Ok(group.describe(&self.config.consumer))
     }
 
     /// Whether `group_id` is a group of the consumer protocol.
@@ -199,12 +267,9 @@ impl GroupCoordinator {
     }
 }
 
-fn consumer_group<'a>(
-    state: &'a mut State,
-    group_id: &str,
-) -> Result<&'a mut ConsumerGroup, GroupError> {
-    state
-        .consumer_groups
-        .get_mut(group_id)
-        .ok_or(GroupError::GroupIdNotFound)
+/// What became of a heartbeat in memory: its outcome and the group's life it was
+/// applied to; or the group is not in memory (the request, back).
+enum Applied {
+    Done(Result<HeartbeatResponse, GroupError>, u64),
+    NotInMemory(HeartbeatRequest),
 }
