@@ -183,3 +183,152 @@ def test_either_assignor_can_be_asked_for(make_broker, assignor):
     finally:
         for m in members:
             m.stop()
+
+
+def test_members_keep_their_partitions_across_a_broker_restart(make_broker):
+    """The group's state is in the metadata store: after kill -9 and a restart, members
+    go on with their epochs and partitions (nothing revoked, nothing lost)."""
+    broker = make_broker(*SETTINGS)
+    create(broker, "restarted", partitions=4)
+    members = [member(broker, "restarted", "restarted-group") for _ in range(2)]
+    try:
+        wait_until(lambda: balanced(members, {0, 1, 2, 3}), what="two members to share",
+                   members=members)
+        before = [m.assignment() for m in members]
+        revocations = [len(revoked_events(m)) for m in members]
+        broker.kill9()
+        broker.start()
+        records = [f"r{i}" for i in range(100)]
+        produce(broker, "restarted", records, partitions=4)
+        wait_until(lambda: set(records) <= set(consumed(members)),
+                   what="records after the restart", members=members)
+        time.sleep(2)  # several heartbeats (300 ms) against the restarted broker
+        assert [m.assignment() for m in members] == before
+        assert [len(revoked_events(m)) for m in members] == revocations, \
+            "a member lost or gave up partitions across the restart"
+    finally:
+        for m in members:
+            m.stop()
+
+
+def group_resource(name, **configs):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+               for key, value in configs.items()]
+    return ConfigResource(ResourceType.GROUP, name, incremental_configs=entries)
+
+
+def describe_group_configs(admin, name):
+    from confluent_kafka.admin import ConfigResource, ResourceType
+    resource = ConfigResource(ResourceType.GROUP, name)
+    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    return {key: (entry.value, int(entry.source)) for key, entry in entries.items()}
+
+
+def kafka_python_describe_group(broker, name):
+    """DescribeConfigs of a GROUP resource (type 32) from kafka-python's own encoder
+    (its admin client knows no GROUP type)."""
+    from kafka import KafkaAdminClient
+    from kafka.protocol.admin import DescribeConfigsRequest_v1
+    admin = KafkaAdminClient(bootstrap_servers=broker.address)
+    try:
+        node = admin._client.least_loaded_node()
+        future = admin._send_request_to_node(
+            node, DescribeConfigsRequest_v1(resources=[(32, name, None)], include_synonyms=False))
+        admin._wait_for_futures([future])
+        (error, _, _, _, entries), = future.value.resources
+        assert error == 0
+        return {entry[0]: (entry[1], entry[3]) for entry in entries}
+    finally:
+        admin.close()
+
+
+def kafka_python_alter_group(broker, name, configs, validate_only=False):
+    """IncrementalAlterConfigs (key 44) of a GROUP resource from kafka-python's own
+    encoder; the resource's error code."""
+    from kafka import KafkaAdminClient
+    from kafka.protocol.api import Request, Response
+    from kafka.protocol.types import Array, Boolean, Int8, Int16, Int32, Schema, String
+
+    class IncrementalAlterConfigsResponse_v0(Response):
+        API_KEY = 44
+        API_VERSION = 0
+        SCHEMA = Schema(
+            ("throttle_time_ms", Int32),
+            ("responses", Array(("error_code", Int16), ("error_message", String("utf-8")),
+                                ("resource_type", Int8), ("resource_name", String("utf-8")))))
+
+    class IncrementalAlterConfigsRequest_v0(Request):
+        API_KEY = 44
+        API_VERSION = 0
+        RESPONSE_TYPE = IncrementalAlterConfigsResponse_v0
+        SCHEMA = Schema(
+            ("resources", Array(
+                ("resource_type", Int8), ("resource_name", String("utf-8")),
+                ("configs", Array(("name", String("utf-8")), ("config_operation", Int8),
+                                  ("value", String("utf-8")))))),
+            ("validate_only", Boolean))
+
+    SET = 0
+    admin = KafkaAdminClient(bootstrap_servers=broker.address)
+    try:
+        node = admin._client.least_loaded_node()
+        request = IncrementalAlterConfigsRequest_v0(
+            resources=[(32, name, [(key, SET, value) for key, value in configs.items()])],
+            validate_only=validate_only)
+        future = admin._send_request_to_node(node, request)
+        admin._wait_for_futures([future])
+        (error, _, _, _), = future.value.responses
+        return error
+    finally:
+        admin.close()
+
+
+def test_group_configs_are_set_described_checked_and_kept(make_broker):
+    """IncrementalAlterConfigs and DescribeConfigs on a GROUP resource (Kafka 4): a
+    group's own session and heartbeat, within the broker's bounds, kept across a
+    restart."""
+    from confluent_kafka import KafkaException
+    broker = make_broker(*SETTINGS)
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    GROUP_CONFIG, DEFAULT_CONFIG = 8, 5
+
+    assert describe_group_configs(admin, "tuned") == {
+        "consumer.heartbeat.interval.ms": ("300", DEFAULT_CONFIG),
+        "consumer.session.timeout.ms": ("4000", DEFAULT_CONFIG),
+    }
+    resource = group_resource("tuned", **{"consumer.session.timeout.ms": "3000",
+                                          "consumer.heartbeat.interval.ms": "200"})
+    admin.incremental_alter_configs([resource])[resource].result(timeout=10)
+    expected = {
+        "consumer.heartbeat.interval.ms": ("200", GROUP_CONFIG),
+        "consumer.session.timeout.ms": ("3000", GROUP_CONFIG),
+    }
+    assert describe_group_configs(admin, "tuned") == expected
+    assert kafka_python_describe_group(broker, "tuned") == expected
+
+    for bad in ({"consumer.session.timeout.ms": "500"},  # below the broker's minimum
+                {"consumer.heartbeat.interval.ms": "3000"},  # not below the session
+                {"consumer.session.timeout.ms": "soon"},
+                {"group.unknown.config": "1"}):
+        refused = group_resource("tuned", **bad)
+        with pytest.raises(KafkaException) as error:
+            admin.incremental_alter_configs([refused])[refused].result(timeout=10)
+        assert error.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG, bad
+    assert describe_group_configs(admin, "tuned") == expected
+
+    # kafka-python's encoder: a check only, a refusal, then a change.
+    INVALID_CONFIG = 40
+    faster = {"consumer.heartbeat.interval.ms": "150"}
+    assert kafka_python_alter_group(broker, "tuned", faster, validate_only=True) == 0
+    assert kafka_python_describe_group(broker, "tuned") == expected
+    assert kafka_python_alter_group(
+        broker, "tuned", {"consumer.session.timeout.ms": "99999999"}) == INVALID_CONFIG
+    assert kafka_python_alter_group(broker, "tuned", faster) == 0
+    expected["consumer.heartbeat.interval.ms"] = ("150", GROUP_CONFIG)
+    assert describe_group_configs(admin, "tuned") == expected
+
+    broker.kill9()
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    assert describe_group_configs(admin, "tuned") == expected

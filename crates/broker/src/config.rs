@@ -181,6 +181,8 @@ pub(crate) mod source {
     pub(crate) const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
     pub(crate) const STATIC_BROKER_CONFIG: i8 = 4;
     pub(crate) const DEFAULT_CONFIG: i8 = 5;
+    /// A group's own config (KIP-848).
+    pub(crate) const GROUP_CONFIG: i8 = 8;
 }
 
 /// A broker setting that is a field of [`BrokerConfig`]: its Kafka name, whether it

@@ -20,6 +20,7 @@ mod data_dir_lock;
 mod delayed;
 mod dynamic_config;
 mod errors;
+mod group_configs;
 mod handlers;
 mod instance_id;
 mod lag;

@@ -317,6 +317,7 @@ impl Broker {
             quotas,
             token_verifier,
         }));
+        crate::group_configs::adopt(&shared, metadata.group_configs().await?);
         if let Some(view) = shared.cluster() {
             // Each group and each transactional id has one coordinator among the
             // brokers.

@@ -56,6 +56,9 @@ pub(super) struct State {
     pub(super) consumer_groups: HashMap<String, ConsumerGroup>,
     /// Per-group overrides of the consumer protocol's settings, by group id.
     pub(super) group_overrides: HashMap<String, GroupOverrides>,
+    /// Each group's own configs (the GROUP resource's), by group id: what makes
+    /// its overrides.
+    pub(super) group_configs: HashMap<String, BTreeMap<String, String>>,
     pub(super) offsets: HashMap<String, Offsets>,
     /// The coordinator epoch this broker claimed for each group it has written for:
     /// its writes carry it, and the store refuses them once another broker claims

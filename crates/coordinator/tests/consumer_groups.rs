@@ -448,3 +448,31 @@ async fn an_expression_cannot_escape_its_anchors() {
         "t matches"
     );
 }
+
+#[tokio::test]
+async fn a_groups_own_configs_set_its_heartbeat_and_session() {
+    let groups = coordinator().await;
+    let overrides = spool_coordinator::consumer::GroupOverrides {
+        heartbeat_interval: Some(Duration::from_secs(7)),
+        session_timeout: Some(Duration::from_secs(50)),
+    };
+    let configs = BTreeMap::from([(
+        "consumer.heartbeat.interval.ms".to_owned(),
+        "7000".to_owned(),
+    )]);
+    groups.set_group_configs("g", configs.clone(), overrides);
+    assert_eq!(groups.group_configs("g"), configs);
+    let joined = groups
+        .consumer_heartbeat(join("m1"), 1, &OneTopic)
+        .await
+        .unwrap();
+    assert_eq!(joined.heartbeat_interval, Duration::from_secs(7));
+    // Dropped: the broker's settings again, for the group already in memory too.
+    groups.replace_group_configs(Vec::new());
+    let again = groups
+        .consumer_heartbeat(heartbeat("m1", 1, joined.assignment.unwrap()), 1, &OneTopic)
+        .await
+        .unwrap();
+    assert_eq!(again.heartbeat_interval, Duration::from_secs(5));
+    assert!(groups.group_configs("g").is_empty());
+}

@@ -1,5 +1,5 @@
-//! AlterConfigs (key 33, replaces the explicit configs of a topic, or the dynamic
-//! settings of the broker) and IncrementalAlterConfigs (key 44, sets, deletes,
+//! AlterConfigs (key 33, replaces the explicit configs of a topic or a group, or the
+//! dynamic settings of the broker) and IncrementalAlterConfigs (key 44, sets, deletes,
 //! appends to or subtracts from single ones).
 
 use std::collections::BTreeMap;
@@ -14,9 +14,10 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::api::{ApiDecl, RequestContext};
-use super::configs::{self, BROKER, TOPIC};
+use super::configs::{self, BROKER, GROUP, TOPIC};
 use crate::dynamic_config;
 use crate::errors::code;
+use crate::group_configs;
 use crate::shared::Shared;
 use crate::topic_configs;
 use crate::topics::{self, AdminError};
@@ -199,6 +200,7 @@ async fn apply(
     match resource_type {
         TOPIC => topics::change_configs(shared, name, validate_only, change).await,
         BROKER => dynamic_config::change(shared, name, validate_only, change).await,
+        GROUP => group_configs::change(shared, name, validate_only, change).await,
         other => Err(AdminError {
             code: code::INVALID_REQUEST,
             message: format!("resource type {other} has no configs"),

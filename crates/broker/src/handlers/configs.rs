@@ -4,6 +4,7 @@
 /// Kafka's config resource types.
 pub(crate) const TOPIC: i8 = 2;
 pub(crate) const BROKER: i8 = 4;
+pub(crate) const GROUP: i8 = 32;
 
 use crate::errors::code;
 use crate::topics::AdminError;
@@ -11,7 +12,8 @@ use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
 
 /// Why the principal may not do `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) to a
-/// resource's configs: a topic's need it on the topic, the broker's on the cluster.
+/// resource's configs: a topic's need it on the topic, a group's on the group, the
+/// broker's on the cluster.
 pub(crate) fn refusal(
     access: &Access,
     operation: Operation,
@@ -23,6 +25,11 @@ pub(crate) fn refusal(
             access.topic(operation, name),
             code::TOPIC_AUTHORIZATION_FAILED,
             format!("topic {name}"),
+        ),
+        GROUP => (
+            access.group(operation, name),
+            code::GROUP_AUTHORIZATION_FAILED,
+            format!("group {name}"),
         ),
         BROKER => (
             access.cluster(operation),

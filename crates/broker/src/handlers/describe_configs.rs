@@ -1,5 +1,5 @@
 //! DescribeConfigs (key 32): a topic's configs (explicit, or inherited from the
-//! broker's defaults) and the broker's settings, each with where its value comes from;
+//! broker's defaults), a group's (its own, or the broker's) and the broker's settings, each with where its value comes from;
 //! with synonyms when asked (v1+: the settings that could give the value, the one in
 //! force first), and types and documentation (v3+) for admin UIs.
 
@@ -14,10 +14,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::api::{ApiDecl, RequestContext};
-use super::configs::{self, BROKER, TOPIC};
+use super::configs::{self, BROKER, GROUP, TOPIC};
 use crate::config::BrokerConfig;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::errors::code;
+use crate::group_configs;
 use crate::shared::Shared;
 use crate::topic_configs::{self, Effect, TopicConfig};
 use crate::topics;
@@ -93,6 +94,18 @@ pub(crate) async fn handle(
                             .with_error_message(Some(StrBytes::from_string(error.message)));
                     }
                 },
+                GROUP => group_configs::describe(shared, name)
+                    .into_iter()
+                    .map(|entry| Described {
+                        synonyms: vec![(entry.name.to_owned(), entry.value.clone(), entry.source)],
+                        name: entry.name.to_owned(),
+                        value: entry.value,
+                        read_only: false,
+                        source: entry.source,
+                        kind: topic_configs::ConfigType::Int.code(),
+                        documentation: Some(entry.documentation.to_owned()),
+                    })
+                    .collect(),
                 other => {
                     return result
                         .with_error_code(code::INVALID_REQUEST)

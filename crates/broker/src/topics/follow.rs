@@ -109,6 +109,7 @@ async fn catch_up(shared: &Arc<Shared>) -> Result<bool, spool_metadata::Metadata
     let records = shared.metadata().topics().await?;
     shared.authorizer().load(shared.metadata().acls().await?);
     shared.quotas().load(shared.metadata().quotas().await?);
+    crate::group_configs::adopt(shared, shared.metadata().group_configs().await?);
     // New defaults reach every topic that does not set the config itself.
     let defaults_changed = shared
         .dynamic()

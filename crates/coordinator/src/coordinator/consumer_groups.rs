@@ -1,9 +1,10 @@
 //! The consumer protocol's requests (ConsumerGroupHeartbeat, ConsumerGroupDescribe)
 //! and the checks OffsetCommit and OffsetFetch make of its members.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::GroupCoordinator;
+use super::{GroupCoordinator, State};
 use crate::consumer::group::{ConsumerGroup, Settings};
 use crate::consumer::{
     Assignor, ConsumerGroupDescription, GroupOverrides, HeartbeatRequest, HeartbeatResponse,
@@ -223,16 +224,52 @@ impl GroupCoordinator {
         Some((names, group.subscribed_topic_ids().into_iter().collect()))
     }
 
-    /// Sets a group's overrides of the consumer protocol's settings (GROUP configs).
-    pub fn set_overrides(&self, group_id: &str, overrides: GroupOverrides) {
+    /// A group's own configs (the GROUP resource's), as set.
+    #[must_use]
+    pub fn group_configs(&self, group_id: &str) -> BTreeMap<String, String> {
+        self.lock()
+            .group_configs
+            .get(group_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Sets a group's own configs and the overrides of the consumer protocol's
+    /// settings they make (the caller checked and stored them).
+    pub fn set_group_configs(
+        &self,
+        group_id: &str,
+        configs: BTreeMap<String, String>,
+        overrides: GroupOverrides,
+    ) {
         let mut state = self.lock();
-        if overrides == GroupOverrides::default() {
-            state.group_overrides.remove(group_id);
-        } else {
-            state.group_overrides.insert(group_id.to_owned(), overrides);
+        set_group_configs(&mut state, group_id, configs, overrides);
+    }
+
+    /// Makes every group's configs these (group id, configs, overrides); groups not
+    /// named have none.
+    pub fn replace_group_configs(
+        &self,
+        all: Vec<(String, BTreeMap<String, String>, GroupOverrides)>,
+    ) {
+        let mut state = self.lock();
+        let named: BTreeSet<&String> = all.iter().map(|(group_id, _, _)| group_id).collect();
+        let dropped: Vec<String> = state
+            .group_configs
+            .keys()
+            .filter(|group_id| !named.contains(group_id))
+            .cloned()
+            .collect();
+        for group_id in dropped {
+            set_group_configs(
+                &mut state,
+                &group_id,
+                BTreeMap::new(),
+                GroupOverrides::default(),
+            );
         }
-        if let Some(group) = state.consumer_groups.get_mut(group_id) {
-            group.overrides = overrides;
+        for (group_id, configs, overrides) in all {
+            set_group_configs(&mut state, &group_id, configs, overrides);
         }
     }
 
@@ -264,6 +301,24 @@ impl GroupCoordinator {
         let state = self.lock();
         let group = state.consumer_groups.get(group_id)?;
         Some(group.check_offsets_member(member_id, member_epoch, carries_epoch))
+    }
+}
+
+fn set_group_configs(
+    state: &mut State,
+    group_id: &str,
+    configs: BTreeMap<String, String>,
+    overrides: GroupOverrides,
+) {
+    if configs.is_empty() {
+        state.group_configs.remove(group_id);
+        state.group_overrides.remove(group_id);
+    } else {
+        state.group_configs.insert(group_id.to_owned(), configs);
+        state.group_overrides.insert(group_id.to_owned(), overrides);
+    }
+    if let Some(group) = state.consumer_groups.get_mut(group_id) {
+        group.overrides = overrides;
     }
 }
 
