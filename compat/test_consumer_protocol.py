@@ -332,3 +332,63 @@ def test_group_configs_are_set_described_checked_and_kept(make_broker):
     broker.start()
     admin = AdminClient({"bootstrap.servers": broker.address})
     assert describe_group_configs(admin, "tuned") == expected
+
+
+def group_type(admin, group):
+    described = admin.describe_consumer_groups([group])[group].result(timeout=10)
+    return described.type
+
+
+@pytest.mark.parametrize("classic_members", [
+    (("confluent", "range"), ("kafka-python", "range")),
+    (("confluent", "cooperative-sticky"), ("confluent", "cooperative-sticky")),
+], ids=["eager", "cooperative"])
+def test_a_classic_group_migrates_to_the_consumer_protocol_and_back(make_broker,
+                                                                     classic_members):
+    """Kafka 4's online migration: classic members (eager: confluent-kafka and
+    kafka-python with range; cooperative: confluent-kafka) keep consuming when a
+    consumer-protocol member joins their group, which becomes a consumer-protocol
+    group with all three in it; when that member leaves, the group is classic again
+    and its members share everything."""
+    broker = make_broker(*SETTINGS)
+    kind = classic_members[0][1]
+    topic, group = f"migrating-{kind}", f"migrating-{kind}-group"
+    create(broker, topic, partitions=4)
+    everything = {0, 1, 2, 3}
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    classic = [Member(broker, topic, group, client=client, assignor=assignor)
+               for client, assignor in classic_members]
+    upgraded = None
+    try:
+        wait_until(lambda: balanced(classic, everything), what="two classic members to share",
+                   members=classic)
+        assert group_type(admin, group) == ConsumerGroupType.CLASSIC
+        first = [f"m{i}" for i in range(80)]
+        produce(broker, topic, first, partitions=4)
+        wait_until(lambda: set(first) <= set(consumed(classic)), what="records before",
+                   members=classic)
+
+        upgraded = member(broker, topic, group)
+        everyone = classic + [upgraded]
+        wait_until(lambda: balanced(everyone, everything), timeout=60,
+                   what="classic and consumer-protocol members to share", members=everyone)
+        assert group_type(admin, group) == ConsumerGroupType.CONSUMER
+        described = admin.describe_consumer_groups([group])[group].result(timeout=10)
+        assert len(described.members) == 3
+        second = [f"n{i}" for i in range(80)]
+        produce(broker, topic, second, partitions=4)
+        wait_until(lambda: set(second) <= set(consumed(everyone)), what="records while mixed",
+                   members=everyone)
+
+        upgraded.stop()
+        upgraded = None
+        wait_until(lambda: balanced(classic, everything) and
+                   group_type(admin, group) == ConsumerGroupType.CLASSIC, timeout=60,
+                   what="the classic members to take everything back", members=classic)
+        third = [f"o{i}" for i in range(80)]
+        produce(broker, topic, third, partitions=4)
+        wait_until(lambda: set(third) <= set(consumed(classic)), what="records after",
+                   members=classic)
+    finally:
+        for m in classic + ([upgraded] if upgraded else []):
+            m.stop()

@@ -44,6 +44,8 @@ pub trait Topics {
     fn by_name(&self, name: &str) -> Option<TopicInfo>;
     /// Every topic's name (regular-expression subscriptions match against them).
     fn names(&self) -> Vec<String>;
+    /// The name of the topic of that id (a classic member's assignment names topics).
+    fn name_of(&self, id: Uuid) -> Option<String>;
     /// Changes whenever a topic is created or deleted, so that regular expressions
     /// are matched again only then.
     fn version(&self) -> u64;
@@ -132,6 +134,8 @@ pub struct ConsumerMemberDescription {
     pub subscribed_topic_regex: String,
     pub assignment: Assignment,
     pub target_assignment: Assignment,
+    /// A member of the classic protocol (in a group being migrated).
+    pub classic: bool,
 }
 
 /// What ConsumerGroupDescribe reports of a group.

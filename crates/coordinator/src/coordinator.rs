@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::config::CoordinatorConfig;
-use crate::consumer::GroupOverrides;
 use crate::consumer::group::ConsumerGroup;
+use crate::consumer::{GroupOverrides, Topics};
 use crate::error::GroupError;
 use crate::group::{
     Group, GroupDescription, GroupState, JoinRequest, JoinResponse, JoinStep, SyncRequest,
@@ -28,6 +28,7 @@ use crate::ownership::{Ownership, OwnershipSlot};
 mod committed;
 mod consumer_groups;
 mod consumer_state;
+mod migration;
 
 /// A group's offsets by (topic, partition).
 type Offsets = BTreeMap<(String, i32), CommittedOffset>;
@@ -69,6 +70,9 @@ pub(super) struct State {
     /// Consumer groups the timers found empty and without offsets that the store
     /// keeps: they go from the store, then from memory.
     pub(super) forgotten_groups: BTreeSet<String>,
+    /// Consumer-protocol groups the timers turned back into classic groups: their
+    /// stored state goes.
+    pub(super) downgraded_groups: BTreeSet<String>,
     /// The last incarnation given to a consumer group in memory.
     pub(super) incarnations: u64,
 }
@@ -211,13 +215,23 @@ impl GroupCoordinator {
     }
 
     /// JoinGroup: answered when the rebalance completes (or at once for errors and
-    /// for members whose join changes nothing).
-    pub async fn join(&self, request: JoinRequest) -> JoinResponse {
+    /// for members whose join changes nothing); a consumer-protocol group answers a
+    /// classic member at once (`migration.rs`).
+    pub async fn join(&self, request: JoinRequest, topics: &(dyn Topics + Sync)) -> JoinResponse {
         if request.group_id.is_empty() {
             return JoinResponse::failed(GroupError::InvalidGroupId, &request.member_id);
         }
         if !self.owns(&request.group_id) {
             return JoinResponse::failed(GroupError::NotCoordinator, &request.member_id);
+        }
+        if !self.has_any_group(&request.group_id) {
+            let _writes = self.writes.lock().await;
+            if let Err(error) = self.take_on_group(&request.group_id).await {
+                return JoinResponse::failed(error, &request.member_id);
+            }
+        }
+        if let Some(response) = self.join_consumer_group(&request, topics).await {
+            return response;
         }
         if let Err(error) = self.become_classic(&request.group_id).await {
             return JoinResponse::failed(error, &request.member_id);
@@ -270,9 +284,16 @@ impl GroupCoordinator {
     }
 
     /// SyncGroup: this member's assignment, once the leader has sent it.
-    pub async fn sync(&self, request: SyncRequest) -> Result<SyncResponse, GroupError> {
+    pub async fn sync(
+        &self,
+        request: SyncRequest,
+        topics: &(dyn Topics + Sync),
+    ) -> Result<SyncResponse, GroupError> {
         if !self.owns(&request.group_id) {
             return Err(GroupError::NotCoordinator);
+        }
+        if let Some(result) = self.sync_consumer_group(&request, topics).await {
+            return result;
         }
         if !self.has_group(&request.group_id) {
             return Err(GroupError::UnknownMemberId);
@@ -307,6 +328,11 @@ impl GroupCoordinator {
         if !self.owns(group_id) {
             return Err(GroupError::NotCoordinator);
         }
+        if let Some(result) =
+            self.heartbeat_consumer_group(group_id, member_id, instance_id, generation)
+        {
+            return result;
+        }
         if !self.has_group(group_id) {
             return Err(GroupError::UnknownMemberId);
         }
@@ -317,13 +343,16 @@ impl GroupCoordinator {
 
     /// LeaveGroup: one result per (member id, instance id); members of a group the
     /// coordinator does not know are unknown members.
-    pub fn leave(
+    pub async fn leave(
         &self,
         group_id: &str,
         members: &[(String, Option<String>)],
     ) -> Vec<Result<(), GroupError>> {
         if !self.owns(group_id) {
             return vec![Err(GroupError::NotCoordinator); members.len()];
+        }
+        if let Some(results) = self.leave_consumer_group(group_id, members).await {
+            return results;
         }
         if !self.has_group(group_id) {
             return vec![Err(GroupError::UnknownMemberId); members.len()];
@@ -443,6 +472,11 @@ impl GroupCoordinator {
             }
             group.note_emptiness(now_ms);
         }
+        let classic_only: Vec<String> = consumer_groups
+            .iter()
+            .filter(|(_, group)| group.only_classic_members())
+            .map(|(group_id, _)| group_id.clone())
+            .collect();
         consumer_groups.retain(|group_id, group| {
             if group.has_members() || offsets.contains_key(group_id) {
                 return true;
@@ -455,6 +489,12 @@ impl GroupCoordinator {
             }
             false
         });
+        for group_id in classic_only {
+            if self.downgrade_if_classic(&mut state, &group_id) {
+                state.fenced_groups.remove(&group_id);
+                state.downgraded_groups.insert(group_id);
+            }
+        }
     }
 
     /// The coordinator's timers, until `stop` turns true: sessions and rebalance

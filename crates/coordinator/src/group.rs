@@ -21,6 +21,8 @@ use tokio::time::Instant;
 use crate::config::CoordinatorConfig;
 use crate::error::GroupError;
 
+pub(crate) mod migration;
+
 /// Kafka's group states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {

@@ -12,9 +12,10 @@ use bytes::Bytes;
 use spool_coordinator::consumer::{Assignment, HeartbeatRequest, TopicInfo, Topics, assignor};
 use spool_coordinator::{
     CommitOffset, CommitRequest, CoordinatorConfig, GroupCoordinator, GroupError, GroupState,
-    GroupType, JoinRequest,
+    GroupType, JoinRequest, SyncRequest,
 };
 use spool_metadata::{MetadataStore, SqliteStore, TopicRecord};
+use spool_protocol::consumer_protocol;
 use uuid::Uuid;
 
 const T_ID: Uuid = Uuid::from_u128(7);
@@ -31,6 +32,10 @@ impl Topics for OneTopic {
 
     fn names(&self) -> Vec<String> {
         vec!["t".to_owned()]
+    }
+
+    fn name_of(&self, id: Uuid) -> Option<String> {
+        (id == T_ID).then(|| "t".to_owned())
     }
 
     fn version(&self) -> u64 {
@@ -128,26 +133,126 @@ fn commit(member: &str, epoch: i32, api_version: i16) -> CommitRequest {
     }
 }
 
+/// A classic member's subscription to `t` (ConsumerProtocolSubscription v0).
+fn subscribed_to_t() -> Bytes {
+    let mut metadata = vec![0, 0, 0, 0, 0, 1, 0, 1, b't'];
+    metadata.extend_from_slice(&(-1i32).to_be_bytes());
+    Bytes::from(metadata)
+}
+
+fn classic_sync(member: &str, generation: i32) -> SyncRequest {
+    SyncRequest {
+        group_id: "g".into(),
+        generation,
+        member_id: member.into(),
+        group_instance_id: None,
+        protocol_type: Some("consumer".into()),
+        protocol_name: Some("range".into()),
+        assignments: Vec::new(),
+    }
+}
+
+fn assigned(response: &spool_coordinator::SyncResponse) -> Vec<(String, Vec<i32>)> {
+    consumer_protocol::assigned_partitions(&response.assignment).unwrap()
+}
+
 #[tokio::test]
-async fn a_group_id_is_of_one_protocol_at_a_time() {
+async fn a_classic_group_migrates_to_the_consumer_protocol_and_back() {
     let groups = coordinator().await;
-    let joined = groups
+    // A classic group of one member, which assigned itself both partitions.
+    let classic = JoinRequest {
+        protocols: vec![("range".into(), subscribed_to_t())],
+        ..classic_join()
+    };
+    let joined = groups.join(classic.clone(), &OneTopic).await;
+    assert_eq!(joined.error, None);
+    let c1 = joined.member_id.clone();
+    let both = consumer_protocol::encode_assignment(&[("t".into(), vec![0, 1])]);
+    let sync = SyncRequest {
+        assignments: vec![(c1.clone(), Bytes::from(both))],
+        ..classic_sync(&c1, joined.generation)
+    };
+    groups.sync(sync, &OneTopic).await.unwrap();
+    assert_eq!(groups.list()[0].group_type, GroupType::Classic);
+
+    // A consumer-protocol member joins: the group is converted in place, the
+    // classic member keeps its partitions until it rejoins.
+    let m1 = groups
         .consumer_heartbeat(join("m1"), 1, &OneTopic)
         .await
         .unwrap();
-    assert_eq!(joined.member_epoch, 1);
+    assert_eq!(groups.list()[0].group_type, GroupType::Consumer);
+    assert_eq!(
+        m1.assignment,
+        Some(Assignment::new()),
+        "c1 still holds both"
+    );
+    let described = groups.consumer_describe("g").await.unwrap();
+    assert_eq!(described.members.len(), 2);
+    assert!(
+        described
+            .members
+            .iter()
+            .any(|m| m.classic && m.member_id == c1)
+    );
 
-    // A classic member cannot join a consumer-protocol group with members.
-    let refused = groups.join(classic_join()).await;
-    assert_eq!(refused.error, Some(GroupError::InconsistentGroupProtocol));
-    // DescribeGroups sees it as Dead, ListGroups as a consumer group.
-    assert_eq!(groups.describe("g").unwrap().state, GroupState::Dead);
-    let listed = groups.list();
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].group_type, GroupType::Consumer);
-    assert_eq!(listed[0].state, "Stable");
+    // The classic member is told to rejoin; it gives up what it must.
+    assert_eq!(
+        groups.heartbeat("g", &c1, None, joined.generation),
+        Err(GroupError::RebalanceInProgress)
+    );
+    let rejoined = groups
+        .join(
+            JoinRequest {
+                member_id: c1.clone(),
+                ..classic.clone()
+            },
+            &OneTopic,
+        )
+        .await;
+    assert_eq!(rejoined.error, None);
+    assert_eq!(rejoined.leader, "", "the broker assigns");
+    assert!(rejoined.generation > joined.generation);
+    let synced = groups
+        .sync(classic_sync(&c1, rejoined.generation), &OneTopic)
+        .await
+        .unwrap();
+    let kept = assigned(&synced);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].1.len(), 1, "one partition each");
+    assert_eq!(
+        groups.heartbeat("g", &c1, None, rejoined.generation),
+        Ok(())
+    );
+    assert!(
+        groups
+            .commit(commit(&c1, rejoined.generation, 8))
+            .await
+            .is_ok()
+    );
+    assert_eq!(
+        groups
+            .commit(commit(&c1, joined.generation, 8))
+            .await
+            .unwrap_err(),
+        GroupError::IllegalGeneration
+    );
+    // The consumer-protocol member gets the partition c1 gave up.
+    let m1 = groups
+        .consumer_heartbeat(
+            heartbeat("m1", m1.member_epoch, Assignment::new()),
+            1,
+            &OneTopic,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        assignor::partition_count(&m1.assignment.clone().unwrap()),
+        1
+    );
 
-    // Once it is empty, a classic member takes the id over.
+    // The last consumer-protocol member leaves: a classic group again, which
+    // rebalances; the classic member rejoins it as it would any.
     let leave = HeartbeatRequest {
         member_epoch: -1,
         ..join("m1")
@@ -156,14 +261,60 @@ async fn a_group_id_is_of_one_protocol_at_a_time() {
         .consumer_heartbeat(leave, 1, &OneTopic)
         .await
         .unwrap();
-    let classic = groups.join(classic_join()).await;
+    assert_eq!(groups.list()[0].group_type, GroupType::Classic);
+    assert_eq!(
+        groups.heartbeat("g", &c1, None, rejoined.generation),
+        Err(GroupError::RebalanceInProgress)
+    );
+    let back = groups
+        .join(
+            JoinRequest {
+                member_id: c1.clone(),
+                ..classic
+            },
+            &OneTopic,
+        )
+        .await;
+    assert_eq!(back.error, None);
+    assert_eq!(back.leader, c1, "a classic group's leader assigns");
+    assert_eq!(
+        groups.describe("g").unwrap().state,
+        GroupState::CompletingRebalance
+    );
+}
+
+#[tokio::test]
+async fn an_empty_group_changes_protocol_with_its_next_member() {
+    let groups = coordinator().await;
+    let leave = HeartbeatRequest {
+        member_epoch: -1,
+        ..join("m1")
+    };
+    groups
+        .consumer_heartbeat(join("m1"), 1, &OneTopic)
+        .await
+        .unwrap();
+    groups
+        .consumer_heartbeat(leave, 1, &OneTopic)
+        .await
+        .unwrap();
+    let classic = groups.join(classic_join(), &OneTopic).await;
     assert_eq!(classic.error, None);
     assert_eq!(groups.list()[0].group_type, GroupType::Classic);
-
-    // And a consumer-protocol member cannot join it while it has members.
+    // Members of another protocol type (Connect, say) cannot be converted.
+    let connect = JoinRequest {
+        group_id: "workers".into(),
+        protocol_type: "connect".into(),
+        ..classic_join()
+    };
+    assert_eq!(groups.join(connect, &OneTopic).await.error, None);
+    let refused = HeartbeatRequest {
+        group_id: "workers".into(),
+        ..join("m2")
+    };
     assert_eq!(
         groups
-            .consumer_heartbeat(join("m2"), 1, &OneTopic)
+            .consumer_heartbeat(refused, 1, &OneTopic)
             .await
             .unwrap_err(),
         GroupError::GroupIdNotFound

@@ -116,7 +116,7 @@ async fn offsets_outlive_a_reopen_and_expire_only_without_members() {
         protocols: vec![("range".to_owned(), Bytes::new())],
         require_known_member_id: false,
     };
-    let joined = coordinator.join(join).await;
+    let joined = coordinator.join(join, &NoTopics).await;
     assert_eq!(joined.error, None);
 
     hand.advance(Duration::from_millis(100));
@@ -342,18 +342,21 @@ async fn a_member_that_stops_heartbeating_is_removed_when_its_session_times_out(
     .await
     .unwrap();
     let joined = coordinator
-        .join(JoinRequest {
-            group_id: "g".to_owned(),
-            member_id: String::new(),
-            group_instance_id: None,
-            client_id: "c".to_owned(),
-            client_host: "/127.0.0.1".to_owned(),
-            session_timeout: Duration::from_secs(10),
-            rebalance_timeout: Duration::from_secs(30),
-            protocol_type: "consumer".to_owned(),
-            protocols: vec![("range".to_owned(), Bytes::new())],
-            require_known_member_id: false,
-        })
+        .join(
+            JoinRequest {
+                group_id: "g".to_owned(),
+                member_id: String::new(),
+                group_instance_id: None,
+                client_id: "c".to_owned(),
+                client_host: "/127.0.0.1".to_owned(),
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+                protocol_type: "consumer".to_owned(),
+                protocols: vec![("range".to_owned(), Bytes::new())],
+                require_known_member_id: false,
+            },
+            &NoTopics,
+        )
         .await;
     assert_eq!(joined.error, None);
     let members = |coordinator: &GroupCoordinator| {
@@ -369,4 +372,25 @@ async fn a_member_that_stops_heartbeating_is_removed_when_its_session_times_out(
     hand.advance(Duration::from_secs(2));
     coordinator.tick();
     assert_eq!(members(&coordinator), 0, "its session timed out");
+}
+
+/// Classic groups resolve no topics.
+struct NoTopics;
+
+impl spool_coordinator::consumer::Topics for NoTopics {
+    fn by_name(&self, _name: &str) -> Option<spool_coordinator::consumer::TopicInfo> {
+        None
+    }
+
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn name_of(&self, _id: Uuid) -> Option<String> {
+        None
+    }
+
+    fn version(&self) -> u64 {
+        0
+    }
 }

@@ -47,11 +47,67 @@ pub fn subscribed_topics(metadata: &[u8]) -> Option<Vec<String>> {
     (0..count).map(|_| reader.string()).collect()
 }
 
-/// The partitions of an assignment, per topic; `None` if the bytes are not one.
+/// A member's subscription: its topics, and (version 1 on) the partitions it owns
+/// as it joins (cooperative rebalancing).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Subscription {
+    pub topics: Vec<String>,
+    pub owned: Vec<(String, Vec<i32>)>,
+}
+
+/// A subscription; `None` if the bytes are not one.
 #[must_use]
-pub fn assigned_partitions(assignment: &[u8]) -> Option<Vec<(String, Vec<i32>)>> {
-    let mut reader = Reader { rest: assignment };
-    reader.i16()?;
+pub fn subscription(metadata: &[u8]) -> Option<Subscription> {
+    let mut reader = Reader { rest: metadata };
+    let version = reader.i16()?;
+    let count = reader.count(2)?;
+    let topics = (0..count)
+        .map(|_| reader.string())
+        .collect::<Option<Vec<String>>>()?;
+    if version < 1 {
+        return Some(Subscription {
+            topics,
+            owned: Vec::new(),
+        });
+    }
+    // User data (nullable bytes), then the owned partitions.
+    let user_data = reader.i32()?;
+    if let Ok(len) = usize::try_from(user_data) {
+        reader.take(len)?;
+    }
+    let owned = topic_partitions(&mut reader)?;
+    Some(Subscription { topics, owned })
+}
+
+/// An assignment of these partitions (version 0, no user data), as a classic
+/// member's SyncGroup answer carries it.
+#[must_use]
+pub fn encode_assignment(partitions: &[(String, Vec<i32>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0i16.to_be_bytes());
+    put_len(&mut out, partitions.len());
+    for (topic, indexes) in partitions {
+        let name = topic.as_bytes();
+        out.extend_from_slice(&i16::try_from(name.len()).unwrap_or(i16::MAX).to_be_bytes());
+        out.extend_from_slice(
+            name.get(..usize::from(i16::MAX.unsigned_abs()))
+                .unwrap_or(name),
+        );
+        put_len(&mut out, indexes.len());
+        for index in indexes {
+            out.extend_from_slice(&index.to_be_bytes());
+        }
+    }
+    out.extend_from_slice(&(-1i32).to_be_bytes()); // no user data
+    out
+}
+
+fn put_len(out: &mut Vec<u8>, len: usize) {
+    out.extend_from_slice(&i32::try_from(len).unwrap_or(i32::MAX).to_be_bytes());
+}
+
+/// An array of (topic, partitions).
+fn topic_partitions(reader: &mut Reader<'_>) -> Option<Vec<(String, Vec<i32>)>> {
     let count = reader.count(2 + 4)?;
     (0..count)
         .map(|_| {
@@ -63,6 +119,14 @@ pub fn assigned_partitions(assignment: &[u8]) -> Option<Vec<(String, Vec<i32>)>>
             Some((topic, partitions))
         })
         .collect()
+}
+
+/// The partitions of an assignment, per topic; `None` if the bytes are not one.
+#[must_use]
+pub fn assigned_partitions(assignment: &[u8]) -> Option<Vec<(String, Vec<i32>)>> {
+    let mut reader = Reader { rest: assignment };
+    reader.i16()?;
+    topic_partitions(&mut reader)
 }
 
 #[cfg(test)]
@@ -91,6 +155,41 @@ mod tests {
             "count past the end"
         );
         assert_eq!(subscribed_topics(&metadata[..9]), None);
+    }
+
+    #[test]
+    fn subscriptions_carry_owned_partitions_from_version_1() {
+        let mut metadata = vec![0, 1, 0, 0, 0, 1];
+        string(&mut metadata, "orders");
+        metadata.extend_from_slice(&[0, 0, 0, 2, 7, 7]); // user data
+        metadata.extend_from_slice(&[0, 0, 0, 1]);
+        string(&mut metadata, "orders");
+        metadata.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 4]);
+        assert_eq!(
+            subscription(&metadata),
+            Some(Subscription {
+                topics: vec!["orders".to_owned()],
+                owned: vec![("orders".to_owned(), vec![4])],
+            })
+        );
+        let mut v0 = metadata.clone();
+        v0[1] = 0;
+        assert_eq!(subscription(&v0).unwrap().owned, Vec::new());
+        for cut in 12..metadata.len() {
+            assert_eq!(subscription(&metadata[..cut]), None, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn an_encoded_assignment_reads_back() {
+        let partitions = vec![
+            ("orders".to_owned(), vec![0, 2]),
+            ("payments".to_owned(), vec![1]),
+        ];
+        assert_eq!(
+            assigned_partitions(&encode_assignment(&partitions)),
+            Some(partitions)
+        );
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub(crate) const API: ApiDecl = ApiDecl {
     max: 1,
 };
 
-/// KIP-1099: a member of the consumer protocol (ConsumerGroupDescribe v1).
+/// KIP-1099: a member of the classic protocol, and one of the consumer protocol
+/// (ConsumerGroupDescribe v1).
+const CLASSIC_MEMBER: i8 = 0;
 const CONSUMER_MEMBER: i8 = 1;
 
 pub(crate) async fn handle(
@@ -99,7 +101,11 @@ async fn describe(
                 .with_assignment(wire_assignment(&m.assignment, topics))
                 .with_target_assignment(wire_assignment(&m.target_assignment, topics));
             if context.version >= 1 {
-                member.with_member_type(CONSUMER_MEMBER)
+                member.with_member_type(if m.classic {
+                    CLASSIC_MEMBER
+                } else {
+                    CONSUMER_MEMBER
+                })
             } else {
                 member
             }

@@ -52,7 +52,7 @@ pub(crate) async fn handle(
             .collect(),
         require_known_member_id: version >= 4,
     };
-    let answer = shared.groups().join(join).await;
+    let answer = shared.groups().join(join, shared.topics()).await;
     let members = answer
         .members
         .into_iter()

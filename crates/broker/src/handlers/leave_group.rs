@@ -36,7 +36,10 @@ pub(crate) async fn handle(
     } else {
         vec![(request.member_id.to_string(), None)]
     };
-    let results = shared.groups().leave(request.group_id.0.as_str(), &leaving);
+    let results = shared
+        .groups()
+        .leave(request.group_id.0.as_str(), &leaving)
+        .await;
     let response = if version >= 3 {
         LeaveGroupResponse::default().with_members(
             request

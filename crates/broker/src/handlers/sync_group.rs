@@ -43,7 +43,7 @@ pub(crate) async fn handle(
             })
             .collect(),
     };
-    let response = match shared.groups().sync(sync).await {
+    let response = match shared.groups().sync(sync, shared.topics()).await {
         Ok(synced) => {
             let response = SyncGroupResponse::default().with_assignment(synced.assignment);
             if version >= 5 {

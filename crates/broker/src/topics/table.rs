@@ -158,6 +158,10 @@ impl spool_coordinator::consumer::Topics for TopicTable {
         self.read().by_name.keys().cloned().collect()
     }
 
+    fn name_of(&self, id: uuid::Uuid) -> Option<String> {
+        Some(self.by_id(id)?.record.name.as_str().to_owned())
+    }
+
     fn version(&self) -> u64 {
         self.version.load(std::sync::atomic::Ordering::Relaxed)
     }

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::error::GroupError;
 
+pub(crate) mod classic;
 mod stored;
 
 #[derive(Debug, Default)]
@@ -159,6 +160,13 @@ impl ConsumerGroup {
             .members
             .get_mut(&id)
             .ok_or(GroupError::UnknownMemberId)?;
+        if member.classic.is_some() {
+            if !joining {
+                return Err(GroupError::UnknownMemberId);
+            }
+            // A classic member back with the consumer protocol, under the same id.
+            member.classic = None;
+        }
         if !joining {
             check_epoch(member, &request)?;
         }
@@ -476,6 +484,14 @@ impl ConsumerGroup {
             .members
             .get(member_id)
             .ok_or(GroupError::UnknownMemberId)?;
+        if member.classic.is_some() {
+            // A classic member commits with its generation, which is its epoch.
+            return if member_epoch == member.epoch {
+                Ok(())
+            } else {
+                Err(GroupError::IllegalGeneration)
+            };
+        }
         if !carries_epoch {
             return Err(GroupError::UnsupportedVersion);
         }
@@ -507,6 +523,7 @@ impl ConsumerGroup {
                     subscribed_topic_regex: m.regex.clone(),
                     assignment: m.assigned.clone(),
                     target_assignment: self.target.get(&m.id).unwrap_or(&empty).clone(),
+                    classic: m.classic.is_some(),
                 })
                 .collect(),
         }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use tokio::time::Instant;
 
 use super::Assignment;
@@ -61,6 +63,29 @@ pub(crate) struct Member {
     /// When it is fenced if it still has not given up its pending revocations, and
     /// the epoch it was at then.
     pub(crate) revocation_deadline: Option<(Instant, i32)>,
+    /// Set for a member of the classic protocol (a group being migrated).
+    pub(crate) classic: Option<ClassicMember>,
+}
+
+/// What a member of the classic protocol in a consumer-protocol group has besides:
+/// it joins, syncs and heartbeats with the classic APIs (`group/classic.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClassicMember {
+    pub(crate) session_timeout: Duration,
+    /// (name, metadata) in its order of preference.
+    pub(crate) protocols: Vec<(String, Bytes)>,
+    /// What its last SyncGroup gave it.
+    pub(crate) synced: Assignment,
+}
+
+impl ClassicMember {
+    /// The protocol it is answered with: its first.
+    pub(crate) fn protocol_name(&self) -> String {
+        self.protocols
+            .first()
+            .map(|(name, _)| name.clone())
+            .unwrap_or_default()
+    }
 }
 
 impl Member {
@@ -82,6 +107,7 @@ impl Member {
             rebalance_timeout: Duration::ZERO,
             session_deadline: now,
             revocation_deadline: None,
+            classic: None,
         }
     }
 

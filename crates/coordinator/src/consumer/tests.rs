@@ -39,6 +39,13 @@ impl Topics for FakeTopics {
         self.topics.keys().cloned().collect()
     }
 
+    fn name_of(&self, id: Uuid) -> Option<String> {
+        self.topics
+            .iter()
+            .find(|(_, topic)| topic.id == id)
+            .map(|(name, _)| name.clone())
+    }
+
     fn version(&self) -> u64 {
         self.version
     }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{GroupCoordinator, State};
-use crate::consumer::group::{ConsumerGroup, Settings};
+use crate::consumer::group::ConsumerGroup;
 use crate::consumer::{
     Assignor, ConsumerGroupDescription, GroupOverrides, HeartbeatRequest, HeartbeatResponse,
     JOIN_EPOCH, LEAVE_EPOCH, TEMPORARY_LEAVE_EPOCH, Topics,
@@ -28,7 +28,12 @@ impl GroupCoordinator {
         }
         let group_id = request.group_id.clone();
         match self.apply_heartbeat(request, version, topics, false) {
-            Applied::Done(result, incarnation) => {
+            Applied::Done(result, _) if result.is_err() => result,
+            Applied::Done(result, Outcome::Downgraded) => {
+                self.forget_downgraded(&group_id).await?;
+                result
+            }
+            Applied::Done(result, Outcome::Changed(incarnation)) => {
                 let response = result?;
                 self.save_consumer_group(&group_id, incarnation).await?;
                 Ok(response)
@@ -38,14 +43,19 @@ impl GroupCoordinator {
                 // other heartbeat makes a group of that id meanwhile.
                 let _writes = self.writes.lock().await;
                 self.take_on_group(&group_id).await?;
-                let Applied::Done(result, incarnation) =
+                let Applied::Done(result, outcome) =
                     self.apply_heartbeat(request, version, topics, true)
                 else {
                     return Err(GroupError::NotCoordinator);
                 };
                 let response = result?;
-                self.save_consumer_group_locked(&group_id, Some(incarnation))
-                    .await?;
+                match outcome {
+                    Outcome::Changed(incarnation) => {
+                        self.save_consumer_group_locked(&group_id, Some(incarnation))
+                            .await?;
+                    }
+                    Outcome::Downgraded => self.forget_consumer_group_locked(&group_id).await?,
+                }
                 Ok(response)
             }
         }
@@ -61,25 +71,28 @@ impl GroupCoordinator {
         topics: &dyn Topics,
         may_create: bool,
     ) -> Applied {
-        let settings = Settings {
-            config: &self.config.consumer,
-            now: self.now(),
-            version,
-        };
+        let settings = self.settings(version);
         let now_ms = self.config.clock.now_ms();
         let mut state = self.lock();
         let group_id = request.group_id.clone();
         let joining = request.member_epoch == JOIN_EPOCH;
+        let unchanged = Outcome::Changed(0);
         if !state.consumer_groups.contains_key(&group_id) {
             let classic = state.groups.get(&group_id).map(Group::has_members);
             if classic == Some(true) {
-                // Converting a classic group in place is not done yet: its members
-                // must leave first.
-                return Applied::Done(Err(GroupError::GroupIdNotFound), 0);
-            }
-            if classic.is_none() && !may_create {
+                // A consumer-protocol member joins a classic group: the group is
+                // converted, its members in it (the online migration).
+                if !joining {
+                    return Applied::Done(Err(GroupError::UnknownMemberId), unchanged);
+                }
+                if let Err(error) = self.upgrade(&mut state, &group_id, topics, &settings) {
+                    return Applied::Done(Err(error), unchanged);
+                }
+            } else if classic.is_none() && !may_create {
                 return Applied::NotInMemory(request);
             }
+        }
+        if !state.consumer_groups.contains_key(&group_id) {
             if !joining {
                 // Neither in memory nor in the store: a member of a group that was
                 // lost (or deleted) rejoins. (Kafka answers GROUP_ID_NOT_FOUND, which
@@ -89,7 +102,7 @@ impl GroupCoordinator {
                 } else {
                     GroupError::UnknownMemberId
                 };
-                return Applied::Done(Err(error), 0);
+                return Applied::Done(Err(error), unchanged);
             }
             state.groups.remove(&group_id);
             let overrides = state.group_overrides.get(&group_id).copied();
@@ -98,7 +111,7 @@ impl GroupCoordinator {
             state.consumer_groups.insert(group_id.clone(), group);
         }
         let Some(group) = state.consumer_groups.get_mut(&group_id) else {
-            return Applied::Done(Err(GroupError::GroupIdNotFound), 0);
+            return Applied::Done(Err(GroupError::GroupIdNotFound), unchanged);
         };
         let incarnation = group.incarnation;
         let result = group.heartbeat(request, topics, &settings);
@@ -107,7 +120,10 @@ impl GroupCoordinator {
             // A group made for a join that was refused is not kept.
             state.consumer_groups.remove(&group_id);
         }
-        Applied::Done(result, incarnation)
+        if result.is_ok() && self.downgrade_if_classic(&mut state, &group_id) {
+            return Applied::Done(result, Outcome::Downgraded);
+        }
+        Applied::Done(result, Outcome::Changed(incarnation))
     }
 
     /// The checks Kafka makes of a heartbeat before it looks at the group.
@@ -322,9 +338,17 @@ fn set_group_configs(
     }
 }
 
-/// What became of a heartbeat in memory: its outcome and the group's life it was
-/// applied to; or the group is not in memory (the request, back).
+/// What became of a heartbeat in memory, and what is to be written of it; or the
+/// group is not in memory (the request, back).
 enum Applied {
-    Done(Result<HeartbeatResponse, GroupError>, u64),
+    Done(Result<HeartbeatResponse, GroupError>, Outcome),
     NotInMemory(HeartbeatRequest),
+}
+
+/// What is to be written of a heartbeat's change.
+enum Outcome {
+    /// The group (of this incarnation) is written if it changed.
+    Changed(u64),
+    /// The group went back to the classic protocol: its stored state goes.
+    Downgraded,
 }

@@ -148,19 +148,25 @@ impl GroupCoordinator {
     }
 
     /// Writes what the coordinator's timers changed: groups whose members were
-    /// fenced, and groups forgotten.
+    /// fenced, groups forgotten, and groups gone back to the classic protocol.
     pub async fn save_timed_changes(&self) {
-        let (changed, forgotten) = {
+        let (changed, forgotten, downgraded) = {
             let mut state = self.lock();
             (
                 std::mem::take(&mut state.fenced_groups),
                 std::mem::take(&mut state.forgotten_groups),
+                std::mem::take(&mut state.downgraded_groups),
             )
         };
-        if changed.is_empty() && forgotten.is_empty() {
+        if changed.is_empty() && forgotten.is_empty() && downgraded.is_empty() {
             return;
         }
         let _writes = self.writes.lock().await;
+        for group_id in downgraded {
+            if !self.lock().consumer_groups.contains_key(&group_id) {
+                let _ = self.forget_consumer_group_locked(&group_id).await;
+            }
+        }
         for group_id in changed {
             let _ = self.save_consumer_group_locked(&group_id, None).await;
         }

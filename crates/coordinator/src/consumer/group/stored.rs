@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::ConsumerGroup;
-use crate::consumer::member::{Member, MemberState};
+use bytes::Bytes;
+
+use crate::consumer::member::{ClassicMember, Member, MemberState};
 use crate::consumer::{Assignment, GroupOverrides, PartitionCounts};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -43,6 +45,17 @@ struct StoredMember {
     regex: String,
     server_assignor: Option<String>,
     rebalance_timeout_ms: u64,
+    /// A member of the classic protocol.
+    #[serde(default)]
+    classic: Option<StoredClassic>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredClassic {
+    session_timeout_ms: u64,
+    /// (name, metadata).
+    protocols: Vec<(String, Vec<u8>)>,
+    synced: Assignment,
 }
 
 impl ConsumerGroup {
@@ -108,18 +121,43 @@ fn stored_member(member: &Member) -> StoredMember {
         subscribed_names: member.subscribed_names.clone(),
         regex: member.regex.clone(),
         server_assignor: member.server_assignor.clone(),
-        rebalance_timeout_ms: u64::try_from(member.rebalance_timeout.as_millis())
-            .unwrap_or(u64::MAX),
+        rebalance_timeout_ms: millis(member.rebalance_timeout),
+        classic: member.classic.as_ref().map(|classic| StoredClassic {
+            session_timeout_ms: millis(classic.session_timeout),
+            protocols: classic
+                .protocols
+                .iter()
+                .map(|(name, metadata)| (name.clone(), metadata.to_vec()))
+                .collect(),
+            synced: classic.synced.clone(),
+        }),
     }
 }
 
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A duration stored in ms, at most what the wire carries (an i32 of ms).
+fn from_millis(ms: u64) -> Duration {
+    Duration::from_millis(ms.min(u64::from(i32::MAX.unsigned_abs())))
+}
+
 fn member_of(stored: StoredMember, session_timeout: Duration, now: Instant) -> Member {
-    // A rebalance timeout comes from the wire as an i32 of ms.
-    let rebalance_timeout = Duration::from_millis(
-        stored
-            .rebalance_timeout_ms
-            .min(u64::from(i32::MAX.unsigned_abs())),
-    );
+    let rebalance_timeout = from_millis(stored.rebalance_timeout_ms);
+    let classic = stored.classic.map(|classic| ClassicMember {
+        session_timeout: from_millis(classic.session_timeout_ms),
+        protocols: classic
+            .protocols
+            .into_iter()
+            .map(|(name, metadata)| (name, Bytes::from(metadata)))
+            .collect(),
+        synced: classic.synced,
+    });
+    // A classic member's session is its own.
+    let session_timeout = classic
+        .as_ref()
+        .map_or(session_timeout, |classic| classic.session_timeout);
     let revocation_deadline = (stored.state == MemberState::UnrevokedPartitions)
         .then(|| (now + rebalance_timeout, stored.epoch));
     Member {
@@ -139,5 +177,6 @@ fn member_of(stored: StoredMember, session_timeout: Duration, now: Instant) -> M
         rebalance_timeout,
         session_deadline: now + session_timeout,
         revocation_deadline,
+        classic,
     }
 }
