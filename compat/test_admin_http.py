@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -174,7 +175,10 @@ def test_messages_of_real_clients_are_browsed_with_keys_values_and_headers(broke
     assert (status, error["error"]) == (400, "OFFSET_OUT_OF_RANGE")
 
 
-def test_a_consumer_groups_lag_is_shown_where_it_is_coordinated(broker):
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_consumer_groups_lag_is_shown_where_it_is_coordinated(broker, protocol):
+    """Either protocol's group (KIP-848's too): its type, state, members with their
+    assignments, and lag, from the broker that coordinates it."""
     topic = f"lagged-{uuid.uuid4().hex[:8]}"
     group = f"g-{topic}"
     create(broker, topic)
@@ -183,7 +187,8 @@ def test_a_consumer_groups_lag_is_shown_where_it_is_coordinated(broker):
         producer.produce(topic, value=str(i).encode(), partition=0)
     assert producer.flush(30) == 0
     consumer = Consumer({"bootstrap.servers": broker.address, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "group.protocol": protocol})
     consumer.subscribe([topic])
     taken = []
     deadline = time.time() + 30
@@ -195,9 +200,13 @@ def test_a_consumer_groups_lag_is_shown_where_it_is_coordinated(broker):
     admin = group_admin(broker, group)
     status, detail = get(f"{admin}/api/groups/{group}")
     assert status == 200, detail
-    assert detail["state"] == "Stable"
+    assert (detail["group_type"], detail["state"]) == (protocol, "Stable")
     assert len(detail["members"]) == 1
     assert detail["members"][0]["assignment"] == {topic: [0]}
+    status, listed = get(f"{admin}/api/groups")
+    assert status == 200, listed
+    (summary,) = [g for g in listed if g["group"] == group]
+    assert (summary["group_type"], summary["members"]) == (protocol, 1)
     (offset,) = detail["offsets"]
     assert (offset["committed"], offset["high_watermark"], offset["lag"]) == (4, 10, 6)
     for other in broker.admin_urls:

@@ -160,6 +160,22 @@ def test_admin_describes_and_lists_a_consumer_protocol_group(make_broker):
                           for tp in m.assignment.topic_partitions)
         assert assigned == [0, 1, 2]
 
+        # DescribeGroups answers for it too, as Kafka 4 does (kafka-python's admin
+        # client knows only that API).
+        described_classic = kafka_python_describe_groups(broker, "described-group")
+        assert described_classic["state"] == "Stable"
+        assert described_classic["protocol_type"] == "consumer"
+        assert sorted(described_classic["assigned"]) == [0, 1, 2]
+
+        # `spool group describe`: the type, the epochs, each member's assignment and target.
+        detail = spool_group_describe(broker, "described-group")
+        assert detail["group_type"] == "consumer"
+        epochs = detail["consumer_protocol"]
+        assert epochs["group_epoch"] >= 2 and epochs["assignment_epoch"] == epochs["group_epoch"]
+        assert sorted(p for m in detail["members"] for p in m["assignment"]["described"]) == [0, 1, 2]
+        assert all(m["protocol"] == "consumer" and m["member_epoch"] == epochs["group_epoch"]
+                   for m in epochs["members"])
+
         listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(timeout=10)
         assert [g.group_id for g in listed.valid] == ["described-group"]
         classic = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(timeout=10)
@@ -167,6 +183,33 @@ def test_admin_describes_and_lists_a_consumer_protocol_group(make_broker):
     finally:
         for m in members:
             m.stop()
+
+
+def kafka_python_describe_groups(broker, group):
+    """DescribeGroups through kafka-python's admin client: state, protocol type and
+    the partitions its members' assignments hold."""
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=broker.address)
+    try:
+        (described,) = admin.describe_consumer_groups([group])
+        # kafka-python decodes the consumer protocol's assignment bytes itself.
+        assigned = [tp.partition for member in described.members
+                    for tp in member.member_assignment.partitions()]
+        return {"state": described.state, "protocol_type": described.protocol_type,
+                "assigned": assigned}
+    finally:
+        admin.close()
+
+
+def spool_group_describe(broker, group):
+    import json
+    import subprocess
+    from conftest import SPOOL_BIN
+    run = subprocess.run([SPOOL_BIN, "group", "describe", group, "--format", "json",
+                          "--brokers", broker.address], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
 
 
 @pytest.mark.parametrize("assignor", ["uniform", "range"])

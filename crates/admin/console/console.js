@@ -285,10 +285,10 @@ async function groupList() {
   const groups = await api("/groups");
   page.replaceChildren(
     h("h1", {}, "Consumer groups"),
-    table(["Group", "State", "Members", "Lag"], groups.map(g => [
-      link(`#/groups/${encodeURIComponent(g.group)}`, g.group), h("span", { class: `pill ${g.state}` }, g.state),
-      g.members, g.lag.toLocaleString(),
-    ]), [2, 3]));
+    table(["Group", "Type", "State", "Members", "Lag"], groups.map(g => [
+      link(`#/groups/${encodeURIComponent(g.group)}`, g.group), g.group_type,
+      h("span", { class: `pill ${g.state}` }, g.state), g.members, g.lag.toLocaleString(),
+    ]), [3, 4]));
 }
 
 async function groupPage(id) {
@@ -297,7 +297,7 @@ async function groupPage(id) {
   page.replaceChildren(
     h("h1", {}, "Group ", group.group, " ", h("span", { class: `pill ${group.state}` }, group.state)),
     h("div", { class: "cards" }, card("Members", group.members.length), card("Total lag", total.toLocaleString()),
-      card("Protocol", group.protocol || "—")),
+      card("Type", group.group_type), card("Protocol", group.protocol || "—")),
     h("h2", {}, "Members"),
     table(["Member", "Client", "Host", "Assigned partitions"], group.members.map(m => [
       m.member_id, m.client_id, m.client_host,

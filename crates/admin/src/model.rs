@@ -252,6 +252,8 @@ pub struct Header {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupSummary {
     pub group: String,
+    /// `classic`, or `consumer` (KIP-848's protocol).
+    pub group_type: String,
     pub state: String,
     pub protocol_type: String,
     pub members: usize,
@@ -262,6 +264,8 @@ pub struct GroupSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupDetail {
     pub group: String,
+    /// `classic`, or `consumer` (KIP-848's protocol).
+    pub group_type: String,
     pub state: String,
     pub protocol_type: String,
     pub protocol: String,

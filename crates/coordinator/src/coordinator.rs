@@ -409,19 +409,15 @@ impl GroupCoordinator {
         )
     }
 
-    /// A classic group's state and members, as DescribeGroups reports them; `None`
-    /// if the coordinator knows nothing of it. A consumer-protocol group is `Dead`
-    /// to this API, as in Kafka (ConsumerGroupDescribe describes it).
+    /// A group's state and members, as DescribeGroups reports them; `None` if the
+    /// coordinator knows nothing of it. A consumer-protocol group is described as
+    /// Kafka 4 does: its state, its assignor as the protocol, each member's
+    /// subscription and assignment in the consumer protocol's bytes.
     #[must_use]
-    pub fn describe(&self, group_id: &str) -> Option<GroupDescription> {
+    pub fn describe(&self, group_id: &str, topics: &dyn Topics) -> Option<GroupDescription> {
         let state = self.lock();
-        if state.consumer_groups.contains_key(group_id) {
-            return Some(GroupDescription {
-                state: GroupState::Dead,
-                protocol_type: "consumer".to_owned(),
-                protocol: String::new(),
-                members: Vec::new(),
-            });
+        if let Some(group) = state.consumer_groups.get(group_id) {
+            return Some(group.describe_as_classic(&self.config.consumer, topics));
         }
         match state.groups.get(group_id) {
             Some(group) => Some(group.describe()),
@@ -429,7 +425,7 @@ impl GroupCoordinator {
                 .offsets
                 .contains_key(group_id)
                 .then(|| GroupDescription {
-                    state: GroupState::Empty,
+                    state: GroupState::Empty.name(),
                     protocol_type: String::new(),
                     protocol: String::new(),
                     members: Vec::new(),

@@ -145,7 +145,9 @@ pub struct MemberDescription {
 /// What DescribeGroups reports of a group.
 #[derive(Debug, Clone)]
 pub struct GroupDescription {
-    pub state: GroupState,
+    /// As Kafka names it: a classic group's [`GroupState`], or a consumer-protocol
+    /// group's state (`Assigning`, `Reconciling`, ...).
+    pub state: &'static str,
     pub protocol_type: String,
     pub protocol: String,
     pub members: Vec<MemberDescription>,
@@ -272,7 +274,7 @@ impl Group {
     pub(crate) fn describe(&self) -> GroupDescription {
         let protocol = self.protocol.as_deref();
         GroupDescription {
-            state: self.state,
+            state: self.state.name(),
             protocol_type: self.protocol_type.clone().unwrap_or_default(),
             protocol: self.protocol.clone().unwrap_or_default(),
             members: self

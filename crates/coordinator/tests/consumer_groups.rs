@@ -278,8 +278,8 @@ async fn a_classic_group_migrates_to_the_consumer_protocol_and_back() {
     assert_eq!(back.error, None);
     assert_eq!(back.leader, c1, "a classic group's leader assigns");
     assert_eq!(
-        groups.describe("g").unwrap().state,
-        GroupState::CompletingRebalance
+        groups.describe("g", &OneTopic).unwrap().state,
+        GroupState::CompletingRebalance.name()
     );
 }
 

@@ -361,7 +361,7 @@ async fn a_member_that_stops_heartbeating_is_removed_when_its_session_times_out(
     assert_eq!(joined.error, None);
     let members = |coordinator: &GroupCoordinator| {
         coordinator
-            .describe("g")
+            .describe("g", &NoTopics)
             .map_or(0, |group| group.members.len())
     };
 

@@ -79,6 +79,20 @@ pub fn subscription(metadata: &[u8]) -> Option<Subscription> {
     Some(Subscription { topics, owned })
 }
 
+/// A subscription to these topics (version 0, no user data), as DescribeGroups
+/// reports a consumer-protocol member's.
+#[must_use]
+pub fn encode_subscription(topics: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0i16.to_be_bytes());
+    put_len(&mut out, topics.len());
+    for topic in topics {
+        put_string(&mut out, topic);
+    }
+    out.extend_from_slice(&(-1i32).to_be_bytes()); // no user data
+    out
+}
+
 /// An assignment of these partitions (version 0, no user data), as a classic
 /// member's SyncGroup answer carries it.
 #[must_use]
@@ -100,6 +114,17 @@ pub fn encode_assignment(partitions: &[(String, Vec<i32>)]) -> Vec<u8> {
     }
     out.extend_from_slice(&(-1i32).to_be_bytes()); // no user data
     out
+}
+
+/// A string, cut at the 32,767 bytes its length can say (topic names are far
+/// shorter).
+fn put_string(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    let bytes = bytes
+        .get(..usize::from(i16::MAX.unsigned_abs()))
+        .unwrap_or(bytes);
+    out.extend_from_slice(&i16::try_from(bytes.len()).unwrap_or(i16::MAX).to_be_bytes());
+    out.extend_from_slice(bytes);
 }
 
 fn put_len(out: &mut Vec<u8>, len: usize) {
@@ -178,6 +203,15 @@ mod tests {
         for cut in 12..metadata.len() {
             assert_eq!(subscription(&metadata[..cut]), None, "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn an_encoded_subscription_reads_back() {
+        let topics = vec!["orders".to_owned(), "payments".to_owned()];
+        assert_eq!(
+            subscribed_topics(&encode_subscription(&topics)),
+            Some(topics)
+        );
     }
 
     #[test]

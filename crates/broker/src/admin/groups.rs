@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use spool_admin::{ApiError, GroupDetail, GroupMember, GroupOffset, GroupSummary, OffsetReset};
-use spool_coordinator::{CommitOffset, CommitRequest, GroupError};
+use spool_coordinator::{CommitOffset, CommitRequest, GroupError, GroupType};
 use spool_protocol::consumer_protocol;
 
 use super::bounds::partition_bounds;
@@ -32,6 +32,7 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
                 .filter_map(|partition| partition.lag)
                 .sum();
                 GroupSummary {
+                    group_type: listing.group_type.name().to_owned(),
                     state: listing.state.to_owned(),
                     protocol_type: listing.protocol_type,
                     group: listing.group_id,
@@ -47,7 +48,7 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
 
 pub(super) async fn describe(shared: &Arc<Shared>, id: &str) -> Result<GroupDetail, ApiError> {
     coordinated_here(shared, id)?;
-    let Some(group) = shared.groups().describe(id) else {
+    let Some(group) = shared.groups().describe(id, shared.topics()) else {
         return Err(kafka_error(
             code::GROUP_ID_NOT_FOUND,
             format!("group {id} has no members and no committed offsets"),
@@ -75,9 +76,15 @@ pub(super) async fn describe(shared: &Arc<Shared>, id: &str) -> Result<GroupDeta
             .await
             .map_err(|error| kafka_error(error.code(), error.to_string()))?
     };
+    let group_type = if shared.groups().is_consumer_group(id) {
+        GroupType::Consumer
+    } else {
+        GroupType::Classic
+    };
     Ok(GroupDetail {
         group: id.to_owned(),
-        state: group.state.name().to_owned(),
+        group_type: group_type.name().to_owned(),
+        state: group.state.to_owned(),
         protocol_type: group.protocol_type,
         protocol: group.protocol,
         members,
@@ -159,7 +166,7 @@ pub(super) async fn reset_offsets(
     coordinated_here(shared, id)?;
     if shared
         .groups()
-        .describe(id)
+        .describe(id, shared.topics())
         .is_some_and(|group| !group.members.is_empty())
     {
         return Err(group_refusal(id, GroupError::NonEmptyGroup));

@@ -39,7 +39,7 @@ pub(crate) async fn handle(
                     .with_error_code(code::GROUP_AUTHORIZATION_FAILED);
             }
             let owned = shared.groups().owns(name);
-            let described = shared.groups().describe(name);
+            let described = shared.groups().describe(name, shared.topics());
             let mut group = DescribedGroup::default();
             if version >= 3 && request.include_authorized_operations {
                 group =
@@ -72,7 +72,7 @@ pub(crate) async fn handle(
                 })
                 .collect();
             group
-                .with_group_state(StrBytes::from_static_str(described.state.name()))
+                .with_group_state(StrBytes::from_static_str(described.state))
                 .with_protocol_type(StrBytes::from_string(described.protocol_type))
                 .with_protocol_data(StrBytes::from_string(described.protocol))
                 .with_members(members)

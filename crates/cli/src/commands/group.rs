@@ -10,6 +10,7 @@ use spool_protocol::consumer_protocol::assigned_partitions;
 
 use crate::client::{CliConsumer, ClientArgs};
 use crate::commands::consume::{Start, parse_start};
+use crate::commands::group_epochs::{ConsumerView, consumer_view};
 use crate::commands::topic;
 use crate::error::CliError;
 use crate::output::{self, Format, OutcomeKind};
@@ -43,7 +44,7 @@ pub(crate) enum GroupCommand {
 pub(crate) async fn run(command: GroupCommand, client: &ClientArgs) -> Result<(), CliError> {
     match command {
         GroupCommand::List => list(client),
-        GroupCommand::Describe { group } => describe(client, &group),
+        GroupCommand::Describe { group } => describe(client, &group).await,
         GroupCommand::Delete { groups } => delete(client, &groups).await,
         GroupCommand::Seek {
             group,
@@ -224,11 +225,16 @@ fn lag(
 struct GroupDetail {
     #[serde(flatten)]
     group: GroupView,
+    /// `classic`, or `consumer` (KIP-848).
+    group_type: &'static str,
+    /// A consumer-protocol group's epochs and members' epochs and targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    consumer_protocol: Option<ConsumerView>,
     offsets: Vec<PartitionLag>,
     total_lag: i64,
 }
 
-fn describe(client: &ClientArgs, group: &str) -> Result<(), CliError> {
+async fn describe(client: &ClientArgs, group: &str) -> Result<(), CliError> {
     let view = groups(client, Some(group))?
         .into_iter()
         .find(|g| g.group == group)
@@ -237,9 +243,16 @@ fn describe(client: &ClientArgs, group: &str) -> Result<(), CliError> {
     if view.state == "Dead" && offsets.is_empty() {
         return Err(CliError::NotFound(format!("group {group} does not exist")));
     }
+    let consumer_protocol = consumer_view(client, group).await?;
     let detail = GroupDetail {
         total_lag: offsets.iter().map(|o| o.lag).sum(),
         group: view,
+        group_type: if consumer_protocol.is_some() {
+            "consumer"
+        } else {
+            "classic"
+        },
+        consumer_protocol,
         offsets,
     };
     match client.format {
@@ -252,32 +265,63 @@ fn describe(client: &ClientArgs, group: &str) -> Result<(), CliError> {
 fn print_detail(detail: &GroupDetail) {
     let group = &detail.group;
     println!("GROUP      {}", group.group);
+    println!("TYPE       {}", detail.group_type);
     println!("STATE      {}", group.state);
     println!(
         "PROTOCOL   {}",
         format!("{} {}", group.protocol_type, group.protocol).trim()
     );
+    if let Some(consumer) = &detail.consumer_protocol {
+        println!(
+            "EPOCHS     group {}, assignment {} (assignor {})",
+            consumer.group_epoch, consumer.assignment_epoch, consumer.assignor
+        );
+    }
     println!("MEMBERS    {}", group.members.len());
     println!("TOTAL-LAG  {}", detail.total_lag);
     output::heading("MEMBERS");
-    let mut members = output::table(["MEMBER-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"]);
-    for m in &group.members {
-        let assignment: Vec<String> = m
-            .assignment
-            .iter()
-            .map(|(topic, partitions)| {
-                let list: Vec<String> = partitions.iter().map(ToString::to_string).collect();
-                format!("{topic}[{}]", list.join(","))
-            })
-            .collect();
-        members.add_row([
-            m.member_id.clone(),
-            m.client_id.clone(),
-            m.host.clone(),
-            assignment.join(" "),
-        ]);
+    match &detail.consumer_protocol {
+        None => {
+            let mut members = output::table(["MEMBER-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"]);
+            for m in &group.members {
+                members.add_row([
+                    m.member_id.clone(),
+                    m.client_id.clone(),
+                    m.host.clone(),
+                    partitions_text(&m.assignment),
+                ]);
+            }
+            output::print_table(&members, "none");
+        }
+        Some(consumer) => {
+            let mut members = output::table([
+                "MEMBER-ID",
+                "CLIENT-ID",
+                "HOST",
+                "PROTOCOL",
+                "EPOCH",
+                "ASSIGNMENT",
+                "TARGET",
+            ]);
+            for m in &group.members {
+                let epochs = consumer.members.iter().find(|c| c.member_id == m.member_id);
+                members.add_row([
+                    m.member_id.clone(),
+                    m.client_id.clone(),
+                    m.host.clone(),
+                    epochs.map(|c| c.protocol.clone()).unwrap_or_default(),
+                    epochs
+                        .map(|c| c.member_epoch.to_string())
+                        .unwrap_or_default(),
+                    partitions_text(&m.assignment),
+                    epochs
+                        .map(|c| partitions_text(&c.target))
+                        .unwrap_or_default(),
+                ]);
+            }
+            output::print_table(&members, "none");
+        }
     }
-    output::print_table(&members, "none");
     output::heading("OFFSETS");
     let mut offsets = output::table([
         "TOPIC",
@@ -298,6 +342,18 @@ fn print_detail(detail: &GroupDetail) {
         ]);
     }
     output::print_table(&offsets, "none");
+}
+
+/// `topic[0,1] other[3]`.
+fn partitions_text(assignment: &BTreeMap<String, Vec<i32>>) -> String {
+    assignment
+        .iter()
+        .map(|(topic, partitions)| {
+            let list: Vec<String> = partitions.iter().map(ToString::to_string).collect();
+            format!("{topic}[{}]", list.join(","))
+        })
+        .collect::<Vec<String>>()
+        .join(" ")
 }
 
 async fn delete(client: &ClientArgs, names: &[String]) -> Result<(), CliError> {

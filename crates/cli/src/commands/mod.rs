@@ -7,6 +7,7 @@ pub(crate) mod cluster_status;
 pub(crate) mod consume;
 pub(crate) mod faultcheck;
 pub(crate) mod group;
+pub(crate) mod group_epochs;
 pub(crate) mod produce;
 pub(crate) mod quota;
 pub(crate) mod template;

@@ -25,6 +25,7 @@ use crate::consumer::member::{ClassicMember, Member, MemberState};
 use crate::consumer::{Assignment, Topics};
 use crate::error::GroupError;
 use crate::group::migration::MigratingMember;
+use crate::group::{GroupDescription, MemberDescription};
 
 /// A classic member's JoinGroup, as the group needs it.
 #[derive(Debug, Clone)]
@@ -287,6 +288,55 @@ impl ConsumerGroup {
             .max()
             .unwrap_or(self.epoch);
         (generation, members)
+    }
+}
+
+impl ConsumerGroup {
+    /// The group as DescribeGroups reports it (Kafka 4 answers it for
+    /// consumer-protocol groups too): its state, its assignor as the protocol, each
+    /// member's subscription and assignment as the consumer protocol encodes them.
+    pub(crate) fn describe_as_classic(
+        &self,
+        config: &crate::consumer::ConsumerGroupConfig,
+        topics: &dyn Topics,
+    ) -> GroupDescription {
+        let members = self
+            .members
+            .values()
+            .map(|member| {
+                let metadata = match &member.classic {
+                    Some(classic) => classic
+                        .protocols
+                        .first()
+                        .map(|(_, metadata)| metadata.clone())
+                        .unwrap_or_default(),
+                    None => {
+                        let mut names = member.subscribed_names.clone();
+                        if let Some(matched) = self.member_topics.get(&member.id) {
+                            names.extend(matched.keys().filter_map(|id| topics.name_of(*id)));
+                        }
+                        names.sort();
+                        names.dedup();
+                        Bytes::from(consumer_protocol::encode_subscription(&names))
+                    }
+                };
+                let assigned = by_topic_name(&member.assigned, topics);
+                MemberDescription {
+                    member_id: member.id.clone(),
+                    group_instance_id: member.instance_id.clone(),
+                    client_id: member.client_id.clone(),
+                    client_host: member.client_host.clone(),
+                    metadata,
+                    assignment: Bytes::from(consumer_protocol::encode_assignment(&assigned)),
+                }
+            })
+            .collect();
+        GroupDescription {
+            state: self.state().name(),
+            protocol_type: "consumer".to_owned(),
+            protocol: self.assignor(config).name().to_owned(),
+            members,
+        }
     }
 }
 
