@@ -212,3 +212,31 @@ def test_kcat_lists_only_the_topics_alice_may_describe(secured):
                   "-X", "sasl.mechanisms=PLAIN", "-X", f"sasl.username={ALICE[0]}",
                   "-X", f"sasl.password={ALICE[1]}", "-L").decode()
     assert seen in listed and hidden not in listed
+
+
+def test_a_regular_expression_matches_only_topics_alice_may_describe(secured):
+    """KIP-848's broker-side regular expressions: a consumer-protocol member is
+    assigned only the matching topics its principal may DESCRIBE, as in Kafka."""
+    import time
+    admin = admin_of(secured)
+    make_alice(admin)
+    suffix = uuid.uuid4().hex[:6]
+    visible, hidden = f"rx{suffix}-visible", f"rx{suffix}-hidden"
+    wait(admin.create_topics([NewTopic(visible, 2, 1), NewTopic(hidden, 2, 1)]))
+    group = f"rx-{suffix}"
+    wait(admin.create_acls([allow(ResourceType.GROUP, group, AclOperation.READ),
+                            allow(ResourceType.TOPIC, visible, AclOperation.READ)]))
+    consumer = Consumer({"bootstrap.servers": secured.address, **sasl(ALICE),
+                         "group.id": group, "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([f"^rx{suffix}-.*"])
+        deadline = time.time() + 30
+        while not consumer.assignment() and time.time() < deadline:
+            consumer.poll(0.2)
+        time.sleep(1)
+        consumer.poll(0.2)
+        assert {tp.topic for tp in consumer.assignment()} == {visible}
+        assert {tp.partition for tp in consumer.assignment()} == {0, 1}
+    finally:
+        consumer.close()

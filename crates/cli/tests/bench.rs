@@ -177,3 +177,58 @@ async fn an_impossible_workload_is_a_usage_error() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
     }
 }
+
+/// A smoke run of `spool bench rebalance`: every protocol, one trial of a small
+/// group, against a broker with short consumer-protocol heartbeats.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rebalance_bench_reports_each_protocol() {
+    let broker = TestBroker::start_with(&[
+        ("group.initial.rebalance.delay.ms", "0"),
+        ("group.consumer.min.heartbeat.interval.ms", "100"),
+        ("group.consumer.heartbeat.interval.ms", "500"),
+    ])
+    .await;
+    let report = bench(
+        &broker,
+        &[
+            "rebalance",
+            "--partitions",
+            "6",
+            "--members",
+            "2",
+            "--trials",
+            "1",
+            "--rate",
+            "200",
+            "--settle-timeout",
+            "60",
+        ],
+    )
+    .await;
+    let results = report["results"].as_array().unwrap();
+    let protocols: Vec<&str> = results
+        .iter()
+        .map(|r| r["protocol"].as_str().unwrap())
+        .collect();
+    assert_eq!(protocols, ["eager", "cooperative", "consumer"], "{report}");
+    for result in results {
+        for change in ["join", "leave"] {
+            let cost = &result[change][0];
+            assert!(cost["settle_ms"].as_u64().unwrap() > 0, "{report}");
+            assert!(cost["moved"].as_u64().unwrap() >= 1, "{report}");
+            assert!(
+                cost["revoked"].as_u64().unwrap() >= cost["kept_revoked"].as_u64().unwrap(),
+                "{report}"
+            );
+        }
+        assert!(result["produced"].as_u64().unwrap() > 0, "{report}");
+    }
+    // Eager members give everything up; incremental ones keep what they keep.
+    assert!(
+        results[0]["join"][0]["kept_revoked"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    for incremental in &results[1..] {
+        assert_eq!(incremental["join"][0]["kept_revoked"], 0, "{report}");
+    }
+}

@@ -13,6 +13,7 @@ mod consumer;
 pub mod limits;
 mod producer;
 mod progress;
+pub mod rebalance;
 mod recorder;
 pub mod run;
 mod topics;

@@ -13,12 +13,14 @@ use kafka_protocol::messages::{
     ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
-use spool_coordinator::consumer::{Assignment, HeartbeatRequest};
+use spool_coordinator::consumer::{Assignment, HeartbeatRequest, TopicInfo, Topics};
 use spool_security::acl::Operation;
+use spool_security::authorizer::Access;
 
 use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, group_error_code};
 use crate::shared::Shared;
+use crate::topics::TopicTable;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::ConsumerGroupHeartbeat,
@@ -42,6 +44,10 @@ pub(crate) async fn handle(
     {
         return refused(code::TOPIC_AUTHORIZATION_FAILED, None);
     }
+    let visible = Described {
+        topics: shared.topics(),
+        access: &context.access,
+    };
     let heartbeat = HeartbeatRequest {
         group_id: request.group_id.0.to_string(),
         member_id: request.member_id.to_string(),
@@ -76,7 +82,7 @@ pub(crate) async fn handle(
     );
     let outcome = shared
         .groups()
-        .consumer_heartbeat(heartbeat, context.version, shared.topics())
+        .consumer_heartbeat(heartbeat, context.version, &visible)
         .await;
     let answer = match outcome {
         Ok(answer) => answer,
@@ -124,4 +130,33 @@ fn refused(error_code: i16, message: Option<String>) -> ResponseKind {
             .with_error_code(error_code)
             .with_error_message(message.map(StrBytes::from_string)),
     )
+}
+
+/// The topics as the member may see them: a regular expression matches only those it
+/// may DESCRIBE, as Kafka filters them (with the rights of the member whose heartbeat
+/// matched the expression again: the group's members usually share a principal).
+/// Named topics are checked before (`TOPIC_AUTHORIZATION_FAILED`).
+struct Described<'a> {
+    topics: &'a TopicTable,
+    access: &'a Access,
+}
+
+impl Topics for Described<'_> {
+    fn by_name(&self, name: &str) -> Option<TopicInfo> {
+        self.topics.by_name(name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names = self.topics.names();
+        names.retain(|name| self.access.topic(Operation::Describe, name));
+        names
+    }
+
+    fn name_of(&self, id: uuid::Uuid) -> Option<String> {
+        self.topics.name_of(id)
+    }
+
+    fn version(&self) -> u64 {
+        self.topics.version()
+    }
 }

@@ -17,6 +17,10 @@ pub(crate) enum BenchCommand {
     Consume(Workload),
     /// Producers and consumers together: end-to-end latency at a rate.
     E2e(Workload),
+    /// Rebalance cost of each group protocol (classic eager, classic cooperative,
+    /// KIP-848's consumer protocol): a member joins, then one leaves; how long until
+    /// every partition is owned again, what was revoked, what was read twice.
+    Rebalance(spool_loadgen::rebalance::Rebalance),
     /// Failover in a cluster over shared storage: how long partitions are unavailable
     /// when their leader is killed, stopped (SIGTERM) or drained, and when a broker
     /// joins. Starts its own brokers (`spool serve` processes).
@@ -50,6 +54,10 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
                 }
                 BenchCommand::E2e(workload) => {
                     report(spool_loadgen::end_to_end(&brokers, &workload)?)
+                }
+                BenchCommand::Rebalance(settings) => {
+                    let report = spool_loadgen::rebalance::run(&brokers, &settings)?;
+                    Ok((report.to_text(), serde_json::json!(report)))
                 }
                 BenchCommand::Failover(failover) => {
                     let report =
