@@ -163,3 +163,104 @@ async fn a_regex_subscription_picks_up_a_topic_created_later() {
     let expected: BTreeSet<String> = (100..104).map(|n| format!("record-{n}")).collect();
     assert_eq!(got, expected);
 }
+
+fn classic_member(broker: &TestBroker, group: &str) -> BaseConsumer {
+    config(broker)
+        .set("group.id", group)
+        .set("partition.assignment.strategy", "cooperative-sticky")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "500")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap()
+}
+
+/// Polls `consumers` until their assignments are disjoint, cover `partitions` and
+/// `ready` holds of them.
+fn settle(
+    consumers: &[&BaseConsumer],
+    partitions: usize,
+    ready: impl Fn(&[BTreeSet<i32>]) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for consumer in consumers {
+            let _ = consumer.poll(Duration::from_millis(50));
+        }
+        let held: Vec<BTreeSet<i32>> = consumers.iter().map(|c| assigned(c)).collect();
+        let union: BTreeSet<i32> = held.iter().flatten().copied().collect();
+        let total: usize = held.iter().map(BTreeSet::len).sum();
+        if union.len() == partitions && total == partitions && ready(&held) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "assignments {held:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_classic_group_is_migrated_to_the_consumer_protocol_and_back() {
+    let broker = TestBroker::start_with(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    create_topic(&broker, "migrating", 4).await;
+    let classic = classic_member(&broker, "migrating-group");
+    classic.subscribe(&["migrating"]).unwrap();
+    settle(&[&classic], 4, |_| true);
+
+    // A consumer-protocol member joins: the classic member gives half up.
+    let upgraded = member(&broker, "migrating-group");
+    upgraded.subscribe(&["migrating"]).unwrap();
+    settle(&[&classic, &upgraded], 4, |held| {
+        held.iter().all(|h| h.len() == 2)
+    });
+    produce(&broker, "migrating", 4, 20, 0).await;
+    let read = poll_until(&[&classic, &upgraded], 60, |read| {
+        read.iter().map(Vec::len).sum::<usize>() >= 20
+    });
+    assert!(read.iter().all(|r| !r.is_empty()), "both consume: {read:?}");
+
+    // It leaves: the group is classic again, and the classic member takes all.
+    upgraded.unsubscribe();
+    drop(upgraded);
+    settle(&[&classic], 4, |_| true);
+    produce(&broker, "migrating", 4, 8, 20).await;
+    let read = poll_until(&[&classic], 60, |read| read[0].len() >= 8);
+    let got: BTreeSet<String> = read[0].iter().cloned().collect();
+    let expected: BTreeSet<String> = (20..28).map(|n| format!("record-{n}")).collect();
+    assert_eq!(got, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_static_member_comes_back_to_its_partitions() {
+    let broker = TestBroker::start_with(&[
+        ("group.consumer.min.session.timeout.ms", "1000"),
+        ("group.consumer.session.timeout.ms", "20000"),
+        ("group.consumer.min.heartbeat.interval.ms", "100"),
+        ("group.consumer.heartbeat.interval.ms", "300"),
+    ])
+    .await;
+    create_topic(&broker, "static", 4).await;
+    let static_member = |instance: &str| -> BaseConsumer {
+        config(&broker)
+            .set("group.id", "static-group")
+            .set("group.protocol", "consumer")
+            .set("group.instance.id", instance)
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap()
+    };
+    let (a, b) = (static_member("a"), static_member("b"));
+    a.subscribe(&["static"]).unwrap();
+    b.subscribe(&["static"]).unwrap();
+    settle(&[&a, &b], 4, |held| held.iter().all(|h| h.len() == 2));
+    let had = assigned(&a);
+    // `a` closes (a static member leaves for a while: epoch -2) and comes back
+    // under the same instance id: the same partitions, b unmoved.
+    drop(a);
+    let b_had = assigned(&b);
+    let a = static_member("a");
+    a.subscribe(&["static"]).unwrap();
+    settle(&[&a, &b], 4, |held| held.iter().all(|h| h.len() == 2));
+    assert_eq!(assigned(&a), had);
+    assert_eq!(assigned(&b), b_had);
+}
