@@ -115,15 +115,27 @@ impl LogManager {
         store
             .sync_dir(store_root)
             .map_err(LogError::io("fsync directory", store_root))?;
+        let mut removed_empty = false;
         for topic in store.list_dir(&root).map_err(LogError::io("list", &root))? {
             let Ok(name) = TopicName::new(topic.name.clone()) else {
                 continue;
             };
             let topic_dir = root.join(&topic.name);
-            for partition in store
+            let entries = store
                 .list_dir(&topic_dir)
-                .map_err(LogError::io("list", &topic_dir))?
-            {
+                .map_err(LogError::io("list", &topic_dir))?;
+            if entries.is_empty() {
+                // A deletion cut after its last partition and before the topic's
+                // directory (`delete_partition`), or a creation cut before its first
+                // partition: nothing in it, and nothing else would ever remove it.
+                tracing::info!(topic = %topic.name, "removing an empty topic directory");
+                store
+                    .remove_dir_all(&topic_dir)
+                    .map_err(LogError::io("delete", &topic_dir))?;
+                removed_empty = true;
+                continue;
+            }
+            for partition in entries {
                 if let Ok(id) = partition.name.parse::<i32>() {
                     slots.insert(
                         TopicPartition::new(name.clone(), id),
@@ -131,6 +143,11 @@ impl LogManager {
                     );
                 }
             }
+        }
+        if removed_empty {
+            store
+                .sync_dir(&root)
+                .map_err(LogError::io("fsync directory", &root))?;
         }
         tracing::info!(partitions = slots.len(), "log manager found partitions");
         let shared = Arc::new(Shared {

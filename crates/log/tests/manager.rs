@@ -263,3 +263,26 @@ fn shutdown_never_waits_forever_for_a_flush_thread() {
         .recv_timeout(Duration::from_secs(120))
         .expect("3000 opens and shutdowns finish");
 }
+
+#[test]
+fn an_empty_topic_directory_left_by_a_cut_deletion_is_removed_at_open() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    {
+        let manager = LogManager::open(store.clone(), ManagerConfig::default()).unwrap();
+        manager.create_partition(&partition("kept", 0)).unwrap();
+        manager.shutdown().unwrap();
+    }
+    // What a crash between a deleted topic's last partition and its directory leaves.
+    store
+        .create_dir_all(std::path::Path::new("topics/doomed"))
+        .unwrap();
+    let manager = LogManager::open(store.clone(), ManagerConfig::default()).unwrap();
+    let topics: Vec<String> = store
+        .list_dir(std::path::Path::new("topics"))
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.name)
+        .collect();
+    assert_eq!(topics, vec!["kept".to_owned()]);
+    assert_eq!(manager.partitions(), vec![partition("kept", 0)]);
+}
