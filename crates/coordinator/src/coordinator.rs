@@ -84,6 +84,14 @@ impl State {
         self.incarnations
     }
 
+    /// A group's overrides of the consumer protocol's settings (none: the broker's).
+    pub(super) fn overrides_of(&self, group_id: &str) -> GroupOverrides {
+        self.group_overrides
+            .get(group_id)
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// Whether a group of either protocol is known by that id.
     pub(super) fn has_group(&self, group_id: &str) -> bool {
         self.groups.contains_key(group_id) || self.consumer_groups.contains_key(group_id)
@@ -494,8 +502,9 @@ impl GroupCoordinator {
     }
 
     /// The coordinator's timers, until `stop` turns true: sessions and rebalance
-    /// timeouts every `tick` (what they change written to the store), and, in a task of its own (it waits for the store),
-    /// offset expiry every `offsets.retention.check.interval.ms`.
+    /// timeouts every `tick` (what they change written to the store), and, in a task
+    /// of its own (it waits for the store), offset expiry every
+    /// `offsets.retention.check.interval.ms`.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let expiry = tokio::spawn(self.clone().expire_periodically(stop.clone()));
         let mut ticks = tokio::time::interval(self.config.tick);

@@ -936,7 +936,7 @@ fn subscription_of(protocols: &[(String, Bytes)], protocol: Option<&str>) -> Opt
 }
 
 /// A member id: the client id and a random part, as Kafka makes them.
-fn new_member_id(client_id: &str) -> String {
+pub(crate) fn new_member_id(client_id: &str) -> String {
     format!("{client_id}-{}", uuid::Uuid::new_v4())
 }
 

@@ -105,8 +105,7 @@ impl GroupCoordinator {
                 return Applied::Done(Err(error), unchanged);
             }
             state.groups.remove(&group_id);
-            let overrides = state.group_overrides.get(&group_id).copied();
-            let mut group = ConsumerGroup::with_overrides(overrides.unwrap_or_default());
+            let mut group = ConsumerGroup::with_overrides(state.overrides_of(&group_id));
             group.incarnation = state.next_incarnation();
             state.consumer_groups.insert(group_id.clone(), group);
         }
@@ -203,17 +202,11 @@ impl GroupCoordinator {
                 return Err(GroupError::GroupIdNotFound);
             }
         }
-        let stored = self.store.group_state(group_id).await.map_err(|error| {
-            tracing::error!(group = group_id, %error, "reading a group's state failed");
-            GroupError::StorageFailed
-        })?;
-        let text = stored.ok_or(GroupError::GroupIdNotFound)?;
-        let overrides = self
-            .lock()
-            .group_overrides
-            .get(group_id)
-            .copied()
-            .unwrap_or_default();
+        let text = self
+            .stored_state(group_id)
+            .await?
+            .ok_or(GroupError::GroupIdNotFound)?;
+        let overrides = self.lock().overrides_of(group_id);
         let group = ConsumerGroup::from_stored(&text, overrides, Duration::ZERO, self.now())
             .map_err(|_| GroupError::GroupIdNotFound)?;
         Ok(group.describe(&self.config.consumer))

@@ -20,22 +20,28 @@ impl GroupCoordinator {
         Ok(())
     }
 
-    /// Takes on a group this coordinator does not have in memory: claims it (which
-    /// reads its committed offsets) and reads its state, if the store keeps one.
+    /// Takes on a group this coordinator does not have in memory, if the store keeps
+    /// its state: claims it (which reads its committed offsets), then reads the state
+    /// again under the claim (another coordinator may have written it meanwhile). A
+    /// group the store does not keep (a new one, the usual case) costs one read.
     /// The caller holds the `writes` lock.
     pub(super) async fn take_on_group(&self, group_id: &str) -> Result<(), GroupError> {
-        if self.lock().has_group(group_id) {
+        if self.lock().has_group(group_id) || self.stored_state(group_id).await?.is_none() {
             return Ok(());
         }
         self.coordinator_epoch(group_id).await?;
-        let stored = self.store.group_state(group_id).await.map_err(|error| {
-            tracing::error!(group = group_id, %error, "reading a group's state failed");
-            GroupError::StorageFailed
-        })?;
-        if let Some(text) = stored {
+        if let Some(text) = self.stored_state(group_id).await? {
             self.insert_stored(group_id, &text);
         }
         Ok(())
+    }
+
+    /// A group's state as the store keeps it.
+    pub(super) async fn stored_state(&self, group_id: &str) -> Result<Option<String>, GroupError> {
+        self.store.group_state(group_id).await.map_err(|error| {
+            tracing::error!(group = group_id, %error, "reading a group's state failed");
+            GroupError::StorageFailed
+        })
     }
 
     /// Puts a stored group in memory, unless one of that id is there already.
@@ -44,11 +50,7 @@ impl GroupCoordinator {
         if state.has_group(group_id) {
             return;
         }
-        let overrides = state
-            .group_overrides
-            .get(group_id)
-            .copied()
-            .unwrap_or_default();
+        let overrides = state.overrides_of(group_id);
         let session_timeout = overrides
             .session_timeout
             .unwrap_or(self.config.consumer.session_timeout);

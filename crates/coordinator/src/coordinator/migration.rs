@@ -11,7 +11,7 @@ use crate::consumer::Topics;
 use crate::consumer::group::classic::{ClassicJoin, by_topic_name};
 use crate::consumer::group::{ConsumerGroup, Settings};
 use crate::error::GroupError;
-use crate::group::{Group, JoinRequest, JoinResponse, SyncRequest, SyncResponse};
+use crate::group::{Group, JoinRequest, JoinResponse, SyncRequest, SyncResponse, new_member_id};
 
 impl GroupCoordinator {
     /// A JoinGroup to a consumer-protocol group with members: `None` if the group
@@ -48,7 +48,7 @@ impl GroupCoordinator {
             };
             let mut member_id = request.member_id.clone();
             if member_id.is_empty() {
-                member_id = format!("{}-{}", request.client_id, uuid::Uuid::new_v4());
+                member_id = new_member_id(&request.client_id);
                 if request.require_known_member_id {
                     return Some(JoinResponse::failed(
                         GroupError::MemberIdRequired,
@@ -189,11 +189,7 @@ impl GroupCoordinator {
         };
         let count = members.len();
         let mut group = ConsumerGroup::from_classic(generation, members, topics, settings);
-        group.overrides = state
-            .group_overrides
-            .get(group_id)
-            .copied()
-            .unwrap_or_default();
+        group.overrides = state.overrides_of(group_id);
         group.incarnation = state.next_incarnation();
         state.groups.remove(group_id);
         state.consumer_groups.insert(group_id.to_owned(), group);
