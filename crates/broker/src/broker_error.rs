@@ -25,6 +25,8 @@ pub enum BrokerError {
     Security(String),
     #[error("consumer group settings: {0}")]
     ConsumerGroups(String),
+    #[error("share group settings: {0}")]
+    ShareGroups(String),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: SocketAddr,

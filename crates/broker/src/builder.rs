@@ -85,6 +85,10 @@ impl BrokerBuilder {
             .consumer
             .check()
             .map_err(BrokerError::ConsumerGroups)?;
+        config
+            .share_groups
+            .check()
+            .map_err(BrokerError::ShareGroups)?;
         match log_store {
             None => Broker::start_locked(config, objects, metadata).await,
             Some(store) => Broker::start_from(config, store, objects, metadata).await,

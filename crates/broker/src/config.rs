@@ -13,6 +13,7 @@ pub use spool_shared_storage::StorageConfig;
 
 mod consumer_group_settings;
 mod security_settings;
+mod share_group_settings;
 
 use crate::topic_configs::{self, BrokerSynonym};
 use crate::topics::{check_config, default_config_values};
@@ -48,6 +49,8 @@ pub struct BrokerConfig {
     pub topic_default_settings: BTreeMap<String, String>,
     /// How consumer groups are run (`group.*`, `offsets.*` settings).
     pub groups: CoordinatorConfig,
+    /// How share groups are run (`group.share.*` settings).
+    pub share_groups: spool_share::settings::ShareBrokerSettings,
     /// How transactions are run (`transaction.*`, `transactional.id.*` settings).
     pub transactions: TxnConfig,
     /// The clock every time-driven part of the broker reads (sessions, transaction
@@ -161,6 +164,7 @@ impl Default for BrokerConfig {
             default_partitions: 1,
             topic_default_settings: BTreeMap::new(),
             groups: CoordinatorConfig::default(),
+            share_groups: spool_share::settings::ShareBrokerSettings::default(),
             transactions: TxnConfig::default(),
             clock: Clock::System,
             io_threads: 8,
@@ -202,6 +206,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(security_settings::SECURITY_SETTINGS.iter())
         .chain(security_settings::OAUTH_SETTINGS.iter())
         .chain(consumer_group_settings::CONSUMER_GROUP_SETTINGS.iter())
+        .chain(share_group_settings::SHARE_GROUP_SETTINGS.iter())
 }
 
 const SETTINGS: [Setting; 38] = [

@@ -79,6 +79,27 @@ pub(crate) mod code {
     pub(crate) const GROUP_MAX_SIZE_REACHED: i16 = E::GroupMaxSizeReached.code();
     pub(crate) const INVALID_REGULAR_EXPRESSION: i16 = E::InvalidRegularExpression.code();
     pub(crate) const UNSUPPORTED_ASSIGNOR: i16 = E::UnsupportedAssignor.code();
+    pub(crate) const INVALID_RECORD_STATE: i16 = E::InvalidRecordState.code();
+    pub(crate) const SHARE_SESSION_NOT_FOUND: i16 = E::ShareSessionNotFound.code();
+    pub(crate) const INVALID_SHARE_SESSION_EPOCH: i16 = E::InvalidShareSessionEpoch.code();
+    pub(crate) const SHARE_SESSION_LIMIT_REACHED: i16 = E::ShareSessionLimitReached.code();
+}
+
+/// The Kafka error code for a share-group refusal.
+pub(crate) fn share_error_code(error: &spool_share::ShareError) -> i16 {
+    use spool_share::ShareError;
+    match error {
+        ShareError::InvalidRequest(_) => code::INVALID_REQUEST,
+        ShareError::InvalidRecordState(_) => code::INVALID_RECORD_STATE,
+        ShareError::SessionNotFound { .. } => code::SHARE_SESSION_NOT_FOUND,
+        ShareError::InvalidSessionEpoch { .. } => code::INVALID_SHARE_SESSION_EPOCH,
+        ShareError::SessionLimitReached(_) => code::SHARE_SESSION_LIMIT_REACHED,
+        ShareError::UnknownMember { .. } => code::UNKNOWN_MEMBER_ID,
+        ShareError::FencedMemberEpoch { .. } => code::FENCED_MEMBER_EPOCH,
+        ShareError::GroupMaxSizeReached { .. } => code::GROUP_MAX_SIZE_REACHED,
+        // Kafka's answer to a share heartbeat for a consumer group's id.
+        ShareError::NotShareGroup(_) => code::GROUP_ID_NOT_FOUND,
+    }
 }
 
 /// The Kafka error code for a group coordinator error.

@@ -32,6 +32,7 @@ mod partitions;
 mod producer_ids;
 mod response;
 mod server;
+mod share;
 mod shared;
 mod store_binding;
 mod topic_configs;

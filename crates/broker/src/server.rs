@@ -307,6 +307,7 @@ impl Broker {
             metadata: metadata.clone(),
             partitions,
             groups: groups.clone(),
+            share: crate::share::ShareService::new(config.share_groups.max_share_sessions),
             transactions: transactions.clone(),
             producer_ids,
             cluster_id: "spool-cluster".to_owned(),
@@ -330,6 +331,7 @@ impl Broker {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(groups.run(stopped.clone()));
         tokio::spawn(transactions.run(stopped.clone()));
+        tokio::spawn(crate::share::run(shared.clone(), stopped.clone()));
         tokio::spawn(crate::delayed::delivery::run(
             shared.clone(),
             stopped.clone(),

@@ -34,6 +34,8 @@ pub(crate) struct SharedParts {
     /// The topics, their partitions' logs, shared storage and who leads what.
     pub(crate) partitions: Arc<Partitions>,
     pub(crate) groups: Arc<GroupCoordinator>,
+    /// Share groups: members, sessions and the share-partitions led here.
+    pub(crate) share: crate::share::ShareService,
     pub(crate) transactions: Arc<TransactionCoordinator>,
     pub(crate) producer_ids: Arc<ProducerIds>,
     pub(crate) cluster_id: String,
@@ -93,6 +95,10 @@ impl Shared {
 
     pub(crate) fn groups(&self) -> &Arc<GroupCoordinator> {
         &self.parts.groups
+    }
+
+    pub(crate) fn share(&self) -> &crate::share::ShareService {
+        &self.parts.share
     }
 
     pub(crate) fn transactions(&self) -> &Arc<TransactionCoordinator> {

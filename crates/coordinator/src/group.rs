@@ -94,7 +94,8 @@ pub struct JoinResponse {
 }
 
 impl JoinResponse {
-    pub(crate) fn failed(error: GroupError, member_id: &str) -> JoinResponse {
+    /// A refused join: the error, no generation, no members.
+    pub fn failed(error: GroupError, member_id: &str) -> JoinResponse {
         JoinResponse {
             error: Some(error),
             generation: -1,

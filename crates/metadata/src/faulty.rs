@@ -15,7 +15,8 @@ use crate::{
     ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, GroupStates, Leadership,
     MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove, PartitionState,
     PendingHolds, QuotaEntity, QuotaRecord, Result, ScramCredentialRecord, ScramCredentials,
-    StoredRange, TopicRecord, TransactionRecord, Transactions, TxnMarker, TxnUpdate,
+    SharePartitionRecord, SharePartitions, StoredRange, TopicRecord, TransactionRecord,
+    Transactions, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -574,5 +575,40 @@ impl GroupStates for FaultyMetadata {
     async fn group_configs(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
         self.check_up()?;
         self.inner.group_configs().await
+    }
+}
+
+#[async_trait::async_trait]
+impl SharePartitions for FaultyMetadata {
+    async fn claim_share_partition(
+        &self,
+        group: &str,
+        topic_id: Uuid,
+        partition: i32,
+        state_epoch: i32,
+    ) -> Result<Option<SharePartitionRecord>> {
+        self.check_up()?;
+        self.inner
+            .claim_share_partition(group, topic_id, partition, state_epoch)
+            .await
+    }
+
+    async fn save_share_partition(&self, record: &SharePartitionRecord) -> Result<()> {
+        self.check_up()?;
+        self.inner.save_share_partition(record).await
+    }
+
+    async fn share_partitions(&self, group: Option<&str>) -> Result<Vec<SharePartitionRecord>> {
+        self.check_up()?;
+        self.inner.share_partitions(group).await
+    }
+
+    async fn delete_share_partitions(
+        &self,
+        group: &str,
+        partitions: Option<&[(Uuid, i32)]>,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner.delete_share_partitions(group, partitions).await
     }
 }

@@ -35,6 +35,8 @@ mod postgres;
 mod quotas;
 mod quotas_sql;
 mod records;
+mod share_partitions;
+mod share_partitions_sql;
 mod sql;
 mod sqlite;
 mod store;
@@ -57,6 +59,7 @@ pub use group_states::GroupStates;
 pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use records::{CommittedOffset, ConfigChange, TopicRecord};
+pub use share_partitions::{SharePartitionRecord, SharePartitions};
 pub use sqlite::SqliteStore;
 pub use store::MetadataStore;
 pub use transactions::{

@@ -39,3 +39,4 @@ crate::credentials_sql::impl_scram_credentials!(PostgresStore);
 crate::acls_sql::impl_acls!(PostgresStore);
 crate::quotas_sql::impl_client_quotas!(PostgresStore);
 crate::group_states_sql::impl_group_states!(PostgresStore);
+crate::share_partitions_sql::impl_share_partitions!(PostgresStore);

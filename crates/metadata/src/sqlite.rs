@@ -59,6 +59,7 @@ crate::credentials_sql::impl_scram_credentials!(SqliteStore);
 crate::acls_sql::impl_acls!(SqliteStore);
 crate::quotas_sql::impl_client_quotas!(SqliteStore);
 crate::group_states_sql::impl_group_states!(SqliteStore);
+crate::share_partitions_sql::impl_share_partitions!(SqliteStore);
 
 #[cfg(test)]
 mod tests {

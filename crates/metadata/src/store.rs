@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::{
     Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
-    GroupStates, Result, ScramCredentials, TopicRecord, Transactions,
+    GroupStates, Result, ScramCredentials, SharePartitions, TopicRecord, Transactions,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -21,6 +21,7 @@ pub trait MetadataStore:
     + Acls
     + ClientQuotas
     + GroupStates
+    + SharePartitions
     + Send
     + Sync
     + std::fmt::Debug

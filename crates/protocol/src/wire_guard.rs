@@ -21,6 +21,7 @@
 
 pub mod group_shapes;
 pub mod shapes;
+pub mod share_shapes;
 
 /// How a field is laid out on the wire.
 #[derive(Debug, Clone, Copy)]

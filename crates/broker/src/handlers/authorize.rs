@@ -10,7 +10,8 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AlterUserScramCredentialsResponse, ConsumerGroupHeartbeatResponse,
     DescribeUserScramCredentialsResponse, EndTxnResponse, HeartbeatResponse,
     InitProducerIdResponse, JoinGroupResponse, LeaveGroupResponse, ProducerId, RequestKind,
-    ResponseKind, SyncGroupResponse,
+    ResponseKind, ShareAcknowledgeResponse, ShareFetchResponse, ShareGroupHeartbeatResponse,
+    SyncGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -40,6 +41,19 @@ pub(crate) fn refusal(body: &RequestKind, context: &RequestContext) -> Option<Re
         RequestKind::ConsumerGroupHeartbeat(r) if group(&r.group_id) => {
             Some(ResponseKind::ConsumerGroupHeartbeat(
                 ConsumerGroupHeartbeatResponse::default().with_error_code(group_denied),
+            ))
+        }
+        RequestKind::ShareGroupHeartbeat(r) if group(&r.group_id) => {
+            Some(ResponseKind::ShareGroupHeartbeat(
+                ShareGroupHeartbeatResponse::default().with_error_code(group_denied),
+            ))
+        }
+        RequestKind::ShareFetch(r) if group(named(r.group_id.as_ref())) => Some(
+            ResponseKind::ShareFetch(ShareFetchResponse::default().with_error_code(group_denied)),
+        ),
+        RequestKind::ShareAcknowledge(r) if group(named(r.group_id.as_ref())) => {
+            Some(ResponseKind::ShareAcknowledge(
+                ShareAcknowledgeResponse::default().with_error_code(group_denied),
             ))
         }
         RequestKind::InitProducerId(r) => {
@@ -102,6 +116,11 @@ pub(crate) fn refusal(body: &RequestKind, context: &RequestContext) -> Option<Re
         }
         _ => None,
     }
+}
+
+/// A nullable group id as a name (null as the empty one).
+fn named(group_id: Option<&kafka_protocol::messages::GroupId>) -> &str {
+    group_id.map_or("", |id| id.0.as_str())
 }
 
 fn denied(context: &RequestContext, operation: Operation) -> StrBytes {

@@ -44,6 +44,15 @@ pub(crate) async fn handle(
     {
         return refused(code::TOPIC_AUTHORIZATION_FAILED, None);
     }
+    if shared.share().has_members(&request.group_id) {
+        return refused(
+            code::GROUP_ID_NOT_FOUND,
+            Some(format!(
+                "group {} is a share group",
+                request.group_id.0.as_str()
+            )),
+        );
+    }
     let visible = Described {
         topics: shared.topics(),
         access: &context.access,

@@ -52,7 +52,15 @@ pub(crate) async fn handle(
             .collect(),
         require_known_member_id: version >= 4,
     };
-    let answer = shared.groups().join(join, shared.topics()).await;
+    let answer = if shared.share().has_members(&join.group_id) {
+        // The id is a share group's.
+        spool_coordinator::JoinResponse::failed(
+            spool_coordinator::GroupError::InconsistentGroupProtocol,
+            &join.member_id,
+        )
+    } else {
+        shared.groups().join(join, shared.topics()).await
+    };
     let members = answer
         .members
         .into_iter()

@@ -45,6 +45,9 @@ mod per_partition;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
+mod share_acknowledge;
+mod share_fetch;
+mod share_group_heartbeat;
 mod sync_group;
 #[cfg(test)]
 mod tests;
@@ -135,6 +138,9 @@ apis! {
     client_quotas::ALTER_API => AlterClientQuotas: client_quotas::alter,
     consumer_group_heartbeat::API => ConsumerGroupHeartbeat: consumer_group_heartbeat::handle,
     consumer_group_describe::API => ConsumerGroupDescribe: consumer_group_describe::handle,
+    share_group_heartbeat::API => ShareGroupHeartbeat: share_group_heartbeat::handle,
+    share_fetch::API => ShareFetch: share_fetch::handle,
+    share_acknowledge::API => ShareAcknowledge: share_acknowledge::handle,
 }
 
 fn declared(key: ApiKey) -> Option<&'static ApiDecl> {

@@ -35,6 +35,8 @@ use crate::partitions::PartitionError;
 use crate::server::Broker;
 use crate::shared::Shared;
 
+mod share;
+
 /// A broker in this process, with nothing on disk but its data directory's own
 /// files (the lock, the store binding, the instance id).
 struct InProcess {

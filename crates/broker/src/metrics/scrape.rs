@@ -95,6 +95,7 @@ impl Collector for StateCollector {
         delayed(&mut encoder, shared)?;
         views(&mut encoder, shared)?;
         groups(&mut encoder, shared)?;
+        share_groups(&mut encoder, shared)?;
         object_storage(&mut encoder, shared)?;
         cluster(&mut encoder, shared)
     }
@@ -121,6 +122,52 @@ fn counter(
 ) -> std::fmt::Result {
     let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
     ConstCounter::new(value.load(Ordering::Relaxed)).encode(metric)
+}
+
+/// Share groups (KIP-932): what the share-partitions led here did.
+fn share_groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
+    let stats = &shared.share().stats;
+    let counters = [
+        (
+            "share_records_acquired",
+            "Records handed to share consumers (each delivery once)",
+            &stats.acquired,
+        ),
+        (
+            "share_records_redelivered",
+            "Deliveries after the first (released, or a lock ran out)",
+            &stats.redelivered,
+        ),
+        (
+            "share_records_accepted",
+            "Records share consumers acknowledged with Accept",
+            &stats.accepted,
+        ),
+        (
+            "share_records_released",
+            "Records given back (Release, a closed or expired session)",
+            &stats.released,
+        ),
+        (
+            "share_records_rejected",
+            "Records share consumers acknowledged with Reject",
+            &stats.rejected,
+        ),
+        (
+            "share_lock_expiries",
+            "Acquired records whose acquisition lock ran out",
+            &stats.lock_expiries,
+        ),
+        (
+            "share_dead_letters",
+            "Records archived as undeliverable (rejected, or at the delivery count limit)",
+            &stats.dead_letters,
+        ),
+    ];
+    for (name, help, value) in counters {
+        counter(encoder, name, help, value)?;
+    }
+    Ok(())
 }
 
 fn histogram(

@@ -3,7 +3,7 @@
 //! first flexible version). Only structure: names are in comments.
 
 use super::Kind::{Bytes, Fixed, Scalars, String, Strings, Struct, Structs, Tagged};
-use super::{Field, Shape, between, from, group_shapes};
+use super::{Field, Shape, between, from, group_shapes, share_shapes};
 
 const INT8: super::Kind = Fixed(1);
 const INT16: super::Kind = Fixed(2);
@@ -368,6 +368,10 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         66 => Some(&group_shapes::LIST_TRANSACTIONS),
         68 => Some(&group_shapes::CONSUMER_GROUP_HEARTBEAT),
         69 => Some(&group_shapes::CONSUMER_GROUP_DESCRIBE),
+        76 => Some(&share_shapes::SHARE_GROUP_HEARTBEAT),
+        77 => Some(&share_shapes::SHARE_GROUP_DESCRIBE),
+        78 => Some(&share_shapes::SHARE_FETCH),
+        79 => Some(&share_shapes::SHARE_ACKNOWLEDGE),
         17 => Some(&SASL_HANDSHAKE),
         36 => Some(&SASL_AUTHENTICATE),
         50 => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS),

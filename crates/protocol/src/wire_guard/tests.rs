@@ -33,6 +33,7 @@ use proptest::prelude::*;
 use super::*;
 
 mod group_samples;
+mod share_samples;
 
 fn name(s: &'static str) -> TopicName {
     TopicName(StrBytes::from_static_str(s))
@@ -405,6 +406,7 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
         &|v| encoded(&alter_quotas, v),
     );
     out.extend(group_samples::samples());
+    out.extend(share_samples::samples());
     out
 }
 

@@ -1,0 +1,224 @@
+"""Share groups (KIP-932) with confluent-kafka's ShareConsumer (librdkafka 2.15+):
+several consumers read one partition and each record goes to one of them; a released
+record comes back with a higher delivery count; a rejected one, or one delivered as
+often as the limit allows, is not delivered again; a consumer that stops holding
+records loses them when its lock runs out; acknowledgements survive kill -9 of the
+broker; the group's settings are GROUP configs set through the AdminClient."""
+
+import time
+
+import confluent_kafka
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   NewTopic, ResourceType)
+
+from test_groups import wait_until
+
+# Locks as short as tests want them (Kafka's floor is 15 s).
+SETTINGS = ("group.share.min.record.lock.duration.ms=1000",)
+
+
+def create(broker, topic, partitions=1):
+    admin = AdminClient({"bootstrap.servers": broker.address, **broker.client})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=10)
+
+
+def produce(broker, topic, count, prefix="r"):
+    producer = Producer({"bootstrap.servers": broker.address, "acks": "all", "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, value=f"{prefix}{i}".encode(), partition=0)
+    assert producer.flush(10) == 0
+
+
+def configure(broker, group, **configs):
+    """Sets a share group's GROUP configs (Kafka's names, dots as underscores)."""
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    entries = [ConfigEntry(name.replace("_", "."), str(value),
+                           incremental_operation=AlterConfigOpType.SET)
+               for name, value in configs.items()]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=10)
+
+
+def consumer(broker, group, topic, explicit=False, **extra):
+    config = {"bootstrap.servers": broker.address, "group.id": group, **extra}
+    if explicit:
+        config["share.acknowledgement.mode"] = "explicit"
+    c = ShareConsumer(config)
+    c.subscribe([topic])
+    return c
+
+
+def records(messages):
+    out = []
+    for m in messages:
+        assert m.error() is None, m.error()
+        out.append(m)
+    return out
+
+
+def poll_until(c, want, timeout=30, handle=None):
+    """Polls `c` until `want` records came (each passed to `handle`), or the timeout."""
+    got = []
+    deadline = time.time() + timeout
+    while len(got) < want and time.time() < deadline:
+        for m in records(c.poll(0.5)):
+            got.append(m)
+            if handle:
+                handle(m)
+    return got
+
+
+def test_the_client_has_share_consumers():
+    version = tuple(int(n) for n in confluent_kafka.libversion()[0].split(".")[:2])
+    assert version >= (2, 15), confluent_kafka.libversion()
+
+
+def test_consumers_on_one_partition_share_its_records_once_each(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "queue")
+    configure(broker, "workers", share_auto_offset_reset="earliest")
+    produce(broker, "queue", 300)
+    a = consumer(broker, "workers", "queue", **{"max.poll.records": 20})
+    b = consumer(broker, "workers", "queue", **{"max.poll.records": 20})
+    seen = {"a": [], "b": []}
+    try:
+        deadline = time.time() + 60
+        while len(seen["a"]) + len(seen["b"]) < 300 and time.time() < deadline:
+            for name, c in (("a", a), ("b", b)):
+                seen[name] += [(m.offset(), m.delivery_count()) for m in records(c.poll(0.2))]
+        # Implicit mode: the last poll's records are accepted by the next poll.
+        a.poll(0.5)
+        b.poll(0.5)
+    finally:
+        a.close()
+        b.close()
+    offsets = [o for name in seen for o, _ in seen[name]]
+    assert sorted(offsets) == list(range(300)), "each record to exactly one consumer"
+    assert seen["a"] and seen["b"], f"both consumers got records: {len(seen['a'])}, {len(seen['b'])}"
+    assert {count for name in seen for _, count in seen[name]} == {1}
+
+    # Everything was accepted: a new member of the group gets nothing old.
+    late = consumer(broker, "workers", "queue")
+    try:
+        produce(broker, "queue", 1, prefix="new")
+        got = poll_until(late, 1)
+        assert [m.value() for m in got] == [b"new0"]
+    finally:
+        late.close()
+
+
+def test_a_released_record_comes_back_with_a_higher_delivery_count(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "retry")
+    configure(broker, "retriers", share_auto_offset_reset="earliest")
+    produce(broker, "retry", 5)
+    c = consumer(broker, "retriers", "retry", explicit=True)
+    deliveries = []
+
+    def handle(m):
+        deliveries.append((m.offset(), m.delivery_count()))
+        released = m.offset() == 2 and m.delivery_count() == 1
+        c.acknowledge(m, AcknowledgeType.RELEASE if released else AcknowledgeType.ACCEPT)
+
+    try:
+        poll_until(c, 6, handle=handle)
+        result = c.commit_sync()
+        assert all(error is None for error in result.values()), result
+    finally:
+        c.close()
+    assert sorted(deliveries) == [(0, 1), (1, 1), (2, 1), (2, 2), (3, 1), (4, 1)]
+
+
+def test_rejected_records_and_those_past_the_limit_are_not_delivered_again(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "poison")
+    configure(broker, "strict", share_auto_offset_reset="earliest", share_delivery_count_limit=2)
+    produce(broker, "poison", 3)
+    c = consumer(broker, "strict", "poison", explicit=True)
+    deliveries = []
+
+    def handle(m):
+        deliveries.append((m.offset(), m.delivery_count()))
+        kind = {0: AcknowledgeType.REJECT, 1: AcknowledgeType.RELEASE}.get(m.offset(),
+                                                                          AcknowledgeType.ACCEPT)
+        c.acknowledge(m, kind)
+
+    try:
+        poll_until(c, 4, handle=handle)
+        # Nothing more comes: 0 was rejected, 1 reached its limit of two deliveries.
+        extra = poll_until(c, 1, timeout=3, handle=handle)
+        assert extra == []
+    finally:
+        c.close()
+    assert sorted(deliveries) == [(0, 1), (1, 1), (1, 2), (2, 1)]
+
+
+def test_records_held_past_their_lock_go_to_another_consumer(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "locks")
+    configure(broker, "lockers", share_auto_offset_reset="earliest",
+              share_record_lock_duration_ms=2000)
+    produce(broker, "locks", 3)
+    slow = consumer(broker, "lockers", "locks", explicit=True)
+    fast = consumer(broker, "lockers", "locks")
+    try:
+        held = poll_until(slow, 3)
+        assert sorted(m.offset() for m in held) == [0, 1, 2]
+        started = time.time()
+        taken = poll_until(fast, 3, timeout=20)
+        waited = time.time() - started
+        assert sorted((m.offset(), m.delivery_count()) for m in taken) == [(0, 2), (1, 2), (2, 2)]
+        assert waited >= 1.0, f"redelivered after {waited:.1f} s, before the 2 s lock ran out"
+        fast.poll(0.5)  # accepts them
+        # The slow consumer's locks are gone: its acknowledgements fail.
+        for m in held:
+            slow.acknowledge(m, AcknowledgeType.ACCEPT)
+        result = slow.commit_sync()
+        assert result and all(error is not None for error in result.values()), result
+    finally:
+        slow.close()
+        fast.close()
+
+
+def test_acknowledgements_survive_kill9_of_the_broker(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "durable")
+    configure(broker, "keepers", share_auto_offset_reset="earliest")
+    produce(broker, "durable", 10)
+    c = consumer(broker, "keepers", "durable", explicit=True, **{"max.poll.records": 4})
+    accepted = []
+    try:
+        for m in poll_until(c, 4):
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+            accepted.append(m.offset())
+        result = c.commit_sync()
+        assert all(error is None for error in result.values()), result
+    finally:
+        broker.kill9()
+        c.close()
+    broker.start()
+    after = consumer(broker, "keepers", "durable")
+    try:
+        rest = poll_until(after, 10 - len(accepted), timeout=40)
+        after.poll(0.5)
+    finally:
+        after.close()
+    assert sorted(m.offset() for m in rest) == sorted(set(range(10)) - set(accepted))
+
+
+def test_share_group_configs_are_checked_and_described(make_broker):
+    broker = make_broker(*SETTINGS)
+    with pytest.raises(confluent_kafka.KafkaException):
+        configure(broker, "checked", share_delivery_count_limit=1)
+    with pytest.raises(confluent_kafka.KafkaException):
+        configure(broker, "checked", errors_deadletterqueue_topic_name="not-prefixed")
+    configure(broker, "checked", share_record_lock_duration_ms=5000)
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    resource = ConfigResource(ResourceType.GROUP, "checked")
+    described = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert described["share.record.lock.duration.ms"].value == "5000"
+    assert described["share.delivery.count.limit"].value == "5"
+    assert described["share.auto.offset.reset"].value == "latest"

@@ -1,0 +1,108 @@
+//! Share-partition states against every backend (see `conformance.rs`): written and
+//! replaced, fenced by the state epoch (a claim at a later epoch shuts out earlier
+//! writers; a claim at an earlier one is refused), listed by group, deleted, and
+//! gone with their topic.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    unreachable_pub
+)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use spool_metadata::{MetadataError, MetadataStore, SharePartitionRecord, TopicRecord};
+use spool_model::TopicName;
+use uuid::Uuid;
+
+async fn topic(store: &Arc<dyn MetadataStore>) -> Uuid {
+    let record = TopicRecord {
+        name: TopicName::new(format!("t{}", Uuid::new_v4().simple())).unwrap(),
+        id: Uuid::new_v4(),
+        partitions: 2,
+        configs: BTreeMap::new(),
+    };
+    store.create_topic(&record).await.unwrap();
+    record.id
+}
+
+fn record(group: &str, topic_id: Uuid, epoch: i32, start: i64) -> SharePartitionRecord {
+    SharePartitionRecord {
+        group: group.to_owned(),
+        topic_id,
+        partition: 0,
+        state_epoch: epoch,
+        start_offset: start,
+        state: format!("{{\"start\":{start}}}"),
+    }
+}
+
+#[tokio::test]
+async fn a_share_partition_is_saved_claimed_fenced_and_deleted() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let t = topic(&store).await;
+        assert_eq!(
+            store.claim_share_partition("g", t, 0, 1).await.unwrap(),
+            None,
+            "{label}"
+        );
+        store
+            .save_share_partition(&record("g", t, 1, 5))
+            .await
+            .unwrap();
+        store
+            .save_share_partition(&record("g", t, 1, 7))
+            .await
+            .unwrap();
+
+        let claimed = store.claim_share_partition("g", t, 0, 3).await.unwrap();
+        assert_eq!(claimed, Some(record("g", t, 3, 7)), "{label}");
+        let stale = store.save_share_partition(&record("g", t, 2, 9)).await;
+        assert!(
+            matches!(stale, Err(MetadataError::Fenced { .. })),
+            "{label}: {stale:?}"
+        );
+        let stale = store.claim_share_partition("g", t, 0, 2).await;
+        assert!(
+            matches!(stale, Err(MetadataError::Fenced { .. })),
+            "{label}: {stale:?}"
+        );
+        store
+            .save_share_partition(&record("g", t, 3, 9))
+            .await
+            .unwrap();
+        store
+            .save_share_partition(&record("h", t, 1, 1))
+            .await
+            .unwrap();
+        drop(store);
+
+        let store = backend.open().await;
+        let of_g = store.share_partitions(Some("g")).await.unwrap();
+        assert_eq!(of_g, vec![record("g", t, 3, 9)], "{label}");
+        assert_eq!(
+            store.share_partitions(None).await.unwrap().len(),
+            2,
+            "{label}"
+        );
+        store
+            .delete_share_partitions("g", Some(&[(t, 0)]))
+            .await
+            .unwrap();
+        assert!(
+            store.share_partitions(Some("g")).await.unwrap().is_empty(),
+            "{label}"
+        );
+        store.delete_topic(t).await.unwrap();
+        assert!(
+            store.share_partitions(None).await.unwrap().is_empty(),
+            "{label}: gone with the topic"
+        );
+    }
+}
