@@ -32,7 +32,7 @@ def produce(broker, topic, count, prefix="r"):
 
 
 def configure(broker, group, **configs):
-    """Sets a share group's GROUP configs (Kafka's names, dots as underscores)."""
+    """Sets a share group's GROUP configs (their names with dots as underscores)."""
     admin = AdminClient({"bootstrap.servers": broker.address})
     entries = [ConfigEntry(name.replace("_", "."), str(value),
                            incremental_operation=AlterConfigOpType.SET)
@@ -132,10 +132,32 @@ def test_a_released_record_comes_back_with_a_higher_delivery_count(make_broker):
     assert sorted(deliveries) == [(0, 1), (1, 1), (2, 1), (2, 2), (3, 1), (4, 1)]
 
 
-def test_rejected_records_and_those_past_the_limit_are_not_delivered_again(make_broker):
+def read_all(broker, topic, count, timeout=20):
+    """The first `count` records of `topic`, read by a plain consumer."""
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": broker.address, "group.id": f"reader-{topic}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    got = []
+    deadline = time.time() + timeout
+    try:
+        while len(got) < count and time.time() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m)
+    finally:
+        c.close()
+    return got
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_rejected_records_and_those_past_the_limit_become_dead_letters(make_broker, copy):
     broker = make_broker(*SETTINGS)
     create(broker, "poison")
-    configure(broker, "strict", share_auto_offset_reset="earliest", share_delivery_count_limit=2)
+    configure(broker, "strict", share_auto_offset_reset="earliest", share_delivery_count_limit=2,
+              errors_deadletterqueue_topic_name="dlq.poison",
+              errors_deadletterqueue_auto_create_topics_enable="true",
+              errors_deadletterqueue_copy_record_enable=str(copy).lower())
     produce(broker, "poison", 3)
     c = consumer(broker, "strict", "poison", explicit=True)
     deliveries = []
@@ -154,6 +176,24 @@ def test_rejected_records_and_those_past_the_limit_are_not_delivered_again(make_
     finally:
         c.close()
     assert sorted(deliveries) == [(0, 1), (1, 1), (1, 2), (2, 1)]
+
+    letters = read_all(broker, "dlq.poison", 2)
+    assert len(letters) == 2, "one dead letter each for 0 and 1"
+    by_offset = {}
+    for letter in letters:
+        headers = {k: v.decode() for k, v in letter.headers() if k.startswith("__dlq.")}
+        by_offset[int(headers["__dlq.errors.offset"])] = (headers, letter.value())
+    assert sorted(by_offset) == [0, 1]
+    rejected, limited = by_offset[0][0], by_offset[1][0]
+    assert rejected["__dlq.errors.topic"] == "poison"
+    assert rejected["__dlq.errors.partition"] == "0"
+    assert rejected["__dlq.errors.group"] == "strict"
+    assert rejected["__dlq.errors.delivery.count"] == "1"
+    assert "rejected" in rejected["__dlq.errors.message"]
+    assert limited["__dlq.errors.delivery.count"] == "2"
+    assert "limit" in limited["__dlq.errors.message"]
+    values = [by_offset[offset][1] for offset in (0, 1)]
+    assert values == ([b"r0", b"r1"] if copy else [None, None])
 
 
 def test_records_held_past_their_lock_go_to_another_consumer(make_broker):
@@ -222,3 +262,28 @@ def test_share_group_configs_are_checked_and_described(make_broker):
     assert described["share.record.lock.duration.ms"].value == "5000"
     assert described["share.delivery.count.limit"].value == "5"
     assert described["share.auto.offset.reset"].value == "latest"
+
+
+def test_a_released_record_waits_out_the_groups_backoff(make_broker):
+    broker = make_broker(*SETTINGS)
+    create(broker, "backoff")
+    configure(broker, "patient", share_auto_offset_reset="earliest",
+              spool_share_release_backoff_ms="1500,3000")
+    produce(broker, "backoff", 1)
+    c = consumer(broker, "patient", "backoff", explicit=True)
+    deliveries = []
+
+    def handle(m):
+        deliveries.append((m.delivery_count(), time.time()))
+        c.acknowledge(m, AcknowledgeType.RELEASE if m.delivery_count() < 3
+                      else AcknowledgeType.ACCEPT)
+        c.commit_sync()
+
+    try:
+        poll_until(c, 3, timeout=30, handle=handle)
+    finally:
+        c.close()
+    assert [count for count, _ in deliveries] == [1, 2, 3]
+    (_, first), (_, second), (_, third) = deliveries
+    assert second - first >= 1.4, f"redelivered after {second - first:.2f} s, before 1.5 s"
+    assert third - second >= 2.9, f"redelivered after {third - second:.2f} s, before 3 s"

@@ -60,6 +60,7 @@ pub(crate) struct ShareStats {
     pub(crate) rejected: AtomicU64,
     pub(crate) lock_expiries: AtomicU64,
     pub(crate) dead_letters: AtomicU64,
+    pub(crate) dead_letters_written: AtomicU64,
 }
 
 impl ShareStats {

@@ -16,7 +16,7 @@
 use spool_model::{BATCH_HEADER_LEN, RecordBatchHeader, Timestamp, batch_attributes};
 
 use crate::batch::BrokerBatch;
-use crate::records::{put_varint, read_bytes, read_varint};
+use crate::records::{put_bytes, put_varint, read_bytes, read_varint};
 
 /// The control types Spool writes (ASCII `SP` and `SD`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,16 +236,6 @@ fn take_array<const N: usize>(rest: &mut &[u8]) -> Option<[u8; N]> {
 
 fn owned(bytes: Option<&[u8]>) -> Option<Vec<u8>> {
     bytes.map(<[u8]>::to_vec)
-}
-
-fn put_bytes(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
-    match bytes {
-        None => put_varint(out, -1),
-        Some(bytes) => {
-            put_varint(out, i64::try_from(bytes.len()).unwrap_or(0));
-            out.extend_from_slice(bytes);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod error_names;
 pub mod frame;
 pub mod internal;
 pub mod keyed;
+pub mod plain;
 pub mod recompress;
 pub mod records;
 pub mod request;

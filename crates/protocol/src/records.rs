@@ -54,6 +54,17 @@ pub(crate) fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
 }
 
 /// Writes `value` as a zigzag varint (the record format's integers).
+/// Writes a varint-length-prefixed byte string (-1 for null).
+pub(crate) fn put_bytes(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
+    match bytes {
+        None => put_varint(out, -1),
+        Some(bytes) => {
+            put_varint(out, i64::try_from(bytes.len()).unwrap_or(0));
+            out.extend_from_slice(bytes);
+        }
+    }
+}
+
 pub(crate) fn put_varint(out: &mut Vec<u8>, value: i64) {
     let mut raw = ((value << 1) ^ (value >> 63)).cast_unsigned();
     loop {

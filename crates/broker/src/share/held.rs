@@ -56,7 +56,7 @@ impl From<MetadataError> for ShareFailure {
 /// Locks the share-partition `id`, taking it on from the store first if this broker
 /// does not hold it at the partition's current leader epoch.
 pub(crate) async fn lock(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     id: &SharePartitionId,
     handle: &PartitionHandle,
     settings: &ShareSettings,
@@ -127,7 +127,7 @@ async fn save(shared: &Shared, id: &SharePartitionId, held: &Held) -> Result<(),
 /// and, if what the store keeps changed, the state (a failed write drops the
 /// share-partition from memory, to be read back), then wakes waiting fetches.
 pub(crate) async fn commit(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     id: &SharePartitionId,
     guard: &mut HeldGuard,
     outcome: Outcome,
