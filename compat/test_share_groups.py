@@ -287,3 +287,57 @@ def test_a_released_record_waits_out_the_groups_backoff(make_broker):
     (_, first), (_, second), (_, third) = deliveries
     assert second - first >= 1.4, f"redelivered after {second - first:.2f} s, before 1.5 s"
     assert third - second >= 2.9, f"redelivered after {third - second:.2f} s, before 3 s"
+
+
+def spool(broker, *args):
+    import json
+    import subprocess
+    from conftest import SPOOL_BIN
+    run = subprocess.run([SPOOL_BIN, *args, "--format", "json", "--brokers", broker.address],
+                         capture_output=True, text=True, timeout=60)
+    return run.returncode, (json.loads(run.stdout) if run.returncode == 0 else run.stderr)
+
+
+def test_a_share_group_is_described_listed_and_deleted(make_broker):
+    import json
+    import urllib.request
+    broker = make_broker(*SETTINGS)
+    create(broker, "shown")
+    configure(broker, "shown-group", share_auto_offset_reset="earliest")
+    produce(broker, "shown", 10)
+    c = consumer(broker, "shown-group", "shown", explicit=True, **{"client.id": "worker-1"})
+    try:
+        held = poll_until(c, 10)
+        for m in held[:3]:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        for m in held[3:4]:
+            c.acknowledge(m, AcknowledgeType.REJECT)
+        # Acknowledging only some of a poll's records: the rest stay acquired.
+        assert all(e is None for e in c.commit_sync().values())
+
+        code, view = spool(broker, "group", "describe", "shown-group",
+                           "--admin-url", broker.admin_url)
+        assert code == 0, view
+        assert view["group_type"] == "share" and view["state"] == "Stable"
+        [member] = view["members"]
+        assert member["client_id"] == "worker-1"
+        assert member["assignment"] == {"shown": [0]}
+        [partition] = view["partitions"]
+        assert partition["start_offset"] == 4
+        assert partition["in_flight"] == {"acquired": 6, "available": 0, "archived": 0, "lag": 6}
+
+        with urllib.request.urlopen(broker.admin_url + "/api/groups") as reply:
+            listed = {g["group"]: g for g in json.load(reply)}
+        assert listed["shown-group"]["group_type"] == "share"
+        assert listed["shown-group"]["members"] == 1
+
+        code, refused = spool(broker, "group", "delete", "shown-group")
+        assert code != 0, "a share group with members is not deleted"
+    finally:
+        c.close()
+    wait_until(lambda: spool(broker, "group", "describe", "shown-group")[1]["state"] == "Empty",
+               what="the group to be empty")
+    code, deleted = spool(broker, "group", "delete", "shown-group")
+    assert code == 0, deleted
+    code, gone = spool(broker, "group", "describe", "shown-group")
+    assert code != 0

@@ -252,7 +252,7 @@ pub struct Header {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupSummary {
     pub group: String,
-    /// `classic`, or `consumer` (KIP-848's protocol).
+    /// `classic`, `consumer` (KIP-848's protocol) or `share` (KIP-932).
     pub group_type: String,
     pub state: String,
     pub protocol_type: String,
@@ -264,13 +264,36 @@ pub struct GroupSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupDetail {
     pub group: String,
-    /// `classic`, or `consumer` (KIP-848's protocol).
+    /// `classic`, `consumer` (KIP-848's protocol) or `share` (KIP-932).
     pub group_type: String,
     pub state: String,
     pub protocol_type: String,
     pub protocol: String,
     pub members: Vec<GroupMember>,
     pub offsets: Vec<GroupOffset>,
+    /// A share group's partitions (its "offsets"); absent for other groups.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub share_partitions: Vec<SharePartitionDetail>,
+}
+
+/// One partition a share group reads: where it stands and what is in flight.
+#[derive(Debug, Clone, Serialize)]
+pub struct SharePartitionDetail {
+    pub topic: String,
+    pub partition: i32,
+    /// Every record before it is done with (acknowledged or archived).
+    pub start_offset: i64,
+    /// Records delivered and not yet acknowledged: held by a consumer, or waiting
+    /// to be delivered again.
+    pub acquired: u64,
+    pub available: u64,
+    /// Done with above the start offset (the start moves past them once the records
+    /// before them are done too).
+    pub acknowledged: u64,
+    pub archived: u64,
+    /// Records up to the high watermark not yet acknowledged or archived; `null`
+    /// when the high watermark is not known here.
+    pub lag: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -8,9 +8,10 @@
 //! partitions it leads, the others named with their leader; groups, for those it
 //! coordinates.
 
-mod bounds;
+pub(crate) mod bounds;
 mod groups;
 mod messages;
+mod share_groups;
 mod topics;
 
 use std::collections::BTreeMap;

@@ -12,6 +12,7 @@
 //! does not outlive its leader).
 
 pub(crate) mod dead_letters;
+pub(crate) mod describe;
 pub(crate) mod held;
 pub(crate) mod partition_access;
 mod timers;
@@ -120,6 +121,16 @@ impl ShareService {
             .iter()
             .map(|(id, slot)| (id.clone(), slot.clone()))
             .collect()
+    }
+
+    /// Forgets what this broker holds of `group` (it was deleted): its share-partitions
+    /// and sessions.
+    pub(crate) fn forget_group(&self, group: &str) {
+        self.partitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|id, _| id.group != group);
+        self.sessions().forget_group(group);
     }
 
     /// Whether the group has members here.

@@ -43,6 +43,9 @@ pub enum GroupType {
     Classic,
     /// ConsumerGroupHeartbeat (KIP-848).
     Consumer,
+    /// ShareGroupHeartbeat (KIP-932); kept by the broker's share service, listed
+    /// with the others.
+    Share,
 }
 
 impl GroupType {
@@ -52,6 +55,7 @@ impl GroupType {
         match self {
             GroupType::Classic => "classic",
             GroupType::Consumer => "consumer",
+            GroupType::Share => "share",
         }
     }
 }

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use self::stored::StoredPartition;
+pub use self::stored::{StoredBatch, StoredPartition, StoredState};
 use crate::error::ShareError;
 use crate::settings::ShareSettings;
 

@@ -12,17 +12,17 @@ use crate::topics::Topic;
 
 /// A partition's offsets as the REST API shows them.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Bounds {
-    pub(super) log_start: i64,
-    pub(super) high_watermark: i64,
+pub(crate) struct Bounds {
+    pub(crate) log_start: i64,
+    pub(crate) high_watermark: i64,
     /// Known where this broker leads the partition.
-    pub(super) last_stable: Option<i64>,
+    pub(crate) last_stable: Option<i64>,
 }
 
 /// The partition's offsets; `None` when neither this broker nor the catalogue has
 /// them. Blocking: in embedded mode a partition is opened on first use; in
 /// shared-storage mode a tail open here answers, else the catalogue is read.
-pub(super) fn partition_bounds(shared: &Shared, topic: &Arc<Topic>, index: i32) -> Option<Bounds> {
+pub(crate) fn partition_bounds(shared: &Shared, topic: &Arc<Topic>, index: i32) -> Option<Bounds> {
     if let Ok(partition) = shared.partitions().partition_of(topic.clone(), index, -1) {
         return Some(Bounds {
             log_start: partition.log_start().0,

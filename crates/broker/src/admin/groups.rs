@@ -17,6 +17,13 @@ use crate::partitions::on_blocking_pool;
 use crate::shared::Shared;
 
 pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiError> {
+    let mut listed = consumer_groups(shared).await?;
+    listed.extend(super::share_groups::list(shared).await?);
+    listed.sort_by(|a, b| a.group.cmp(&b.group));
+    Ok(listed)
+}
+
+async fn consumer_groups(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiError> {
     let shared = shared.clone();
     on_blocking_pool(move || {
         shared
@@ -48,6 +55,9 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<GroupSummary>, ApiE
 
 pub(super) async fn describe(shared: &Arc<Shared>, id: &str) -> Result<GroupDetail, ApiError> {
     coordinated_here(shared, id)?;
+    if let Some(share) = super::share_groups::describe(shared, id).await? {
+        return Ok(share);
+    }
     let Some(group) = shared.groups().describe(id, shared.topics()) else {
         return Err(kafka_error(
             code::GROUP_ID_NOT_FOUND,
@@ -89,6 +99,7 @@ pub(super) async fn describe(shared: &Arc<Shared>, id: &str) -> Result<GroupDeta
         protocol: group.protocol,
         members,
         offsets,
+        share_partitions: Vec::new(),
     })
 }
 
@@ -112,7 +123,7 @@ fn offsets(shared: &Shared, group: &str) -> Vec<GroupOffset> {
 
 /// `NOT_COORDINATOR`, naming the coordinator, for a group another broker
 /// coordinates.
-fn coordinated_here(shared: &Shared, id: &str) -> Result<(), ApiError> {
+pub(super) fn coordinated_here(shared: &Shared, id: &str) -> Result<(), ApiError> {
     if shared.groups().owns(id) {
         return Ok(());
     }
@@ -150,6 +161,22 @@ fn group_refusal(id: &str, error: GroupError) -> ApiError {
 
 pub(super) async fn delete(shared: &Arc<Shared>, id: &str) -> Result<(), ApiError> {
     coordinated_here(shared, id)?;
+    match crate::share::describe::delete(shared, id).await {
+        None => {}
+        Some(code::NONE) => return Ok(()),
+        Some(code::NON_EMPTY_GROUP) => {
+            return Err(kafka_error(
+                code::NON_EMPTY_GROUP,
+                format!("share group {id} has members: stop them first"),
+            ));
+        }
+        Some(other) => {
+            return Err(kafka_error(
+                other,
+                format!("deleting share group {id} failed"),
+            ));
+        }
+    }
     shared
         .groups()
         .delete_group(id)

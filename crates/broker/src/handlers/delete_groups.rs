@@ -1,4 +1,5 @@
-//! DeleteGroups (key 42): a group without members goes, with its committed offsets.
+//! DeleteGroups (key 42): a group without members goes, with its committed offsets
+//! (a share group with its share-partitions' states).
 
 use std::sync::Arc;
 
@@ -26,7 +27,10 @@ pub(crate) async fn handle(
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
         let error = if access.group(Operation::Delete, group_id.0.as_str()) {
-            group_result_code(shared.groups().delete_group(group_id.0.as_str()).await)
+            match crate::share::describe::delete(&shared, group_id.0.as_str()).await {
+                Some(code) => code,
+                None => group_result_code(shared.groups().delete_group(group_id.0.as_str()).await),
+            }
         } else {
             code::GROUP_AUTHORIZATION_FAILED
         };

@@ -1,5 +1,5 @@
 //! ListGroups (key 16): every group with its state and protocol type; v4+ filters by
-//! state, v5+ by group type (all of Spool's groups are "classic").
+//! state, v5+ by group type (`classic`, `consumer` or `share`).
 
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::api::{ApiDecl, RequestContext};
 use crate::shared::Shared;
+use spool_coordinator::{GroupListing, GroupType};
 use spool_security::acl::Operation;
 
 pub(crate) const API: ApiDecl = ApiDecl {
@@ -44,9 +45,11 @@ pub(crate) async fn handle(
                 .iter()
                 .any(|t| t.as_str().eq_ignore_ascii_case(group_type))
     };
-    let groups = shared
-        .groups()
-        .list()
+    let mut listed = shared.groups().list();
+    if type_wanted("share") {
+        listed.extend(share_groups(shared).await);
+    }
+    let groups = listed
         .into_iter()
         .filter(|g| type_wanted(g.group_type.name()) && state_wanted(g.state))
         .filter(|g| all || access.group(Operation::Describe, &g.group_id))
@@ -64,4 +67,32 @@ pub(crate) async fn handle(
         })
         .collect();
     ResponseKind::ListGroups(ListGroupsResponse::default().with_groups(groups))
+}
+
+/// The share groups this broker coordinates (a store that cannot be read leaves out
+/// those without members here).
+async fn share_groups(shared: &Arc<Shared>) -> Vec<GroupListing> {
+    let ids = match crate::share::describe::group_ids(shared).await {
+        Ok(ids) => ids,
+        Err(error) => {
+            tracing::warn!(%error, "listing share groups: the store cannot be read");
+            shared.share().groups().group_ids().into_iter().collect()
+        }
+    };
+    ids.into_iter()
+        .filter(|id| shared.groups().owns(id))
+        .map(|id| {
+            let state = if shared.share().has_members(&id) {
+                "Stable"
+            } else {
+                "Empty"
+            };
+            GroupListing {
+                group_id: id,
+                state,
+                protocol_type: "share".to_owned(),
+                group_type: GroupType::Share,
+            }
+        })
+        .collect()
 }

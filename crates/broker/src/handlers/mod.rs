@@ -24,6 +24,7 @@ mod delete_topics;
 mod describe_acls;
 mod describe_configs;
 mod describe_groups;
+mod describe_share_group_offsets;
 mod describe_transactions;
 mod describe_user_scram_credentials;
 mod end_txn;
@@ -47,6 +48,7 @@ mod sasl_authenticate;
 mod sasl_handshake;
 mod share_acknowledge;
 mod share_fetch;
+mod share_group_describe;
 mod share_group_heartbeat;
 mod sync_group;
 #[cfg(test)]
@@ -139,6 +141,8 @@ apis! {
     consumer_group_heartbeat::API => ConsumerGroupHeartbeat: consumer_group_heartbeat::handle,
     consumer_group_describe::API => ConsumerGroupDescribe: consumer_group_describe::handle,
     share_group_heartbeat::API => ShareGroupHeartbeat: share_group_heartbeat::handle,
+    share_group_describe::API => ShareGroupDescribe: share_group_describe::handle,
+    describe_share_group_offsets::API => DescribeShareGroupOffsets: describe_share_group_offsets::handle,
     share_fetch::API => ShareFetch: share_fetch::handle,
     share_acknowledge::API => ShareAcknowledge: share_acknowledge::handle,
 }

@@ -11,6 +11,7 @@ use spool_protocol::consumer_protocol::assigned_partitions;
 use crate::client::{CliConsumer, ClientArgs};
 use crate::commands::consume::{Start, parse_start};
 use crate::commands::group_epochs::{ConsumerView, consumer_view};
+use crate::commands::group_share::{self, share_view};
 use crate::commands::topic;
 use crate::error::CliError;
 use crate::output::{self, Format, OutcomeKind};
@@ -19,8 +20,15 @@ use crate::output::{self, Format, OutcomeKind};
 pub(crate) enum GroupCommand {
     /// List consumer groups.
     List,
-    /// Show a group's members, assignments, committed offsets and lag.
-    Describe { group: String },
+    /// Show a group's members, assignments, committed offsets and lag (a share
+    /// group's start offsets and records in flight).
+    Describe {
+        group: String,
+        /// The broker's HTTP admin API, for a share group's records in flight;
+        /// default: the first bootstrap broker's host, port 9644.
+        #[arg(long, env = "SPOOL_ADMIN_URL", value_name = "URL")]
+        admin_url: Option<String>,
+    },
     /// Delete groups (they must have no members).
     Delete {
         #[arg(required = true)]
@@ -44,7 +52,9 @@ pub(crate) enum GroupCommand {
 pub(crate) async fn run(command: GroupCommand, client: &ClientArgs) -> Result<(), CliError> {
     match command {
         GroupCommand::List => list(client),
-        GroupCommand::Describe { group } => describe(client, &group).await,
+        GroupCommand::Describe { group, admin_url } => {
+            describe(client, &group, admin_url.as_deref()).await
+        }
         GroupCommand::Delete { groups } => delete(client, &groups).await,
         GroupCommand::Seek {
             group,
@@ -234,7 +244,18 @@ struct GroupDetail {
     total_lag: i64,
 }
 
-async fn describe(client: &ClientArgs, group: &str) -> Result<(), CliError> {
+async fn describe(
+    client: &ClientArgs,
+    group: &str,
+    admin_url: Option<&str>,
+) -> Result<(), CliError> {
+    if let Some(share) = share_view(client, group, admin_url).await? {
+        match client.format {
+            Format::Json => output::print_json(&share),
+            Format::Human => group_share::print(&share),
+        }
+        return Ok(());
+    }
     let view = groups(client, Some(group))?
         .into_iter()
         .find(|g| g.group == group)
@@ -345,7 +366,7 @@ fn print_detail(detail: &GroupDetail) {
 }
 
 /// `topic[0,1] other[3]`.
-fn partitions_text(assignment: &BTreeMap<String, Vec<i32>>) -> String {
+pub(super) fn partitions_text(assignment: &BTreeMap<String, Vec<i32>>) -> String {
     assignment
         .iter()
         .map(|(topic, partitions)| {

@@ -8,6 +8,7 @@ pub(crate) mod consume;
 pub(crate) mod faultcheck;
 pub(crate) mod group;
 pub(crate) mod group_epochs;
+mod group_share;
 pub(crate) mod produce;
 pub(crate) mod quota;
 pub(crate) mod template;

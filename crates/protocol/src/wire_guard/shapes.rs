@@ -372,6 +372,7 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         77 => Some(&share_shapes::SHARE_GROUP_DESCRIBE),
         78 => Some(&share_shapes::SHARE_FETCH),
         79 => Some(&share_shapes::SHARE_ACKNOWLEDGE),
+        90 => Some(&share_shapes::DESCRIBE_SHARE_GROUP_OFFSETS),
         17 => Some(&SASL_HANDSHAKE),
         36 => Some(&SASL_AUTHENTICATE),
         50 => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS),

@@ -75,3 +75,12 @@ pub const SHARE_ACKNOWLEDGE: Shape = Shape {
         from(0, Structs(ACKNOWLEDGE_TOPIC)), // topics
     ],
 };
+
+const OFFSETS_TOPIC: &[Field] = &[from(0, String), from(0, Scalars(4))]; // topic_name, partitions
+const OFFSETS_GROUP: &[Field] = &[from(0, String), from(0, Structs(OFFSETS_TOPIC))]; // group_id, topics
+
+/// DescribeShareGroupOffsets (key 90).
+pub const DESCRIBE_SHARE_GROUP_OFFSETS: Shape = Shape {
+    flexible_since: 0,
+    fields: &[from(0, Structs(OFFSETS_GROUP))], // groups
+};

@@ -1,9 +1,13 @@
 //! Every version of every share-group request, with each field set and arrays
 //! populated, for the guard's round-trip test.
 
+use kafka_protocol::messages::describe_share_group_offsets_request::{
+    DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
+};
 use kafka_protocol::messages::{
-    ApiKey, GroupId, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest, share_acknowledge_request, share_fetch_request,
+    ApiKey, DescribeShareGroupOffsetsRequest, GroupId, ShareAcknowledgeRequest, ShareFetchRequest,
+    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, share_acknowledge_request,
+    share_fetch_request,
 };
 use kafka_protocol::protocol::{Message, StrBytes};
 
@@ -102,6 +106,26 @@ pub(super) fn samples() -> Vec<(i16, i16, Vec<u8>)> {
                         ]),
                 ]);
             encoded(&request, v)
+        },
+    );
+    add(
+        ApiKey::DescribeShareGroupOffsets,
+        DescribeShareGroupOffsetsRequest::VERSIONS,
+        &|v| {
+            let group = DescribeShareGroupOffsetsRequestGroup::default()
+                .with_group_id(group())
+                .with_topics(Some(vec![
+                    DescribeShareGroupOffsetsRequestTopic::default()
+                        .with_topic_name(name("orders"))
+                        .with_partitions(vec![0, 1]),
+                ]));
+            let all = DescribeShareGroupOffsetsRequestGroup::default()
+                .with_group_id(GroupId(text("other")))
+                .with_topics(None);
+            encoded(
+                &DescribeShareGroupOffsetsRequest::default().with_groups(vec![group, all]),
+                v,
+            )
         },
     );
     out
