@@ -293,6 +293,7 @@ async function groupList() {
 
 async function groupPage(id) {
   const group = await api(`/groups/${encodeURIComponent(id)}`);
+  if (group.group_type === "share") return sharePage(group);
   const total = group.offsets.reduce((n, o) => n + (o.lag || 0), 0);
   page.replaceChildren(
     h("h1", {}, "Group ", group.group, " ", h("span", { class: `pill ${group.state}` }, group.state)),
@@ -309,6 +310,31 @@ async function groupPage(id) {
       o.high_watermark ?? "—", o.lag ?? "—",
     ]), [1, 2, 3, 4]),
     groupActions(group));
+}
+
+// A share group (KIP-932): per partition the start offset, the records in flight by
+// state and the lag, as `spool group describe` shows them.
+function sharePage(group) {
+  const parts = group.share_partitions || [];
+  const total = parts.reduce((n, p) => n + (p.lag || 0), 0);
+  const live = group.members.length > 0;
+  page.replaceChildren(
+    h("h1", {}, "Group ", group.group, " ", h("span", { class: `pill ${group.state}` }, group.state)),
+    h("div", { class: "cards" }, card("Members", group.members.length), card("Total lag", total.toLocaleString()),
+      card("Type", "share"), card("Assignor", group.protocol || "—")),
+    h("h2", {}, "Members"),
+    table(["Member", "Client", "Host", "Assigned partitions"], group.members.map(m => [
+      m.member_id, m.client_id, m.client_host,
+      Object.entries(m.assignment).map(([topic, partitions]) => h("div", {}, `${topic}: ${partitions.join(", ")}`)),
+    ])),
+    h("h2", {}, "Share partitions"),
+    table(["Topic", "Partition", "Start offset", "Acquired", "Available", "Archived", "Lag"], parts.map(p => [
+      link(`#/topics/${encodeURIComponent(p.topic)}`, p.topic), p.partition, p.start_offset,
+      p.acquired, p.available, p.archived, p.lag ?? "—",
+    ]), [1, 2, 3, 4, 5, 6]),
+    h("div", {}, h("h2", {}, "Actions"),
+      live ? h("p", { class: "muted" }, "The group has members: stop them to delete it.") : null,
+      h("button", { type: "button", class: "danger", id: "delete-group", disabled: live, onclick: () => deleteGroup(group.group) }, "Delete group")));
 }
 
 // Reset offsets and delete, as `spool group seek|delete` do: only for a group without

@@ -331,7 +331,7 @@ impl Broker {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(groups.run(stopped.clone()));
         tokio::spawn(transactions.run(stopped.clone()));
-        tokio::spawn(crate::share::run(shared.clone(), stopped.clone()));
+        tokio::spawn(crate::share::timers::run(shared.clone(), stopped.clone()));
         tokio::spawn(crate::delayed::delivery::run(
             shared.clone(),
             stopped.clone(),

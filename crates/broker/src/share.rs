@@ -15,19 +15,24 @@ pub(crate) mod dead_letters;
 pub(crate) mod describe;
 pub(crate) mod held;
 pub(crate) mod partition_access;
-mod timers;
+pub(crate) mod timers;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use spool_share::{ShareGroups, ShareSessions, ShareSettings};
+use spool_share::{ShareGroups, SharePartition, ShareSessions};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-pub(crate) use self::held::Held;
-pub(crate) use self::timers::run;
-use crate::shared::Shared;
+/// A share-partition held in memory by the partition's leader, and the epoch its
+/// state is written at (the partition's leader epoch when this broker took it on).
+/// Taken on, changed and written back by `held`.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) partition: SharePartition,
+    pub(crate) state_epoch: i32,
+}
 
 /// One share-partition: a group's view of one topic partition.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -147,13 +152,4 @@ impl ShareService {
     pub(crate) fn watch_available(&self) -> watch::Receiver<u64> {
         self.available.subscribe()
     }
-}
-
-/// A group's share settings: the broker's, with the group's configs over them (those
-/// were checked when set; should they no longer fit, the broker's stand).
-pub(crate) fn settings_of(shared: &Shared, group_id: &str) -> ShareSettings {
-    let config = shared.current_config();
-    let configs = shared.groups().group_configs(group_id);
-    ShareSettings::of_group(&config.share_groups, &configs)
-        .unwrap_or_else(|_| ShareSettings::of_broker(&config.share_groups))
 }

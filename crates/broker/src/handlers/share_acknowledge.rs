@@ -18,8 +18,9 @@ use uuid::Uuid;
 
 use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, share_error_code};
+use crate::share::SharePartitionId;
+use crate::share::held::{self, settings_of};
 use crate::share::partition_access;
-use crate::share::{SharePartitionId, held, settings_of};
 use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {

@@ -15,7 +15,7 @@ use spool_share::{ShareError, ShareHeartbeat};
 
 use super::api::{ApiDecl, RequestContext};
 use crate::errors::{code, share_error_code};
-use crate::share::settings_of;
+use crate::share::held::settings_of;
 use crate::shared::Shared;
 
 pub(crate) const API: ApiDecl = ApiDecl {

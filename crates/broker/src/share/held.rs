@@ -8,18 +8,10 @@ use spool_share::partition::StoredPartition;
 use spool_share::settings::OffsetReset;
 use spool_share::{Outcome, SharePartition, ShareSettings};
 
-use super::{SharePartitionId, ShareStats};
+use super::{Held, SharePartitionId, ShareStats};
 use crate::errors::code;
 use crate::partitions::PartitionHandle;
 use crate::shared::Shared;
-
-/// A share-partition and the epoch its state is written at (the partition's leader
-/// epoch when this broker took it on).
-#[derive(Debug)]
-pub(crate) struct Held {
-    pub(crate) partition: SharePartition,
-    pub(crate) state_epoch: i32,
-}
 
 /// The lock of a share-partition's slot, held while it is read or changed.
 pub(crate) type HeldGuard = tokio::sync::OwnedMutexGuard<Option<Held>>;
@@ -167,7 +159,7 @@ pub(crate) async fn release_member(
     if partitions.is_empty() {
         return;
     }
-    let settings = super::settings_of(shared, group);
+    let settings = settings_of(shared, group);
     for (topic_id, partition) in partitions {
         let id = SharePartitionId {
             group: group.to_owned(),
@@ -188,4 +180,13 @@ pub(crate) async fn release_member(
             let _ = commit(shared, &id, &mut guard, outcome, &settings).await;
         }
     }
+}
+
+/// A group's share settings: the broker's, with the group's configs over them (those
+/// were checked when set; should they no longer fit, the broker's stand).
+pub(crate) fn settings_of(shared: &Shared, group_id: &str) -> ShareSettings {
+    let config = shared.current_config();
+    let configs = shared.groups().group_configs(group_id);
+    ShareSettings::of_group(&config.share_groups, &configs)
+        .unwrap_or_else(|_| ShareSettings::of_broker(&config.share_groups))
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{SharePartitionId, held, settings_of};
+use super::SharePartitionId;
+use super::held::{self, settings_of};
 use crate::shared::Shared;
 
 /// How often the timers look: a lock runs out at most this late.
