@@ -265,7 +265,9 @@ def describe_group_configs(admin, name):
     from confluent_kafka.admin import ConfigResource, ResourceType
     resource = ConfigResource(ResourceType.GROUP, name)
     entries = admin.describe_configs([resource])[resource].result(timeout=10)
-    return {key: (entry.value, int(entry.source)) for key, entry in entries.items()}
+    # A group's configs are the consumer protocol's and share groups' (test_share_groups.py).
+    return {key: (entry.value, int(entry.source)) for key, entry in entries.items()
+            if key.startswith("consumer.")}
 
 
 def kafka_python_describe_group(broker, name):
@@ -281,7 +283,8 @@ def kafka_python_describe_group(broker, name):
         admin._wait_for_futures([future])
         (error, _, _, _, entries), = future.value.resources
         assert error == 0
-        return {entry[0]: (entry[1], entry[3]) for entry in entries}
+        return {entry[0]: (entry[1], entry[3]) for entry in entries
+                if entry[0].startswith("consumer.")}
     finally:
         admin.close()
 

@@ -6,6 +6,7 @@ mod acl_filter;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_share_group_offsets;
 mod alter_user_scram_credentials;
 mod api;
 mod api_versions;
@@ -20,6 +21,7 @@ mod create_topics;
 mod delete_acls;
 mod delete_groups;
 mod delete_records;
+mod delete_share_group_offsets;
 mod delete_topics;
 mod describe_acls;
 mod describe_configs;
@@ -143,6 +145,8 @@ apis! {
     share_group_heartbeat::API => ShareGroupHeartbeat: share_group_heartbeat::handle,
     share_group_describe::API => ShareGroupDescribe: share_group_describe::handle,
     describe_share_group_offsets::API => DescribeShareGroupOffsets: describe_share_group_offsets::handle,
+    alter_share_group_offsets::API => AlterShareGroupOffsets: alter_share_group_offsets::handle,
+    delete_share_group_offsets::API => DeleteShareGroupOffsets: delete_share_group_offsets::handle,
     share_fetch::API => ShareFetch: share_fetch::handle,
     share_acknowledge::API => ShareAcknowledge: share_acknowledge::handle,
 }

@@ -104,6 +104,18 @@ pub(crate) async fn handle(
         Ok(step) => step,
         Err(error) => return refused(share_error_code(&error), error.to_string()),
     };
+    if request.share_session_epoch == 0
+        && let SessionStep::Fetch { partitions, .. } = &step
+    {
+        for &(topic_id, partition) in partitions {
+            let id = SharePartitionId {
+                group: group.clone(),
+                topic_id,
+                partition,
+            };
+            held::forget_if_idle(shared, &id).await;
+        }
+    }
     let settings = settings_of(shared, &group);
     let mut answers: BTreeMap<PartitionRef, PartitionData> = BTreeMap::new();
     for ((topic_id, partition), batches) in acknowledgements {

@@ -83,6 +83,17 @@ pub(crate) async fn lock(
             }
         }
         None => {
+            // The group's configs as the store has them now: a config set a moment
+            // ago (`share.auto.offset.reset=earliest`, say) may not have reached this broker yet,
+            // and the start is fixed once written.
+            let configs = shared.metadata().group_configs().await?;
+            let settings = configs.get(&id.group).map_or_else(
+                || settings.clone(),
+                |own| {
+                    ShareSettings::of_group(&shared.current_config().share_groups, own)
+                        .unwrap_or_else(|_| settings.clone())
+                },
+            );
             let start = match settings.auto_offset_reset {
                 OffsetReset::Earliest => handle.log_start().0,
                 OffsetReset::Latest => handle.log.offsets().high_watermark.0,
@@ -189,4 +200,21 @@ pub(crate) fn settings_of(shared: &Shared, group_id: &str) -> ShareSettings {
     let configs = shared.groups().group_configs(group_id);
     ShareSettings::of_group(&config.share_groups, &configs)
         .unwrap_or_else(|_| ShareSettings::of_broker(&config.share_groups))
+}
+
+/// Drops what this broker holds of the share-partition `id` if nothing of it lives
+/// only in memory (no record acquired, no backoff running): the next fetch reads it
+/// back from the store. A member opening a share session calls it, so that a start
+/// offset an admin moved (AlterShareGroupOffsets, on any broker) is seen.
+pub(crate) async fn forget_if_idle(shared: &Shared, id: &SharePartitionId) {
+    let Some(slot) = shared.share().existing_slot(id) else {
+        return;
+    };
+    let mut guard = slot.lock().await;
+    if guard
+        .as_ref()
+        .is_some_and(|held| held.partition.next_deadline().is_none())
+    {
+        *guard = None;
+    }
 }

@@ -373,6 +373,8 @@ pub fn shape_of(api_key: i16) -> Option<&'static Shape> {
         78 => Some(&share_shapes::SHARE_FETCH),
         79 => Some(&share_shapes::SHARE_ACKNOWLEDGE),
         90 => Some(&share_shapes::DESCRIBE_SHARE_GROUP_OFFSETS),
+        91 => Some(&share_shapes::ALTER_SHARE_GROUP_OFFSETS),
+        92 => Some(&share_shapes::DELETE_SHARE_GROUP_OFFSETS),
         17 => Some(&SASL_HANDSHAKE),
         36 => Some(&SASL_AUTHENTICATE),
         50 => Some(&DESCRIBE_USER_SCRAM_CREDENTIALS),

@@ -84,3 +84,26 @@ pub const DESCRIBE_SHARE_GROUP_OFFSETS: Shape = Shape {
     flexible_since: 0,
     fields: &[from(0, Structs(OFFSETS_GROUP))], // groups
 };
+
+const ALTER_PARTITION: &[Field] = &[from(0, INT32), from(0, INT64)]; // partition_index, start_offset
+const ALTER_TOPIC: &[Field] = &[from(0, String), from(0, Structs(ALTER_PARTITION))]; // topic_name, partitions
+
+/// AlterShareGroupOffsets (key 91).
+pub const ALTER_SHARE_GROUP_OFFSETS: Shape = Shape {
+    flexible_since: 0,
+    fields: &[
+        from(0, String),               // group_id
+        from(0, Structs(ALTER_TOPIC)), // topics
+    ],
+};
+
+const DELETE_TOPIC: &[Field] = &[from(0, String)]; // topic_name
+
+/// DeleteShareGroupOffsets (key 92).
+pub const DELETE_SHARE_GROUP_OFFSETS: Shape = Shape {
+    flexible_since: 0,
+    fields: &[
+        from(0, String),                // group_id
+        from(0, Structs(DELETE_TOPIC)), // topics
+    ],
+};

@@ -188,3 +188,83 @@ async fn share_groups_read_over_shared_storage() {
         .await;
     assert_eq!(only_partition(&accepted).acknowledge_error_code, code::NONE);
 }
+
+#[tokio::test]
+async fn an_empty_groups_start_offset_is_moved_and_its_offsets_deleted() {
+    use kafka_protocol::messages::alter_share_group_offsets_request::{
+        AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+    };
+    use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
+    use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
+
+    use crate::handlers::{alter_share_group_offsets, delete_share_group_offsets};
+
+    let broker = InProcess::embedded().await;
+    let topic = broker.share_topic("moved", 6).await;
+    let first = broker
+        .share_fetch("a", 0, vec![fetch_topic(topic, &[])])
+        .await;
+    assert_eq!(acquired(only_partition(&first)), vec![(0, 5, 1)]);
+    let accepted = broker
+        .share_fetch("a", 1, vec![fetch_topic(topic, &[(0, 1, ACCEPT)])])
+        .await;
+    assert_eq!(only_partition(&accepted).acknowledge_error_code, code::NONE);
+    // a's session closes: what it held goes back.
+    let closed = broker.share_fetch("a", -1, vec![]).await;
+    assert_eq!(closed.error_code, code::NONE);
+
+    let alter = AlterShareGroupOffsetsRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
+        .with_topics(vec![
+            AlterShareGroupOffsetsRequestTopic::default()
+                .with_topic_name(topic_name("moved"))
+                .with_partitions(vec![
+                    AlterShareGroupOffsetsRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_start_offset(4),
+                ]),
+        ]);
+    let ResponseKind::AlterShareGroupOffsets(altered) =
+        alter_share_group_offsets::handle(alter, &broker.context(0), broker.shared()).await
+    else {
+        panic!("not an AlterShareGroupOffsets response");
+    };
+    assert_eq!(altered.error_code, code::NONE);
+    assert_eq!(altered.responses[0].partitions[0].error_code, code::NONE);
+    let again = broker
+        .share_fetch("b", 0, vec![fetch_topic(topic, &[])])
+        .await;
+    assert_eq!(
+        acquired(only_partition(&again)),
+        vec![(4, 5, 1)],
+        "from the new start, as never delivered"
+    );
+    broker.share_fetch("b", -1, vec![]).await;
+
+    let delete = DeleteShareGroupOffsetsRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
+        .with_topics(vec![
+            DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name("moved")),
+        ]);
+    let ResponseKind::DeleteShareGroupOffsets(deleted) =
+        delete_share_group_offsets::handle(delete, &broker.context(0), broker.shared()).await
+    else {
+        panic!("not a DeleteShareGroupOffsets response");
+    };
+    assert_eq!(deleted.responses[0].error_code, code::NONE);
+    let stored = broker
+        .shared()
+        .metadata()
+        .share_partitions(Some(GROUP))
+        .await
+        .unwrap();
+    assert!(stored.is_empty());
+    let restarted = broker
+        .share_fetch("c", 0, vec![fetch_topic(topic, &[])])
+        .await;
+    assert_eq!(
+        acquired(only_partition(&restarted)),
+        vec![(0, 5, 1)],
+        "started again by share.auto.offset.reset (earliest)"
+    );
+}

@@ -1,11 +1,16 @@
 //! Every version of every share-group request, with each field set and arrays
 //! populated, for the guard's round-trip test.
 
+use kafka_protocol::messages::alter_share_group_offsets_request::{
+    AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+};
+use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
 use kafka_protocol::messages::describe_share_group_offsets_request::{
     DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, DescribeShareGroupOffsetsRequest, GroupId, ShareAcknowledgeRequest, ShareFetchRequest,
+    AlterShareGroupOffsetsRequest, ApiKey, DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest, GroupId, ShareAcknowledgeRequest, ShareFetchRequest,
     ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, share_acknowledge_request,
     share_fetch_request,
 };
@@ -126,6 +131,35 @@ pub(super) fn samples() -> Vec<(i16, i16, Vec<u8>)> {
                 &DescribeShareGroupOffsetsRequest::default().with_groups(vec![group, all]),
                 v,
             )
+        },
+    );
+    add(
+        ApiKey::AlterShareGroupOffsets,
+        AlterShareGroupOffsetsRequest::VERSIONS,
+        &|v| {
+            let topic = AlterShareGroupOffsetsRequestTopic::default()
+                .with_topic_name(name("orders"))
+                .with_partitions(vec![
+                    AlterShareGroupOffsetsRequestPartition::default()
+                        .with_partition_index(1)
+                        .with_start_offset(42),
+                ]);
+            let request = AlterShareGroupOffsetsRequest::default()
+                .with_group_id(group())
+                .with_topics(vec![topic]);
+            encoded(&request, v)
+        },
+    );
+    add(
+        ApiKey::DeleteShareGroupOffsets,
+        DeleteShareGroupOffsetsRequest::VERSIONS,
+        &|v| {
+            let request = DeleteShareGroupOffsetsRequest::default()
+                .with_group_id(group())
+                .with_topics(vec![
+                    DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(name("orders")),
+                ]);
+            encoded(&request, v)
         },
     );
     out
