@@ -9,8 +9,8 @@
 //! A letter goes to the partition of the dead-letter topic with the source
 //! partition's index (modulo its count) when this broker leads it, else to another
 //! one this broker leads: in a cluster, give the dead-letter topic at least as many
-//! partitions as there are brokers. A letter that cannot be written is logged and
-//! counted; the record stays archived.
+//! partitions as there are brokers (an auto-created one gets that many). A letter
+//! that cannot be written is logged and counted; the record stays archived.
 
 use std::sync::Arc;
 
@@ -31,6 +31,10 @@ pub(crate) const OFFSET_HEADER: &str = "__dlq.errors.offset";
 pub(crate) const GROUP_HEADER: &str = "__dlq.errors.group";
 pub(crate) const DELIVERY_COUNT_HEADER: &str = "__dlq.errors.delivery.count";
 pub(crate) const MESSAGE_HEADER: &str = "__dlq.errors.message";
+
+/// How long a write waits for this broker to lead a partition of the dead-letter
+/// topic (one just created has no leaders yet).
+const LEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The most bytes of a source record's batch read to copy it.
 const COPY_READ_BYTES: u64 = 1 << 20;
@@ -140,9 +144,14 @@ async fn dead_letter_topic(
             "the dead-letter topic {name} does not exist (errors.deadletterqueue.auto.create.topics.enable is false)"
         ));
     }
+    // One partition per broker at least: a broker writes its letters to a partition
+    // it leads.
+    let brokers = shared.cluster().map_or(1, |view| {
+        i32::try_from(view.live_brokers().len()).unwrap_or(1)
+    });
     let request = NewTopic {
         name: name.to_owned(),
-        partitions: -1,
+        partitions: shared.current_config().default_partitions.max(brokers),
         replication_factor: -1,
         configs: std::collections::BTreeMap::new(),
     };
@@ -168,10 +177,18 @@ async fn led_partition(
 ) -> Result<PartitionHandle, String> {
     let count = topic.record.partitions.max(1);
     let preferred = index.rem_euclid(count);
-    for candidate in (0..count).map(|i| (preferred + i) % count) {
-        if let Ok(handle) = shared.partitions().open(topic.clone(), candidate, -1).await {
-            return Ok(handle);
+    // A topic just created has no leaders until the controller assigns them.
+    let deadline = tokio::time::Instant::now() + LEADER_WAIT;
+    loop {
+        for candidate in (0..count).map(|i| (preferred + i) % count) {
+            if let Ok(handle) = shared.partitions().open(topic.clone(), candidate, -1).await {
+                return Ok(handle);
+            }
         }
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     Err(format!(
         "this broker leads no partition of the dead-letter topic {}",
