@@ -192,7 +192,11 @@ async fn fetch(
         let mut left = max_records;
         let mut watches: Vec<watch::Receiver<spool_model::Offset>> = Vec::new();
         let mut answered = false;
-        for &(topic_id, partition) in partitions {
+        // Each fetch starts at another partition, so that a member's record budget
+        // does not always go to the first ones.
+        let first =
+            usize::try_from(request.share_session_epoch.max(0)).unwrap_or(0) % partitions.len();
+        for &(topic_id, partition) in partitions.iter().cycle().skip(first).take(partitions.len()) {
             if left == 0 {
                 break;
             }

@@ -37,9 +37,9 @@ impl Refusal {
     }
 }
 
-/// The bytes most one partition's records in a ShareFetch take (at least one whole
-/// batch): a share consumer's handful of records per poll needs far less.
-const READ_BYTES: u64 = 1 << 20;
+/// The bytes of log read for one partition of a ShareFetch (at least one whole
+/// batch): a share consumer takes a few hundred records a poll at most.
+const READ_BYTES: u64 = 256 << 10;
 
 /// The topic and partition a member names, if it may read them and this broker
 /// leads the partition.
