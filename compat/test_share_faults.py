@@ -123,20 +123,26 @@ def test_share_consumers_lose_nothing_and_accept_nothing_twice_across_kill9(make
             time.sleep(0.5)
     finally:
         stop.set()
+        # Drained while the workers stop: a process with events still in its queue's
+        # pipe does not exit until they are read.
+        received = []
+        deadline = time.time() + 120
+        while any(w.is_alive() for w in workers) and time.time() < deadline:
+            received.extend(drain(events, wait=0.2))
         for w in workers:
-            w.join(timeout=60)
             if w.is_alive():
                 w.kill()
+        received.extend(drain(events, wait=1.0))
     seen, accepted, unknown = set(), [], set()
-    while not events.empty():
-        kind, batch = events.get()
+    for kind, batch in received:
         if kind == "seen":
             seen.update(batch)
         elif kind == "accepted":
             accepted.extend(batch)
         else:
             unknown.update(batch)
-    twice = sorted({r for r in accepted if accepted.count(r) > 1})
+    from collections import Counter
+    twice = sorted(r for r, n in Counter(accepted).items() if n > 1)
     assert twice == [], f"acceptance confirmed twice: {twice[:20]}"
     dead = set()
     for m in read_dlq(broker):
@@ -147,6 +153,18 @@ def test_share_consumers_lose_nothing_and_accept_nothing_twice_across_kill9(make
     assert everything <= seen, f"never delivered: {sorted(everything - seen)[:20]}"
     ends = everything - set(accepted) - dead - unknown
     assert ends == set(), f"neither accepted nor a dead letter: {sorted(ends)[:20]}"
+
+
+def drain(events, wait):
+    """The events in the queue now (waiting up to `wait` for the first)."""
+    import queue
+    out = []
+    try:
+        out.append(events.get(timeout=wait))
+        while True:
+            out.append(events.get_nowait())
+    except queue.Empty:
+        return out
 
 
 def read_dlq(broker):
