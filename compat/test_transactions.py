@@ -160,6 +160,13 @@ class TransformLoop:
                 self.errors.append(str(error))
                 time.sleep(0.2)
 
+    # When every broker is down, librdkafka 2.13+ re-bootstraps and decommissions the
+    # brokers it knew, and send_offsets_to_transaction may then wait for a group
+    # coordinator handle that will never come up (confluentinc/librdkafka#5511, open):
+    # the loop would stall on the client, not on the broker. Without re-bootstrap the
+    # clients reconnect to the restarted broker as before.
+    NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
+
     def _session(self, inputs):
         consumer = Consumer({
             "bootstrap.servers": self.address,
@@ -167,11 +174,13 @@ class TransformLoop:
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
+            **self.NO_REBOOTSTRAP,
         })
         producer = None
         try:
             producer = transactional_producer(self.address, "ctp-tx",
-                                              **{"transaction.timeout.ms": 10000})
+                                              **{"transaction.timeout.ms": 10000},
+                                              **self.NO_REBOOTSTRAP)
             consumer.subscribe(["ctp-in"])
             while not self.stop.is_set():
                 messages = consumer.consume(100, 0.5)
