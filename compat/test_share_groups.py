@@ -2,9 +2,11 @@
 several consumers read one partition and each record goes to one of them; a released
 record comes back with a higher delivery count; a rejected one, or one delivered as
 often as the limit allows, is not delivered again; a consumer that stops holding
-records loses them when its lock runs out; acknowledgements survive kill -9 of the
-broker; the group's settings are GROUP configs set through the AdminClient."""
+records loses them when its lock runs out, one that dies or closes at once;
+acknowledgements survive kill -9 of the broker; the group's settings are GROUP
+configs set through the AdminClient."""
 
+import multiprocessing
 import time
 
 import confluent_kafka
@@ -221,6 +223,54 @@ def test_records_held_past_their_lock_go_to_another_consumer(make_broker):
     finally:
         slow.close()
         fast.close()
+
+
+def hold_and_hang(address, group, topic, held):
+    """A share consumer that takes records, says which, and never acknowledges them."""
+    c = ShareConsumer({"bootstrap.servers": address, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    got = poll_until(c, 3)
+    held.put(sorted(m.offset() for m in got))
+    time.sleep(3600)
+
+
+def test_records_of_a_consumer_that_dies_or_closes_go_to_the_others_at_once(make_broker):
+    """A consumer killed with SIGKILL leaves its records to the others when its
+    connection closes, and one that closes when it says so, long before the 30 s
+    lock would run out."""
+    broker = make_broker(*SETTINGS)
+    create(broker, "dying")
+    configure(broker, "mortals", share_auto_offset_reset="earliest",
+              share_record_lock_duration_ms=30000)
+    produce(broker, "dying", 3)
+    context = multiprocessing.get_context("spawn")
+    held = context.Queue()
+    dying = context.Process(target=hold_and_hang,
+                            args=(broker.address, "mortals", "dying", held))
+    dying.start()
+    try:
+        assert held.get(timeout=30) == [0, 1, 2]
+    finally:
+        dying.kill()
+        dying.join(10)
+    heir = consumer(broker, "mortals", "dying", explicit=True)
+    try:
+        started = time.time()
+        taken = poll_until(heir, 3, timeout=20)
+        assert sorted((m.offset(), m.delivery_count()) for m in taken) == [(0, 2), (1, 2), (2, 2)]
+        assert time.time() - started < 15, "the records waited for their locks"
+    finally:
+        heir.close()
+    second = consumer(broker, "mortals", "dying")
+    try:
+        started = time.time()
+        again = poll_until(second, 3, timeout=20)
+        assert sorted((m.offset(), m.delivery_count()) for m in again) == [(0, 3), (1, 3), (2, 3)]
+        assert time.time() - started < 15, "the records waited for their locks"
+        second.poll(0.5)  # accepts them
+    finally:
+        second.close()
 
 
 def test_acknowledgements_survive_kill9_of_the_broker(make_broker):

@@ -19,7 +19,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::{Buf, Bytes, BytesMut};
 use spool_protocol::frame::{self, SIZE_PREFIX_LEN};
@@ -32,6 +32,10 @@ use crate::response::{Reply, ResponseWriter, SocketWriter};
 use crate::shared::Shared;
 use spool_security::ListenerSetup;
 use spool_security::session::{PRE_AUTH_MAX_FRAME, Session};
+use spool_share::session::ConnectionId;
+
+/// The number the next accepted connection gets.
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 /// Serves a connection accepted on `listener`: the TLS handshake first where the
 /// listener asks for it.
@@ -112,11 +116,12 @@ async fn run(
     let (replies, pending) = mpsc::channel::<Reply>(in_flight);
     let (closing, mut closed) = watch::channel(false);
     let authenticated = session.authenticated_flag();
+    let connection = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let writer = tokio::spawn(write_replies(writer, pending, closing, peer));
     let worker = tokio::spawn(handle_in_order(
         queued,
         replies,
-        peer,
+        (peer, connection),
         session,
         shared.clone(),
     ));
@@ -161,6 +166,7 @@ async fn run(
     drop(requests);
     let _ = worker.await;
     let _ = writer.await;
+    crate::share::held::release_connection(&shared, connection).await;
 }
 
 /// The largest frame the reader takes now: small until the client authenticated.
@@ -177,7 +183,7 @@ fn frame_limit(shared: &Shared, authenticated: &AtomicBool) -> usize {
 async fn handle_in_order(
     mut queued: mpsc::Receiver<Bytes>,
     replies: mpsc::Sender<Reply>,
-    peer: SocketAddr,
+    (peer, connection): (SocketAddr, ConnectionId),
     mut session: Session,
     shared: Arc<Shared>,
 ) {
@@ -186,7 +192,7 @@ async fn handle_in_order(
         let reply = if session.exchange.expects_raw_token() {
             raw_token(&request, &mut session, &shared).await
         } else {
-            handlers::handle(request, peer, &mut session, shared.clone()).await
+            handlers::handle(request, peer, connection, &mut session, shared.clone()).await
         };
         if let Some(metrics) = shared.metrics() {
             metrics.request_bytes_in_flight.dec_by(gauge_bytes(size));

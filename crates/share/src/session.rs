@@ -11,7 +11,8 @@
 //!   be forgotten. Closing releases the member's records.
 //! - ShareAcknowledge continues or closes a session; it cannot open one.
 //! - A session unused for the member's session timeout is dropped (its records
-//!   released).
+//!   released), and so is one whose connection closed: each session remembers the
+//!   connection its last request came on (as Kafka's share session cache does).
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -28,6 +29,13 @@ pub const OPEN: i32 = 0;
 /// The session epoch that closes one.
 pub const CLOSE: i32 = -1;
 
+/// A client connection to this broker, numbered as it was accepted.
+pub type ConnectionId = u64;
+
+/// A session that ended without its member closing it: the member's records in
+/// `partitions` are to be released.
+pub type Ended = (String, String, Vec<PartitionRef>);
+
 /// The sessions of one broker.
 #[derive(Debug)]
 pub struct ShareSessions {
@@ -40,6 +48,7 @@ struct Session {
     next_epoch: i32,
     partitions: BTreeSet<PartitionRef>,
     last_used: Instant,
+    connection: ConnectionId,
 }
 
 /// What a ShareFetch says about its session.
@@ -48,6 +57,8 @@ pub struct SessionRequest<'a> {
     pub group: &'a str,
     pub member: &'a str,
     pub epoch: i32,
+    /// The connection it came on.
+    pub connection: ConnectionId,
     /// The partitions it names (added to the session).
     pub added: Vec<PartitionRef>,
     pub forgotten: Vec<PartitionRef>,
@@ -120,6 +131,7 @@ impl ShareSessions {
                         next_epoch: 1,
                         partitions: partitions.clone(),
                         last_used: now,
+                        connection: request.connection,
                     },
                 );
                 Ok(SessionStep::Fetch {
@@ -151,6 +163,7 @@ impl ShareSessions {
                 check_epoch(session, epoch)?;
                 session.next_epoch = next(epoch);
                 session.last_used = now;
+                session.connection = request.connection;
                 session.partitions.extend(request.added.iter().copied());
                 let mut released = Vec::new();
                 for partition in &request.forgotten {
@@ -173,6 +186,7 @@ impl ShareSessions {
         group: &str,
         member: &str,
         epoch: i32,
+        connection: ConnectionId,
         now: Instant,
     ) -> Result<Option<Vec<PartitionRef>>, ShareError> {
         let key = (group.to_owned(), member.to_owned());
@@ -196,25 +210,35 @@ impl ShareSessions {
         check_epoch(session, epoch)?;
         session.next_epoch = next(epoch);
         session.last_used = now;
+        session.connection = connection;
         Ok(None)
     }
 
     /// Drops the sessions unused for `idle(group)`; returns each with the
     /// partitions whose records its member held.
-    pub fn expire(
-        &mut self,
-        now: Instant,
-        idle: impl Fn(&str) -> Duration,
-    ) -> Vec<(String, String, Vec<PartitionRef>)> {
-        let expired: Vec<(String, String)> = self
+    pub fn expire(&mut self, now: Instant, idle: impl Fn(&str) -> Duration) -> Vec<Ended> {
+        self.end_where(|(group, _), session| {
+            now.saturating_duration_since(session.last_used) >= idle(group)
+        })
+    }
+
+    /// Drops the sessions whose last request came on `connection`, which closed;
+    /// returns each with the partitions whose records its member held.
+    pub fn connection_closed(&mut self, connection: ConnectionId) -> Vec<Ended> {
+        if self.sessions.is_empty() {
+            return Vec::new();
+        }
+        self.end_where(|_, session| session.connection == connection)
+    }
+
+    fn end_where(&mut self, ends: impl Fn(&(String, String), &Session) -> bool) -> Vec<Ended> {
+        let ended: Vec<(String, String)> = self
             .sessions
             .iter()
-            .filter(|((group, _), session)| {
-                now.saturating_duration_since(session.last_used) >= idle(group)
-            })
+            .filter(|(key, session)| ends(key, session))
             .map(|(key, _)| key.clone())
             .collect();
-        expired
+        ended
             .into_iter()
             .filter_map(|key| {
                 let session = self.sessions.remove(&key)?;
@@ -265,6 +289,7 @@ mod tests {
             group: "g",
             member: "m",
             epoch,
+            connection: 1,
             added: added.to_vec(),
             forgotten: forgotten.to_vec(),
             has_acknowledgements: acks,
@@ -306,7 +331,7 @@ mod tests {
                 expected: 2
             })
         );
-        assert_eq!(sessions.acknowledge("g", "m", 2, now), Ok(None));
+        assert_eq!(sessions.acknowledge("g", "m", 2, 1, now), Ok(None));
         let forgot = sessions.fetch(&request(3, &[], &[(t, 0)], false), now);
         assert_eq!(
             forgot,
@@ -316,7 +341,7 @@ mod tests {
             })
         );
         assert_eq!(
-            sessions.acknowledge("g", "m", CLOSE, now),
+            sessions.acknowledge("g", "m", CLOSE, 1, now),
             Ok(Some(vec![(u, 3)]))
         );
         assert!(sessions.is_empty());
@@ -327,7 +352,7 @@ mod tests {
         let (mut sessions, now) = (ShareSessions::new(1), Instant::now());
         let t = Uuid::from_u128(1);
         assert!(matches!(
-            sessions.acknowledge("g", "m", OPEN, now),
+            sessions.acknowledge("g", "m", OPEN, 1, now),
             Err(ShareError::InvalidSessionEpoch { .. })
         ));
         let _ = sessions.fetch(&request(OPEN, &[(t, 0)], &[], false), now);
@@ -361,5 +386,24 @@ mod tests {
             vec![("g".to_owned(), "m".to_owned(), vec![(t, 0)])]
         );
         assert_eq!(next(i32::MAX), 1);
+    }
+
+    #[test]
+    fn a_closed_connection_ends_the_sessions_whose_last_request_came_on_it() {
+        let (mut sessions, now) = (ShareSessions::new(10), Instant::now());
+        let t = Uuid::from_u128(1);
+        let _ = sessions.fetch(&request(OPEN, &[(t, 0)], &[], false), now);
+        let moved = SessionRequest {
+            connection: 2,
+            ..request(1, &[], &[], false)
+        };
+        assert!(sessions.fetch(&moved, now).is_ok());
+        assert!(sessions.connection_closed(1).is_empty());
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(
+            sessions.connection_closed(2),
+            vec![("g".to_owned(), "m".to_owned(), vec![(t, 0)])]
+        );
+        assert!(sessions.is_empty());
     }
 }

@@ -3,6 +3,7 @@
 
 use kafka_protocol::messages::ApiKey;
 use spool_security::authorizer::Access;
+use spool_share::session::ConnectionId;
 
 /// `isolation_level` (Fetch, ListOffsets) of a consumer that reads only committed
 /// transactions.
@@ -27,6 +28,8 @@ pub(crate) struct RequestContext {
     /// As Kafka shows it: `/` and the peer's IP address.
     pub(crate) client_host: String,
     pub(crate) listener: String,
+    /// The connection it came on (share sessions end with theirs).
+    pub(crate) connection: ConnectionId,
     /// What the request's principal may do.
     pub(crate) access: Access,
 }

@@ -72,6 +72,7 @@ use crate::response::{Reply, ResponseWriter};
 use crate::shared::Shared;
 use spool_security::quotas::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, throttle_ms};
 use spool_security::session::{Gate, Session};
+use spool_share::session::ConnectionId;
 
 /// The one declaration of every API Spool implements, in the order ApiVersions lists
 /// them: each handler's [`ApiDecl`], and for the handlers of the common shape (the
@@ -159,6 +160,7 @@ fn declared(key: ApiKey) -> Option<&'static ApiDecl> {
 pub(crate) async fn handle(
     frame: Bytes,
     peer: SocketAddr,
+    connection: ConnectionId,
     session: &mut Session,
     shared: Arc<Shared>,
 ) -> Reply {
@@ -209,6 +211,7 @@ pub(crate) async fn handle(
             .unwrap_or_default(),
         client_host: format!("/{}", peer.ip()),
         listener: session.listener.name.clone(),
+        connection,
         access: shared
             .authorizer()
             .access(session.principal(), peer.ip().to_canonical()),

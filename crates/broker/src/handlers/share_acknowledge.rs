@@ -58,6 +58,7 @@ pub(crate) async fn handle(
         &group,
         &member,
         request.share_session_epoch,
+        context.connection,
         shared.clock().instant(),
     );
     let closed = match closed {

@@ -92,6 +92,7 @@ pub(crate) async fn handle(
         group: &group,
         member: &member,
         epoch: request.share_session_epoch,
+        connection: context.connection,
         added: named,
         forgotten,
         has_acknowledgements: !acknowledgements.is_empty(),

@@ -92,6 +92,7 @@ impl InProcess {
             client_id: "handler-test".to_owned(),
             client_host: "/127.0.0.1".to_owned(),
             listener: shared.first_listener(),
+            connection: 1,
             access: shared
                 .authorizer()
                 .access(Arc::from(ANONYMOUS), IpAddr::V4(Ipv4Addr::LOCALHOST)),

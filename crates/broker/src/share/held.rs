@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use spool_metadata::{MetadataError, SharePartitionRecord};
 use spool_share::partition::StoredPartition;
+use spool_share::session::ConnectionId;
 use spool_share::settings::OffsetReset;
 use spool_share::{Outcome, SharePartition, ShareSettings};
 
@@ -157,6 +158,17 @@ pub(crate) async fn commit(
         shared.share().wake_fetches();
     }
     Ok(())
+}
+
+/// Releases what the members of the share sessions last used on `connection` held:
+/// the connection closed, so their sessions end (as in Kafka, a consumer that goes
+/// away leaves its records to the others at once, not after their locks).
+pub(crate) async fn release_connection(shared: &Arc<Shared>, connection: ConnectionId) {
+    let ended = shared.share().sessions().connection_closed(connection);
+    for (group, member, partitions) in ended {
+        tracing::info!(group, member, "a share session ended with its connection");
+        release_member(shared, &group, &member, &partitions).await;
+    }
 }
 
 /// Releases what `member` holds in `partitions` of `group` (its session closed, was
