@@ -163,6 +163,11 @@ fn share_groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fm
             "Records archived as undeliverable (rejected, or at the delivery count limit)",
             &stats.dead_letters,
         ),
+        (
+            "share_dead_letters_written",
+            "Dead letters written to their group's dead-letter topic",
+            &stats.dead_letters_written,
+        ),
     ];
     for (name, help, value) in counters {
         counter(encoder, name, help, value)?;
