@@ -8,7 +8,6 @@ configs set through the AdminClient."""
 
 import multiprocessing
 import time
-import urllib.request
 
 import confluent_kafka
 import pytest
@@ -16,6 +15,7 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
+from test_admin_http import samples, value
 from test_groups import wait_until
 
 # Locks as short as tests want them (Kafka's floor is 15 s).
@@ -72,17 +72,6 @@ def poll_until(c, want, timeout=30, handle=None):
             if handle:
                 handle(m)
     return got
-
-
-def metric(broker, name):
-    """A counter of /metrics, summed over the brokers."""
-    total = 0.0
-    for url in broker.admin_urls:
-        with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
-            for line in answer.read().decode().splitlines():
-                if line.startswith(name + " ") or line.startswith(name + "{"):
-                    total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def test_the_client_has_share_consumers():
@@ -206,8 +195,9 @@ def test_rejected_records_and_those_past_the_limit_become_dead_letters(make_brok
     assert "rejected" in rejected["__dlq.errors.message"]
     assert limited["__dlq.errors.delivery.count"] == "2"
     assert "limit" in limited["__dlq.errors.message"]
-    archived, written = metric(broker, "spool_share_dead_letters_total"), \
-        metric(broker, "spool_share_dead_letters_written_total")
+    counted = samples(broker)
+    archived = value(counted, "spool_share_dead_letters_total")
+    written = value(counted, "spool_share_dead_letters_written_total")
     assert archived >= 2 and written == archived, (archived, written)
     values = [by_offset[offset][1] for offset in (0, 1)]
     assert values == ([b"r0", b"r1"] if copy else [None, None])

@@ -121,7 +121,8 @@ async fn run(
     let worker = tokio::spawn(handle_in_order(
         queued,
         replies,
-        (peer, connection),
+        peer,
+        connection,
         session,
         shared.clone(),
     ));
@@ -183,7 +184,8 @@ fn frame_limit(shared: &Shared, authenticated: &AtomicBool) -> usize {
 async fn handle_in_order(
     mut queued: mpsc::Receiver<Bytes>,
     replies: mpsc::Sender<Reply>,
-    (peer, connection): (SocketAddr, ConnectionId),
+    peer: SocketAddr,
+    connection: ConnectionId,
     mut session: Session,
     shared: Arc<Shared>,
 ) {
