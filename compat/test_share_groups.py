@@ -15,6 +15,7 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
+from conftest import CLUSTER
 from test_admin_http import samples, value
 from test_groups import wait_until
 
@@ -201,6 +202,44 @@ def test_rejected_records_and_those_past_the_limit_become_dead_letters(make_brok
     assert archived >= 2 and written == archived, (archived, written)
     values = [by_offset[offset][1] for offset in (0, 1)]
     assert values == ([b"r0", b"r1"] if copy else [None, None])
+
+
+def test_dead_letters_reach_a_dead_letter_partition_another_broker_leads(make_broker):
+    """A one-partition dead-letter topic the user made: in a cluster most
+    share-partitions are led by another broker than its partition, and their letters
+    travel to it through the metadata store's queue. Every letter arrives once."""
+    broker = make_broker(*SETTINGS)
+    create(broker, "spread", partitions=3)
+    create(broker, "dlq.lone")
+    configure(broker, "rejecting", share_auto_offset_reset="earliest",
+              errors_deadletterqueue_topic_name="dlq.lone")
+    producer = Producer({"bootstrap.servers": broker.address, "acks": "all"})
+    for partition in range(3):
+        for i in range(4):
+            producer.produce("spread", value=f"p{partition}-{i}".encode(), partition=partition)
+    assert producer.flush(10) == 0
+    c = consumer(broker, "rejecting", "spread", explicit=True)
+    try:
+        got = poll_until(c, 12, handle=lambda m: c.acknowledge(m, AcknowledgeType.REJECT))
+        assert len(got) == 12
+    finally:
+        c.close()
+
+    def source_of(letter):
+        headers = dict(letter.headers())
+        return int(headers["__dlq.errors.partition"]), int(headers["__dlq.errors.offset"])
+
+    # One more than due: a letter written twice would show.
+    sources = sorted(source_of(letter) for letter in read_all(broker, "dlq.lone", 13, timeout=5))
+    assert sources == [(p, o) for p in range(3) for o in range(4)], sources
+    counted = samples(broker)
+    written = value(counted, "spool_share_dead_letters_written_total")
+    assert value(counted, "spool_share_dead_letters_total") == written == 12
+    queued = value(counted, "spool_share_dead_letters_queued_total")
+    if CLUSTER > 1:
+        assert queued > 0, "no letter went through the queue"
+    else:
+        assert queued == 0
 
 
 def test_records_held_past_their_lock_go_to_another_consumer(make_broker):

@@ -332,6 +332,12 @@ impl Broker {
         tokio::spawn(groups.run(stopped.clone()));
         tokio::spawn(transactions.run(stopped.clone()));
         tokio::spawn(crate::share::timers::run(shared.clone(), stopped.clone()));
+        if shared.cluster().is_some() {
+            tokio::spawn(crate::share::dead_letters::run(
+                shared.clone(),
+                stopped.clone(),
+            ));
+        }
         tokio::spawn(crate::delayed::delivery::run(
             shared.clone(),
             stopped.clone(),

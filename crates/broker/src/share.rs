@@ -67,6 +67,8 @@ pub(crate) struct ShareStats {
     pub(crate) lock_expiries: AtomicU64,
     pub(crate) dead_letters: AtomicU64,
     pub(crate) dead_letters_written: AtomicU64,
+    /// Queued in the metadata store for another broker to write.
+    pub(crate) dead_letters_queued: AtomicU64,
 }
 
 impl ShareStats {

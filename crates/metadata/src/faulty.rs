@@ -14,9 +14,9 @@ use crate::{
     AclRecord, Acls, BrokerLease, BrokerRecord, Catalogue, ClientQuotas, Cluster, CommittedOffset,
     ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, GroupStates, Leadership,
     MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove, PartitionState,
-    PendingHolds, QuotaEntity, QuotaRecord, Result, ScramCredentialRecord, ScramCredentials,
-    SharePartitionRecord, SharePartitions, StoredRange, TopicRecord, TransactionRecord,
-    Transactions, TxnMarker, TxnUpdate,
+    PendingHolds, QueuedDeadLetter, QuotaEntity, QuotaRecord, Result, ScramCredentialRecord,
+    ScramCredentials, SharePartitionRecord, SharePartitions, StoredRange, TopicRecord,
+    TransactionRecord, Transactions, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -593,9 +593,23 @@ impl SharePartitions for FaultyMetadata {
             .await
     }
 
-    async fn save_share_partition(&self, record: &SharePartitionRecord) -> Result<()> {
+    async fn save_share_partition(
+        &self,
+        record: &SharePartitionRecord,
+        letters: &[QueuedDeadLetter],
+    ) -> Result<()> {
         self.check_up()?;
-        self.inner.save_share_partition(record).await
+        self.inner.save_share_partition(record, letters).await
+    }
+
+    async fn queued_dead_letters(&self, limit: u32) -> Result<Vec<QueuedDeadLetter>> {
+        self.check_up()?;
+        self.inner.queued_dead_letters(limit).await
+    }
+
+    async fn dead_letters_written(&self, letters: &[QueuedDeadLetter]) -> Result<()> {
+        self.check_up()?;
+        self.inner.dead_letters_written(letters).await
     }
 
     async fn share_partitions(&self, group: Option<&str>) -> Result<Vec<SharePartitionRecord>> {

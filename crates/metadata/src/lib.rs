@@ -59,7 +59,7 @@ pub use group_states::GroupStates;
 pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use records::{CommittedOffset, ConfigChange, TopicRecord};
-pub use share_partitions::{SharePartitionRecord, SharePartitions};
+pub use share_partitions::{QueuedDeadLetter, SharePartitionRecord, SharePartitions};
 pub use sqlite::SqliteStore;
 pub use store::MetadataStore;
 pub use transactions::{

@@ -1,7 +1,8 @@
 //! Share-partition states against every backend (see `conformance.rs`): written and
 //! replaced, fenced by the state epoch (a claim at a later epoch shuts out earlier
 //! writers; a claim at an earlier one is refused), listed by group, deleted, and
-//! gone with their topic.
+//! gone with their topic; dead letters queued with a state (not when it is fenced),
+//! once per record, listed in order, taken off when written.
 
 #![allow(
     clippy::unwrap_used,
@@ -15,7 +16,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use spool_metadata::{MetadataError, MetadataStore, SharePartitionRecord, TopicRecord};
+use spool_metadata::{
+    MetadataError, MetadataStore, QueuedDeadLetter, SharePartitionRecord, TopicRecord,
+};
 use spool_model::TopicName;
 use uuid::Uuid;
 
@@ -53,17 +56,17 @@ async fn a_share_partition_is_saved_claimed_fenced_and_deleted() {
             "{label}"
         );
         store
-            .save_share_partition(&record("g", t, 1, 5))
+            .save_share_partition(&record("g", t, 1, 5), &[])
             .await
             .unwrap();
         store
-            .save_share_partition(&record("g", t, 1, 7))
+            .save_share_partition(&record("g", t, 1, 7), &[])
             .await
             .unwrap();
 
         let claimed = store.claim_share_partition("g", t, 0, 3).await.unwrap();
         assert_eq!(claimed, Some(record("g", t, 3, 7)), "{label}");
-        let stale = store.save_share_partition(&record("g", t, 2, 9)).await;
+        let stale = store.save_share_partition(&record("g", t, 2, 9), &[]).await;
         assert!(
             matches!(stale, Err(MetadataError::Fenced { .. })),
             "{label}: {stale:?}"
@@ -74,11 +77,11 @@ async fn a_share_partition_is_saved_claimed_fenced_and_deleted() {
             "{label}: {stale:?}"
         );
         store
-            .save_share_partition(&record("g", t, 3, 9))
+            .save_share_partition(&record("g", t, 3, 9), &[])
             .await
             .unwrap();
         store
-            .save_share_partition(&record("h", t, 1, 1))
+            .save_share_partition(&record("h", t, 1, 1), &[])
             .await
             .unwrap();
         drop(store);
@@ -103,6 +106,75 @@ async fn a_share_partition_is_saved_claimed_fenced_and_deleted() {
         assert!(
             store.share_partitions(None).await.unwrap().is_empty(),
             "{label}: gone with the topic"
+        );
+    }
+}
+
+fn letter(topic_id: Uuid, offset: i64, target_partition: i32) -> QueuedDeadLetter {
+    QueuedDeadLetter {
+        group: "g".to_owned(),
+        topic_id,
+        partition: 0,
+        offset,
+        dead_letter_topic: "dlq".to_owned(),
+        target_partition,
+        batch: vec![u8::try_from(offset).unwrap(); 3],
+    }
+}
+
+#[tokio::test]
+async fn dead_letters_are_queued_with_the_state_and_taken_off_when_written() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let t = topic(&store).await;
+        let (five, six, seven) = (letter(t, 5, 1), letter(t, 6, 0), letter(t, 7, 0));
+        store
+            .save_share_partition(&record("g", t, 2, 6), &[five.clone(), six.clone()])
+            .await
+            .unwrap();
+        // Queued again (a state written again after a failure): once.
+        store
+            .save_share_partition(&record("g", t, 2, 7), &[six.clone(), seven.clone()])
+            .await
+            .unwrap();
+        // A fenced writer queues nothing.
+        let stale = store
+            .save_share_partition(&record("g", t, 1, 9), &[letter(t, 8, 0)])
+            .await;
+        assert!(
+            matches!(stale, Err(MetadataError::Fenced { .. })),
+            "{label}: {stale:?}"
+        );
+        drop(store);
+
+        let store = backend.open().await;
+        let queued = store.queued_dead_letters(100).await.unwrap();
+        assert_eq!(
+            queued,
+            vec![six.clone(), seven.clone(), five.clone()],
+            "{label}: by target partition, then source offset"
+        );
+        assert_eq!(
+            store.queued_dead_letters(1).await.unwrap(),
+            vec![six.clone()],
+            "{label}"
+        );
+        store
+            .dead_letters_written(&[six.clone(), five.clone()])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.queued_dead_letters(100).await.unwrap(),
+            vec![seven.clone()],
+            "{label}"
+        );
+        // A letter outlives its source topic.
+        store.delete_topic(t).await.unwrap();
+        assert_eq!(
+            store.queued_dead_letters(100).await.unwrap(),
+            vec![seven],
+            "{label}"
         );
     }
 }

@@ -106,7 +106,7 @@ pub(crate) async fn handle(
                         start_offset: wanted.start_offset,
                         state: SharePartition::new(wanted.start_offset).stored().to_text(),
                     };
-                    match shared.metadata().save_share_partition(&record).await {
+                    match shared.metadata().save_share_partition(&record, &[]).await {
                         Ok(()) => {
                             let id = SharePartitionId {
                                 group: group.clone(),

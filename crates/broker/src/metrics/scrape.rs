@@ -165,8 +165,13 @@ fn share_groups(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fm
         ),
         (
             "share_dead_letters_written",
-            "Dead letters written to their group's dead-letter topic",
+            "Dead letters written to their group's dead-letter topic (by this broker)",
             &stats.dead_letters_written,
+        ),
+        (
+            "share_dead_letters_queued",
+            "Dead letters queued in the metadata store for the broker leading their partition",
+            &stats.dead_letters_queued,
         ),
     ];
     for (name, help, value) in counters {

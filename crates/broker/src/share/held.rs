@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use spool_metadata::{MetadataError, SharePartitionRecord};
+use spool_metadata::{MetadataError, QueuedDeadLetter, SharePartitionRecord};
 use spool_share::partition::StoredPartition;
 use spool_share::session::ConnectionId;
 use spool_share::settings::OffsetReset;
@@ -105,7 +105,7 @@ pub(crate) async fn lock(
             };
             // Written at once: a group reading from the latest offset starts where it
             // started, whoever leads next.
-            save(shared, id, &held).await?;
+            save(shared, id, &held, &[]).await?;
             tracing::info!(group = %id.group, topic = %id.topic_id, partition = id.partition, start,
                 "share group started reading a partition");
             held
@@ -115,7 +115,12 @@ pub(crate) async fn lock(
     Ok(guard)
 }
 
-async fn save(shared: &Shared, id: &SharePartitionId, held: &Held) -> Result<(), MetadataError> {
+async fn save(
+    shared: &Shared,
+    id: &SharePartitionId,
+    held: &Held,
+    letters: &[QueuedDeadLetter],
+) -> Result<(), MetadataError> {
     let record = SharePartitionRecord {
         group: id.group.clone(),
         topic_id: id.topic_id,
@@ -124,12 +129,16 @@ async fn save(shared: &Shared, id: &SharePartitionId, held: &Held) -> Result<(),
         start_offset: held.partition.start(),
         state: held.partition.stored().to_text(),
     };
-    shared.metadata().save_share_partition(&record).await
+    shared
+        .metadata()
+        .save_share_partition(&record, letters)
+        .await
 }
 
 /// Finishes a change of a locked share-partition: counts it, writes its dead letters
-/// and, if what the store keeps changed, the state (a failed write drops the
-/// share-partition from memory, to be read back), then wakes waiting fetches.
+/// and, if what the store keeps changed, the state with the letters another broker
+/// is to write (a failed write drops the share-partition from memory, to be read
+/// back), then wakes waiting fetches.
 pub(crate) async fn commit(
     shared: &Arc<Shared>,
     id: &SharePartitionId,
@@ -142,12 +151,14 @@ pub(crate) async fn commit(
     ShareStats::add(&stats.released, outcome.released);
     ShareStats::add(&stats.rejected, outcome.rejected);
     ShareStats::add(&stats.lock_expiries, outcome.expired);
-    if !outcome.dead_letters.is_empty() {
-        crate::share::dead_letters::write(shared, id, &outcome.dead_letters, settings).await;
-    }
-    if outcome.changed
+    let queued = if outcome.dead_letters.is_empty() {
+        Vec::new()
+    } else {
+        crate::share::dead_letters::write(shared, id, &outcome.dead_letters, settings).await
+    };
+    if (outcome.changed || !queued.is_empty())
         && let Some(held) = guard.as_ref()
-        && let Err(error) = save(shared, id, held).await
+        && let Err(error) = save(shared, id, held, &queued).await
     {
         tracing::warn!(group = %id.group, topic = %id.topic_id, partition = id.partition, %error,
             "writing a share-partition failed; it will be read back from the store");
