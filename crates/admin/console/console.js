@@ -382,6 +382,19 @@ async function deleteGroup(id) {
   }
 }
 
+// ---- Transaction checkers ---------------------------------------------------
+
+async function checkerList() {
+  const checkers = await api("/txn-checkers");
+  page.replaceChildren(
+    h("h1", {}, "Transaction checkers"),
+    h("p", {}, "Asked whether an open transaction committed before it is aborted (add them with ",
+      h("code", {}, "spool txn-checker add"), ")."),
+    table(["Prefix", "URL", "Headers", "Timeout ms", "Own CA"], checkers.map(c => [
+      c.prefix, c.url, c.header_names.join(", ") || "—", c.timeout_ms, c.own_ca ? "yes" : "no",
+    ]), [3]));
+}
+
 // ---- Routing ----------------------------------------------------------------
 
 async function route() {
@@ -395,6 +408,7 @@ async function route() {
     else if (section === "topics") await topicList();
     else if (section === "groups" && parts[1]) await groupPage(parts[1]);
     else if (section === "groups") await groupList();
+    else if (section === "txn-checkers") await checkerList();
     else await overview();
   } catch (error) {
     page.replaceChildren(h("h1", {}, "Cannot show this page"), h("p", { class: "error" }, error.message));

@@ -12,7 +12,7 @@ use axum::routing::get;
 
 use crate::{
     AdminApi, AdminState, ApiError, ConfigChanges, Encoding, MessageQuery, MessageStart, NewTopic,
-    OffsetReset,
+    NewTxnChecker, OffsetReset,
 };
 
 /// The most messages one page returns.
@@ -40,6 +40,11 @@ pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
         .route(
             "/groups/{group}/offsets",
             axum::routing::post(reset_group_offsets),
+        )
+        .route("/txn-checkers", get(txn_checkers).post(put_txn_checker))
+        .route(
+            "/txn-checkers/{prefix}",
+            axum::routing::delete(remove_txn_checker),
         )
 }
 
@@ -195,4 +200,25 @@ async fn groups(State(state): State<Arc<AdminState>>) -> Reply {
 
 async fn group(State(state): State<Arc<AdminState>>, Path(id): Path<String>) -> Reply {
     json(api(&state)?.group(&id).await?)
+}
+
+async fn txn_checkers(State(state): State<Arc<AdminState>>) -> Reply {
+    json(api(&state)?.txn_checkers().await?)
+}
+
+async fn put_txn_checker(
+    State(state): State<Arc<AdminState>>,
+    body: Result<Json<NewTxnChecker>, axum::extract::rejection::JsonRejection>,
+) -> Reply {
+    let Json(checker) = body.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let added = api(&state)?.put_txn_checker(checker).await?;
+    Ok((StatusCode::CREATED, Json(added)).into_response())
+}
+
+async fn remove_txn_checker(
+    State(state): State<Arc<AdminState>>,
+    Path(prefix): Path<String>,
+) -> Reply {
+    api(&state)?.remove_txn_checker(&prefix).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -83,6 +83,41 @@ pub trait AdminApi: Send + Sync {
         id: &str,
         reset: OffsetReset,
     ) -> Result<GroupDetail, ApiError>;
+    /// The transaction checkers, by prefix.
+    async fn txn_checkers(&self) -> Result<Vec<TxnCheckerInfo>, ApiError>;
+    /// Adds a transaction checker, replacing the one of its prefix.
+    async fn put_txn_checker(&self, checker: NewTxnChecker) -> Result<TxnCheckerInfo, ApiError>;
+    /// Removes the checker of `prefix` (404 if there is none).
+    async fn remove_txn_checker(&self, prefix: &str) -> Result<(), ApiError>;
+}
+
+/// A transaction checker as `POST /api/txn-checkers` takes it: the HTTP endpoint asked
+/// about open transactions of ids starting with `prefix` before they are aborted.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewTxnChecker {
+    pub prefix: String,
+    pub url: String,
+    /// Sent with each check (`Authorization`, say).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// How long a check waits for its answer (default 5000).
+    #[serde(default)]
+    pub timeout_ms: Option<i32>,
+    /// PEM certificates an `https` endpoint may chain to besides the system's roots.
+    #[serde(default)]
+    pub ca_pem: Option<String>,
+}
+
+/// A transaction checker as the API shows it: header names only (their values may be
+/// secrets).
+#[derive(Debug, Clone, Serialize)]
+pub struct TxnCheckerInfo {
+    pub prefix: String,
+    pub url: String,
+    pub header_names: Vec<String>,
+    pub timeout_ms: i32,
+    /// Whether it trusts CA certificates of its own.
+    pub own_ca: bool,
 }
 
 /// Where `POST /api/groups/{group}/offsets` moves a group's committed offsets, as

@@ -13,6 +13,7 @@ mod groups;
 mod messages;
 mod share_groups;
 mod topics;
+mod txn_checkers;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,8 +22,8 @@ use std::time::Duration;
 
 use spool_admin::{
     AdminApi, AdminSource, ApiError, ClusterInfo, ConfigChanges, ConfigEntry, GroupDetail,
-    GroupSummary, MessagePage, MessageQuery, NewTopic, OffsetReset, Readiness, StatusCode,
-    TopicDetail, TopicSummary,
+    GroupSummary, MessagePage, MessageQuery, NewTopic, NewTxnChecker, OffsetReset, Readiness,
+    StatusCode, TopicDetail, TopicSummary, TxnCheckerInfo,
 };
 
 use crate::errors::code;
@@ -184,6 +185,18 @@ impl AdminApi for BrokerAdmin {
         reset: OffsetReset,
     ) -> Result<GroupDetail, ApiError> {
         groups::reset_offsets(&self.shared, id, reset).await
+    }
+
+    async fn txn_checkers(&self) -> Result<Vec<TxnCheckerInfo>, ApiError> {
+        txn_checkers::list(&self.shared).await
+    }
+
+    async fn put_txn_checker(&self, checker: NewTxnChecker) -> Result<TxnCheckerInfo, ApiError> {
+        txn_checkers::put(&self.shared, checker).await
+    }
+
+    async fn remove_txn_checker(&self, prefix: &str) -> Result<(), ApiError> {
+        txn_checkers::remove(&self.shared, prefix).await
     }
 }
 

@@ -209,7 +209,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(share_group_settings::SHARE_GROUP_SETTINGS.iter())
 }
 
-const SETTINGS: [Setting; 38] = [
+const SETTINGS: [Setting; 40] = [
     Setting {
         name: "admin.listen",
         dynamic: false,
@@ -586,6 +586,25 @@ const SETTINGS: [Setting; 38] = [
         },
         set: |c, v| {
             c.transactions.timeout_check_interval = millis(v, 1)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "transaction.check.interval.ms",
+        dynamic: false,
+        get: |c| c.transactions.check_interval.as_millis().to_string(),
+        set: |c, v| {
+            c.transactions.check_interval = millis(v, 1)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "transaction.check.max.attempts",
+        dynamic: false,
+        get: |c| c.transactions.check_max_attempts.to_string(),
+        set: |c, v| {
+            c.transactions.check_max_attempts =
+                u32::try_from(at_least(v, 1)?).map_err(|_| expected(v, "a smaller number"))?;
             Ok(())
         },
     },

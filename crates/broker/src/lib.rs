@@ -38,6 +38,7 @@ mod store_binding;
 mod topic_configs;
 mod topics;
 mod transactions;
+mod txn_check;
 mod view_reader;
 
 pub use broker_error::BrokerError;

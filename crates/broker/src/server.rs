@@ -292,13 +292,22 @@ impl Broker {
             clock: config.clock.clone(),
             ..config.transactions.clone()
         };
-        let transactions = Arc::new(TransactionCoordinator::new(
-            txn_config,
+        let txn_checks = Arc::new(crate::txn_check::CheckStats::default());
+        let checker = crate::txn_check::HttpChecker::new(
             metadata.clone(),
-            producer_ids.clone(),
-            markers.clone(),
-            groups.clone(),
-        ));
+            partitions.clone(),
+            txn_checks.clone(),
+        );
+        let transactions = Arc::new(
+            TransactionCoordinator::new(
+                txn_config,
+                metadata.clone(),
+                producer_ids.clone(),
+                markers.clone(),
+                groups.clone(),
+            )
+            .with_checker(Arc::new(checker)),
+        );
         let shared = Arc::new(Shared::new(SharedParts {
             clock: config.clock.clone(),
             dynamic,
@@ -309,6 +318,7 @@ impl Broker {
             groups: groups.clone(),
             share: crate::share::ShareService::new(config.share_groups.max_share_sessions),
             transactions: transactions.clone(),
+            txn_checks,
             producer_ids,
             cluster_id: "spool-cluster".to_owned(),
             metrics,

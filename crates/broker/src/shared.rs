@@ -37,6 +37,8 @@ pub(crate) struct SharedParts {
     /// Share groups: members, sessions and the share-partitions led here.
     pub(crate) share: crate::share::ShareService,
     pub(crate) transactions: Arc<TransactionCoordinator>,
+    /// The transaction checks made, by answer.
+    pub(crate) txn_checks: Arc<crate::txn_check::CheckStats>,
     pub(crate) producer_ids: Arc<ProducerIds>,
     pub(crate) cluster_id: String,
     /// What `/metrics` counts; `None` with `metrics.enable=false`.
@@ -119,6 +121,10 @@ impl Shared {
     }
 
     /// Pending delayed records of the partitions this broker leads.
+    pub(crate) fn txn_checks(&self) -> &crate::txn_check::CheckStats {
+        &self.parts.txn_checks
+    }
+
     pub(crate) fn delayed(&self) -> &crate::delayed::DelayedStats {
         &self.parts.delayed
     }

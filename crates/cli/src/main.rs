@@ -93,6 +93,13 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Add, list and remove transaction checkers (check-back of open transactions).
+    TxnChecker {
+        #[command(subcommand)]
+        command: commands::txn_checker::TxnCheckerCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Consume records and print them.
     Consume {
         #[command(flatten)]
@@ -183,6 +190,7 @@ async fn run_client(command: Command) -> ExitCode {
         Command::Acl { command, client } => commands::acl::run(command, &client).await,
         Command::User { command, client } => commands::user::run(command, &client).await,
         Command::Quota { command, client } => commands::quota::run(command, &client).await,
+        Command::TxnChecker { command, client } => commands::txn_checker::run(command, &client),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

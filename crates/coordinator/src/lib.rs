@@ -33,6 +33,7 @@ pub use group::{
 };
 pub use offsets::{CommitOffset, CommitRequest, GroupListing, GroupType};
 pub use ownership::{GroupOwnership, Ownership};
+pub use transactions::check_back::{CheckAnswer, NoChecker, TxnChecker};
 pub use transactions::{
     MarkerOutcome, MarkerWriter, ProducerIdSource, TransactionCoordinator, TxnConfig,
 };

@@ -18,8 +18,14 @@
 //!   complete the producer's next requests are answered `CONCURRENT_TRANSACTIONS`,
 //!   which it retries.
 //!
+//! An open transaction that would be aborted (its timeout passed, or a new producer
+//! of its id fenced it) is first checked back when a checker answers for its id
+//! ([`check_back`], RocketMQ's check-back): the application says whether it
+//! committed.
+//!
 //! The state machine itself is pure, in [`transitions`].
 
+pub(crate) mod check_back;
 mod transitions;
 
 use std::collections::BTreeSet;
@@ -34,7 +40,8 @@ use spool_model::Clock;
 use tokio::sync::{MutexGuard, Notify, watch};
 use uuid::Uuid;
 
-use self::transitions::{EndStep, InitStep};
+use self::check_back::{CheckProgress, NoChecker, TxnChecker, Verdict};
+use self::transitions::{EndStep, Fence, InitStep};
 use crate::coordinator::GroupCoordinator;
 use crate::error::TxnError;
 use crate::ownership::{Ownership, OwnershipSlot, StripedLocks};
@@ -55,6 +62,11 @@ pub struct TxnConfig {
     pub marker_interval: Duration,
     /// How long EndTxn waits for other brokers to write their markers.
     pub end_wait: Duration,
+    /// `transaction.check.interval.ms`: how long after a checker answered UNKNOWN
+    /// (or nothing) the transaction is checked again.
+    pub check_interval: Duration,
+    /// `transaction.check.max.attempts`: checks before the transaction is aborted.
+    pub check_max_attempts: u32,
     /// The broker's clock: transaction start and update times, timeouts, expiry.
     pub clock: Clock,
 }
@@ -67,6 +79,9 @@ impl Default for TxnConfig {
             timeout_check_interval: Duration::from_secs(10),
             marker_interval: Duration::from_secs(1),
             end_wait: Duration::from_secs(5),
+            // RocketMQ's: every 30 s, 15 times.
+            check_interval: Duration::from_secs(30),
+            check_max_attempts: 15,
             clock: Clock::System,
         }
     }
@@ -118,6 +133,10 @@ pub struct TransactionCoordinator {
     finishing: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Woken whenever the marker loop wrote markers.
     marker_progress: Notify,
+    /// Asks applications about open transactions before they are aborted.
+    checker: Arc<dyn TxnChecker>,
+    /// The checks answered UNKNOWN so far, by transactional id.
+    checks: std::sync::Mutex<std::collections::HashMap<String, CheckProgress>>,
 }
 
 impl TransactionCoordinator {
@@ -140,7 +159,17 @@ impl TransactionCoordinator {
             marker_locks: StripedLocks::new(LOCK_STRIPES),
             finishing: std::sync::Mutex::new(std::collections::HashSet::new()),
             marker_progress: Notify::new(),
+            checker: Arc::new(NoChecker),
+            checks: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
+    }
+
+    /// The coordinator with `checker` asking about open transactions before they are
+    /// aborted.
+    #[must_use]
+    pub fn with_checker(mut self, checker: Arc<dyn TxnChecker>) -> TransactionCoordinator {
+        self.checker = checker;
+        self
     }
 
     #[must_use]
@@ -229,13 +258,22 @@ impl TransactionCoordinator {
                 Ok((stored.producer_id, stored.producer_epoch))
             }
             InitStep::AbortFirst(aborting) => {
+                let decided = match self.check_back(&record, now).await {
+                    // Asked again when the producer retries, once the interval passed.
+                    Some(Verdict::Later) => return Err(TxnError::ConcurrentTransactions),
+                    Some(Verdict::Commit) => {
+                        transitions::fenced_commit(&record, Fence::NewProducer, now)
+                    }
+                    Some(Verdict::Abort) | None => aborting,
+                };
                 let _finishing = self.finishing(transactional_id);
                 tracing::info!(
                     transactional_id,
-                    epoch = aborting.producer_epoch,
-                    "a new producer fenced an open transaction: aborting it"
+                    epoch = decided.producer_epoch,
+                    state = decided.state.as_str(),
+                    "a new producer fenced an open transaction: deciding it"
                 );
-                let stored = self.decide(aborting).await?;
+                let stored = self.decide(decided).await?;
                 self.finish(stored, true).await;
                 Err(TxnError::ConcurrentTransactions)
             }
@@ -582,18 +620,28 @@ impl TransactionCoordinator {
         let Ok(Some(record)) = self.store.transaction(transactional_id).await else {
             return;
         };
-        let _finishing = self.finishing(transactional_id);
         if transitions::timed_out(&record, now) {
+            let decided = match self.check_back(&record, now).await {
+                Some(Verdict::Later) => return,
+                Some(Verdict::Commit) => transitions::fenced_commit(&record, Fence::Timeout, now),
+                Some(Verdict::Abort) | None => {
+                    transitions::fenced_abort(&record, Fence::Timeout, now)
+                }
+            };
+            let _finishing = self.finishing(transactional_id);
             tracing::info!(
                 transactional_id,
                 timeout_ms = record.timeout_ms,
-                "the transaction timed out: aborting it"
+                state = decided.state.as_str(),
+                "the transaction timed out: deciding it"
             );
-            let aborting = transitions::fenced_abort(&record, transitions::Fence::Timeout, now);
-            if let Ok(stored) = self.decide(aborting).await {
+            if let Ok(stored) = self.decide(decided).await {
                 self.finish(stored, false).await;
             }
-        } else if record.state.is_preparing() {
+            return;
+        }
+        let _finishing = self.finishing(transactional_id);
+        if record.state.is_preparing() {
             self.finish(record, false).await;
         } else if record.state != TxnState::Ongoing
             && now.saturating_sub(record.updated_ms) > self.config.id_expiration_ms

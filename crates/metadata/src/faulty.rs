@@ -16,7 +16,7 @@ use crate::{
     MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove, PartitionState,
     PendingHolds, QueuedDeadLetter, QuotaEntity, QuotaRecord, Result, ScramCredentialRecord,
     ScramCredentials, SharePartitionRecord, SharePartitions, StoredRange, TopicRecord,
-    TransactionRecord, Transactions, TxnMarker, TxnUpdate,
+    TransactionRecord, Transactions, TxnCheckerRecord, TxnCheckers, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -624,5 +624,23 @@ impl SharePartitions for FaultyMetadata {
     ) -> Result<()> {
         self.check_up()?;
         self.inner.delete_share_partitions(group, partitions).await
+    }
+}
+
+#[async_trait::async_trait]
+impl TxnCheckers for FaultyMetadata {
+    async fn put_txn_checker(&self, record: &TxnCheckerRecord) -> Result<()> {
+        self.check_up()?;
+        self.inner.put_txn_checker(record).await
+    }
+
+    async fn txn_checkers(&self) -> Result<Vec<TxnCheckerRecord>> {
+        self.check_up()?;
+        self.inner.txn_checkers().await
+    }
+
+    async fn remove_txn_checker(&self, prefix: &str) -> Result<bool> {
+        self.check_up()?;
+        self.inner.remove_txn_checker(prefix).await
     }
 }

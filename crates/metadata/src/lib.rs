@@ -42,6 +42,8 @@ mod sqlite;
 mod store;
 mod transactions;
 mod transactions_sql;
+mod txn_checkers;
+mod txn_checkers_sql;
 mod url;
 
 pub use acls::{AclRecord, Acls};
@@ -65,4 +67,5 @@ pub use store::MetadataStore;
 pub use transactions::{
     SettleOffsets, TransactionRecord, Transactions, TxnMarker, TxnState, TxnUpdate,
 };
+pub use txn_checkers::{TxnCheckerRecord, TxnCheckers, checker_of};
 pub use url::{MetadataUrl, open};

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::{
     Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
-    GroupStates, Result, ScramCredentials, SharePartitions, TopicRecord, Transactions,
+    GroupStates, Result, ScramCredentials, SharePartitions, TopicRecord, Transactions, TxnCheckers,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -22,6 +22,7 @@ pub trait MetadataStore:
     + ClientQuotas
     + GroupStates
     + SharePartitions
+    + TxnCheckers
     + Send
     + Sync
     + std::fmt::Debug

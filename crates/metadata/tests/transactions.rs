@@ -302,3 +302,65 @@ async fn an_abort_drops_the_pending_offsets() {
         );
     }
 }
+
+#[tokio::test]
+async fn transaction_checkers_are_added_replaced_listed_and_removed() {
+    use spool_metadata::{TxnCheckerRecord, checker_of};
+    let checker = |prefix: &str, url: &str| TxnCheckerRecord {
+        prefix: prefix.to_owned(),
+        url: url.to_owned(),
+        headers: vec![
+            ("Authorization".to_owned(), "Bearer t: x".to_owned()),
+            ("X-Team".to_owned(), "orders".to_owned()),
+        ],
+        timeout_ms: 3000,
+        ca_pem: None,
+    };
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        store
+            .put_txn_checker(&checker("orders-", "http://a"))
+            .await
+            .unwrap();
+        store
+            .put_txn_checker(&checker("orders-eu-", "http://b"))
+            .await
+            .unwrap();
+        let replaced = TxnCheckerRecord {
+            ca_pem: Some("-----BEGIN CERTIFICATE-----\n...".to_owned()),
+            headers: Vec::new(),
+            ..checker("orders-", "https://c")
+        };
+        store.put_txn_checker(&replaced).await.unwrap();
+        drop(store);
+
+        let store = backend.open().await;
+        let all = store.txn_checkers().await.unwrap();
+        assert_eq!(
+            all,
+            vec![replaced.clone(), checker("orders-eu-", "http://b")],
+            "{label}"
+        );
+        assert_eq!(
+            checker_of(&all, "orders-eu-7").unwrap().url,
+            "http://b",
+            "{label}: the longest prefix"
+        );
+        assert_eq!(
+            checker_of(&all, "orders-us-1").unwrap().url,
+            "https://c",
+            "{label}"
+        );
+        assert!(checker_of(&all, "billing-1").is_none(), "{label}");
+        assert!(
+            store.remove_txn_checker("orders-").await.unwrap(),
+            "{label}"
+        );
+        assert!(
+            !store.remove_txn_checker("orders-").await.unwrap(),
+            "{label}"
+        );
+        assert_eq!(store.txn_checkers().await.unwrap().len(), 1, "{label}");
+    }
+}

@@ -27,6 +27,11 @@ struct PartitionLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct AnswerLabels {
+    answer: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct GroupLabels {
     group: Text,
 }
@@ -96,6 +101,7 @@ impl Collector for StateCollector {
         views(&mut encoder, shared)?;
         groups(&mut encoder, shared)?;
         share_groups(&mut encoder, shared)?;
+        transaction_checks(&mut encoder, shared)?;
         object_storage(&mut encoder, shared)?;
         cluster(&mut encoder, shared)
     }
@@ -122,6 +128,28 @@ fn counter(
 ) -> std::fmt::Result {
     let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
     ConstCounter::new(value.load(Ordering::Relaxed)).encode(metric)
+}
+
+/// Transaction check-backs this broker's coordinator made, by answer (`none`: the
+/// checker failed or timed out).
+fn transaction_checks(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Result {
+    let stats = shared.txn_checks();
+    let mut family = encoder.encode_descriptor(
+        "transaction_checks",
+        "Open transactions checked back with their application's checker, by answer",
+        None,
+        MetricType::Counter,
+    )?;
+    for (answer, value) in [
+        ("commit", &stats.commit),
+        ("rollback", &stats.rollback),
+        ("unknown", &stats.unknown),
+        ("none", &stats.failed),
+    ] {
+        ConstCounter::new(value.load(Ordering::Relaxed))
+            .encode(family.encode_family(&AnswerLabels { answer })?)?;
+    }
+    Ok(())
 }
 
 /// Share groups (KIP-932): what the share-partitions led here did.

@@ -13,6 +13,8 @@ use std::sync::Arc;
 use spool_log::{Isolation, LogError, PartitionLog, ReadChunk, ReadResult};
 use spool_metadata::{MetadataError, PartitionKey};
 use spool_model::{Offset, Timestamp, TopicName, TopicPartition};
+use spool_protocol::keyed::BatchRecords;
+use spool_protocol::plain::PlainRecord;
 use uuid::Uuid;
 
 use crate::errors::{self, code};
@@ -182,6 +184,9 @@ pub(crate) async fn on_blocking_pool<T: Send + 'static>(
     })
 }
 
+/// The most bytes of a partition read to find one record ([`PartitionHandle::record_at`]).
+const RECORD_READ_BYTES: u64 = 1 << 20;
+
 impl PartitionHandle {
     /// The bytes of whole batches from the one holding `offset`, about `max_bytes` of
     /// them (the first whole): for the broker's own readers (the admin API, delayed
@@ -216,6 +221,25 @@ impl PartitionHandle {
             }
         }
         Ok(bytes)
+    }
+
+    /// The record at `offset` (key, value and headers), if it can be read: for the
+    /// broker's own readers (dead letters' copies, transaction checks). Blocking.
+    pub(crate) fn record_at(&self, offset: i64) -> Option<PlainRecord> {
+        let bytes = self.read_bytes(Offset(offset), RECORD_READ_BYTES).ok()?;
+        let batch = BatchRecords::read(&bytes, 64 << 20).ok()?;
+        let records = batch.records().ok()?;
+        let delta = offset - batch.header.base_offset.0;
+        let record = records.iter().find(|r| r.offset_delta == delta)?;
+        Some(PlainRecord {
+            key: record.key.map(<[u8]>::to_vec),
+            value: record.value.map(<[u8]>::to_vec),
+            headers: record
+                .headers()?
+                .into_iter()
+                .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                .collect(),
+        })
     }
 
     /// The partition's log start offset (in shared-storage mode, the catalogue's:

@@ -17,8 +17,6 @@
 use std::sync::Arc;
 
 use spool_metadata::QueuedDeadLetter;
-use spool_model::Offset;
-use spool_protocol::keyed::BatchRecords;
 use spool_protocol::plain::{PlainRecord, plain_batch};
 use spool_share::{DeadLetter, ShareSettings};
 
@@ -40,9 +38,6 @@ const DRAIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500
 
 /// The most queued letters read at once.
 const DRAIN_LIMIT: u32 = 1000;
-
-/// The most bytes of a source record's batch read to copy it.
-const COPY_READ_BYTES: u64 = 1 << 20;
 
 /// Writes `letters` of share-partition `id` to the group's dead-letter topic, if it
 /// has one: durable when this returns, or returned to be queued with the
@@ -121,7 +116,7 @@ async fn write_to(
                 .iter()
                 .map(|letter| {
                     let mut record = match &copy_from {
-                        Some(handle) => copy_of(handle, letter.offset).unwrap_or_default(),
+                        Some(handle) => handle.record_at(letter.offset).unwrap_or_default(),
                         None => PlainRecord::default(),
                     };
                     record
@@ -312,24 +307,6 @@ async fn dead_letter_topic(
         }
         Err(error) => Err(error.message),
     }
-}
-
-/// The record at `offset` (key, value and headers), if it can be read. Blocking.
-fn copy_of(handle: &PartitionHandle, offset: i64) -> Option<PlainRecord> {
-    let bytes = handle.read_bytes(Offset(offset), COPY_READ_BYTES).ok()?;
-    let batch = BatchRecords::read(&bytes, 64 << 20).ok()?;
-    let records = batch.records().ok()?;
-    let delta = offset - batch.header.base_offset.0;
-    let record = records.iter().find(|r| r.offset_delta == delta)?;
-    Some(PlainRecord {
-        key: record.key.map(<[u8]>::to_vec),
-        value: record.value.map(<[u8]>::to_vec),
-        headers: record
-            .headers()?
-            .into_iter()
-            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-            .collect(),
-    })
 }
 
 fn headers(

@@ -14,4 +14,5 @@ pub(crate) mod quota;
 pub(crate) mod template;
 pub(crate) mod topic;
 pub(crate) mod topic_changes;
+pub(crate) mod txn_checker;
 pub(crate) mod user;

@@ -141,6 +141,19 @@ pub(crate) fn fenced_abort(
     }
 }
 
+/// A checker said an open transaction committed in the application: it commits under
+/// a raised epoch, so that its producer can no longer write to it or end it.
+pub(crate) fn fenced_commit(
+    record: &TransactionRecord,
+    fence: Fence,
+    now_ms: i64,
+) -> TransactionRecord {
+    TransactionRecord {
+        state: TxnState::PrepareCommit,
+        ..fenced_abort(record, fence, now_ms)
+    }
+}
+
 /// Checks that a request comes from the transaction's current producer.
 pub(crate) fn check_producer(
     record: &TransactionRecord,
