@@ -212,3 +212,27 @@ def test_console_edits_configs_and_resets_and_deletes_groups(broker, browser_pag
     expect(page.locator("#toast")).to_contain_text(f"Deleted group {group}")
     expect(page.locator("h1")).to_have_text("Consumer groups")
     expect(page.locator("table a", has_text=re.compile(f"^{group}$"))).to_have_count(0)
+
+
+def test_console_lists_transaction_checkers_without_header_values(broker, browser_page):
+    import json
+    import urllib.request
+    request = urllib.request.Request(
+        broker.admin_url + "/api/txn-checkers", method="POST",
+        headers={"Content-Type": "application/json"},
+        data=json.dumps({"prefix": "payments-", "url": "https://pay.internal/check",
+                         "headers": {"Authorization": "Bearer hidden"},
+                         "timeout_ms": 2500}).encode())
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 201
+    page = browser_page
+    page.set_default_timeout(20000)
+    page.goto(broker.admin_url + "/")
+    page.click("a[data-nav=txn-checkers]")
+    expect(page.locator("h1")).to_have_text("Transaction checkers")
+    row = page.locator("table tr", has_text="payments-")
+    expect(row).to_contain_text("https://pay.internal/check")
+    expect(row).to_contain_text("Authorization")
+    expect(row).to_contain_text("2500")
+    expect(page.locator("body")).not_to_contain_text("hidden")
+    shot(page, "txn-checkers")

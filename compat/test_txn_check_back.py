@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from conftest import CLUSTER, SPOOL_BIN, free_port
 from test_admin_http import samples, value
-from test_transactions import kafka_python_values
+from test_transactions import coordinator_node, kafka_python_values
 
 # Timeouts as short as tests want them: the sweep looks every 200 ms, an UNKNOWN
 # answer is asked again after 500 ms, three times at most.
@@ -153,7 +153,7 @@ def committed_snapshot(broker):
     """Every value of `orders` a read_committed librdkafka consumer reads up to the
     end of both partitions (their last stable offsets)."""
     from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": "snapshot",
+    consumer = Consumer({"bootstrap.servers": ",".join(broker.addresses), "group.id": "snapshot",
                          "isolation.level": "read_committed", "enable.partition.eof": True,
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition("orders", p, 0) for p in range(2)])
@@ -283,6 +283,23 @@ def test_a_producer_that_stalled_past_a_checked_commit_is_fenced(setup):
     outcome = child.stdout.readline().decode()
     child.wait(30)
     assert outcome.startswith("refused"), outcome
+
+
+@pytest.mark.skipif(CLUSTER == 1, reason="a coordinator move needs a cluster")
+def test_the_next_coordinator_checks_when_the_coordinators_broker_dies(setup):
+    broker, checker = setup
+    txn = f"orders-move-{uuid.uuid4().hex[:6]}"
+    checker.answers[txn] = ["COMMIT"]
+    child = start_producer(broker, "confluent", txn)
+    node = coordinator_node(broker.address, txn)
+    kill9(child)
+    broker.kill9_node(node)
+    try:
+        values = committed_values(broker, txn, 4, timeout=60)
+    finally:
+        broker.start_node(node)
+    assert values == [f"{txn}-{i}" for i in range(4)]
+    assert checker.checks_of(txn), "committed without a check"
 
 
 def test_the_cli_lists_and_removes_checkers_and_refuses_bad_ones(setup):
