@@ -59,8 +59,8 @@ fn spool(args: &[&str]) -> (i32, String, String) {
     (status.code().unwrap_or(-1), stdout, stderr)
 }
 
-fn clean_run(mode: &str, crash: &str) {
-    let (code, stdout, stderr) = faultcheck(&[
+fn clean_run(mode: &str, crash: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
         "--mode",
         mode,
         "--crash",
@@ -73,7 +73,9 @@ fn clean_run(mode: &str, crash: &str) {
         "1",
         "--format",
         "json",
-    ]);
+    ];
+    args.extend(extra);
+    let (code, stdout, stderr) = faultcheck(&args);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["mode"], mode);
@@ -90,6 +92,7 @@ fn clean_run(mode: &str, crash: &str) {
     assert!(report["polls"].as_u64().unwrap() > 0, "{report}");
     assert!(report["commits"].as_u64().unwrap() > 0, "{report}");
     assert_transactions_got_somewhere(&report);
+    report
 }
 
 /// The transactional workload committed transactions and transformed records.
@@ -103,19 +106,25 @@ fn assert_transactions_got_somewhere(report: &serde_json::Value) {
     );
 }
 
+/// With check-back: every writer's transaction ends as the writer decided (the
+/// broker asked the run's checker about those the kills left open).
 #[test]
 fn kill_cycles_lose_nothing_acknowledged() {
-    clean_run("kill", "drop");
+    let report = clean_run("kill", "drop", &["--check-back"]);
+    assert!(
+        report["transactions"]["checked_back"].as_u64().unwrap() > 0,
+        "no transaction was checked back: {report}"
+    );
 }
 
 #[test]
 fn machine_crashes_lose_nothing_acknowledged() {
-    clean_run("machine", "drop");
+    clean_run("machine", "drop", &[]);
 }
 
 #[test]
 fn machine_crashes_that_garble_unsynced_writes_lose_nothing_acknowledged() {
-    clean_run("machine", "garble");
+    clean_run("machine", "garble", &[]);
 }
 
 /// Over moto's S3 server (`SPOOL_TEST_S3_URL`, with the `AWS_*` variables that
@@ -175,10 +184,11 @@ fn kill_cycles_over_object_storage_on_empty_data_dirs_lose_nothing_acknowledged(
 
 /// Three brokers sharing a metadata file and the object store; each cycle one of them
 /// is killed (back at once or past its lease), paused past its lease, or stopped
-/// with SIGTERM.
+/// with SIGTERM; the writers' transactions are checked back.
 #[test]
 fn faults_of_cluster_members_lose_nothing_acknowledged() {
-    if let Some(report) = clean_run_over_object_storage("cluster", &["--cycles", "8"]) {
+    let extra = ["--cycles", "8", "--check-back"];
+    if let Some(report) = clean_run_over_object_storage("cluster", &extra) {
         assert_eq!(report["mode"], "cluster");
         assert_eq!(report["cycles"], 8);
     }

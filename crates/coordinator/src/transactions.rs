@@ -640,6 +640,10 @@ impl TransactionCoordinator {
             }
             return;
         }
+        if record.state != TxnState::Ongoing {
+            // Its producer ended what was being checked.
+            self.forget_check(transactional_id);
+        }
         let _finishing = self.finishing(transactional_id);
         if record.state.is_preparing() {
             self.finish(record, false).await;

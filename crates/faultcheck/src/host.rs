@@ -12,8 +12,9 @@
 //!
 //! Either way the broker forms groups without `group.initial.rebalance.delay.ms`
 //! (every life is short, and the group must re-form in each), gives consumer-protocol
-//! members the classic members' session (6 s) and heartbeat (0.5 s), and looks for
-//! transactions past their timeout twice a second.
+//! members the classic members' session (6 s) and heartbeat (0.5 s), looks for
+//! transactions past their timeout twice a second, and checks back undecided ones
+//! twice a second for as long as it takes.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,14 @@ use crate::{CheckError, Crash, Mode};
 /// How often the brokers look for transactions past their timeout: often, so that
 /// what a killed client left open is aborted soon.
 const TXN_TIMEOUT_CHECK: Duration = Duration::from_millis(500);
+
+/// Check-back (`--check-back`): an undecided transaction is asked about again every
+/// half second, and for longer than any writer takes to decide (a writer's call may
+/// wait out a broker's death), so that only the writer's decision settles it.
+const CHECK_BACK_SETTINGS: [&str; 2] = [
+    "transaction.check.interval.ms=500",
+    "transaction.check.max.attempts=1000",
+];
 
 /// How long a broker has to come up before the run fails.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -195,6 +204,7 @@ impl Host {
                         "transaction.abort.timed.out.transaction.cleanup.interval.ms={}",
                         TXN_TIMEOUT_CHECK.as_millis()
                     ))
+                    .args(CHECK_BACK_SETTINGS.iter().flat_map(|s| ["--set", s]))
                     .stdin(Stdio::null())
                     .stdout(open_log()?)
                     .stderr(open_log()?)
@@ -222,6 +232,10 @@ impl Host {
                     config.set(name, value).map_err(CheckError::Invalid)?;
                 }
                 config.transactions.timeout_check_interval = TXN_TIMEOUT_CHECK;
+                for setting in CHECK_BACK_SETTINGS {
+                    let (name, value) = setting.split_once('=').unwrap_or_default();
+                    config.set(name, value).map_err(CheckError::Invalid)?;
+                }
                 let started = loop {
                     // The listener of the previous life closes as its runtime winds down,
                     // which may take a moment.

@@ -10,6 +10,7 @@
 //! stopped cleanly. At the end the topic is read back whole and the history is
 //! checked against it (see [`checker`]). See docs/reliability.md.
 
+mod check_back;
 pub mod checker;
 mod drain;
 pub mod failover;
@@ -122,6 +123,12 @@ pub struct FaultCheck {
     /// `crates/faultcheck/src/transactions.rs`).
     #[arg(long, default_value_t = 0)]
     pub transactions: u32,
+    /// With `--transactions`: the writers' transactions are checked back (the broker
+    /// asks an HTTP checker this run serves before it aborts an open one), and each
+    /// must end as its writer decided, whatever its client call said (see
+    /// `crates/faultcheck/src/check_back.rs`).
+    #[arg(long)]
+    pub check_back: bool,
     /// The group members' protocol: `classic` (JoinGroup and SyncGroup) or
     /// `consumer` (KIP-848, the broker assigns).
     #[arg(long, value_enum, default_value_t = GroupProtocol::Classic)]
@@ -191,6 +198,9 @@ impl FaultCheck {
         if self.mode == Mode::Cluster && (self.storage_url.is_none() || self.nodes < 2) {
             return invalid("--mode cluster needs --storage-url and at least 2 --nodes");
         }
+        if self.check_back && self.transactions == 0 {
+            return invalid("--check-back goes with --transactions");
+        }
         if self.metadata_url.is_some() && self.storage_url.is_none() {
             return invalid("--metadata-url goes with --storage-url");
         }
@@ -253,6 +263,23 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         }
     }
     let transform_group = format!("spool-faultcheck-ctp-{seed}");
+    let decisions = Arc::new(check_back::Decisions::default());
+    let checker = if check.check_back {
+        let checker = check_back::Checker::start(decisions.clone())?;
+        let store = if check.storage_url.is_some() {
+            metadata_url.clone()
+        } else {
+            format!(
+                "sqlite://{}",
+                data_dir.join("broker").join("metadata.db").display()
+            )
+        };
+        check_back::register(&store, &checker)?;
+        Some(checker)
+    } else {
+        None
+    };
+    let decisions = checker.as_ref().map(|_| &*decisions);
 
     let history = Arc::new(History::new(usize::try_from(check.producers).unwrap_or(1)));
     let stop = AtomicBool::new(false);
@@ -284,8 +311,9 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         for writer in 0..check.transactions {
             let (config, history, stop) = (&config, &history, &stop);
             let partitions = check.partitions;
-            let client =
-                scope.spawn(move || transactions::write(config, writer, partitions, history, stop));
+            let client = scope.spawn(move || {
+                transactions::write(config, writer, partitions, history, decisions, stop)
+            });
             threads.push((format!("txn-writer-{writer}"), client));
         }
         if check.transactions > 0 {
@@ -366,7 +394,7 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
     };
     drop(hosts);
     let events = history.events();
-    let report = Report::new(
+    let mut report = Report::new(
         check,
         seed,
         &events,
@@ -375,6 +403,9 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
         started.elapsed(),
         &data_dir,
     );
+    if let Some(counts) = report.transactions.as_mut() {
+        counts.checked_back = decisions.map_or(0, |d| d.checks.load(Ordering::Relaxed));
+    }
     if report.findings.is_clean() && check.data_dir.is_none() {
         let _ = std::fs::remove_dir_all(&data_dir);
     }

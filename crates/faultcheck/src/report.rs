@@ -57,6 +57,8 @@ pub struct TransactionCounts {
     pub transformer_restarts: u64,
     /// Records the transformer's output holds at the end.
     pub transformed: u64,
+    /// With `--check-back`: the checks the broker sent the run's checker.
+    pub checked_back: u64,
 }
 
 impl Report {
@@ -95,6 +97,7 @@ impl Report {
                 transformer_transactions: events.ctp_transactions,
                 transformer_restarts: events.ctp_restarts,
                 transformed: transform.outputs.len() as u64,
+                checked_back: 0,
             }
         });
         if events.acked.is_empty() {
@@ -176,8 +179,8 @@ impl Report {
         if let Some(t) = &self.transactions {
             let _ = writeln!(
                 text,
-                "transactions: {} committed, {} aborted, {} unknown; {} values read during the run, {} in the log",
-                t.committed, t.aborted, t.unknown, t.read, t.in_log
+                "transactions: {} committed, {} aborted, {} unknown, {} checks back; {} values read during the run, {} in the log",
+                t.committed, t.aborted, t.unknown, t.checked_back, t.read, t.in_log
             );
             let _ = writeln!(
                 text,

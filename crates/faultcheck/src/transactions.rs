@@ -3,7 +3,9 @@
 //! - N **writers**, each a librdkafka transactional producer, write transactions of a
 //!   few values over the partitions of `faultcheck-txn`, and commit three in four,
 //!   abort the rest; every transaction's values and outcome (committed, aborted, or
-//!   unknown when the client could not tell) go into the history;
+//!   unknown when the client could not tell) go into the history. With
+//!   `--check-back` each writer notes its decision for the broker's checker
+//!   ([`crate::check_back`]), and a transaction's outcome is what it decided;
 //! - a **reader**, a read_committed consumer of `faultcheck-txn`, records every value
 //!   it sees while the brokers die;
 //! - a **transformer** reads the main topic read_committed in consumer group
@@ -20,10 +22,13 @@ use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{ClientConfig, Message};
+use rdkafka::producer::{
+    BaseRecord, DefaultProducerContext, DeliveryResult, Producer, ProducerContext, ThreadedProducer,
+};
+use rdkafka::{ClientConfig, ClientContext, Message};
 
 use crate::CheckError;
+use crate::check_back::{Decision, Decisions};
 use crate::history::{History, TxnOutcome, TxnRecord, Value};
 
 /// The topic the writers write and the reader reads.
@@ -44,34 +49,57 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// aborted by the coordinator this long after it began.
 pub(crate) const TXN_TIMEOUT_MS: u32 = 5_000;
 
-fn transactional(
+fn transactional<C: ProducerContext + 'static>(
     config: &ClientConfig,
     id: &str,
-) -> Result<ThreadedProducer<DefaultProducerContext>, KafkaError> {
-    let producer: ThreadedProducer<DefaultProducerContext> = config
+    context: C,
+) -> Result<ThreadedProducer<C>, KafkaError> {
+    let producer: ThreadedProducer<C> = config
         .clone()
         .set("transactional.id", id)
         .set("transaction.timeout.ms", TXN_TIMEOUT_MS.to_string())
         .set("message.timeout.ms", TXN_TIMEOUT_MS.to_string())
         .set("linger.ms", "2")
-        .create()?;
+        .create_with_context(context)?;
     producer.init_transactions(CALL_TIMEOUT)?;
     Ok(producer)
 }
 
-/// A writer: transactions until `stop`, each recorded with its outcome.
+/// Counts the deliveries that failed: a writer decides to commit only when none of
+/// its transaction's did.
+#[derive(Debug, Default, Clone)]
+struct Deliveries {
+    failed: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _opaque: ()) {
+        if result.is_err() {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A writer: transactions until `stop`, each recorded with its outcome (with
+/// `decisions`, the one it decided, which the broker's checker is told).
 pub(crate) fn write(
     config: &ClientConfig,
     writer: u32,
     partitions: i32,
     history: &Arc<History>,
+    decisions: Option<&Decisions>,
     stop: &AtomicBool,
 ) -> Result<(), CheckError> {
-    let id = format!("faultcheck-writer-{writer}");
+    let id = format!("{}{writer}", crate::check_back::PREFIX);
+    let deliveries = Deliveries::default();
     let mut seq = 0_u64;
     let mut round = 0_u64;
     while !stop.load(Ordering::SeqCst) {
-        let producer = match transactional(config, &id) {
+        let producer = match transactional(config, &id, deliveries.clone()) {
             Ok(producer) => producer,
             Err(_) => {
                 std::thread::sleep(Duration::from_millis(100));
@@ -88,10 +116,35 @@ pub(crate) fn write(
                 .collect();
             seq += VALUES_PER_TXN;
             let commit = !round.is_multiple_of(4);
-            let outcome = one_transaction(&producer, &values, partitions, commit);
+            // With check-back, every fifth transaction's writer "dies" once it
+            // decided: it leaves the transaction open for the broker to check back.
+            let walk_away = decisions.is_some() && round % 5 == 2;
+            let note = |decision| {
+                if let Some(decisions) = decisions {
+                    decisions.note(&id, decision);
+                }
+            };
+            note(Decision::Open);
+            let failed_before = deliveries.failed.load(Ordering::SeqCst);
+            let delivered = || deliveries.failed.load(Ordering::SeqCst) == failed_before;
+            let (learnt, decided) = one_transaction(
+                &producer,
+                &values,
+                partitions,
+                (commit, walk_away),
+                delivered,
+                note,
+            );
+            let outcome = match (decisions, learnt, decided) {
+                // Checked back: what was decided is what happens.
+                (Some(_), TxnOutcome::Unknown, Decision::Commit) => TxnOutcome::Committed,
+                (Some(_), TxnOutcome::Unknown, _) => TxnOutcome::Aborted,
+                (_, learnt, _) => learnt,
+            };
             history.events().txns.push(TxnRecord { values, outcome });
-            if outcome == TxnOutcome::Unknown {
-                // Start over: a new producer fences this one and aborts what it left.
+            if learnt == TxnOutcome::Unknown {
+                // Start over: a new producer fences this one and settles what it left
+                // (aborts it, or has it checked back).
                 break;
             }
         }
@@ -99,16 +152,29 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// Writes `values` in one transaction and commits or aborts it; what the client
-/// learnt of the outcome.
+/// Writes `values` in one transaction and commits or aborts it: what the client
+/// learnt of the outcome, and what was decided (noted through `note` before the
+/// client is asked to commit or abort). It commits only if `commit` and every record
+/// was `delivered`; with `walk_away` it asks the client nothing once it decided (the
+/// outcome is unknown: the broker checks the transaction back).
 fn one_transaction(
-    producer: &ThreadedProducer<DefaultProducerContext>,
+    producer: &ThreadedProducer<Deliveries>,
     values: &[Value],
     partitions: i32,
-    commit: bool,
-) -> TxnOutcome {
+    (commit, walk_away): (bool, bool),
+    delivered: impl Fn() -> bool,
+    note: impl Fn(Decision),
+) -> (TxnOutcome, Decision) {
+    let rollback = || {
+        note(Decision::Rollback);
+        if walk_away {
+            return (TxnOutcome::Unknown, Decision::Rollback);
+        }
+        (abort(producer), Decision::Rollback)
+    };
     if producer.begin_transaction().is_err() {
-        return TxnOutcome::Unknown;
+        note(Decision::Rollback);
+        return (TxnOutcome::Unknown, Decision::Rollback);
     }
     for (i, value) in values.iter().enumerate() {
         let payload = value.encode();
@@ -117,24 +183,28 @@ fn one_transaction(
             .partition(partition)
             .payload(&payload);
         if crate::producer::send_waiting(producer, record).is_err() {
-            return abort(producer);
+            return rollback();
         }
     }
     // Sent before the decision, so that an abort has records to hide.
     if producer.flush(CALL_TIMEOUT).is_err() {
-        return abort(producer);
-    }
-    if !commit {
-        return abort(producer);
+        return rollback();
     }
     spool_loadgen::wait_for_deliveries(producer);
+    if !commit || producer.in_flight_count() > 0 || !delivered() {
+        return rollback();
+    }
+    note(Decision::Commit);
+    if walk_away {
+        return (TxnOutcome::Unknown, Decision::Commit);
+    }
     match producer.commit_transaction(CALL_TIMEOUT) {
-        Ok(()) => TxnOutcome::Committed,
-        Err(_) => TxnOutcome::Unknown,
+        Ok(()) => (TxnOutcome::Committed, Decision::Commit),
+        Err(_) => (TxnOutcome::Unknown, Decision::Commit),
     }
 }
 
-fn abort(producer: &ThreadedProducer<DefaultProducerContext>) -> TxnOutcome {
+fn abort<C: ProducerContext + 'static>(producer: &ThreadedProducer<C>) -> TxnOutcome {
     match producer.abort_transaction(CALL_TIMEOUT) {
         Ok(()) => TxnOutcome::Aborted,
         Err(_) => TxnOutcome::Unknown,
@@ -200,7 +270,7 @@ fn transform_session(
         .set("enable.auto.commit", "false")
         .create()?;
     consumer.subscribe(&[input])?;
-    let producer = transactional(config, "faultcheck-transformer")?;
+    let producer = transactional(config, "faultcheck-transformer", DefaultProducerContext)?;
     while !stop.load(Ordering::SeqCst) {
         let mut batch = Vec::new();
         while batch.len() < 100 {

@@ -65,6 +65,14 @@ pub(super) enum Verdict {
 }
 
 impl TransactionCoordinator {
+    /// Forgets the UNKNOWN answers about `transactional_id`'s transaction (ended).
+    pub(super) fn forget_check(&self, transactional_id: &str) {
+        self.checks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(transactional_id);
+    }
+
     /// Checks back the open transaction of `record` (the caller holds its lock):
     /// `None` when no checker answers for its id.
     pub(super) async fn check_back(&self, record: &TransactionRecord, now: i64) -> Option<Verdict> {
