@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import CLUSTER, SPOOL_BIN, free_port
+from conftest import CLUSTER, SPOOL_BIN, free_port, server_certificate
 from test_admin_http import samples, value
 from test_transactions import coordinator_node, kafka_python_values
 
@@ -75,7 +75,7 @@ class Checker:
     """The application's checker: answers each transactional id from a script (the
     last answer repeats) and keeps every check it was sent."""
 
-    def __init__(self):
+    def __init__(self, certificate=None):
         self.answers = {}
         self.checks = []
         checker = self
@@ -99,8 +99,15 @@ class Checker:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if certificate:  # (certificate, key) paths: served over TLS
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*certificate)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/check"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/check"
 
     def checks_of(self, transactional_id):
         return [c for c in self.checks if c["transactional_id"] == transactional_id]
@@ -283,6 +290,33 @@ def test_a_producer_that_stalled_past_a_checked_commit_is_fenced(setup):
     outcome = child.stdout.readline().decode()
     child.wait(30)
     assert outcome.startswith("refused"), outcome
+
+
+def test_an_https_checker_is_trusted_through_its_ca_and_only_so(setup, tmp_path):
+    broker, _ = setup
+    ca, certificate, key = server_certificate(str(tmp_path))
+    secure = Checker(certificate=(certificate, key))
+    try:
+        spool(broker, "add", "tls-trusted-", "--url", secure.url, "--ca-location", ca)
+        spool(broker, "add", "tls-unknown-", "--url", secure.url)
+        trusted = f"tls-trusted-{uuid.uuid4().hex[:6]}"
+        unknown = f"tls-unknown-{uuid.uuid4().hex[:6]}"
+        secure.answers[trusted] = ["COMMIT"]
+        secure.answers[unknown] = ["COMMIT"]
+        before = value(samples(broker), "spool_transaction_checks_total", answer="none")
+        kill9(start_producer(broker, "confluent", trusted))
+        kill9(start_producer(broker, "confluent", unknown))
+        assert committed_values(broker, trusted, 4) == [f"{trusted}-{i}" for i in range(4)]
+        # The other endpoint's certificate chains to no root the broker trusts: no
+        # answer, three times, then the transaction is aborted.
+        assert wait_for(lambda: value(samples(broker), "spool_transaction_checks_total",
+                                      answer="none") >= before + 3, timeout=30)
+        assert secure.checks_of(unknown) == []
+        assert committed_values(broker, unknown, 0) == []
+    finally:
+        spool(broker, "remove", "tls-trusted-", check=False)
+        spool(broker, "remove", "tls-unknown-", check=False)
+        secure.stop()
 
 
 @pytest.mark.skipif(CLUSTER == 1, reason="a coordinator move needs a cluster")
