@@ -120,11 +120,12 @@ impl Shared {
         self.parts.metrics.as_ref()
     }
 
-    /// Pending delayed records of the partitions this broker leads.
+    /// The transaction checks made, by answer.
     pub(crate) fn txn_checks(&self) -> &crate::txn_check::CheckStats {
         &self.parts.txn_checks
     }
 
+    /// Pending delayed records of the partitions this broker leads.
     pub(crate) fn delayed(&self) -> &crate::delayed::DelayedStats {
         &self.parts.delayed
     }

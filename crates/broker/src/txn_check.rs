@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use spool_coordinator::{CheckAnswer, TxnChecker};
 use spool_metadata::{MetadataStore, TransactionRecord, TxnCheckerRecord, checker_of};
 
-use crate::partitions::{Partitions, on_blocking_pool};
+use crate::partitions::{PartitionHandle, Partitions, on_blocking_pool};
 
 /// The most bytes of an answer read.
 const ANSWER_MAX: usize = 64 * 1024;
@@ -37,7 +37,7 @@ pub(crate) struct CheckStats {
 pub(crate) struct HttpChecker {
     metadata: Arc<dyn MetadataStore>,
     partitions: Arc<Partitions>,
-    pub(crate) stats: Arc<CheckStats>,
+    stats: Arc<CheckStats>,
 }
 
 impl HttpChecker {
@@ -99,36 +99,10 @@ impl HttpChecker {
                 "topic": topic.record.name.as_str(),
                 "partition": index,
             });
-            if let Ok(handle) = self.partitions.open(topic, *index, -1).await {
-                let producer_id = record.producer_id;
-                let first = on_blocking_pool(move || {
-                    let (_, offset) = handle
-                        .log
-                        .open_transactions()
-                        .into_iter()
-                        .find(|(producer, _)| *producer == producer_id)?;
-                    Some((offset.0, handle.record_at(offset.0)?))
-                })
-                .await
-                .ok()
-                .flatten();
-                if let (Some((offset, first)), Some(fields)) = (first, entry.as_object_mut()) {
-                    fields.insert("first_offset".to_owned(), json!(offset));
-                    fields.insert("key".to_owned(), text(first.key.as_deref()));
-                    fields.insert("key_base64".to_owned(), base64(first.key.as_deref()));
-                    let headers: Vec<Value> = first
-                        .headers
-                        .iter()
-                        .map(|(name, value)| {
-                            json!({
-                                "name": String::from_utf8_lossy(name),
-                                "value": text(value.as_deref()),
-                                "value_base64": base64(value.as_deref()),
-                            })
-                        })
-                        .collect();
-                    fields.insert("headers".to_owned(), Value::Array(headers));
-                }
+            if let Ok(handle) = self.partitions.open(topic, *index, -1).await
+                && let Some(fields) = entry.as_object_mut()
+            {
+                fields.extend(first_record(handle, record.producer_id).await);
             }
             partitions.push(entry);
         }
@@ -142,6 +116,42 @@ impl HttpChecker {
             "partitions": partitions,
         })
     }
+}
+
+/// The offset, key and headers of the first record `producer_id`'s open transaction
+/// wrote into `handle`'s partition (nothing if it cannot be read).
+async fn first_record(handle: PartitionHandle, producer_id: i64) -> serde_json::Map<String, Value> {
+    let first = on_blocking_pool(move || {
+        let (_, offset) = handle
+            .log
+            .open_transactions()
+            .into_iter()
+            .find(|(producer, _)| *producer == producer_id)?;
+        Some((offset.0, handle.record_at(offset.0)?))
+    })
+    .await
+    .ok()
+    .flatten();
+    let mut fields = serde_json::Map::new();
+    let Some((offset, first)) = first else {
+        return fields;
+    };
+    let headers = first
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            json!({
+                "name": String::from_utf8_lossy(name),
+                "value": text(value.as_deref()),
+                "value_base64": base64(value.as_deref()),
+            })
+        })
+        .collect();
+    fields.insert("first_offset".to_owned(), json!(offset));
+    fields.insert("key".to_owned(), text(first.key.as_deref()));
+    fields.insert("key_base64".to_owned(), base64(first.key.as_deref()));
+    fields.insert("headers".to_owned(), Value::Array(headers));
+    fields
 }
 
 /// Bytes as text when they are UTF-8, else null.

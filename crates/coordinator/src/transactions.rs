@@ -40,7 +40,7 @@ use spool_model::Clock;
 use tokio::sync::{MutexGuard, Notify, watch};
 use uuid::Uuid;
 
-use self::check_back::{CheckProgress, NoChecker, TxnChecker, Verdict};
+use self::check_back::{CheckProgress, NoChecker, TxnChecker};
 use self::transitions::{EndStep, Fence, InitStep};
 use crate::coordinator::GroupCoordinator;
 use crate::error::TxnError;
@@ -257,14 +257,10 @@ impl TransactionCoordinator {
                 let stored = self.store(plain_update(next, false)).await?;
                 Ok((stored.producer_id, stored.producer_epoch))
             }
-            InitStep::AbortFirst(aborting) => {
-                let decided = match self.check_back(&record, now).await {
-                    // Asked again when the producer retries, once the interval passed.
-                    Some(Verdict::Later) => return Err(TxnError::ConcurrentTransactions),
-                    Some(Verdict::Commit) => {
-                        transitions::fenced_commit(&record, Fence::NewProducer, now)
-                    }
-                    Some(Verdict::Abort) | None => aborting,
+            InitStep::AbortFirst(_) => {
+                // Asked again when the producer retries, once the interval passed.
+                let Some(decided) = self.settle_open(&record, Fence::NewProducer, now).await else {
+                    return Err(TxnError::ConcurrentTransactions);
                 };
                 let _finishing = self.finishing(transactional_id);
                 tracing::info!(
@@ -621,12 +617,8 @@ impl TransactionCoordinator {
             return;
         };
         if transitions::timed_out(&record, now) {
-            let decided = match self.check_back(&record, now).await {
-                Some(Verdict::Later) => return,
-                Some(Verdict::Commit) => transitions::fenced_commit(&record, Fence::Timeout, now),
-                Some(Verdict::Abort) | None => {
-                    transitions::fenced_abort(&record, Fence::Timeout, now)
-                }
+            let Some(decided) = self.settle_open(&record, Fence::Timeout, now).await else {
+                return;
             };
             let _finishing = self.finishing(transactional_id);
             tracing::info!(

@@ -62,9 +62,8 @@ fn record_of(checker: NewTxnChecker) -> Result<TxnCheckerRecord, ApiError> {
             "a checker's prefix has at least one character",
         ));
     }
-    let scheme = checker.url.split_once("://").map(|(scheme, _)| scheme);
-    let host = checker.url.split_once("://").map_or("", |(_, rest)| rest);
-    if !matches!(scheme, Some("http" | "https")) || host.is_empty() {
+    let (scheme, rest) = checker.url.split_once("://").unwrap_or_default();
+    if !matches!(scheme, "http" | "https") || rest.is_empty() {
         return Err(ApiError::bad_request(format!(
             "{:?}: a checker's URL is http://… or https://…",
             checker.url

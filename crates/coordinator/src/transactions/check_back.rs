@@ -16,6 +16,7 @@ use std::sync::PoisonError;
 use spool_metadata::TransactionRecord;
 
 use super::TransactionCoordinator;
+use super::transitions::{self, Fence};
 
 /// What an application's checker answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +58,7 @@ pub(super) struct CheckProgress {
 
 /// What becomes of an open transaction that would be aborted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verdict {
+enum Verdict {
     Commit,
     Abort,
     /// It stays open: asked again later.
@@ -73,9 +74,26 @@ impl TransactionCoordinator {
             .remove(transactional_id);
     }
 
+    /// What the open transaction of `record`, about to be aborted for `fence`,
+    /// becomes (the caller holds its lock): committed or aborted under a raised epoch
+    /// as its checker says (aborted without one), or `None` while the checker does
+    /// not know yet.
+    pub(super) async fn settle_open(
+        &self,
+        record: &TransactionRecord,
+        fence: Fence,
+        now: i64,
+    ) -> Option<TransactionRecord> {
+        match self.check_back(record, now).await {
+            Some(Verdict::Later) => None,
+            Some(Verdict::Commit) => Some(transitions::fenced_commit(record, fence, now)),
+            Some(Verdict::Abort) | None => Some(transitions::fenced_abort(record, fence, now)),
+        }
+    }
+
     /// Checks back the open transaction of `record` (the caller holds its lock):
     /// `None` when no checker answers for its id.
-    pub(super) async fn check_back(&self, record: &TransactionRecord, now: i64) -> Option<Verdict> {
+    async fn check_back(&self, record: &TransactionRecord, now: i64) -> Option<Verdict> {
         let id = record.transactional_id.as_str();
         let progress = self
             .checks
