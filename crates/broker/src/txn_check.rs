@@ -4,8 +4,9 @@
 //! partition the first record's key and headers, so that the application can find
 //! its business object — and answers `COMMIT`, `ROLLBACK` or `UNKNOWN`, as the body's
 //! text or as `{"decision": …}`. An error status, a timeout or anything else is no
-//! answer (UNKNOWN). The first record is read where this broker leads the partition;
-//! a partition another broker leads is named without it.
+//! answer (UNKNOWN). The first record is read from the log where this broker leads
+//! the partition, and from the catalogue and objects where another broker of the
+//! cluster does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,9 +16,17 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use spool_coordinator::{CheckAnswer, TxnChecker};
-use spool_metadata::{MetadataStore, TransactionRecord, TxnCheckerRecord, checker_of};
+use spool_log::open_transaction_start_in;
+use spool_metadata::{
+    MetadataStore, PartitionKey, TransactionRecord, TxnCheckerRecord, checker_of,
+};
+use spool_model::Offset;
+use spool_protocol::plain::PlainRecord;
 
-use crate::partitions::{PartitionHandle, Partitions, on_blocking_pool};
+use crate::partitions::{
+    PartitionHandle, Partitions, RECORD_READ_BYTES, on_blocking_pool, record_in,
+};
+use crate::topics::Topic;
 
 /// The most bytes of an answer read.
 const ANSWER_MAX: usize = 64 * 1024;
@@ -99,10 +108,15 @@ impl HttpChecker {
                 "topic": topic.record.name.as_str(),
                 "partition": index,
             });
-            if let Ok(handle) = self.partitions.open(topic, *index, -1).await
-                && let Some(fields) = entry.as_object_mut()
-            {
-                fields.extend(first_record(handle, record.producer_id).await);
+            let first = match self.partitions.open(topic.clone(), *index, -1).await {
+                Ok(handle) => first_record_here(handle, record.producer_id).await,
+                Err(_) => {
+                    self.first_record_elsewhere(&topic, *index, record.producer_id)
+                        .await
+                }
+            };
+            if let (Some((offset, first)), Some(fields)) = (first, entry.as_object_mut()) {
+                fields.extend(first_record_fields(offset, &first));
             }
             partitions.push(entry);
         }
@@ -118,10 +132,13 @@ impl HttpChecker {
     }
 }
 
-/// The offset, key and headers of the first record `producer_id`'s open transaction
-/// wrote into `handle`'s partition (nothing if it cannot be read).
-async fn first_record(handle: PartitionHandle, producer_id: i64) -> serde_json::Map<String, Value> {
-    let first = on_blocking_pool(move || {
+/// The offset and record of the first record `producer_id`'s open transaction wrote
+/// into `handle`'s partition, led here.
+async fn first_record_here(
+    handle: PartitionHandle,
+    producer_id: i64,
+) -> Option<(i64, PlainRecord)> {
+    on_blocking_pool(move || {
         let (_, offset) = handle
             .log
             .open_transactions()
@@ -131,11 +148,44 @@ async fn first_record(handle: PartitionHandle, producer_id: i64) -> serde_json::
     })
     .await
     .ok()
-    .flatten();
-    let mut fields = serde_json::Map::new();
-    let Some((offset, first)) = first else {
-        return fields;
-    };
+    .flatten()
+}
+
+impl HttpChecker {
+    /// As [`first_record_here`], for a partition another broker of the cluster leads:
+    /// where the transaction began, from the catalogue's producer state, and the
+    /// record from the objects (what the leader has not committed yet is not seen).
+    async fn first_record_elsewhere(
+        &self,
+        topic: &Topic,
+        index: i32,
+        producer_id: i64,
+    ) -> Option<(i64, PlainRecord)> {
+        let storage = self.partitions.storage()?;
+        let key = PartitionKey {
+            topic_id: topic.record.id,
+            partition: index,
+        };
+        let state = storage.catalogue().partition_state(key).await.ok()??;
+        let start = open_transaction_start_in(state.producer_state.as_deref()?, producer_id)?;
+        let read = storage
+            .reader
+            .read(
+                key,
+                start,
+                Offset(state.high_watermark),
+                RECORD_READ_BYTES,
+                true,
+            )
+            .await
+            .ok()?;
+        Some((start.0, record_in(read.batches.first()?, start.0)?))
+    }
+}
+
+/// The JSON fields of a transaction's first record in a partition: its offset, key and
+/// headers.
+fn first_record_fields(offset: i64, first: &PlainRecord) -> serde_json::Map<String, Value> {
     let headers = first
         .headers
         .iter()
@@ -147,6 +197,7 @@ async fn first_record(handle: PartitionHandle, producer_id: i64) -> serde_json::
             })
         })
         .collect();
+    let mut fields = serde_json::Map::new();
     fields.insert("first_offset".to_owned(), json!(offset));
     fields.insert("key".to_owned(), text(first.key.as_deref()));
     fields.insert("key_base64".to_owned(), base64(first.key.as_deref()));

@@ -42,5 +42,7 @@ pub use manager::{LogManager, ManagerConfig};
 pub use partition::{
     AppendInfo, DiskUsage, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure,
 };
-pub use producers::{ProducerError, is_aborted_batch, stable_offset_in, transactions_in};
+pub use producers::{
+    ProducerError, is_aborted_batch, open_transaction_start_in, stable_offset_in, transactions_in,
+};
 pub use read::{AbortedTxn, Isolation, ReadChunk, ReadResult};

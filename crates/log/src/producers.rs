@@ -36,6 +36,17 @@ pub fn transactions_in(
     })
 }
 
+/// Where `producer`'s open transaction began, by a producer state as the log encodes
+/// it; `None` if it has none open there (or the bytes are not one).
+#[must_use]
+pub fn open_transaction_start_in(encoded: &[u8], producer: i64) -> Option<Offset> {
+    ProducerStates::decode(encoded)?
+        .txns
+        .open
+        .get(&producer)
+        .copied()
+}
+
 /// Whether the batch of `header` belongs to one of the `aborted` transactions: the
 /// cleaner never lets its records take a committed record's place.
 #[must_use]
@@ -315,6 +326,24 @@ pub(crate) mod tests {
             base_sequence: Sequence(first),
             record_count: records,
         }
+    }
+
+    #[test]
+    fn an_open_transactions_start_is_read_from_the_encoded_state() {
+        let mut states = ProducerStates::default();
+        states.txns.note_data(7, Offset(40));
+        states.txns.note_data(7, Offset(45));
+        states.txns.note_data(8, Offset(41));
+        states.txns.note_marker(8, Offset(46), true);
+        let mut bytes = Vec::new();
+        states.encode_into(&mut bytes);
+        assert_eq!(open_transaction_start_in(&bytes, 7), Some(Offset(40)));
+        assert_eq!(open_transaction_start_in(&bytes, 8), None);
+        assert_eq!(open_transaction_start_in(&bytes, 9), None);
+        assert_eq!(
+            open_transaction_start_in(&bytes[..bytes.len() - 1], 7),
+            None
+        );
     }
 
     #[test]

@@ -185,7 +185,24 @@ pub(crate) async fn on_blocking_pool<T: Send + 'static>(
 }
 
 /// The most bytes of a partition read to find one record ([`PartitionHandle::record_at`]).
-const RECORD_READ_BYTES: u64 = 1 << 20;
+pub(crate) const RECORD_READ_BYTES: u64 = 1 << 20;
+
+/// The record at `offset` in `bytes`, whole batches from the one holding it.
+pub(crate) fn record_in(bytes: &[u8], offset: i64) -> Option<PlainRecord> {
+    let batch = BatchRecords::read(bytes, 64 << 20).ok()?;
+    let records = batch.records().ok()?;
+    let delta = offset - batch.header.base_offset.0;
+    let record = records.iter().find(|r| r.offset_delta == delta)?;
+    Some(PlainRecord {
+        key: record.key.map(<[u8]>::to_vec),
+        value: record.value.map(<[u8]>::to_vec),
+        headers: record
+            .headers()?
+            .into_iter()
+            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+            .collect(),
+    })
+}
 
 impl PartitionHandle {
     /// The bytes of whole batches from the one holding `offset`, about `max_bytes` of
@@ -226,20 +243,10 @@ impl PartitionHandle {
     /// The record at `offset` (key, value and headers), if it can be read: for the
     /// broker's own readers (dead letters' copies, transaction checks). Blocking.
     pub(crate) fn record_at(&self, offset: i64) -> Option<PlainRecord> {
-        let bytes = self.read_bytes(Offset(offset), RECORD_READ_BYTES).ok()?;
-        let batch = BatchRecords::read(&bytes, 64 << 20).ok()?;
-        let records = batch.records().ok()?;
-        let delta = offset - batch.header.base_offset.0;
-        let record = records.iter().find(|r| r.offset_delta == delta)?;
-        Some(PlainRecord {
-            key: record.key.map(<[u8]>::to_vec),
-            value: record.value.map(<[u8]>::to_vec),
-            headers: record
-                .headers()?
-                .into_iter()
-                .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-                .collect(),
-        })
+        record_in(
+            &self.read_bytes(Offset(offset), RECORD_READ_BYTES).ok()?,
+            offset,
+        )
     }
 
     /// The partition's log start offset (in shared-storage mode, the catalogue's:
