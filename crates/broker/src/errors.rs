@@ -180,6 +180,8 @@ pub(crate) fn log_error_code(error: &LogError) -> i16 {
         LogError::OffsetBelowLogStart { .. }
         | LogError::OffsetBeyondHighWatermark { .. }
         | LogError::OffsetBeyondStableOffset { .. } => code::OFFSET_OUT_OF_RANGE,
+        // Only the mirror appends at own offsets; no client sees this.
+        LogError::OffsetBeforeLogEnd { .. } => code::INVALID_RECORD,
         LogError::InvalidBatch { source, .. } => batch_error_code(source),
         LogError::UnknownPartition(_) => code::UNKNOWN_TOPIC_OR_PARTITION,
         LogError::Io { .. } | LogError::Failed { .. } => code::KAFKA_STORAGE_ERROR,

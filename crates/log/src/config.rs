@@ -74,6 +74,10 @@ pub struct LogConfig {
     pub tail_cache_bytes: u64,
     /// `cleanup.policy` and compaction.
     pub cleanup: Cleanup,
+    /// The log keeps another log's offsets (a mirror topic's copy): batches are
+    /// appended at their own offsets ([`crate::PartitionLog::append_at_own_offsets`]),
+    /// so gaps between them are expected, and recovery keeps them.
+    pub own_offsets: bool,
 }
 
 impl Default for LogConfig {
@@ -89,6 +93,7 @@ impl Default for LogConfig {
             timestamp_type: TimestampType::CreateTime,
             tail_cache_bytes: 1 << 20,
             cleanup: Cleanup::default(),
+            own_offsets: false,
         }
     }
 }

@@ -32,6 +32,9 @@ pub enum LogError {
         requested: Offset,
         last_stable: Offset,
     },
+    /// A batch appended at its own offset starts before the log's end.
+    #[error("a batch at offset {offset} does not continue the log at {log_end}")]
+    OffsetBeforeLogEnd { offset: Offset, log_end: Offset },
     #[error("batch {index} of the append is malformed: {source}")]
     InvalidBatch {
         index: usize,

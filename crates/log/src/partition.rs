@@ -430,6 +430,21 @@ impl PartitionLog {
     /// checked here, as recovery will check them. Returns once the bytes are written to the store
     /// ("buffered"); use [`PartitionLog::sync`] or the flusher for durability.
     pub fn append(&self, batches: &[&[u8]]) -> Result<AppendInfo> {
+        self.append_batches(batches, Offsets::Assign)
+    }
+
+    /// Appends whole batches at their own offsets: a mirror's copy of another
+    /// cluster's log, byte for byte. Each batch must start at or past the end of the
+    /// one before it (gaps are kept, as a compacted source has them); only the
+    /// partition leader epoch, outside the CRC, is patched. No producer checks (the
+    /// source made them), no LogAppendTime (the source stamped it); the producers'
+    /// and transactions' state follows the batches as on any append. For a log whose
+    /// config has `own_offsets`, so that recovery keeps the gaps.
+    pub fn append_at_own_offsets(&self, batches: &[&[u8]]) -> Result<AppendInfo> {
+        self.append_batches(batches, Offsets::Own)
+    }
+
+    fn append_batches(&self, batches: &[&[u8]], offsets: Offsets) -> Result<AppendInfo> {
         let config = self.config();
         for (index, bytes) in batches.iter().enumerate() {
             let header = batch::validate_frame(bytes)
@@ -444,8 +459,9 @@ impl PartitionLog {
             batch::validate_fields(&header, batch::BatchRules::Stored)
                 .map_err(|source| LogError::InvalidBatch { index, source })?;
         }
-        let log_append_time =
-            (config.timestamp_type == TimestampType::LogAppendTime).then(Timestamp::now);
+        let log_append_time = (offsets == Offsets::Assign
+            && config.timestamp_type == TimestampType::LogAppendTime)
+            .then(Timestamp::now);
         let mut state = self.lock_for_use();
         if state.failed {
             return Err(LogError::Failed {
@@ -457,25 +473,50 @@ impl PartitionLog {
                 path: self.dir.clone(),
             });
         }
-        if let Some(duplicate) = check_producers(&state.producers, batches)? {
+        if offsets == Offsets::Assign
+            && let Some(duplicate) = check_producers(&state.producers, batches)?
+        {
             return Ok(duplicate);
+        }
+        if offsets == Offsets::Own {
+            own_offsets_continue(state.log_end(), batches)?;
         }
         state
             .active_mut()
             .index(&self.files, config.index_interval_bytes)?;
-        let base_offset = state.log_end();
+        let base_offset = match offsets {
+            Offsets::Assign => state.log_end(),
+            Offsets::Own => batches
+                .first()
+                .and_then(|bytes| RecordBatchHeader::parse(bytes))
+                .map_or(state.log_end(), |header| header.base_offset),
+        };
         let leader_epoch = state.leader_epochs.latest();
         let high_watermark = state.high_watermark.offset;
         state.producers.txns.settle(high_watermark);
         let mut pending = PendingWrite::default();
         let mut records = 0u64;
         for bytes in batches {
-            if self.should_roll(&state, &config, pending.data.len() as u64, bytes) {
+            let offset = match offsets {
+                Offsets::Assign => state.log_end(),
+                Offsets::Own => {
+                    RecordBatchHeader::parse(bytes).map_or(state.log_end(), |h| h.base_offset)
+                }
+            };
+            if self.should_roll(&state, &config, pending.data.len() as u64, bytes, offset) {
                 self.write_pending(&mut state, &config, &mut pending)
                     .inspect_err(|_| state.failed = true)?;
-                self.roll(&mut state).inspect_err(|_| state.failed = true)?;
+                // A new segment starts at the log end, or, for a batch at its own
+                // offset too far past it for 32-bit relative offsets, at the batch.
+                let last = RecordBatchHeader::parse(bytes).map_or(offset, |h| h.last_offset());
+                let base = if last.distance_from(state.log_end()) > i64::from(i32::MAX) {
+                    offset
+                } else {
+                    state.log_end()
+                };
+                self.roll(&mut state, base)
+                    .inspect_err(|_| state.failed = true)?;
             }
-            let offset = state.log_end();
             let position = state.active().size + pending.data.len() as u64;
             let start = pending.data.len();
             pending.data.extend_from_slice(bytes);
@@ -532,17 +573,25 @@ impl PartitionLog {
         })
     }
 
+    /// Whether the active segment is closed before `batch`, which goes at `offset`.
     fn should_roll(
         &self,
         state: &LogState,
         config: &LogConfig,
         pending: u64,
         batch: &[u8],
+        offset: Offset,
     ) -> bool {
         let active = state.active();
+        let last_delta =
+            RecordBatchHeader::parse(batch).map_or(0, |h| i64::from(h.last_offset_delta));
+        // Offsets are stored relative to the segment's base, in 32 bits.
+        let offsets_overflow =
+            offset.plus(last_delta).distance_from(active.base) > i64::from(i32::MAX);
         let size = active.size + pending;
         if size == 0 {
-            return false;
+            // Only a batch at its own offset can be too far from an empty segment's base.
+            return offsets_overflow;
         }
         // A tail rolls small segments, so that what is committed can leave it soon.
         let limit = if state.upload.is_some() {
@@ -560,10 +609,6 @@ impl PartitionLog {
         let too_old = config
             .segment_age_limit(seed)
             .is_some_and(|limit| active.opened_at.elapsed() >= limit);
-        let last_delta =
-            RecordBatchHeader::parse(batch).map_or(0, |h| i64::from(h.last_offset_delta));
-        let offsets_overflow =
-            state.log_end().plus(last_delta).distance_from(active.base) > i64::from(i32::MAX);
         too_big || too_old || offsets_overflow
     }
 
@@ -609,11 +654,11 @@ impl PartitionLog {
         hasher.finish()
     }
 
-    /// Closes the active segment and starts a new one at the log end offset.
-    fn roll(&self, state: &mut LogState) -> Result<()> {
+    /// Closes the active segment and starts a new one at `base`: the log end offset,
+    /// or past it for a batch at its own offset.
+    fn roll(&self, state: &mut LogState, base: Offset) -> Result<()> {
         let config = self.config();
         let interval = config.index_interval_bytes;
-        let base = state.log_end();
         let closing = state.active_mut();
         closing.seal_time_index(&self.files, interval)?;
         let mut closed_files = Vec::with_capacity(3);
@@ -866,6 +911,34 @@ struct PendingWrite {
 /// An idempotent batch must come alone (as Kafka requires of produce requests from v3),
 /// but for control batches the broker writes with it (the holds of its delayed
 /// records): a retry then skips them too.
+/// How an append places its batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Offsets {
+    /// From the log end on (a produce).
+    Assign,
+    /// At the offsets they carry (a mirror's copy).
+    Own,
+}
+
+/// Whether `batches`, at their own offsets, continue a log ending at `log_end`: each
+/// starts at or past the end of the one before.
+fn own_offsets_continue(log_end: Offset, batches: &[&[u8]]) -> Result<()> {
+    let mut end = log_end;
+    for bytes in batches {
+        let Some(header) = RecordBatchHeader::parse(bytes) else {
+            continue;
+        };
+        if header.base_offset < end {
+            return Err(LogError::OffsetBeforeLogEnd {
+                offset: header.base_offset,
+                log_end: end,
+            });
+        }
+        end = header.next_offset();
+    }
+    Ok(())
+}
+
 fn check_producers(producers: &ProducerStates, batches: &[&[u8]]) -> Result<Option<AppendInfo>> {
     let data_batches = batches
         .iter()

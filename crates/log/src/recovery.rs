@@ -287,6 +287,13 @@ fn recover(
     // swap) names a byte position that no longer starts a batch: scan the whole log,
     // which allows the cleaner's gaps.
     let trusted = checkpoint.filter(|c| c.recovery_point.segment_base >= cleaned_up_to);
+    // A log at its own offsets (a mirror's) has gaps anywhere; the check that a batch
+    // never starts before the one before it ended stays.
+    let cleaned_up_to = if config.own_offsets {
+        Offset(i64::MAX)
+    } else {
+        cleaned_up_to
+    };
     let start = scan_start(&segments, trusted, dir);
     let interval = config.index_interval_bytes;
     let mut scanned_any = false;

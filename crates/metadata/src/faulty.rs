@@ -13,10 +13,11 @@ use uuid::Uuid;
 use crate::{
     AclRecord, Acls, BrokerLease, BrokerRecord, Catalogue, ClientQuotas, Cluster, CommittedOffset,
     ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, GroupStates, Leadership,
-    MetadataError, MetadataStore, ObjectCommit, PartitionKey, PartitionMove, PartitionState,
-    PendingHolds, QueuedDeadLetter, QuotaEntity, QuotaRecord, Result, ScramCredentialRecord,
-    ScramCredentials, SharePartitionRecord, SharePartitions, StoredRange, TopicRecord,
-    TransactionRecord, Transactions, TxnCheckerRecord, TxnCheckers, TxnMarker, TxnUpdate,
+    MetadataError, MetadataStore, MirrorLinkRecord, MirrorLinks, ObjectCommit, PartitionKey,
+    PartitionMove, PartitionState, PendingHolds, QueuedDeadLetter, QuotaEntity, QuotaRecord,
+    Result, ScramCredentialRecord, ScramCredentials, SharePartitionRecord, SharePartitions,
+    StoredRange, TopicRecord, TransactionRecord, Transactions, TxnCheckerRecord, TxnCheckers,
+    TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -642,5 +643,23 @@ impl TxnCheckers for FaultyMetadata {
     async fn remove_txn_checker(&self, prefix: &str) -> Result<bool> {
         self.check_up()?;
         self.inner.remove_txn_checker(prefix).await
+    }
+}
+
+#[async_trait::async_trait]
+impl MirrorLinks for FaultyMetadata {
+    async fn put_mirror_link(&self, record: &MirrorLinkRecord) -> Result<()> {
+        self.check_up()?;
+        self.inner.put_mirror_link(record).await
+    }
+
+    async fn mirror_links(&self) -> Result<Vec<MirrorLinkRecord>> {
+        self.check_up()?;
+        self.inner.mirror_links().await
+    }
+
+    async fn remove_mirror_link(&self, name: &str) -> Result<bool> {
+        self.check_up()?;
+        self.inner.remove_mirror_link(name).await
     }
 }

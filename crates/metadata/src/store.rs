@@ -6,7 +6,8 @@ use uuid::Uuid;
 
 use crate::{
     Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
-    GroupStates, Result, ScramCredentials, SharePartitions, TopicRecord, Transactions, TxnCheckers,
+    GroupStates, MirrorLinks, Result, ScramCredentials, SharePartitions, TopicRecord, Transactions,
+    TxnCheckers,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -23,6 +24,7 @@ pub trait MetadataStore:
     + GroupStates
     + SharePartitions
     + TxnCheckers
+    + MirrorLinks
     + Send
     + Sync
     + std::fmt::Debug

@@ -1,0 +1,223 @@
+//! One Kafka connection: opened (TCP, TLS, SASL login), then one request at a time.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::{ClientError, ClientSettings, login, tls};
+
+/// The largest response accepted (a DescribeAcls of a big cluster, a fetch of many
+/// partitions, fit easily).
+const MAX_RESPONSE: usize = 64 << 20;
+
+/// A connection to the first bootstrap broker that answers, and that broker's
+/// address. `what` names the errand, for the error when none answers.
+pub async fn connect(
+    settings: &ClientSettings,
+    what: &str,
+) -> Result<(Connection, String), ClientError> {
+    settings.check()?;
+    let mut last_error = String::from("no brokers given");
+    for address in settings
+        .brokers
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        match Connection::open(settings, address).await {
+            Ok(connection) => return Ok((connection, address.to_owned())),
+            Err(ClientError::Unreachable { detail, .. }) => last_error = detail,
+            Err(other) => return Err(other),
+        }
+    }
+    Err(ClientError::Unreachable {
+        brokers: settings.brokers.clone(),
+        what: what.to_owned(),
+        detail: last_error,
+    })
+}
+
+/// What a connection runs over: TCP, or TLS over it.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// One Kafka connection, one request at a time.
+pub struct Connection {
+    stream: Box<dyn Io>,
+    correlation: i32,
+    timeout: Duration,
+    client_id: StrBytes,
+    /// The broker's ApiVersions answer, once asked: (key, min, max) per API.
+    versions: Option<Vec<(i16, i16, i16)>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("correlation", &self.correlation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// A connection to `address` (`host:port`), over TLS and logged in as `settings`
+    /// ask. A broker that cannot be reached is [`ClientError::Unreachable`].
+    pub async fn open(settings: &ClientSettings, address: &str) -> Result<Connection, ClientError> {
+        let (uses_tls, uses_sasl) = settings.check()?;
+        let connector = if uses_tls {
+            Some(tls::connector(settings)?)
+        } else {
+            None
+        };
+        let opened = async {
+            let stream = TcpStream::connect(address).await?;
+            stream.set_nodelay(true)?;
+            let stream: Box<dyn Io> = match &connector {
+                Some(connector) => Box::new(tls::handshake(connector, address, stream).await?),
+                None => Box::new(stream),
+            };
+            Ok::<_, std::io::Error>(stream)
+        };
+        let unreachable = |detail: String| ClientError::Unreachable {
+            brokers: address.to_owned(),
+            what: "connect".to_owned(),
+            detail,
+        };
+        let stream = match tokio::time::timeout(settings.timeout, opened).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => return Err(unreachable(format!("{address}: {error}"))),
+            Err(_) => return Err(unreachable(format!("{address}: timed out"))),
+        };
+        let mut connection = Connection {
+            stream,
+            correlation: 0,
+            timeout: settings.timeout,
+            client_id: StrBytes::from_string(settings.client_id.clone()),
+            versions: None,
+        };
+        if uses_sasl && let Some(mechanism) = &settings.sasl_mechanism {
+            login::login(&mut connection, mechanism, settings).await?;
+        }
+        Ok(connection)
+    }
+
+    /// How long each request may take from now on.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// The version to send `key` at: the highest in `ours` that the broker also
+    /// speaks (asked once per connection with ApiVersions).
+    pub async fn version_of(
+        &mut self,
+        key: ApiKey,
+        ours: RangeInclusive<i16>,
+    ) -> Result<i16, ClientError> {
+        if self.versions.is_none() {
+            self.versions = Some(self.api_versions().await?);
+        }
+        let theirs = self
+            .versions
+            .iter()
+            .flatten()
+            .find(|(api, _, _)| *api == key as i16)
+            .map(|&(_, min, max)| min..=max);
+        let common = theirs
+            .map(|theirs| (*ours.start()).max(*theirs.start())..=(*ours.end()).min(*theirs.end()));
+        match common {
+            Some(range) if !range.is_empty() => Ok(*range.end()),
+            _ => Err(ClientError::Failed(format!(
+                "the broker does not speak {key:?} at a version this client knows ({}-{})",
+                ours.start(),
+                ours.end()
+            ))),
+        }
+    }
+
+    /// The broker's API versions: asked at v3, and at v0 if the broker is older.
+    async fn api_versions(&mut self) -> Result<Vec<(i16, i16, i16)>, ClientError> {
+        let mut answer: ApiVersionsResponse = self.call(ApiVersionsRequest::default(), 3).await?;
+        if answer.error_code == ResponseError::UnsupportedVersion.code() {
+            answer = self.call(ApiVersionsRequest::default(), 0).await?;
+        }
+        if answer.error_code != 0 {
+            return Err(ClientError::Failed(format!(
+                "the broker refused ApiVersions: {}",
+                crate::error_name(answer.error_code)
+            )));
+        }
+        Ok(answer
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, k.min_version, k.max_version))
+            .collect())
+    }
+
+    /// Sends `request` at `version` and reads its answer.
+    pub async fn call<R>(&mut self, request: R, version: i16) -> Result<R::Response, ClientError>
+    where
+        R: Request + Encodable + HeaderVersion,
+        R::Response: Decodable + HeaderVersion,
+    {
+        let failed = |what: &str, detail: String| {
+            ClientError::Failed(format!(
+                "{what} ({:?} v{version}): {detail}",
+                ApiKey::try_from(R::KEY)
+            ))
+        };
+        self.correlation = self.correlation.wrapping_add(1);
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(self.client_id.clone()));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .and_then(|()| request.encode(&mut body, version))
+            .map_err(|e| failed("cannot encode the request", e.to_string()))?;
+        let mut frame = BytesMut::with_capacity(body.len() + 4);
+        frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
+        frame.put_slice(&body);
+        let exchange = async {
+            self.stream.write_all(&frame).await?;
+            let size = self.stream.read_u32().await?;
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            if size > MAX_RESPONSE {
+                return Err(std::io::Error::other(format!(
+                    "a {size}-byte response is too large"
+                )));
+            }
+            let mut response = vec![0; size];
+            self.stream.read_exact(&mut response).await?;
+            Ok(Bytes::from(response))
+        };
+        let mut response = tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| failed("no answer", "timed out".to_string()))?
+            .map_err(|e| failed("the connection failed", e.to_string()))?;
+        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
+            .map_err(|e| failed("cannot decode the response header", e.to_string()))?;
+        if header.correlation_id != self.correlation {
+            return Err(failed(
+                "the answer does not match the request",
+                format!("correlation id {}", header.correlation_id),
+            ));
+        }
+        let decoded = R::Response::decode(&mut response, version)
+            .map_err(|e| failed("cannot decode the response", e.to_string()))?;
+        if response.has_remaining() {
+            tracing::debug!(left = response.remaining(), "bytes after the response");
+        }
+        Ok(decoded)
+    }
+}

@@ -1,0 +1,38 @@
+//! Mirror links (BMQ's Mirror): on the target cluster, which source cluster's topics
+//! (and groups' offsets) are copied here at their own offsets. Kept in the store so
+//! that every broker of a cluster mirrors the partitions it leads by the same links.
+
+use crate::Result;
+
+/// One link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorLinkRecord {
+    pub name: String,
+    /// The source cluster's bootstrap brokers (`host:port`, separated by commas).
+    pub source: String,
+    /// The source client's settings by librdkafka's names (security, TLS, SASL), in
+    /// order.
+    pub source_config: Vec<(String, String)>,
+    /// The source topics mirrored: those whose whole name the regex matches.
+    pub topics: String,
+    /// The consumer groups whose committed offsets are copied (none when `None`).
+    pub groups: Option<String>,
+    /// Where a new mirror topic starts: `earliest` (the source's log start) or
+    /// `latest` (its end when the mirror topic is made).
+    pub start: String,
+    /// A paused link fetches nothing until resumed.
+    pub paused: bool,
+    /// The topics failed over: writable here, no longer followed.
+    pub failed_over: Vec<String>,
+    pub created_ms: i64,
+}
+
+#[async_trait::async_trait]
+pub trait MirrorLinks {
+    /// Adds the link `record.name`, or replaces it.
+    async fn put_mirror_link(&self, record: &MirrorLinkRecord) -> Result<()>;
+    /// Every link, by name.
+    async fn mirror_links(&self) -> Result<Vec<MirrorLinkRecord>>;
+    /// Removes the link `name`; whether there was one.
+    async fn remove_mirror_link(&self, name: &str) -> Result<bool>;
+}

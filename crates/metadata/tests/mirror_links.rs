@@ -1,0 +1,60 @@
+//! Mirror links on both backends: put, replaced, listed after a reopen, removed.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    unreachable_pub
+)]
+
+mod common;
+
+use spool_metadata::MirrorLinkRecord;
+
+fn link(name: &str) -> MirrorLinkRecord {
+    MirrorLinkRecord {
+        name: name.to_owned(),
+        source: "eu-1:9092,eu-2:9092".to_owned(),
+        source_config: vec![
+            ("security.protocol".to_owned(), "SASL_SSL".to_owned()),
+            (
+                "ssl.ca.pem".to_owned(),
+                "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_owned(),
+            ),
+        ],
+        topics: "orders\\..*".to_owned(),
+        groups: Some("billing-.*".to_owned()),
+        start: "earliest".to_owned(),
+        paused: false,
+        failed_over: Vec::new(),
+        created_ms: 1_764_950_400_000,
+    }
+}
+
+#[tokio::test]
+async fn mirror_links_are_put_replaced_listed_and_removed() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        store.put_mirror_link(&link("eu")).await.unwrap();
+        store.put_mirror_link(&link("asia")).await.unwrap();
+        let changed = MirrorLinkRecord {
+            paused: true,
+            groups: None,
+            failed_over: vec!["orders.a".to_owned(), "orders.b".to_owned()],
+            ..link("eu")
+        };
+        store.put_mirror_link(&changed).await.unwrap();
+        drop(store);
+
+        let store = backend.open().await;
+        assert_eq!(
+            store.mirror_links().await.unwrap(),
+            vec![link("asia"), changed],
+            "{label}: by name, the change kept, the PEM's line breaks too"
+        );
+        assert!(store.remove_mirror_link("asia").await.unwrap(), "{label}");
+        assert!(!store.remove_mirror_link("asia").await.unwrap(), "{label}");
+        assert_eq!(store.mirror_links().await.unwrap().len(), 1, "{label}");
+    }
+}
