@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::{
-    AdminApi, AdminState, ApiError, ConfigChanges, Encoding, MessageQuery, MessageStart, NewTopic,
-    NewTxnChecker, OffsetReset,
+    AdminApi, AdminState, ApiError, ConfigChanges, Encoding, MessageQuery, MessageStart,
+    MirrorFailover, NewMirror, NewTopic, NewTxnChecker, OffsetReset,
 };
 
 /// The most messages one page returns.
@@ -45,6 +45,14 @@ pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
         .route(
             "/txn-checkers/{prefix}",
             axum::routing::delete(remove_txn_checker),
+        )
+        .route("/mirrors", get(mirrors).post(create_mirror))
+        .route("/mirrors/{name}", get(mirror).delete(delete_mirror))
+        .route("/mirrors/{name}/pause", axum::routing::post(pause_mirror))
+        .route("/mirrors/{name}/resume", axum::routing::post(resume_mirror))
+        .route(
+            "/mirrors/{name}/failover",
+            axum::routing::post(failover_mirror),
         )
 }
 
@@ -221,4 +229,43 @@ async fn remove_txn_checker(
 ) -> Reply {
     api(&state)?.remove_txn_checker(&prefix).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn mirrors(State(state): State<Arc<AdminState>>) -> Reply {
+    json(api(&state)?.mirrors().await?)
+}
+
+async fn mirror(State(state): State<Arc<AdminState>>, Path(name): Path<String>) -> Reply {
+    json(api(&state)?.mirror(&name).await?)
+}
+
+async fn create_mirror(
+    State(state): State<Arc<AdminState>>,
+    body: Result<Json<NewMirror>, axum::extract::rejection::JsonRejection>,
+) -> Reply {
+    let Json(mirror) = body.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let created = api(&state)?.create_mirror(mirror).await?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+async fn delete_mirror(State(state): State<Arc<AdminState>>, Path(name): Path<String>) -> Reply {
+    api(&state)?.delete_mirror(&name).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn pause_mirror(State(state): State<Arc<AdminState>>, Path(name): Path<String>) -> Reply {
+    json(api(&state)?.pause_mirror(&name, true).await?)
+}
+
+async fn resume_mirror(State(state): State<Arc<AdminState>>, Path(name): Path<String>) -> Reply {
+    json(api(&state)?.pause_mirror(&name, false).await?)
+}
+
+async fn failover_mirror(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    body: Option<Json<MirrorFailover>>,
+) -> Reply {
+    let failover = body.map(|Json(failover)| failover).unwrap_or_default();
+    json(api(&state)?.failover_mirror(&name, failover).await?)
 }

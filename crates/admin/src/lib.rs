@@ -10,6 +10,7 @@
 mod api;
 mod console;
 mod health;
+mod mirror_model;
 mod model;
 
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use self::mirror_model::*;
 pub use self::model::*;
 pub use axum::http::StatusCode;
 

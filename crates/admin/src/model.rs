@@ -89,6 +89,22 @@ pub trait AdminApi: Send + Sync {
     async fn put_txn_checker(&self, checker: NewTxnChecker) -> Result<TxnCheckerInfo, ApiError>;
     /// Removes the checker of `prefix` (404 if there is none).
     async fn remove_txn_checker(&self, prefix: &str) -> Result<(), ApiError>;
+    /// The mirror links, by name.
+    async fn mirrors(&self) -> Result<Vec<crate::MirrorInfo>, ApiError>;
+    /// One mirror link (404 if there is none).
+    async fn mirror(&self, name: &str) -> Result<crate::MirrorInfo, ApiError>;
+    /// Adds a mirror link (409 if one has the name).
+    async fn create_mirror(&self, mirror: crate::NewMirror) -> Result<crate::MirrorInfo, ApiError>;
+    /// Removes a mirror link whose topics are all failed over or deleted.
+    async fn delete_mirror(&self, name: &str) -> Result<(), ApiError>;
+    /// Pauses (`true`) or resumes a link.
+    async fn pause_mirror(&self, name: &str, paused: bool) -> Result<crate::MirrorInfo, ApiError>;
+    /// Fails over a link's topics: no longer copied, writable.
+    async fn failover_mirror(
+        &self,
+        name: &str,
+        failover: crate::MirrorFailover,
+    ) -> Result<Vec<crate::FailedOverTopic>, ApiError>;
 }
 
 /// A transaction checker as `POST /api/txn-checkers` takes it: the HTTP endpoint asked

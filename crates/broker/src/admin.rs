@@ -11,6 +11,7 @@
 pub(crate) mod bounds;
 mod groups;
 mod messages;
+mod mirrors;
 mod share_groups;
 mod topics;
 mod txn_checkers;
@@ -197,6 +198,41 @@ impl AdminApi for BrokerAdmin {
 
     async fn remove_txn_checker(&self, prefix: &str) -> Result<(), ApiError> {
         txn_checkers::remove(&self.shared, prefix).await
+    }
+
+    async fn mirrors(&self) -> Result<Vec<spool_admin::MirrorInfo>, ApiError> {
+        mirrors::list(&self.shared).await
+    }
+
+    async fn mirror(&self, name: &str) -> Result<spool_admin::MirrorInfo, ApiError> {
+        mirrors::describe(&self.shared, name).await
+    }
+
+    async fn create_mirror(
+        &self,
+        mirror: spool_admin::NewMirror,
+    ) -> Result<spool_admin::MirrorInfo, ApiError> {
+        mirrors::create(&self.shared, mirror).await
+    }
+
+    async fn delete_mirror(&self, name: &str) -> Result<(), ApiError> {
+        mirrors::delete(&self.shared, name).await
+    }
+
+    async fn pause_mirror(
+        &self,
+        name: &str,
+        paused: bool,
+    ) -> Result<spool_admin::MirrorInfo, ApiError> {
+        mirrors::pause(&self.shared, name, paused).await
+    }
+
+    async fn failover_mirror(
+        &self,
+        name: &str,
+        failover: spool_admin::MirrorFailover,
+    ) -> Result<Vec<spool_admin::FailedOverTopic>, ApiError> {
+        mirrors::fail_over(&self.shared, name, failover).await
     }
 }
 

@@ -28,6 +28,7 @@ mod leader_hint;
 mod listener_endpoint;
 mod maintenance;
 mod metrics;
+mod mirror;
 mod partitions;
 mod producer_ids;
 mod response;

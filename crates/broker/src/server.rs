@@ -319,6 +319,7 @@ impl Broker {
             share: crate::share::ShareService::new(config.share_groups.max_share_sessions),
             transactions: transactions.clone(),
             txn_checks,
+            mirror: Arc::default(),
             producer_ids,
             cluster_id: "spool-cluster".to_owned(),
             metrics,
@@ -352,6 +353,7 @@ impl Broker {
             shared.clone(),
             stopped.clone(),
         ));
+        tokio::spawn(crate::mirror::run(shared.clone(), stopped.clone()));
         tokio::spawn(topics::follow_metadata_store(
             shared.clone(),
             topics_version,

@@ -39,6 +39,8 @@ pub(crate) struct SharedParts {
     pub(crate) transactions: Arc<TransactionCoordinator>,
     /// The transaction checks made, by answer.
     pub(crate) txn_checks: Arc<crate::txn_check::CheckStats>,
+    /// The mirror links' state and the partitions copied here.
+    pub(crate) mirror: Arc<crate::mirror::MirrorStatus>,
     pub(crate) producer_ids: Arc<ProducerIds>,
     pub(crate) cluster_id: String,
     /// What `/metrics` counts; `None` with `metrics.enable=false`.
@@ -123,6 +125,11 @@ impl Shared {
     /// The transaction checks made, by answer.
     pub(crate) fn txn_checks(&self) -> &crate::txn_check::CheckStats {
         &self.parts.txn_checks
+    }
+
+    /// The mirror links' state and the partitions copied here.
+    pub(crate) fn mirror(&self) -> &Arc<crate::mirror::MirrorStatus> {
+        &self.parts.mirror
     }
 
     /// Pending delayed records of the partitions this broker leads.

@@ -37,9 +37,46 @@ pub(crate) struct NewTopic {
     pub(crate) configs: BTreeMap<String, String>,
 }
 
+/// The topic configs only the mirror sets (a client setting them is refused).
+const MIRROR_CONFIGS: [&str; 2] = ["mirror.link", "mirror.failed.over"];
+
+/// Refuses a client's change of the mirror's configs from `before` to `after`.
+fn refuse_mirror_configs(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> Result<(), AdminError> {
+    if MIRROR_CONFIGS
+        .iter()
+        .any(|name| before.get(*name) != after.get(*name))
+    {
+        return Err(AdminError::new(
+            code::INVALID_CONFIG,
+            "mirror.link and mirror.failed.over are set by the mirror: spool mirror create, spool mirror failover",
+        ));
+    }
+    Ok(())
+}
+
 /// Validates and (unless `validate_only`) creates a topic: the metadata store first,
 /// then the partitions' logs. A crash between the two is repaired at the next start.
 pub(crate) async fn create(
+    shared: &Arc<Shared>,
+    request: NewTopic,
+    validate_only: bool,
+) -> Result<Arc<Topic>, AdminError> {
+    refuse_mirror_configs(&BTreeMap::new(), &request.configs)?;
+    create_any(shared, request, validate_only).await
+}
+
+/// Creates a mirror topic (`mirror.link` among its configs).
+pub(crate) async fn create_mirror(
+    shared: &Arc<Shared>,
+    request: NewTopic,
+) -> Result<Arc<Topic>, AdminError> {
+    create_any(shared, request, false).await
+}
+
+async fn create_any(
     shared: &Arc<Shared>,
     request: NewTopic,
     validate_only: bool,
@@ -297,6 +334,22 @@ pub(crate) async fn add_partitions(
     count: i32,
     validate_only: bool,
 ) -> Result<(), AdminError> {
+    if let Some(link) = shared.topics().get(name).and_then(|t| t.mirror.clone()) {
+        return Err(AdminError::new(
+            code::INVALID_PARTITIONS,
+            format!("{name} is a mirror (link {link}): it follows its source's partitions"),
+        ));
+    }
+    add_partitions_any(shared, name, count, validate_only).await
+}
+
+/// As [`add_partitions`], for the mirror too (it follows the source's count).
+pub(crate) async fn add_partitions_any(
+    shared: &Arc<Shared>,
+    name: &str,
+    count: i32,
+    validate_only: bool,
+) -> Result<(), AdminError> {
     let _admin = shared.changes().lock().await;
     let topic = shared.topics().existing(name)?;
     let current = topic.record.partitions;
@@ -379,6 +432,29 @@ async fn on_log_thread(
 /// Replaces a topic's explicit configs with what `change` makes of them, after
 /// validating the result; applies them to its partitions' logs at once.
 pub(crate) async fn change_configs(
+    shared: &Arc<Shared>,
+    name: &str,
+    validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
+) -> Result<(), AdminError> {
+    change_any_configs(shared, name, validate_only, |configs| {
+        let changed = change(configs)?;
+        refuse_mirror_configs(configs, &changed)?;
+        Ok(changed)
+    })
+    .await
+}
+
+/// As [`change_configs`], for the mirror: it may set its own configs.
+pub(crate) async fn change_mirror_configs(
+    shared: &Arc<Shared>,
+    name: &str,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, AdminError>,
+) -> Result<(), AdminError> {
+    change_any_configs(shared, name, false, change).await
+}
+
+async fn change_any_configs(
     shared: &Arc<Shared>,
     name: &str,
     validate_only: bool,

@@ -1,8 +1,13 @@
-//! What the CLI asks of a broker's HTTP admin API: the few things the Kafka protocol
-//! has no request for (the delayed records a partition holds). Optional: when the API
-//! cannot be reached, the commands show what the Kafka protocol gives and say so.
+//! What the CLI asks of a broker's HTTP admin API: the things the Kafka protocol has
+//! no request for (the delayed records a partition holds, transaction checkers,
+//! mirror links). For the delayed records it is optional: when the API cannot be
+//! reached, the commands show what the Kafka protocol gives and say so.
 
 use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::CliError;
 
 /// The admin API's address: `--admin-url`, or the first bootstrap broker's host on
 /// the admin listener's default port.
@@ -13,6 +18,75 @@ pub(crate) fn admin_url(explicit: Option<&str>, brokers: &str) -> String {
     let first = brokers.split(',').next().unwrap_or("127.0.0.1:9092").trim();
     let host = first.rsplit_once(':').map_or(first, |(host, _)| host);
     format!("http://{host}:{DEFAULT_ADMIN_PORT}")
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct AdminArgs {
+    /// The broker's admin API (default: the first broker's host, port 9644).
+    #[arg(long)]
+    pub(crate) admin_url: Option<String>,
+}
+
+/// Calls the admin API; its JSON answer, or its refusal as an error.
+pub(crate) fn call(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    timeout: Duration,
+) -> Result<Value, CliError> {
+    let agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let address = format!("{base}{path}");
+    let unreachable = |error: ureq::Error| {
+        CliError::Failed(format!(
+            "cannot reach the admin API at {address}: {error} (set --admin-url)"
+        ))
+    };
+    let mut response = match (method, body) {
+        ("POST", Some(body)) => agent
+            .post(&address)
+            .content_type("application/json")
+            .send(body.to_string())
+            .map_err(unreachable)?,
+        ("DELETE", _) => agent.delete(&address).call().map_err(unreachable)?,
+        _ => agent.get(&address).call().map_err(unreachable)?,
+    };
+    let status = response.status();
+    let text = response
+        .body_mut()
+        .read_to_string()
+        .map_err(|error| CliError::Failed(format!("{address}: {error}")))?;
+    let value: Value = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text)
+            .map_err(|error| CliError::Failed(format!("{address}: {error}")))?
+    };
+    if status.is_success() {
+        return Ok(value);
+    }
+    let message = value["message"].as_str().unwrap_or(&text).to_owned();
+    if status.as_u16() == 404 {
+        Err(CliError::NotFound(message))
+    } else {
+        Err(CliError::Failed(message))
+    }
+}
+
+/// `text` as one URL path segment.
+pub(crate) fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(byte).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
 }
 
 /// `admin.listen`'s default port.
@@ -78,5 +152,11 @@ mod tests {
             admin_url(Some("http://admin:80/"), "x:1"),
             "http://admin:80"
         );
+    }
+
+    #[test]
+    fn a_prefix_is_one_path_segment() {
+        assert_eq!(percent_encoded("orders-eu.1_~"), "orders-eu.1_~");
+        assert_eq!(percent_encoded("a/b c%"), "a%2Fb%20c%25");
     }
 }

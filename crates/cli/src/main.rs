@@ -93,6 +93,13 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Mirror links: copy another cluster's topics here at their own offsets, fail over.
+    Mirror {
+        #[command(subcommand)]
+        command: commands::mirror::MirrorCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Add, list and remove transaction checkers (check-back of open transactions).
     TxnChecker {
         #[command(subcommand)]
@@ -191,6 +198,7 @@ async fn run_client(command: Command) -> ExitCode {
         Command::User { command, client } => commands::user::run(command, &client).await,
         Command::Quota { command, client } => commands::quota::run(command, &client).await,
         Command::TxnChecker { command, client } => commands::txn_checker::run(command, &client),
+        Command::Mirror { command, client } => commands::mirror::run(command, &client),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -46,9 +46,9 @@ pub async fn connect(
 }
 
 /// What a connection runs over: TCP, or TLS over it.
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+trait Io: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
 
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> Io for T {}
 
 /// One Kafka connection, one request at a time.
 pub struct Connection {

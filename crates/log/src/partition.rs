@@ -415,6 +415,21 @@ impl PartitionLog {
         open
     }
 
+    /// The producers with a transaction open here, with their epochs: what a
+    /// failed-over mirror aborts (their coordinator is the source cluster's).
+    pub fn open_transaction_producers(&self) -> Vec<(i64, i16)> {
+        let state = self.lock();
+        let mut open: Vec<(i64, i16)> = state
+            .producers
+            .txns
+            .open
+            .keys()
+            .filter_map(|producer| Some((*producer, state.producers.epoch_of(*producer)?)))
+            .collect();
+        open.sort_unstable();
+        open
+    }
+
     /// Forgets idempotent producers whose newest batch here is older than
     /// `older_than`; returns how many are left.
     pub fn expire_producers(&self, older_than: Timestamp) -> usize {

@@ -293,6 +293,11 @@ impl ProducerStates {
         });
     }
 
+    /// The epoch `producer` last wrote with here.
+    pub(crate) fn epoch_of(&self, producer: i64) -> Option<i16> {
+        self.by_id.get(&producer).map(|entry| entry.epoch.0)
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.by_id.len()
     }

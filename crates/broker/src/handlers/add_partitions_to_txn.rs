@@ -47,7 +47,7 @@ pub(crate) async fn handle(
         for index in &topic.partitions {
             match known
                 .as_ref()
-                .filter(|t| t.has_partition(*index) && t.view.is_none())
+                .filter(|t| t.has_partition(*index) && t.takes_writes())
             {
                 Some(known) => partitions.push((known.record.id, *index)),
                 None => unknown = true,
@@ -80,7 +80,7 @@ pub(crate) async fn handle(
                 .iter()
                 .map(|index| {
                     let exists = known.as_ref().is_some_and(|t| t.has_partition(*index));
-                    let view = known.as_ref().is_some_and(|t| t.view.is_some());
+                    let read_only = known.as_ref().is_some_and(|t| !t.takes_writes());
                     let error = match &outcome {
                         Some(result) => txn_result_code(
                             *result,
@@ -88,8 +88,8 @@ pub(crate) async fn handle(
                         ),
                         None if txn_denied => code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                         None if denied => code::TOPIC_AUTHORIZATION_FAILED,
-                        // A view is read-only, as produce says too.
-                        None if view => code::INVALID_TOPIC_EXCEPTION,
+                        // A view or a mirror is read-only, as produce says too.
+                        None if read_only => code::INVALID_TOPIC_EXCEPTION,
                         None if exists => code::OPERATION_NOT_ATTEMPTED,
                         None => code::UNKNOWN_TOPIC_OR_PARTITION,
                     };

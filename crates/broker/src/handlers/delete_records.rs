@@ -56,9 +56,9 @@ pub(crate) async fn handle(
             if shared
                 .topics()
                 .get(name.0.as_str())
-                .is_some_and(|topic| topic.view.is_some())
+                .is_some_and(|topic| !topic.takes_writes())
             {
-                // A view's records are its source's: delete them there.
+                // A view's or a mirror's records are its source's: delete them there.
                 return Err(code::INVALID_TOPIC_EXCEPTION);
             }
             let partition = shared

@@ -102,6 +102,7 @@ impl Collector for StateCollector {
         groups(&mut encoder, shared)?;
         share_groups(&mut encoder, shared)?;
         transaction_checks(&mut encoder, shared)?;
+        super::mirror::encode(&mut encoder, shared)?;
         object_storage(&mut encoder, shared)?;
         cluster(&mut encoder, shared)
     }

@@ -1,7 +1,7 @@
 //! The write side of a partition for produced batches: everything between a
 //! produce request's records and the log's append. Each batch is validated once
 //! (framing, CRC-32C, header fields; never per record), checked against its topic
-//! (a view takes no writes; timestamps within bounds; keys on a compacted topic),
+//! (a view or a mirror takes no writes; timestamps within bounds; keys on a compacted topic),
 //! split when records are due later (delayed delivery), recompressed to the topic's
 //! `compression.type`, then all are appended with one write and counted. Handlers
 //! decode the request and encode the answer; the Kafka codes of a refusal are chosen
@@ -64,6 +64,16 @@ impl Partitions {
                 message: Some(format!(
                     "{} is a read-only view of {}: produce to {} instead",
                     topic.record.name, view.source, view.source
+                )),
+                ..Refusal::from(code::INVALID_TOPIC_EXCEPTION)
+            });
+        }
+        if let Some(link) = &topic.mirror {
+            return Err(Refusal {
+                message: Some(format!(
+                    "{} is a read-only mirror (link {link}): produce to the source cluster, \
+                     or make it writable with spool mirror failover {link}",
+                    topic.record.name
                 )),
                 ..Refusal::from(code::INVALID_TOPIC_EXCEPTION)
             });

@@ -174,6 +174,22 @@ pub(crate) fn resolve(
                 .to_owned(),
         ));
     }
+    let link = Some(values.text("mirror.link").trim())
+        .filter(|link| !link.is_empty())
+        .map(str::to_owned);
+    if link.is_some() && (view.is_some() || delay.is_some()) {
+        return Err(InvalidConfig(
+            "a mirror topic copies its source's records: it is no view and delays nothing"
+                .to_owned(),
+        ));
+    }
+    // A mirror's log keeps its source's offsets (and their gaps) even once failed over.
+    log.own_offsets = link.is_some();
+    let mirror = link.filter(|_| {
+        !values
+            .text("mirror.failed.over")
+            .eq_ignore_ascii_case("true")
+    });
     Ok(Topic {
         record,
         log,
@@ -182,6 +198,7 @@ pub(crate) fn resolve(
         timestamps,
         delay,
         view,
+        mirror,
         configs,
         leader_epochs: Vec::new(),
     })

@@ -27,6 +27,9 @@ pub(crate) struct Topic {
     /// `view.source.topic`: a read-only view of another topic; `None` for a topic
     /// with records of its own.
     pub(crate) view: Option<spool_views::View>,
+    /// `mirror.link`, until `mirror.failed.over`: the mirror link whose source this
+    /// topic copies (read-only here); `None` for a topic that takes writes.
+    pub(crate) mirror: Option<String>,
     /// Every config of the topic with its value: explicit, the broker's default, or
     /// Kafka's.
     pub(crate) configs: BTreeMap<&'static str, String>,
@@ -36,6 +39,11 @@ pub(crate) struct Topic {
 }
 
 impl Topic {
+    /// Whether clients may write to it: it is no view, and no mirror being copied.
+    pub(crate) fn takes_writes(&self) -> bool {
+        self.view.is_none() && self.mirror.is_none()
+    }
+
     /// Whether the topic has a partition `index`.
     pub(crate) fn has_partition(&self, index: i32) -> bool {
         (0..self.record.partitions).contains(&index)

@@ -9,6 +9,7 @@ pub(crate) mod faultcheck;
 pub(crate) mod group;
 pub(crate) mod group_epochs;
 mod group_share;
+pub(crate) mod mirror;
 pub(crate) mod produce;
 pub(crate) mod quota;
 pub(crate) mod template;

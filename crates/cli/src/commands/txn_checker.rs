@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::admin_api::admin_url;
+use crate::admin_api::{AdminArgs, admin_url, call, percent_encoded};
 use crate::client::ClientArgs;
 use crate::error::CliError;
 use crate::output::{self, Format};
@@ -43,13 +43,6 @@ pub(crate) enum TxnCheckerCommand {
         #[command(flatten)]
         admin: AdminArgs,
     },
-}
-
-#[derive(Debug, clap::Args)]
-pub(crate) struct AdminArgs {
-    /// The broker's admin API (default: the first broker's host, port 9644).
-    #[arg(long)]
-    admin_url: Option<String>,
 }
 
 pub(crate) fn run(command: TxnCheckerCommand, client: &ClientArgs) -> Result<(), CliError> {
@@ -129,77 +122,4 @@ pub(crate) fn run(command: TxnCheckerCommand, client: &ClientArgs) -> Result<(),
         }
     }
     Ok(())
-}
-
-/// Calls the admin API; its JSON answer, or its refusal as an error.
-fn call(
-    base: &str,
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-    timeout: Duration,
-) -> Result<Value, CliError> {
-    let agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .build()
-        .new_agent();
-    let address = format!("{base}{path}");
-    let unreachable = |error: ureq::Error| {
-        CliError::Failed(format!(
-            "cannot reach the admin API at {address}: {error} (set --admin-url)"
-        ))
-    };
-    let mut response = match (method, body) {
-        ("POST", Some(body)) => agent
-            .post(&address)
-            .content_type("application/json")
-            .send(body.to_string())
-            .map_err(unreachable)?,
-        ("DELETE", _) => agent.delete(&address).call().map_err(unreachable)?,
-        _ => agent.get(&address).call().map_err(unreachable)?,
-    };
-    let status = response.status();
-    let text = response
-        .body_mut()
-        .read_to_string()
-        .map_err(|error| CliError::Failed(format!("{address}: {error}")))?;
-    let value: Value = if text.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text)
-            .map_err(|error| CliError::Failed(format!("{address}: {error}")))?
-    };
-    if status.is_success() {
-        return Ok(value);
-    }
-    let message = value["message"].as_str().unwrap_or(&text).to_owned();
-    if status.as_u16() == 404 {
-        Err(CliError::NotFound(message))
-    } else {
-        Err(CliError::Failed(message))
-    }
-}
-
-/// `text` as one URL path segment.
-fn percent_encoded(text: &str) -> String {
-    text.bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                char::from(byte).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_prefix_is_one_path_segment() {
-        assert_eq!(percent_encoded("orders-eu.1_~"), "orders-eu.1_~");
-        assert_eq!(percent_encoded("a/b c%"), "a%2Fb%20c%25");
-    }
 }

@@ -1,0 +1,304 @@
+"""Mirror links (BMQ's Mirror): a source cluster's topics copied to a target cluster at
+their own offsets. Source and target are two Spool brokers (or clusters) of this
+machine; the link is made with the CLI on the target. Readers: confluent-kafka
+(librdkafka) and kafka-python, on both sides."""
+
+import json
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from conftest import SPOOL_BIN, Broker
+
+
+@pytest.fixture
+def clusters():
+    """A source and a target, each with its own data directory."""
+    with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target_dir:
+        source = Broker(source_dir).start()
+        target = Broker(target_dir).start()
+        yield source, target
+        target.stop()
+        source.stop()
+
+
+def spool(target, *args, check=True):
+    """`spool ARGS --brokers TARGET --admin-url …`: (exit code, stdout, stderr)."""
+    done = subprocess.run(
+        [SPOOL_BIN, *args, "--brokers", target.address, "--admin-url", target.admin_url],
+        capture_output=True, text=True, timeout=60)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done.returncode, done.stdout, done.stderr
+
+
+def describe(target, name):
+    return json.loads(spool(target, "mirror", "describe", name, "--format", "json")[1])
+
+
+def create_topic(broker, name, partitions, config=None):
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    future = admin.create_topics([NewTopic(name, partitions, config=config or {})])[name]
+    future.result(30)
+
+
+def produce(broker, topic, count, partitions, prefix="v"):
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=f"k{i}".encode(), value=f"{prefix}{i}".encode(),
+                         headers=[("n", str(i).encode())], partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def records(broker, topic, partitions, isolation="read_uncommitted"):
+    """Every record of `topic` as (partition, offset, timestamp, key, value, headers)."""
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": f"r-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "isolation.level": isolation,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    found, ended, deadline = [], set(), time.time() + 30
+    while len(ended) < partitions and time.time() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error():
+            ended.add(message.partition())
+            continue
+        found.append((message.partition(), message.offset(), message.timestamp()[1],
+                      message.key(), message.value(), tuple(message.headers() or ())))
+    consumer.close()
+    return sorted(found)
+
+
+def kafka_python_records(broker, topic, partitions, isolation="read_uncommitted"):
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=broker.address, enable_auto_commit=False,
+                             isolation_level=isolation, consumer_timeout_ms=3000)
+    consumer.assign([KafkaTopicPartition(topic, p) for p in range(partitions)])
+    consumer.seek_to_beginning()
+    found = sorted((m.partition, m.offset, m.key, m.value) for m in consumer)
+    consumer.close()
+    return found
+
+
+def end_offsets(broker, topic, partitions):
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": "ends"})
+    ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)]
+    consumer.close()
+    return ends
+
+
+def wait_until(predicate, timeout=30, what="the mirror to catch up"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def caught_up(source, target, topic, partitions):
+    def check():
+        try:
+            return end_offsets(target, topic, partitions) == end_offsets(source, topic, partitions)
+        except KafkaException:
+            return False
+    return check
+
+
+def link(target, source, name, *extra):
+    spool(target, "mirror", "create", name, "--source", source.address, *extra)
+
+
+def test_records_are_copied_at_their_offsets_with_everything_they_carry(clusters):
+    source, target = clusters
+    create_topic(source, "orders", 3, {"cleanup.policy": "delete"})
+    produce(source, "orders", 60, 3)
+    # A committed and an aborted transaction, then more plain records.
+    for commit in (True, False):
+        producer = Producer({"bootstrap.servers": source.address,
+                             "transactional.id": f"t-{commit}"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce("orders", value=f"txn-{commit}-{i}".encode(), partition=i % 3)
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    produce(source, "orders", 30, 3, prefix="late")
+    link(target, source, "eu", "--topics", "ord.*")
+    wait_until(caught_up(source, target, "orders", 3))
+
+    assert records(target, "orders", 3) == records(source, "orders", 3)
+    committed = records(target, "orders", 3, "read_committed")
+    assert committed == records(source, "orders", 3, "read_committed")
+    values = {r[4] for r in committed}
+    assert b"txn-True-0" in values and b"txn-False-0" not in values
+    # kafka-python agrees, on both sides.
+    assert kafka_python_records(target, "orders", 3, "read_committed") == \
+        kafka_python_records(source, "orders", 3, "read_committed")
+    # Records written later are copied too, and a topic made later is mirrored.
+    produce(source, "orders", 9, 3, prefix="later")
+    create_topic(source, "orders-new", 2)
+    produce(source, "orders-new", 10, 2)
+    wait_until(caught_up(source, target, "orders", 3))
+    wait_until(caught_up(source, target, "orders-new", 2))
+    assert records(target, "orders-new", 2) == records(source, "orders-new", 2)
+    info = describe(target, "eu")
+    assert info["state"] == "running" and info["error"] is None, info
+    assert sorted(info["mirror_topics"]) == ["orders", "orders-new"]
+    assert all(p["lag_records"] == 0 for p in info["partitions"]), info
+    assert info["copied_bytes"] > 0
+
+
+def test_a_mirror_topic_is_read_only_until_failover_then_continues_at_its_end(clusters):
+    source, target = clusters
+    create_topic(source, "payments", 2)
+    produce(source, "payments", 20, 2)
+    link(target, source, "dr", "--topics", "payments")
+    wait_until(caught_up(source, target, "payments", 2))
+
+    producer = Producer({"bootstrap.servers": target.address, "message.send.max.retries": 0})
+    errors = []
+    producer.produce("payments", value=b"refused", partition=0,
+                     on_delivery=lambda error, message: errors.append(error))
+    producer.flush(30)
+    assert errors and errors[0] is not None
+    assert errors[0].code() == 17, errors  # INVALID_TOPIC_EXCEPTION
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError
+    kafka_python = KafkaProducer(bootstrap_servers=target.address, retries=0)
+    with pytest.raises(KafkaError) as refused:
+        kafka_python.send("payments", b"refused", partition=1).get(timeout=30)
+    # kafka-python shows the broker's message: it names the link and the way out.
+    assert "read-only mirror (link dr)" in str(refused.value), refused.value
+    assert "spool mirror failover dr" in str(refused.value)
+    kafka_python.close()
+    # Nothing else a client could write with is let through either.
+    code, _, stderr = spool(target, "topic", "alter-config", "payments", "--set",
+                            "mirror.link=", check=False)
+    assert code != 0
+
+    _, out, _ = spool(target, "mirror", "failover", "dr", "--format", "json")
+    failed = json.loads(out)
+    ends = end_offsets(source, "payments", 2)
+    assert failed == [{"topic": "payments", "log_ends": ends}]
+    delivered = []
+    producer = Producer({"bootstrap.servers": target.address})
+    producer.produce("payments", value=b"after-failover", partition=0,
+                     on_delivery=lambda error, message: delivered.append((error, message.offset())))
+    producer.flush(30)
+    assert delivered == [(None, ends[0])]
+    # The source goes on without the target, which no longer copies the topic.
+    produce(source, "payments", 4, 2, prefix="after")
+    time.sleep(2)
+    assert end_offsets(target, "payments", 2) == [ends[0] + 1, ends[1]]
+    info = describe(target, "dr")
+    assert info["failed_over"] == ["payments"]
+    # Its topics all failed over, the link can go.
+    spool(target, "mirror", "delete", "dr")
+    assert json.loads(spool(target, "mirror", "list", "--format", "json")[1]) == []
+
+
+def test_group_offsets_are_copied_and_a_group_resumes_on_the_mirror(clusters):
+    source, target = clusters
+    create_topic(source, "events", 2)
+    produce(source, "events", 40, 2)
+    consumer = Consumer({"bootstrap.servers": source.address, "group.id": "billing",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["events"])
+    seen = 0
+    while seen < 25:
+        message = consumer.poll(1)
+        if message is not None and not message.error():
+            seen += 1
+            last = message
+    consumer.commit(asynchronous=False)
+    committed = {p.partition: p.offset for p in consumer.committed(
+        [TopicPartition("events", 0), TopicPartition("events", 1)], timeout=10)}
+    consumer.close()
+    link(target, source, "groups", "--topics", "events", "--groups", "bill.*")
+    wait_until(caught_up(source, target, "events", 2))
+
+    def copied():
+        probe = Consumer({"bootstrap.servers": target.address, "group.id": "billing"})
+        found = {p.partition: p.offset for p in probe.committed(
+            [TopicPartition("events", 0), TopicPartition("events", 1)], timeout=10)}
+        probe.close()
+        return found == committed
+    wait_until(copied, what="the group's offsets")
+    # The group moved to the mirror reads only what it had not read.
+    consumer = Consumer({"bootstrap.servers": target.address, "group.id": "billing",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe(["events"])
+    rest, deadline = [], time.time() + 30
+    while len(rest) < 40 - 25 and time.time() < deadline:
+        message = consumer.poll(1)
+        if message is not None and not message.error():
+            rest.append((message.partition(), message.offset()))
+    consumer.close()
+    assert len(rest) == 15 and all(offset >= committed[p] for p, offset in rest), rest
+    assert describe(target, "groups")["offsets_copied"] >= 2
+
+
+def test_a_source_that_is_down_shows_as_an_error_and_the_link_recovers(clusters):
+    source, target = clusters
+    create_topic(source, "audit", 1)
+    produce(source, "audit", 10, 1)
+    link(target, source, "flaky", "--topics", "audit")
+    wait_until(caught_up(source, target, "audit", 1))
+    source.stop()
+    wait_until(lambda: describe(target, "flaky")["state"] == "failed", what="the error")
+    assert "audit" not in (describe(target, "flaky")["error"] or "audit")
+    source.start()
+    produce(source, "audit", 5, 1, prefix="back")
+    wait_until(caught_up(source, target, "audit", 1), timeout=60)
+    wait_until(lambda: describe(target, "flaky")["state"] == "running", what="recovery")
+    assert records(target, "audit", 1) == records(source, "audit", 1)
+
+
+def test_a_paused_link_copies_nothing_until_resumed(clusters):
+    source, target = clusters
+    create_topic(source, "clicks", 1)
+    produce(source, "clicks", 5, 1)
+    link(target, source, "p", "--topics", "clicks")
+    wait_until(caught_up(source, target, "clicks", 1))
+    spool(target, "mirror", "pause", "p")
+    assert describe(target, "p")["state"] == "paused"
+    time.sleep(1.5)
+    produce(source, "clicks", 5, 1, prefix="held")
+    time.sleep(2)
+    assert end_offsets(target, "clicks", 1) == [5]
+    spool(target, "mirror", "resume", "p")
+    wait_until(caught_up(source, target, "clicks", 1))
+    assert records(target, "clicks", 1) == records(source, "clicks", 1)
+
+
+def test_the_cli_refuses_bad_links_and_deleting_a_link_with_read_only_topics(clusters):
+    source, target = clusters
+    for args, said in [
+        (["--topics", "("], "topics"),
+        (["--topics", "x", "--source-config", "acks=all"], "acks"),
+        (["--topics", "x", "--source-config", "security.protocol=SASL_SSL"], "sasl.mechanism"),
+    ]:
+        code, _, stderr = spool(target, "mirror", "create", "bad", "--source", source.address,
+                                *args, check=False)
+        assert code != 0 and said in stderr, stderr
+    create_topic(source, "kept", 1)
+    link(target, source, "k", "--topics", "kept")
+    wait_until(lambda: "kept" in describe(target, "k")["mirror_topics"], what="the topic")
+    code, _, stderr = spool(target, "mirror", "create", "k", "--source", source.address,
+                            "--topics", "kept", check=False)
+    assert code != 0 and "exists" in stderr
+    code, _, stderr = spool(target, "mirror", "delete", "k", check=False)
+    assert code != 0 and "failover" in stderr, stderr
+    code, _, stderr = spool(target, "mirror", "describe", "nope", check=False)
+    assert code != 0
+    _, out, _ = spool(target, "mirror", "list")
+    assert "k" in out and source.address in out

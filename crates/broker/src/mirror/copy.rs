@@ -1,0 +1,367 @@
+//! Copying one partition: the leader of a mirror partition fetches it from the
+//! source's leader and appends the batches **at their own offsets**, byte for byte
+//! (`PartitionLog::append_at_own_offsets`), from its own log end — so a restart, a
+//! kill -9 or a leadership move resumes where the log ends, with no gap and no
+//! duplicate. Fetches are read_uncommitted: open transactions' records and their
+//! markers are copied as they are, so read_committed on the mirror sees what it would
+//! on the source.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use spool_kafka_client::{ClientSettings, Connection, error_name};
+use spool_model::{Offset, RecordBatchHeader};
+use spool_protocol::batch::{self, BatchFrames, BatchRules};
+use tokio::sync::watch;
+
+use super::source::{call, metadata, offset_at, version};
+use super::{MirrorStatus, PartitionKey};
+use crate::errors::code;
+use crate::partitions::{PartitionHandle, on_blocking_pool};
+use crate::shared::Shared;
+use crate::topics::Topic;
+
+/// How long the source may hold a fetch for new records.
+const FETCH_WAIT_MS: i32 = 500;
+/// The most bytes asked per fetch of a partition.
+const PARTITION_FETCH_BYTES: i32 = 8 << 20;
+/// How long an append may wait to become durable.
+const DURABLE_WAIT: Duration = Duration::from_secs(30);
+/// The waits after a failure: doubled up to the last.
+const BACKOFF: [Duration; 4] = [
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+];
+
+/// What a link's copies share.
+#[derive(Debug)]
+pub(super) struct CopyContext {
+    pub(super) shared: Arc<Shared>,
+    pub(super) link: String,
+    pub(super) settings: ClientSettings,
+    /// Where an empty mirror partition starts: -2 earliest, -1 latest.
+    pub(super) start_at: i64,
+    pub(super) status: Arc<MirrorStatus>,
+}
+
+/// Why a round of copying stopped.
+enum Stop {
+    /// This broker no longer leads the partition (or it is gone): the task ends.
+    NotLeading,
+    /// Something failed: retried after a wait, with a new connection.
+    Failed(String),
+}
+
+/// Copies partition `index` of mirror topic `topic` until `stop` says so or this
+/// broker stops leading it.
+pub(super) async fn run(
+    context: Arc<CopyContext>,
+    topic: Arc<Topic>,
+    index: i32,
+    mut stop: watch::Receiver<bool>,
+) {
+    let key = PartitionKey {
+        link: context.link.clone(),
+        topic: topic.record.name.to_string(),
+        partition: index,
+    };
+    let mut copier = Copier {
+        context: context.clone(),
+        topic,
+        index,
+        key: key.clone(),
+        connection: None,
+        position: None,
+    };
+    let mut failures = 0_usize;
+    loop {
+        let step = tokio::select! {
+            step = copier.step() => step,
+            _ = stop.changed() => return,
+        };
+        match step {
+            Ok(()) => failures = 0,
+            Err(Stop::NotLeading) => {
+                context.status.forget(&key);
+                return;
+            }
+            Err(Stop::Failed(error)) => {
+                tracing::warn!(link = %key.link, topic = %key.topic, partition = index, %error,
+                    "mirroring a partition failed; retrying");
+                context.status.failed(&key, error);
+                copier.connection = None;
+                let wait = BACKOFF[failures.min(BACKOFF.len() - 1)];
+                failures += 1;
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}
+
+struct Copier {
+    context: Arc<CopyContext>,
+    topic: Arc<Topic>,
+    index: i32,
+    key: PartitionKey,
+    /// The connection to the source partition's leader.
+    connection: Option<Connection>,
+    /// Where the next fetch starts, once known (the log end, or where the source's
+    /// log starts when the mirror has nothing yet).
+    position: Option<i64>,
+}
+
+impl Copier {
+    /// One fetch and its append.
+    async fn step(&mut self) -> Result<(), Stop> {
+        let shared = self.context.shared.clone();
+        let name = self.topic.record.name.to_string();
+        if !is_mirrored(&shared, &name, &self.key.link) {
+            return Err(Stop::NotLeading);
+        }
+        let handle = shared
+            .partitions()
+            .open(self.topic.clone(), self.index, -1)
+            .await
+            .map_err(|_| Stop::NotLeading)?;
+        let offsets = handle.log.offsets();
+        if self.connection.is_none() {
+            self.connection = Some(self.connect().await.map_err(Stop::Failed)?);
+        }
+        let position = match self.position {
+            Some(position) if position >= offsets.log_end.0 => position,
+            _ if offsets.log_end.0 > 0 => offsets.log_end.0,
+            // Nothing copied yet: where the link says to start.
+            _ => self.source_offset(self.context.start_at).await?,
+        };
+        self.position = Some(position);
+        let connection = self.connection.as_mut().ok_or(Stop::NotLeading)?;
+        let fetched = fetch(connection, &name, self.index, position)
+            .await
+            .map_err(Stop::Failed)?;
+        if fetched.error_code == code::OFFSET_OUT_OF_RANGE && offsets.log_end.0 == 0 {
+            // The source's log starts later (retention): start there.
+            self.position = Some(self.source_offset(-2).await?);
+            return Ok(());
+        }
+        if fetched.error_code != 0 {
+            return Err(Stop::Failed(format!(
+                "the source answered the fetch of {name}-{} at {position} with {}",
+                self.index,
+                error_name(fetched.error_code)
+            )));
+        }
+        let batches = batches_from(&fetched.records, position).map_err(Stop::Failed)?;
+        let copied: u64 = batches.iter().map(|b| b.len() as u64).sum();
+        let end = match batches.last() {
+            Some(last) => {
+                let end = RecordBatchHeader::parse(last).map_or(position, |h| h.next_offset().0);
+                let still_mirrored = {
+                    let (shared, link, name) =
+                        (shared.clone(), self.key.link.clone(), name.clone());
+                    move || is_mirrored(&shared, &name, &link)
+                };
+                append(handle.clone(), batches, still_mirrored)
+                    .await
+                    .map_err(Stop::Failed)?;
+                end
+            }
+            None => position,
+        };
+        self.position = Some(end);
+        follow_log_start(&handle, fetched.log_start_offset).await;
+        self.context.status.copied(
+            &self.key,
+            fetched.high_watermark,
+            end,
+            copied,
+            shared.clock().now_ms(),
+        );
+        Ok(())
+    }
+
+    /// A connection to the source partition's leader.
+    async fn connect(&self) -> Result<Connection, String> {
+        let settings = &self.context.settings;
+        let (mut bootstrap, _) = spool_kafka_client::connect(settings, "mirror")
+            .await
+            .map_err(|error| error.to_string())?;
+        let name = self.topic.record.name.to_string();
+        let found = metadata(&mut bootstrap, Some(std::slice::from_ref(&name))).await?;
+        let leader = found
+            .topics
+            .get(&name)
+            .and_then(|topic| {
+                usize::try_from(self.index)
+                    .ok()
+                    .and_then(|i| topic.leaders.get(i))
+            })
+            .copied()
+            .ok_or_else(|| format!("the source has no partition {name}-{}", self.index))?;
+        let address = found
+            .brokers
+            .get(&leader)
+            .ok_or_else(|| format!("the source's partition {name}-{} has no leader", self.index))?;
+        Connection::open(settings, address)
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    /// The source leader's offset for `timestamp` (-2 earliest, -1 latest).
+    async fn source_offset(&mut self, timestamp: i64) -> Result<i64, Stop> {
+        let name = self.topic.record.name.to_string();
+        let connection = self.connection.as_mut().ok_or(Stop::NotLeading)?;
+        offset_at(connection, &name, self.index, timestamp)
+            .await
+            .map_err(Stop::Failed)
+    }
+}
+
+/// A partition's part of a fetch answer.
+struct Fetched {
+    error_code: i16,
+    high_watermark: i64,
+    log_start_offset: i64,
+    records: Bytes,
+}
+
+/// Fetches `topic`-`partition` from `offset`, everything (read_uncommitted).
+async fn fetch(
+    connection: &mut Connection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Result<Fetched, String> {
+    // Up to v12: topics by name.
+    let version = version(connection, ApiKey::Fetch, 4..=12).await?;
+    connection.set_timeout(Duration::from_millis(
+        u64::try_from(FETCH_WAIT_MS).unwrap_or(500) + 30_000,
+    ));
+    let request = FetchRequest::default()
+        .with_max_wait_ms(FETCH_WAIT_MS)
+        .with_min_bytes(1)
+        .with_max_bytes(PARTITION_FETCH_BYTES)
+        .with_isolation_level(0)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_owned())))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(PARTITION_FETCH_BYTES),
+                ]),
+        ]);
+    let answer: FetchResponse = call(connection, request, version).await?;
+    if answer.error_code != 0 {
+        return Err(format!(
+            "the source refused the fetch: {}",
+            error_name(answer.error_code)
+        ));
+    }
+    let found = answer
+        .responses
+        .into_iter()
+        .flat_map(|topic| topic.partitions)
+        .find(|answer| answer.partition_index == partition)
+        .ok_or_else(|| format!("the fetch did not answer for {topic}-{partition}"))?;
+    Ok(Fetched {
+        error_code: found.error_code,
+        high_watermark: found.high_watermark,
+        log_start_offset: found.log_start_offset,
+        records: found.records.unwrap_or_default(),
+    })
+}
+
+/// The whole batches of `records` that end past `position`, each checked (framing,
+/// CRC); a trailing partial batch (the fetch's size limit) is left for the next
+/// fetch. A batch that begins before `position` and ends past it cannot be appended
+/// at its own offsets: an error, never a silent skip.
+fn batches_from(records: &Bytes, position: i64) -> Result<Vec<Bytes>, String> {
+    let mut batches = Vec::new();
+    for frame in BatchFrames::new(records) {
+        let Ok((header, bytes)) = frame else {
+            // A partial last batch.
+            break;
+        };
+        if header.next_offset().0 <= position {
+            continue;
+        }
+        if header.base_offset.0 < position {
+            return Err(format!(
+                "the source's batch {}..{} straddles the mirror's end {position}",
+                header.base_offset,
+                header.last_offset()
+            ));
+        }
+        batch::validate_batch(bytes, BatchRules::Stored).map_err(|error| {
+            format!(
+                "the source's batch at {} is corrupt: {error}",
+                header.base_offset
+            )
+        })?;
+        batches.push(records.slice_ref(bytes));
+    }
+    Ok(batches)
+}
+
+/// Whether `name` is still a mirror topic of `link` (not failed over, not gone).
+fn is_mirrored(shared: &Shared, name: &str, link: &str) -> bool {
+    shared
+        .topics()
+        .get(name)
+        .is_some_and(|topic| topic.mirror.as_deref() == Some(link))
+}
+
+/// Appends `batches` at their own offsets, if the topic is `still_mirrored` just
+/// before (a failover meanwhile made it writable: the fetch in flight is dropped), and
+/// waits until they are durable.
+async fn append(
+    handle: PartitionHandle,
+    batches: Vec<Bytes>,
+    still_mirrored: impl FnOnce() -> bool + Send + 'static,
+) -> Result<(), String> {
+    let log = handle.log.clone();
+    let end = on_blocking_pool(move || {
+        if !still_mirrored() {
+            return Err("the topic was failed over".to_owned());
+        }
+        let slices: Vec<&[u8]> = batches.iter().map(|b| b.as_ref()).collect();
+        log.append_at_own_offsets(&slices)
+            .map_err(|error| error.to_string())
+    })
+    .await
+    .map_err(|error| error.to_string())??;
+    let durable = handle.log.wait_durable(end.last_offset.plus(1));
+    match tokio::time::timeout(DURABLE_WAIT, durable).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(format!("the copy did not become durable: {error}")),
+        Err(_) => Err("the copy did not become durable in time".to_owned()),
+    }
+}
+
+/// Moves the mirror's log start up to the source's (retention or DeleteRecords
+/// there), as far as the mirror has records.
+async fn follow_log_start(handle: &PartitionHandle, source_log_start: i64) {
+    let offsets = handle.log.offsets();
+    let target = Offset(source_log_start.min(offsets.high_watermark.0));
+    if target <= offsets.log_start {
+        return;
+    }
+    let handle = handle.clone();
+    let moved = on_blocking_pool(move || handle.advance_log_start(target)).await;
+    if let Ok(Err(error)) = moved {
+        tracing::debug!(%error, "the mirror's log start stays");
+    }
+}

@@ -1,0 +1,283 @@
+//! Mirror topics: one here for every source topic a link's regex matches (now and
+//! later), with the source's partition count and the configs set on it (both
+//! followed), marked `mirror.link=NAME` — read-only, its log at its own offsets — and
+//! failover, which makes them writable.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use regex::Regex;
+use spool_metadata::MirrorLinkRecord;
+use spool_model::Timestamp;
+use spool_protocol::control::{Marker, marker_batch};
+
+use super::source::Source;
+use crate::errors::code;
+use crate::partitions::on_blocking_pool;
+use crate::shared::Shared;
+use crate::topics::{self, NewTopic, Topic};
+
+/// The source topic configs a mirror topic follows: what decides which records it
+/// keeps and how they read. (Compression is the source's batches' own; the copy never
+/// recompresses.)
+const FOLLOWED_CONFIGS: &[&str] = &[
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
+    "min.cleanable.dirty.ratio",
+    "segment.bytes",
+    "segment.ms",
+];
+
+/// A link's topic regex, matching whole names.
+pub(crate) fn topic_regex(pattern: &str) -> Result<Regex, String> {
+    Regex::new(&format!("^(?:{pattern})$")).map_err(|error| format!("{pattern:?}: {error}"))
+}
+
+/// Makes and follows the mirror topics of `link`; reads the source's configs when
+/// `with_configs` (and for topics to be made).
+pub(super) async fn follow(
+    shared: &Arc<Shared>,
+    link: &MirrorLinkRecord,
+    source: &mut Source,
+    with_configs: bool,
+) -> Result<(), String> {
+    let regex = topic_regex(&link.topics)?;
+    let found = source.metadata().await?;
+    let matching: Vec<(String, i32)> = found
+        .topics
+        .iter()
+        .filter(|(name, _)| regex.is_match(name) && !link.failed_over.contains(*name))
+        .map(|(name, topic)| {
+            (
+                name.clone(),
+                i32::try_from(topic.leaders.len()).unwrap_or(0),
+            )
+        })
+        .collect();
+    let asked: Vec<String> = matching
+        .iter()
+        .filter(|(name, _)| with_configs || shared.topics().get(name).is_none())
+        .map(|(name, _)| name.clone())
+        .collect();
+    let configs = if asked.is_empty() {
+        BTreeMap::new()
+    } else {
+        source.topic_configs(&asked).await?
+    };
+    let mut problems = Vec::new();
+    for (name, partitions) in matching {
+        if let Err(problem) =
+            follow_topic(shared, link, &name, partitions, configs.get(&name)).await
+        {
+            problems.push(problem);
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The followed configs among `configs`.
+fn followed(configs: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    configs
+        .iter()
+        .filter(|(name, _)| FOLLOWED_CONFIGS.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+async fn follow_topic(
+    shared: &Arc<Shared>,
+    link: &MirrorLinkRecord,
+    name: &str,
+    partitions: i32,
+    source_configs: Option<&BTreeMap<String, String>>,
+) -> Result<(), String> {
+    let Some(topic) = shared.topics().get(name) else {
+        let mut configs = source_configs.map(followed).unwrap_or_default();
+        configs.insert("mirror.link".to_owned(), link.name.clone());
+        let request = NewTopic {
+            name: name.to_owned(),
+            partitions,
+            replication_factor: -1,
+            configs,
+        };
+        return match topics::create_mirror(shared, request).await {
+            Ok(_) => {
+                tracing::info!(link = %link.name, topic = name, partitions, "created a mirror topic");
+                Ok(())
+            }
+            // Another broker of the cluster made it first.
+            Err(error) if error.code == code::TOPIC_ALREADY_EXISTS => Ok(()),
+            Err(error) => Err(format!(
+                "creating the mirror topic {name}: {}",
+                error.message
+            )),
+        };
+    };
+    if topic.record.configs.get("mirror.link") != Some(&link.name) {
+        return Err(format!(
+            "{name} exists here and is not a mirror of link {}: delete it or leave it out of the link's topics",
+            link.name
+        ));
+    }
+    if topic.mirror.is_none() {
+        // Failed over: no longer followed.
+        return Ok(());
+    }
+    if partitions > topic.record.partitions {
+        topics::add_partitions_any(shared, name, partitions, false)
+            .await
+            .map_err(|error| format!("adding partitions to {name}: {}", error.message))?;
+        tracing::info!(link = %link.name, topic = name, partitions, "the mirror topic grew with its source");
+    }
+    if let Some(source_configs) = source_configs {
+        let wanted = followed(source_configs);
+        if wanted != followed(&topic.record.configs) {
+            topics::change_mirror_configs(shared, name, |configs| {
+                let mut next = configs.clone();
+                next.retain(|name, _| !FOLLOWED_CONFIGS.contains(&name.as_str()));
+                next.extend(wanted);
+                Ok(next)
+            })
+            .await
+            .map_err(|error| format!("following the configs of {name}: {}", error.message))?;
+        }
+    }
+    Ok(())
+}
+
+/// The partitions of `link`'s mirror topics (still copied) that this broker leads.
+pub(super) fn led_here(shared: &Shared, link: &str) -> Vec<(Arc<Topic>, i32)> {
+    let node_id = shared.current_config().node_id;
+    shared
+        .topics()
+        .all()
+        .into_iter()
+        .filter(|topic| topic.mirror.as_deref() == Some(link))
+        .flat_map(|topic| {
+            (0..topic.record.partitions)
+                .filter(|index| {
+                    shared
+                        .partitions()
+                        .leadership(&topic, *index)
+                        .is_some_and(|(leader, _)| leader == node_id)
+                })
+                .map(|index| (topic.clone(), index))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Fails over `link`'s mirror topics that `only` matches (all when `None`): they are
+/// no longer copied and take writes from here on, at the mirrored log end. The
+/// source's transactions still open in them are aborted (their coordinator is the
+/// source's) and its idempotent producers forgotten (this cluster's producer ids may
+/// be the same numbers). Answers each topic failed over with its partitions' log ends.
+pub(crate) async fn failover(
+    shared: &Arc<Shared>,
+    link_name: &str,
+    only: Option<&str>,
+) -> Result<Vec<(String, Vec<i64>)>, FailoverError> {
+    let mut link = shared
+        .metadata()
+        .mirror_links()
+        .await
+        .map_err(|error| FailoverError::Store(error.to_string()))?
+        .into_iter()
+        .find(|link| link.name == link_name)
+        .ok_or_else(|| FailoverError::NoLink(link_name.to_owned()))?;
+    let only = only
+        .map(topic_regex)
+        .transpose()
+        .map_err(FailoverError::Invalid)?;
+    let chosen: Vec<Arc<Topic>> = shared
+        .topics()
+        .all()
+        .into_iter()
+        .filter(|topic| topic.mirror.as_deref() == Some(link_name))
+        .filter(|topic| {
+            only.as_ref()
+                .is_none_or(|only| only.is_match(topic.record.name.as_str()))
+        })
+        .collect();
+    // First the link, so that no broker makes or copies them again.
+    for topic in &chosen {
+        let name = topic.record.name.to_string();
+        if !link.failed_over.contains(&name) {
+            link.failed_over.push(name);
+        }
+    }
+    shared
+        .metadata()
+        .put_mirror_link(&link)
+        .await
+        .map_err(|error| FailoverError::Store(error.to_string()))?;
+    let mut done = Vec::new();
+    for topic in chosen {
+        let name = topic.record.name.to_string();
+        topics::change_mirror_configs(shared, &name, |configs| {
+            let mut next = configs.clone();
+            next.insert("mirror.failed.over".to_owned(), "true".to_owned());
+            Ok(next)
+        })
+        .await
+        .map_err(|error| FailoverError::Store(error.message))?;
+        let mut ends = Vec::new();
+        for index in 0..topic.record.partitions {
+            ends.push(settle(shared, &topic, index).await);
+        }
+        tracing::info!(link = link_name, topic = %name, "failed over a mirror topic");
+        done.push((name, ends));
+    }
+    Ok(done)
+}
+
+/// Why a failover was refused.
+#[derive(Debug)]
+pub(crate) enum FailoverError {
+    NoLink(String),
+    Invalid(String),
+    Store(String),
+}
+
+/// Aborts the source's open transactions in a failed-over partition and forgets its
+/// producers; answers the partition's log end (-1 when it is led elsewhere).
+async fn settle(shared: &Arc<Shared>, topic: &Arc<Topic>, index: i32) -> i64 {
+    let Ok(handle) = shared.partitions().open(topic.clone(), index, -1).await else {
+        return -1;
+    };
+    let now = Timestamp(shared.clock().now_ms());
+    let log = handle.log.clone();
+    let settled = on_blocking_pool(move || {
+        for (producer, epoch) in log.open_transaction_producers() {
+            let marker = marker_batch(producer, epoch, Marker::Abort, 0, now);
+            log.append(&[marker.as_slice()])?;
+        }
+        log.expire_producers(Timestamp(i64::MAX));
+        log.write_checkpoint()?;
+        Ok::<_, spool_log::LogError>(log.offsets().log_end.0)
+    })
+    .await;
+    match settled {
+        Ok(Ok(end)) => end,
+        Ok(Err(error)) => {
+            tracing::error!(topic = %topic.record.name, partition = index, %error,
+                "settling a failed-over mirror partition failed");
+            handle.log.offsets().log_end.0
+        }
+        Err(error) => {
+            tracing::error!(topic = %topic.record.name, partition = index, %error,
+                "settling a failed-over mirror partition failed");
+            handle.log.offsets().log_end.0
+        }
+    }
+}
