@@ -17,7 +17,7 @@ mod source;
 mod status;
 pub(crate) mod topics;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,13 +29,17 @@ use uuid::Uuid;
 use self::copy::CopyContext;
 use self::source::Source;
 pub(crate) use self::source::settings_of;
-pub(crate) use self::status::{LinkState, LinkStatus, MirrorStatus, PartitionKey};
+pub(crate) use self::status::{LinkState, LinkStatus, MirrorStatus, PartitionKey, merged};
 use crate::shared::Shared;
 
 /// How often the links are read and followed.
 const ROUND: Duration = Duration::from_secs(1);
 /// Every how many rounds the source's topic configs and group offsets are read.
 const SLOW_ROUNDS: u64 = 5;
+/// Every how many rounds a broker reports its state of each link.
+const REPORT_ROUNDS: u64 = 2;
+/// A report older than this is a broker that stopped: left out of `describe`.
+pub(crate) const REPORT_STALE_MS: i64 = 10_000;
 
 /// Follows the links until `stopped`.
 pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
@@ -61,6 +65,8 @@ struct Link {
     context: Arc<CopyContext>,
     /// The copies running here, by mirror partition.
     copies: HashMap<(Uuid, i32), Copying>,
+    /// Failed-over partitions settled here, by partition and leader epoch.
+    settled: HashSet<(Uuid, i32, i32)>,
 }
 
 /// A partition's copy task.
@@ -123,6 +129,7 @@ async fn follow_links(shared: &Arc<Shared>, links: &mut HashMap<String, Link>, r
                     source: Source::new(settings),
                     context,
                     copies: HashMap::new(),
+                    settled: HashSet::new(),
                 },
             );
         }
@@ -131,6 +138,24 @@ async fn follow_links(shared: &Arc<Shared>, links: &mut HashMap<String, Link>, r
         };
         link.record = record;
         follow(shared, link, round).await;
+        if round.is_multiple_of(REPORT_ROUNDS) {
+            report(shared, &link.record.name).await;
+        }
+    }
+}
+
+/// Puts what this broker does for `link` where the others read it (`describe` on
+/// any broker shows the whole link).
+async fn report(shared: &Arc<Shared>, link: &str) {
+    let node_id = shared.current_config().node_id;
+    let report = shared.mirror().report(link);
+    let now = shared.clock().now_ms();
+    if let Err(error) = shared
+        .metadata()
+        .put_mirror_status(link, node_id, &report, now)
+        .await
+    {
+        tracing::debug!(link, %error, "reporting the mirror's state failed");
     }
 }
 
@@ -138,6 +163,7 @@ async fn follow_links(shared: &Arc<Shared>, links: &mut HashMap<String, Link>, r
 async fn follow(shared: &Arc<Shared>, link: &mut Link, round: u64) {
     let status = shared.mirror();
     let name = link.record.name.clone();
+    settle_failed_over(shared, link).await;
     if link.record.paused {
         link.stop_all();
         status.link_state(&name, LinkState::Paused);
@@ -149,6 +175,7 @@ async fn follow(shared: &Arc<Shared>, link: &mut Link, round: u64) {
         Err(error) => status.link_failed(&name, error),
     }
     let wanted = topics::led_here(shared, &name);
+    tracing::debug!(link = %name, partitions = wanted.len(), "mirror partitions led here");
     link.copies.retain(|key, copying| {
         let keep = wanted
             .iter()
@@ -173,5 +200,34 @@ async fn follow(shared: &Arc<Shared>, link: &mut Link, round: u64) {
         && let Err(error) = groups::copy(shared, &link.record, &groups, &mut link.source).await
     {
         status.link_failed(&name, format!("copying group offsets: {error}"));
+    }
+}
+
+/// The link's failed-over topics: no producer id below their floors is handed out
+/// here, and each partition this broker leads is settled once per leader epoch (the
+/// broker that failed them over settled those it led; a leader elsewhere, or a later
+/// one, does it here).
+async fn settle_failed_over(shared: &Arc<Shared>, link: &mut Link) {
+    for topic in shared.topics().all() {
+        if topic.record.configs.get("mirror.link") != Some(&link.record.name) {
+            continue;
+        }
+        let Some(floor) = topics::floor_of(&topic) else {
+            continue;
+        };
+        if let Err(error) = shared.producer_ids().raise_floor(floor, false).await {
+            tracing::warn!(%error, "raising the producer-id floor failed");
+        }
+        for index in 0..topic.record.partitions {
+            let Some(epoch) = shared.partitions().led_epoch(&topic, index) else {
+                continue;
+            };
+            let key = (topic.record.id, index, epoch);
+            if !link.settled.contains(&key)
+                && topics::settle_failed_over(shared, &topic, index).await
+            {
+                link.settled.insert(key);
+            }
+        }
     }
 }

@@ -68,6 +68,30 @@ impl ProducerIds {
     }
 }
 
+impl ProducerIds {
+    /// Hands out no id below `floor` from now on: ids below it are another cluster's
+    /// (a failed-over mirror's source producers). The block in hand is dropped if it
+    /// reaches below; with `move_store`, the store's next id is moved past it too (the
+    /// failover does that once; the other brokers only drop their blocks).
+    pub(crate) async fn raise_floor(
+        &self,
+        floor: i64,
+        move_store: bool,
+    ) -> Result<(), MetadataError> {
+        let mut allocation = self.state.lock().await;
+        if allocation.next < floor {
+            allocation.next = allocation.end;
+        }
+        if move_store {
+            let first = self.metadata.allocate_producer_ids(1).await?;
+            if first < floor {
+                self.metadata.allocate_producer_ids(floor - first).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use spool_metadata::SqliteStore;
@@ -97,5 +121,27 @@ mod tests {
             "the oldest id was forgotten"
         );
         assert!(ids.state.lock().await.epochs.len() <= REMEMBERED_EPOCHS);
+    }
+
+    #[tokio::test]
+    async fn no_id_below_a_raised_floor_is_handed_out_by_any_broker() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn MetadataStore> = Arc::new(
+            SqliteStore::open(&dir.path().join("meta.db"))
+                .await
+                .unwrap(),
+        );
+        // Two brokers of one store, each with a block in hand.
+        let (one, two) = (ProducerIds::new(store.clone()), ProducerIds::new(store));
+        let first = one.init(None).await.unwrap().0;
+        two.init(None).await.unwrap();
+        let floor = first + 5 * BLOCK + 7;
+        one.raise_floor(floor, true).await.unwrap();
+        two.raise_floor(floor, false).await.unwrap();
+        for ids in [&one, &two] {
+            for _ in 0..3 {
+                assert!(ids.init(None).await.unwrap().0 >= floor);
+            }
+        }
     }
 }

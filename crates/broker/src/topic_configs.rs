@@ -491,6 +491,15 @@ pub(crate) const TOPIC_CONFIGS: &[TopicConfig] = &[
         effect: Effect::Honoured,
     },
     TopicConfig {
+        name: "mirror.producer.id.floor",
+        kind: ConfigType::Long,
+        default: "-1",
+        valid: Valid::Range(-1, i64::MAX),
+        broker: &[],
+        doc: "Spool: set by failover: producer ids below it are the source's (their transactions still open are aborted here); this cluster hands out none below it.",
+        effect: Effect::Honoured,
+    },
+    TopicConfig {
         name: "view.source.topic",
         kind: ConfigType::String,
         default: "",

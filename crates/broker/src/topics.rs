@@ -38,7 +38,11 @@ pub(crate) struct NewTopic {
 }
 
 /// The topic configs only the mirror sets (a client setting them is refused).
-const MIRROR_CONFIGS: [&str; 2] = ["mirror.link", "mirror.failed.over"];
+const MIRROR_CONFIGS: [&str; 3] = [
+    "mirror.link",
+    "mirror.failed.over",
+    "mirror.producer.id.floor",
+];
 
 /// Refuses a client's change of the mirror's configs from `before` to `after`.
 fn refuse_mirror_configs(

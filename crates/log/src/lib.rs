@@ -43,6 +43,7 @@ pub use partition::{
     AppendInfo, DiskUsage, LogOffsets, PartitionLog, TailStart, UploadChunk, UploadFailure,
 };
 pub use producers::{
-    ProducerError, is_aborted_batch, open_transaction_start_in, stable_offset_in, transactions_in,
+    ProducerError, is_aborted_batch, max_producer_id_in, open_transaction_start_in,
+    stable_offset_in, transactions_in,
 };
 pub use read::{AbortedTxn, Isolation, ReadChunk, ReadResult};

@@ -430,6 +430,19 @@ impl PartitionLog {
         open
     }
 
+    /// The highest producer id this partition knows (see
+    /// [`crate::max_producer_id_in`]).
+    pub fn max_producer_id(&self) -> Option<i64> {
+        self.lock().producers.max_id()
+    }
+
+    /// Forgets the producers with ids below `floor` (but those with a transaction
+    /// open here): a failed-over mirror's source producers, whose ids this cluster
+    /// may hand out again.
+    pub fn forget_producers_below(&self, floor: i64) {
+        self.lock().producers.forget_below(floor);
+    }
+
     /// Forgets idempotent producers whose newest batch here is older than
     /// `older_than`; returns how many are left.
     pub fn expire_producers(&self, older_than: Timestamp) -> usize {
@@ -552,8 +565,9 @@ impl PartitionLog {
                 .then(|| control::read_marker(batch))
                 .flatten();
             state.producers.apply(&header, marker);
+            let log_end = state.log_end();
             if let Some(upload) = state.upload.as_mut() {
-                upload.note_batch(&header);
+                upload.note_batch(&header, log_end);
             }
             let interval = config.index_interval_bytes;
             state

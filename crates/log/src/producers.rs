@@ -47,6 +47,13 @@ pub fn open_transaction_start_in(encoded: &[u8], producer: i64) -> Option<Offset
         .copied()
 }
 
+/// The highest producer id a producer state as the log encodes it knows (idempotent
+/// producers and open transactions); `None` if it knows none or the bytes are not one.
+#[must_use]
+pub fn max_producer_id_in(encoded: &[u8]) -> Option<i64> {
+    ProducerStates::decode(encoded)?.max_id()
+}
+
 /// Whether the batch of `header` belongs to one of the `aborted` transactions: the
 /// cleaner never lets its records take a committed record's place.
 #[must_use]
@@ -291,6 +298,23 @@ impl ProducerStates {
         self.by_id.retain(|producer, entry| {
             entry.last_timestamp_ms >= older_than_ms || txns.has_open(*producer)
         });
+    }
+
+    /// The highest producer id known here.
+    pub(crate) fn max_id(&self) -> Option<i64> {
+        self.by_id
+            .keys()
+            .chain(self.txns.open.keys())
+            .copied()
+            .max()
+    }
+
+    /// Forgets the producers with ids below `floor`, but those with a transaction
+    /// open here.
+    pub(crate) fn forget_below(&mut self, floor: i64) {
+        let txns = &self.txns;
+        self.by_id
+            .retain(|producer, _| *producer >= floor || txns.has_open(*producer));
     }
 
     /// The epoch `producer` last wrote with here.

@@ -44,8 +44,12 @@ pub struct RangeCommit {
     /// The leader epoch the batches were written under: the commit is refused if the
     /// partition's epoch moved.
     pub leader_epoch: i32,
-    /// The first offset of the range: the commit is refused unless it is the
-    /// partition's high watermark (nothing lost, nothing twice).
+    /// The high watermark the range continues: the commit is refused unless it is
+    /// the partition's (nothing lost, nothing twice). The range's base offset, or
+    /// below it when the range starts past a gap (a mirror's batches keep their
+    /// source's offsets).
+    pub from_offset: i64,
+    /// The first offset of the range.
     pub base_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,

@@ -13,7 +13,8 @@ pub(crate) const INSERT_OBJECT: &str =
 pub(crate) const ROWS_PER_STATEMENT: usize = 256;
 
 /// Parameters per row of [`fence_ranges`]: topic id, partition, leader epoch,
-/// expected high watermark (the range's base), new high watermark, producer state.
+/// expected high watermark (what the range continues), new high watermark, producer
+/// state.
 pub(crate) const FENCE_COLUMNS: usize = 6;
 
 /// Moves the high watermark of each listed partition still at the listed epoch and
@@ -264,7 +265,7 @@ macro_rules! impl_catalogue {
                             .bind(range.key.topic_id)
                             .bind(range.key.partition)
                             .bind(range.leader_epoch)
-                            .bind(range.base_offset)
+                            .bind(range.from_offset)
                             .bind(range.last_offset + 1)
                             .bind(range.producer_state.as_deref());
                     }

@@ -662,4 +662,22 @@ impl MirrorLinks for FaultyMetadata {
         self.check_up()?;
         self.inner.remove_mirror_link(name).await
     }
+
+    async fn put_mirror_status(
+        &self,
+        link: &str,
+        node_id: i32,
+        status: &str,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner
+            .put_mirror_status(link, node_id, status, now_ms)
+            .await
+    }
+
+    async fn mirror_statuses(&self, link: &str) -> Result<Vec<crate::MirrorStatusRecord>> {
+        self.check_up()?;
+        self.inner.mirror_statuses(link).await
+    }
 }

@@ -27,12 +27,31 @@ pub struct MirrorLinkRecord {
     pub created_ms: i64,
 }
 
+/// What one broker reported of a link it follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorStatusRecord {
+    pub node_id: i32,
+    /// The broker's own encoding (JSON), opaque here.
+    pub status: String,
+    pub updated_ms: i64,
+}
+
 #[async_trait::async_trait]
 pub trait MirrorLinks {
     /// Adds the link `record.name`, or replaces it.
     async fn put_mirror_link(&self, record: &MirrorLinkRecord) -> Result<()>;
     /// Every link, by name.
     async fn mirror_links(&self) -> Result<Vec<MirrorLinkRecord>>;
-    /// Removes the link `name`; whether there was one.
+    /// Removes the link `name` and what brokers reported of it; whether there was one.
     async fn remove_mirror_link(&self, name: &str) -> Result<bool>;
+    /// Replaces what broker `node_id` reports of `link`.
+    async fn put_mirror_status(
+        &self,
+        link: &str,
+        node_id: i32,
+        status: &str,
+        now_ms: i64,
+    ) -> Result<()>;
+    /// What every broker reported of `link`, by node id.
+    async fn mirror_statuses(&self, link: &str) -> Result<Vec<MirrorStatusRecord>>;
 }

@@ -12,6 +12,12 @@ pub(crate) const UPSERT: &str = "INSERT INTO mirror_links \
 pub(crate) const ALL: &str = "SELECT name, source, source_config, topics, groups_regex, \
      start_at, paused, failed_over, created_ms FROM mirror_links ORDER BY name";
 pub(crate) const DELETE: &str = "DELETE FROM mirror_links WHERE name = $1";
+pub(crate) const DELETE_STATUS: &str = "DELETE FROM mirror_status WHERE link = $1";
+pub(crate) const PUT_STATUS: &str = "INSERT INTO mirror_status (link, node_id, status, updated_ms) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (link, node_id) DO UPDATE SET \
+     status = excluded.status, updated_ms = excluded.updated_ms";
+pub(crate) const STATUSES: &str = "SELECT node_id, status, updated_ms FROM mirror_status \
+     WHERE link = $1 ORDER BY node_id";
 
 /// A row of `mirror_links`.
 #[derive(sqlx::FromRow)]
@@ -75,11 +81,54 @@ macro_rules! impl_mirror_links {
             }
 
             async fn remove_mirror_link(&self, name: &str) -> $crate::Result<bool> {
-                let deleted = sqlx::query($crate::mirror_links_sql::DELETE)
+                use $crate::mirror_links_sql as sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::DELETE_STATUS)
                     .bind(name)
+                    .execute(&mut *tx)
+                    .await?;
+                let deleted = sqlx::query(sql::DELETE)
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(deleted.rows_affected() > 0)
+            }
+
+            async fn put_mirror_status(
+                &self,
+                link: &str,
+                node_id: i32,
+                status: &str,
+                now_ms: i64,
+            ) -> $crate::Result<()> {
+                sqlx::query($crate::mirror_links_sql::PUT_STATUS)
+                    .bind(link)
+                    .bind(node_id)
+                    .bind(status)
+                    .bind(now_ms)
                     .execute(&self.pool)
                     .await?;
-                Ok(deleted.rows_affected() > 0)
+                Ok(())
+            }
+
+            async fn mirror_statuses(
+                &self,
+                link: &str,
+            ) -> $crate::Result<Vec<$crate::MirrorStatusRecord>> {
+                let rows: Vec<(i32, String, i64)> =
+                    sqlx::query_as($crate::mirror_links_sql::STATUSES)
+                        .bind(link)
+                        .fetch_all(&self.pool)
+                        .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(node_id, status, updated_ms)| $crate::MirrorStatusRecord {
+                        node_id,
+                        status,
+                        updated_ms,
+                    })
+                    .collect())
             }
         }
     };

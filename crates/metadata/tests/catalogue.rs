@@ -33,6 +33,7 @@ fn range(key: PartitionKey, epoch: i32, base: i64, records: i64, position: i64) 
     RangeCommit {
         key,
         leader_epoch: epoch,
+        from_offset: base,
         base_offset: base,
         last_offset: base + records - 1,
         max_timestamp: 1_000 + base + records - 1,
@@ -131,6 +132,50 @@ async fn a_commit_moves_the_high_watermark_only_of_partitions_at_their_epoch_and
                 .unwrap()
                 .is_none()
         );
+    }
+}
+
+#[tokio::test]
+async fn a_range_past_a_gap_commits_where_it_continues_the_high_watermark() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 1).await;
+        let key = PartitionKey {
+            topic_id: id,
+            partition: 0,
+        };
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        // A mirror's batches at 100..=104, continuing a partition that ends at 0.
+        let past_gap = |from: i64| RangeCommit {
+            from_offset: from,
+            ..range(key, epoch, 100, 5, 0)
+        };
+        assert_eq!(
+            store
+                .commit_object(&object("wal/1", vec![past_gap(3)]))
+                .await
+                .unwrap(),
+            vec![false],
+            "{label}: it does not continue 0"
+        );
+        assert_eq!(
+            store
+                .commit_object(&object("wal/2", vec![past_gap(0)]))
+                .await
+                .unwrap(),
+            vec![true],
+            "{label}"
+        );
+        let state = store.partition_state(key).await.unwrap().unwrap();
+        assert_eq!(state.high_watermark, 105, "{label}");
+        let found = store.ranges_from(key, 40, i64::MAX, 10).await.unwrap();
+        assert_eq!(
+            found.len(),
+            1,
+            "{label}: a read in the gap finds the range after it"
+        );
+        assert_eq!(found[0].base_offset, 100, "{label}");
     }
 }
 

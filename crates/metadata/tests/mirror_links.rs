@@ -53,7 +53,35 @@ async fn mirror_links_are_put_replaced_listed_and_removed() {
             vec![link("asia"), changed],
             "{label}: by name, the change kept, the PEM's line breaks too"
         );
+        store
+            .put_mirror_status("asia", 2, "{\"a\":1}", 10)
+            .await
+            .unwrap();
+        store.put_mirror_status("asia", 1, "{}", 11).await.unwrap();
+        store
+            .put_mirror_status("asia", 2, "{\"a\":2}", 12)
+            .await
+            .unwrap();
+        store.put_mirror_status("eu", 1, "{}", 13).await.unwrap();
+        let statuses = store.mirror_statuses("asia").await.unwrap();
+        assert_eq!(
+            statuses
+                .iter()
+                .map(|s| (s.node_id, s.status.as_str(), s.updated_ms))
+                .collect::<Vec<_>>(),
+            vec![(1, "{}", 11), (2, "{\"a\":2}", 12)],
+            "{label}: by node, replaced"
+        );
         assert!(store.remove_mirror_link("asia").await.unwrap(), "{label}");
+        assert!(
+            store.mirror_statuses("asia").await.unwrap().is_empty(),
+            "{label}"
+        );
+        assert_eq!(
+            store.mirror_statuses("eu").await.unwrap().len(),
+            1,
+            "{label}"
+        );
         assert!(!store.remove_mirror_link("asia").await.unwrap(), "{label}");
         assert_eq!(store.mirror_links().await.unwrap().len(), 1, "{label}");
     }

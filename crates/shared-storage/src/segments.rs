@@ -120,6 +120,7 @@ pub(super) async fn write_and_swap(
             .map(|entry| RangeCommit {
                 key,
                 leader_epoch,
+                from_offset: entry.base_offset,
                 base_offset: entry.base_offset,
                 last_offset: entry.last_offset,
                 max_timestamp: entry.max_timestamp,

@@ -264,6 +264,7 @@ impl FlushLoop {
                 let range = RangeCommit {
                     key,
                     leader_epoch: chunk.leader_epoch,
+                    from_offset: chunk.from_offset.0,
                     base_offset: chunk.base_offset.0,
                     last_offset: chunk.last_offset.0,
                     max_timestamp: chunk.max_timestamp.0,

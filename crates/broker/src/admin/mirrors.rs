@@ -10,7 +10,7 @@ use spool_admin::{
 use spool_metadata::MirrorLinkRecord;
 
 use crate::mirror::topics::{FailoverError, failover, topic_regex};
-use crate::mirror::{LinkState, settings_of};
+use crate::mirror::{LinkState, REPORT_STALE_MS, merged, settings_of};
 use crate::shared::Shared;
 
 pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<MirrorInfo>, ApiError> {
@@ -19,12 +19,16 @@ pub(super) async fn list(shared: &Arc<Shared>) -> Result<Vec<MirrorInfo>, ApiErr
         .mirror_links()
         .await
         .map_err(store_failed)?;
-    Ok(links.iter().map(|link| info(shared, link)).collect())
+    let mut infos = Vec::with_capacity(links.len());
+    for link in &links {
+        infos.push(info(shared, link).await?);
+    }
+    Ok(infos)
 }
 
 pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<MirrorInfo, ApiError> {
     let link = find(shared, name).await?;
-    Ok(info(shared, &link))
+    info(shared, &link).await
 }
 
 pub(super) async fn create(
@@ -51,7 +55,7 @@ pub(super) async fn create(
         .map_err(store_failed)?;
     tracing::info!(link = %record.name, source = %record.source, topics = %record.topics,
         "mirror link created");
-    Ok(info(shared, &record))
+    info(shared, &record).await
 }
 
 pub(super) async fn delete(shared: &Arc<Shared>, name: &str) -> Result<(), ApiError> {
@@ -95,7 +99,7 @@ pub(super) async fn pause(
         .await
         .map_err(store_failed)?;
     tracing::info!(link = name, paused, "mirror link paused or resumed");
-    Ok(info(shared, &link))
+    info(shared, &link).await
 }
 
 pub(super) async fn fail_over(
@@ -184,18 +188,25 @@ fn record_of(mirror: NewMirror, now_ms: i64) -> Result<MirrorLinkRecord, ApiErro
     Ok(record)
 }
 
-/// The link as the API shows it, with this broker's state of it.
-fn info(shared: &Shared, link: &MirrorLinkRecord) -> MirrorInfo {
-    let status = shared.mirror().link(&link.name).unwrap_or_default();
+/// The link as the API shows it, with the state every broker reported of it.
+async fn info(shared: &Shared, link: &MirrorLinkRecord) -> Result<MirrorInfo, ApiError> {
+    let now = shared.clock().now_ms();
+    let reports: Vec<(i32, String)> = shared
+        .metadata()
+        .mirror_statuses(&link.name)
+        .await
+        .map_err(store_failed)?
+        .into_iter()
+        .filter(|report| now - report.updated_ms <= REPORT_STALE_MS)
+        .map(|report| (report.node_id, report.status))
+        .collect();
+    let (status, partitions) = merged(&link.name, &reports);
     let state = if link.paused {
         LinkState::Paused
     } else {
         status.state
     };
-    let now = shared.clock().now_ms();
-    let partitions = shared
-        .mirror()
-        .partitions_of(Some(&link.name))
+    let partitions = partitions
         .into_iter()
         .map(|(key, partition)| MirrorPartitionInfo {
             topic: key.topic,
@@ -215,7 +226,7 @@ fn info(shared: &Shared, link: &MirrorLinkRecord) -> MirrorInfo {
         .filter(|topic| topic.record.configs.get("mirror.link") == Some(&link.name))
         .map(|topic| topic.record.name.to_string())
         .collect();
-    MirrorInfo {
+    Ok(MirrorInfo {
         name: link.name.clone(),
         source: link.source.clone(),
         source_config: link
@@ -245,7 +256,7 @@ fn info(shared: &Shared, link: &MirrorLinkRecord) -> MirrorInfo {
         errors: status.errors,
         offsets_copied: status.offsets_copied,
         partitions,
-    }
+    })
 }
 
 fn store_failed(error: spool_metadata::MetadataError) -> ApiError {

@@ -134,7 +134,11 @@ impl Copier {
             .partitions()
             .open(self.topic.clone(), self.index, -1)
             .await
-            .map_err(|_| Stop::NotLeading)?;
+            .map_err(|error| {
+                tracing::debug!(link = %self.key.link, topic = %name, partition = self.index,
+                    %error, "not copying the partition here");
+                Stop::NotLeading
+            })?;
         let offsets = handle.log.offsets();
         if self.connection.is_none() {
             self.connection = Some(self.connect().await.map_err(Stop::Failed)?);
@@ -333,6 +337,7 @@ async fn append(
     still_mirrored: impl FnOnce() -> bool + Send + 'static,
 ) -> Result<(), String> {
     let log = handle.log.clone();
+    let bytes: usize = batches.iter().map(Bytes::len).sum();
     let end = on_blocking_pool(move || {
         if !still_mirrored() {
             return Err("the topic was failed over".to_owned());
@@ -343,6 +348,8 @@ async fn append(
     })
     .await
     .map_err(|error| error.to_string())??;
+    // Shared-storage mode: the uploader takes it with its next object.
+    handle.appended(bytes);
     let durable = handle.log.wait_durable(end.last_offset.plus(1));
     match tokio::time::timeout(DURABLE_WAIT, durable).await {
         Ok(Ok(())) => Ok(()),

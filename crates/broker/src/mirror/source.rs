@@ -94,20 +94,27 @@ impl Source {
             .await
     }
 
-    /// The source's consumer groups.
+    /// The source's consumer groups: ListGroups answers with the groups the broker
+    /// asked coordinates, so every broker is asked.
     pub(super) async fn groups(&mut self) -> Result<Vec<String>, String> {
-        self.with(async |connection| {
-            let version = version(connection, ApiKey::ListGroups, 0..=4).await?;
+        let brokers = self.metadata().await?.brokers;
+        let mut groups = std::collections::BTreeSet::new();
+        for address in brokers.values() {
+            let mut connection = Connection::open(&self.settings, address)
+                .await
+                .map_err(|error| error.to_string())?;
+            let version = version(&mut connection, ApiKey::ListGroups, 0..=4).await?;
             let answer: ListGroupsResponse =
-                call(connection, ListGroupsRequest::default(), version).await?;
+                call(&mut connection, ListGroupsRequest::default(), version).await?;
             refused("ListGroups", answer.error_code)?;
-            Ok(answer
-                .groups
-                .into_iter()
-                .map(|group| group.group_id.0.to_string())
-                .collect())
-        })
-        .await
+            groups.extend(
+                answer
+                    .groups
+                    .into_iter()
+                    .map(|group| group.group_id.0.to_string()),
+            );
+        }
+        Ok(groups.into_iter().collect())
     }
 
     /// `group`'s committed offsets at the source: (topic, partition) → (offset,

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use serde_json::{Value, json};
+
 /// A mirror partition, by link.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct PartitionKey {
@@ -56,6 +58,15 @@ pub(crate) enum LinkState {
 }
 
 impl LinkState {
+    fn from_name(name: &str) -> LinkState {
+        match name {
+            "running" => LinkState::Running,
+            "paused" => LinkState::Paused,
+            "failed" => LinkState::Failed,
+            _ => LinkState::Starting,
+        }
+    }
+
     pub(crate) fn name(self) -> &'static str {
         match self {
             LinkState::Starting => "starting",
@@ -189,5 +200,128 @@ impl MirrorStatus {
             .filter(|(key, _)| link.is_none_or(|link| key.link == link))
             .map(|(key, state)| (key.clone(), state.clone()))
             .collect()
+    }
+}
+
+impl MirrorStatus {
+    /// What this broker reports of `link` to the others (through the metadata store).
+    pub(crate) fn report(&self, link: &str) -> String {
+        let status = self.link(link).unwrap_or_default();
+        let partitions: Vec<Value> = self
+            .partitions_of(Some(link))
+            .into_iter()
+            .map(|(key, state)| {
+                json!({
+                    "topic": key.topic,
+                    "partition": key.partition,
+                    "source_end": state.source_end,
+                    "mirror_end": state.mirror_end,
+                    "caught_up_ms": state.caught_up_ms,
+                    "copied_bytes": state.copied_bytes,
+                    "error": state.error,
+                })
+            })
+            .collect();
+        json!({
+            "state": status.state.name(),
+            "error": status.error,
+            "copied_bytes": status.copied_bytes,
+            "errors": status.errors,
+            "offsets_copied": status.offsets_copied,
+            "partitions": partitions,
+        })
+        .to_string()
+    }
+}
+
+/// The brokers' reports of `link` (node id, report) as one: counts summed, the
+/// partitions of all, failed if one broker failed (its error, named), else running if
+/// one runs.
+pub(crate) fn merged(
+    link: &str,
+    reports: &[(i32, String)],
+) -> (LinkStatus, Vec<(PartitionKey, PartitionState)>) {
+    let mut status = LinkStatus::default();
+    let mut partitions = Vec::new();
+    for (node, report) in reports {
+        let Ok(report) = serde_json::from_str::<Value>(report) else {
+            continue;
+        };
+        let count = |name: &str| report[name].as_u64().unwrap_or(0);
+        status.copied_bytes += count("copied_bytes");
+        status.errors += count("errors");
+        status.offsets_copied += count("offsets_copied");
+        match LinkState::from_name(report["state"].as_str().unwrap_or_default()) {
+            LinkState::Failed => {
+                status.state = LinkState::Failed;
+                let error = report["error"].as_str().unwrap_or("failed");
+                status.error = Some(match status.error.take() {
+                    Some(before) => format!("{before}; broker {node}: {error}"),
+                    None => format!("broker {node}: {error}"),
+                });
+            }
+            LinkState::Running if status.state != LinkState::Failed => {
+                status.state = LinkState::Running;
+            }
+            LinkState::Paused if status.state == LinkState::Starting => {
+                status.state = LinkState::Paused;
+            }
+            _ => {}
+        }
+        for partition in report["partitions"].as_array().into_iter().flatten() {
+            let number = |name: &str| partition[name].as_i64().unwrap_or(0);
+            partitions.push((
+                PartitionKey {
+                    link: link.to_owned(),
+                    topic: partition["topic"].as_str().unwrap_or_default().to_owned(),
+                    partition: i32::try_from(number("partition")).unwrap_or(-1),
+                },
+                PartitionState {
+                    source_end: number("source_end"),
+                    mirror_end: number("mirror_end"),
+                    caught_up_ms: number("caught_up_ms"),
+                    copied_bytes: partition["copied_bytes"].as_u64().unwrap_or(0),
+                    error: partition["error"].as_str().map(str::to_owned),
+                },
+            ));
+        }
+    }
+    partitions.sort_by(|a, b| a.0.cmp(&b.0));
+    (status, partitions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_brokers_reports_merge_into_one_link() {
+        let one = MirrorStatus::default();
+        let key = |partition| PartitionKey {
+            link: "eu".to_owned(),
+            topic: "orders".to_owned(),
+            partition,
+        };
+        one.link_state("eu", LinkState::Running);
+        one.copied(&key(1), 50, 40, 1000, 7_000);
+        let two = MirrorStatus::default();
+        two.link_failed("eu", "the source refused".to_owned());
+        two.copied(&key(0), 30, 30, 500, 8_000);
+        let (status, partitions) = merged("eu", &[(1, one.report("eu")), (2, two.report("eu"))]);
+        assert_eq!(status.state, LinkState::Failed);
+        assert_eq!(
+            status.error.as_deref(),
+            Some("broker 2: the source refused")
+        );
+        assert_eq!((status.copied_bytes, status.errors), (1500, 1));
+        assert_eq!(partitions.len(), 2);
+        assert_eq!(partitions[0].0, key(0));
+        assert_eq!(partitions[1].1.lag_records(), 10);
+        assert_eq!(
+            partitions[1].1.lag_ms(9_000),
+            2_000,
+            "behind since it started"
+        );
+        assert_eq!(partitions[0].1.lag_ms(9_000), 0);
     }
 }

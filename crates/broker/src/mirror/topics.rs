@@ -157,7 +157,6 @@ async fn follow_topic(
 
 /// The partitions of `link`'s mirror topics (still copied) that this broker leads.
 pub(super) fn led_here(shared: &Shared, link: &str) -> Vec<(Arc<Topic>, i32)> {
-    let node_id = shared.current_config().node_id;
     shared
         .topics()
         .all()
@@ -165,12 +164,7 @@ pub(super) fn led_here(shared: &Shared, link: &str) -> Vec<(Arc<Topic>, i32)> {
         .filter(|topic| topic.mirror.as_deref() == Some(link))
         .flat_map(|topic| {
             (0..topic.record.partitions)
-                .filter(|index| {
-                    shared
-                        .partitions()
-                        .leadership(&topic, *index)
-                        .is_some_and(|(leader, _)| leader == node_id)
-                })
+                .filter(|index| shared.partitions().led_epoch(&topic, *index).is_some())
                 .map(|index| (topic.clone(), index))
                 .collect::<Vec<_>>()
         })
@@ -179,19 +173,22 @@ pub(super) fn led_here(shared: &Shared, link: &str) -> Vec<(Arc<Topic>, i32)> {
 
 /// Fails over `link`'s mirror topics that `only` matches (all when `None`): they are
 /// no longer copied and take writes from here on, at the mirrored log end. The
-/// source's transactions still open in them are aborted (their coordinator is the
-/// source's) and its idempotent producers forgotten (this cluster's producer ids may
-/// be the same numbers). Answers each topic failed over with its partitions' log ends.
+/// producer ids the source used there are kept from this cluster's producers (the
+/// floor, `mirror.producer.id.floor`), and the source's transactions still open are
+/// aborted (their coordinator is the source's) by each partition's leader
+/// ([`settle_failed_over`]). Answers each topic failed over with its partitions' log
+/// ends.
 pub(crate) async fn failover(
     shared: &Arc<Shared>,
     link_name: &str,
     only: Option<&str>,
 ) -> Result<Vec<(String, Vec<i64>)>, FailoverError> {
+    let store = |error: &dyn std::fmt::Display| FailoverError::Store(error.to_string());
     let mut link = shared
         .metadata()
         .mirror_links()
         .await
-        .map_err(|error| FailoverError::Store(error.to_string()))?
+        .map_err(|e| store(&e))?
         .into_iter()
         .find(|link| link.name == link_name)
         .ok_or_else(|| FailoverError::NoLink(link_name.to_owned()))?;
@@ -220,22 +217,38 @@ pub(crate) async fn failover(
         .metadata()
         .put_mirror_link(&link)
         .await
-        .map_err(|error| FailoverError::Store(error.to_string()))?;
+        .map_err(|e| store(&e))?;
     let mut done = Vec::new();
     for topic in chosen {
         let name = topic.record.name.to_string();
+        let mut floor = 0;
+        for index in 0..topic.record.partitions {
+            if let Some(max) = max_producer_id(shared, &topic, index).await {
+                floor = floor.max(max + 1);
+            }
+        }
+        shared
+            .producer_ids()
+            .raise_floor(floor, true)
+            .await
+            .map_err(|e| store(&e))?;
         topics::change_mirror_configs(shared, &name, |configs| {
             let mut next = configs.clone();
             next.insert("mirror.failed.over".to_owned(), "true".to_owned());
+            next.insert("mirror.producer.id.floor".to_owned(), floor.to_string());
             Ok(next)
         })
         .await
         .map_err(|error| FailoverError::Store(error.message))?;
+        let Some(topic) = shared.topics().get(&name) else {
+            continue;
+        };
         let mut ends = Vec::new();
         for index in 0..topic.record.partitions {
-            ends.push(settle(shared, &topic, index).await);
+            settle_failed_over(shared, &topic, index).await;
+            ends.push(log_end(shared, &topic, index).await);
         }
-        tracing::info!(link = link_name, topic = %name, "failed over a mirror topic");
+        tracing::info!(link = link_name, topic = %name, floor, "failed over a mirror topic");
         done.push((name, ends));
     }
     Ok(done)
@@ -249,35 +262,100 @@ pub(crate) enum FailoverError {
     Store(String),
 }
 
-/// Aborts the source's open transactions in a failed-over partition and forgets its
-/// producers; answers the partition's log end (-1 when it is led elsewhere).
-async fn settle(shared: &Arc<Shared>, topic: &Arc<Topic>, index: i32) -> i64 {
+/// The failed-over topic's producer-id floor, if `topic` is one.
+pub(super) fn floor_of(topic: &Topic) -> Option<i64> {
+    if topic.mirror.is_some() || !topic.log.own_offsets {
+        return None;
+    }
+    topic
+        .record
+        .configs
+        .get("mirror.producer.id.floor")
+        .and_then(|floor| floor.parse().ok())
+        .filter(|floor: &i64| *floor >= 0)
+}
+
+/// The highest producer id a mirror partition knows: from its log where this broker
+/// leads it, else (shared-storage mode) from the catalogue's producer state.
+async fn max_producer_id(shared: &Arc<Shared>, topic: &Arc<Topic>, index: i32) -> Option<i64> {
+    if shared.partitions().led_epoch(topic, index).is_some()
+        && let Ok(handle) = shared.partitions().open(topic.clone(), index, -1).await
+    {
+        return handle.log.max_producer_id();
+    }
+    let key = spool_metadata::PartitionKey {
+        topic_id: topic.record.id,
+        partition: index,
+    };
+    let state = shared.metadata().partition_state(key).await.ok()??;
+    spool_log::max_producer_id_in(state.producer_state.as_deref()?)
+}
+
+/// A partition's log end: the log's where this broker leads it, else the
+/// catalogue's high watermark (-1 when neither is known).
+async fn log_end(shared: &Arc<Shared>, topic: &Arc<Topic>, index: i32) -> i64 {
+    if shared.partitions().led_epoch(topic, index).is_some()
+        && let Ok(handle) = shared.partitions().open(topic.clone(), index, -1).await
+    {
+        return handle.log.offsets().log_end.0;
+    }
+    let key = spool_metadata::PartitionKey {
+        topic_id: topic.record.id,
+        partition: index,
+    };
+    match shared.metadata().partition_state(key).await {
+        Ok(Some(state)) => state.high_watermark,
+        _ => -1,
+    }
+}
+
+/// Aborts, in a failed-over partition this broker leads, the source's transactions
+/// still open (producer ids below the floor), and forgets the source's producers.
+/// Does nothing the second time: there is nothing left to abort. Answers whether it
+/// settled the partition (false: not led here, or it failed).
+pub(super) async fn settle_failed_over(
+    shared: &Arc<Shared>,
+    topic: &Arc<Topic>,
+    index: i32,
+) -> bool {
+    let Some(floor) = floor_of(topic) else {
+        return false;
+    };
+    if shared.partitions().led_epoch(topic, index).is_none() {
+        return false;
+    }
     let Ok(handle) = shared.partitions().open(topic.clone(), index, -1).await else {
-        return -1;
+        return false;
     };
     let now = Timestamp(shared.clock().now_ms());
-    let log = handle.log.clone();
+    let partition = handle.clone();
     let settled = on_blocking_pool(move || {
+        let log = &partition.log;
         for (producer, epoch) in log.open_transaction_producers() {
+            if producer >= floor {
+                continue;
+            }
             let marker = marker_batch(producer, epoch, Marker::Abort, 0, now);
             log.append(&[marker.as_slice()])?;
+            partition.appended(marker.len());
+            tracing::info!(partition = %log.dir().display(), producer,
+                "aborted a source transaction left open by the failover");
         }
-        log.expire_producers(Timestamp(i64::MAX));
-        log.write_checkpoint()?;
-        Ok::<_, spool_log::LogError>(log.offsets().log_end.0)
+        log.forget_producers_below(floor);
+        Ok::<_, spool_log::LogError>(())
     })
     .await;
     match settled {
-        Ok(Ok(end)) => end,
+        Ok(Ok(())) => true,
         Ok(Err(error)) => {
             tracing::error!(topic = %topic.record.name, partition = index, %error,
                 "settling a failed-over mirror partition failed");
-            handle.log.offsets().log_end.0
+            false
         }
         Err(error) => {
             tracing::error!(topic = %topic.record.name, partition = index, %error,
                 "settling a failed-over mirror partition failed");
-            handle.log.offsets().log_end.0
+            false
         }
     }
 }

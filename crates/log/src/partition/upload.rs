@@ -43,6 +43,8 @@ pub struct TailStart {
 #[derive(Debug, Default)]
 pub(crate) struct UploadBuffer {
     batches: Vec<Bytes>,
+    /// The log end before the first batch: what the chunk continues.
+    from: Option<Offset>,
     first: Option<Offset>,
     last: Offset,
     max_timestamp: Timestamp,
@@ -57,7 +59,10 @@ pub(crate) struct UploadBuffer {
 }
 
 impl UploadBuffer {
-    pub(crate) fn note_batch(&mut self, header: &RecordBatchHeader) {
+    /// Notes a batch appended where the log ended at `log_end` (its base offset,
+    /// or below it for a batch at its own offset past a gap).
+    pub(crate) fn note_batch(&mut self, header: &RecordBatchHeader, log_end: Offset) {
+        self.from.get_or_insert(log_end);
         self.first.get_or_insert(header.base_offset);
         self.last = header.last_offset();
         self.max_timestamp = Timestamp(self.max_timestamp.0.max(header.max_timestamp.0));
@@ -74,6 +79,9 @@ impl UploadBuffer {
 /// One partition's appends since the last take, ready to go into an object.
 #[derive(Debug, Clone)]
 pub struct UploadChunk {
+    /// The log end the chunk continues: its base offset, or below it when it starts
+    /// past a gap.
+    pub from_offset: Offset,
     pub base_offset: Offset,
     pub last_offset: Offset,
     pub max_timestamp: Timestamp,
@@ -178,10 +186,13 @@ impl PartitionLog {
         let buffer = state.upload.as_mut()?;
         let mut taken = std::mem::take(buffer);
         buffer.sealed = std::mem::take(&mut taken.sealed);
-        let (Some(base_offset), Some(end)) = (taken.first, taken.end) else {
+        let (Some(from_offset), Some(base_offset), Some(end)) =
+            (taken.from, taken.first, taken.end)
+        else {
             return None;
         };
         Some(UploadChunk {
+            from_offset,
             base_offset,
             last_offset: taken.last,
             max_timestamp: taken.max_timestamp,
