@@ -5,6 +5,8 @@ machine; the link is made with the CLI on the target. Readers: confluent-kafka
 
 import json
 import subprocess
+import urllib.error
+import urllib.request
 import tempfile
 import time
 import uuid
@@ -13,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import SPOOL_BIN, Broker
+from conftest import CLUSTER, SPOOL_BIN, Broker
 
 
 @pytest.fixture
@@ -99,8 +101,11 @@ def end_offsets(broker, topic, partitions):
 def wait_until(predicate, timeout=30, what="the mirror to catch up"):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if predicate():
-            return
+        try:
+            if predicate():
+                return
+        except KafkaException:
+            pass  # The topic is not there yet.
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -328,3 +333,117 @@ def test_the_cli_refuses_bad_links_and_deleting_a_link_with_read_only_topics(clu
     assert code != 0
     _, out, _ = spool(target, "mirror", "list")
     assert "k" in out and source.address in out
+
+
+def test_a_kill_9_of_the_target_during_catch_up_loses_and_repeats_nothing(clusters):
+    source, target = clusters
+    create_topic(source, "backlog", 4)
+    producer = Producer({"bootstrap.servers": source.address, "linger.ms": 20})
+    for i in range(40_000):
+        producer.produce("backlog", key=f"k{i}".encode(), value=f"{i:06d}".encode() * 170,
+                         partition=i % 4)
+        if i % 10_000 == 0:
+            producer.flush(30)
+    assert producer.flush(60) == 0
+    link(target, source, "catch", "--topics", "backlog")
+    # Killed as soon as the copy is under way (each broker tells what it leads).
+    def copied_so_far():
+        total = 0
+        for url in target.admin_urls:
+            try:
+                with urllib.request.urlopen(f"{url}/api/topics/backlog", timeout=2) as answer:
+                    detail = json.load(answer)
+            except (urllib.error.URLError, OSError):
+                return 0
+            total += sum(p["high_watermark"] or 0 for p in detail["partitions"])
+        return total
+    deadline = time.time() + 60
+    while copied_so_far() == 0 and time.time() < deadline:
+        time.sleep(0.02)
+    at_kill = copied_so_far()
+    target.kill9()
+    assert 0 < at_kill, "the copy never started"
+    target.start()
+    wait_until(caught_up(source, target, "backlog", 4), timeout=120)
+    copied = records(target, "backlog", 4)
+    print(f"killed at {at_kill} of 40000 records copied")
+    assert len(copied) == 40_000
+    assert copied == records(source, "backlog", 4)
+
+
+def test_a_compacted_source_keeps_its_offsets_and_gaps_on_the_mirror():
+    with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target_dir:
+        source = Broker(source_dir, settings=("log.cleaner.backoff.ms=200",)).start()
+        target = Broker(target_dir).start()
+        try:
+            create_topic(source, "table", 1, {
+                "cleanup.policy": "compact", "segment.bytes": "1024",
+                "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"})
+            producer = Producer({"bootstrap.servers": source.address, "linger.ms": 0})
+            for version in range(30):
+                for k in range(8):
+                    producer.produce("table", key=f"k{k}".encode(), value=f"{k}-{version}".encode())
+                producer.flush(10)
+            for n in range(20):
+                producer.produce("table", key=b"filler", value=b"x" * 100)
+                producer.flush(10)
+            wait_until(lambda: len(records(source, "table", 1)) < 100, timeout=60,
+                       what="the source to be compacted")
+            link(target, source, "compacted", "--topics", "table")
+            wait_until(caught_up(source, target, "table", 1))
+            mirrored = records(target, "table", 1)
+            offsets = [r[1] for r in mirrored]
+            assert offsets[-1] == 30 * 8 + 20 - 1 and len(offsets) < 100, offsets
+            assert offsets != list(range(offsets[0], offsets[0] + len(offsets))), "gaps kept"
+            source_records = {r[1]: r for r in records(source, "table", 1)}
+            # What the mirror has is the source's, record for record, at its offsets.
+            assert all(source_records.get(r[1]) == r for r in mirrored), mirrored
+            assert kafka_python_records(target, "table", 1) == \
+                [(p, o, k, v) for p, o, _, k, v, _ in mirrored]
+            info = describe(target, "compacted")
+            assert info["error"] is None, info
+        finally:
+            target.stop()
+            source.stop()
+
+
+@pytest.mark.skipif(CLUSTER > 1, reason="a SASL listener is tested on one broker")
+def test_a_source_that_refuses_the_login_shows_it_and_the_right_login_copies():
+    sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "mirror", "sasl.password": "s3cret"}
+    with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target_dir:
+        source = Broker(source_dir, settings=(
+            "listeners=SASL_PLAINTEXT://127.0.0.1:{port}",
+            "sasl.enabled.mechanisms=SCRAM-SHA-256"),
+            args=("--bootstrap-user", "mirror:s3cret"), client=sasl).start()
+        target = Broker(target_dir).start()
+        try:
+            admin = AdminClient({"bootstrap.servers": source.address, **sasl})
+            admin.create_topics([NewTopic("secured", 1)])["secured"].result(30)
+            producer = Producer({"bootstrap.servers": source.address, **sasl})
+            for i in range(5):
+                producer.produce("secured", value=f"s{i}".encode())
+            assert producer.flush(30) == 0
+            settings = ["--source-config", "security.protocol=SASL_PLAINTEXT",
+                        "--source-config", "sasl.mechanism=SCRAM-SHA-256",
+                        "--source-config", "sasl.username=mirror"]
+            link(target, source, "wrong", "--topics", "secured", *settings,
+                 "--source-config", "sasl.password=nope")
+            wait_until(lambda: describe(target, "wrong")["state"] == "failed", what="the error")
+            info = describe(target, "wrong")
+            assert "mirror" in info["error"] and "fail" in info["error"], info
+            assert info["source_config"]["sasl.password"] == "********"
+            spool(target, "mirror", "delete", "wrong")
+            link(target, source, "right", "--topics", "secured", *settings,
+                 "--source-config", "sasl.password=s3cret")
+            def copied():
+                consumer = Consumer({"bootstrap.servers": target.address, "group.id": "x"})
+                ends = consumer.get_watermark_offsets(TopicPartition("secured", 0), timeout=10)
+                consumer.close()
+                return ends[1] == 5
+            wait_until(copied)
+            assert [r[3] for r in kafka_python_records(target, "secured", 1)] == \
+                [f"s{i}".encode() for i in range(5)]
+        finally:
+            target.stop()
+            source.stop()
