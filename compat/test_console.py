@@ -236,3 +236,38 @@ def test_console_lists_transaction_checkers_without_header_values(broker, browse
     expect(row).to_contain_text("2500")
     expect(page.locator("body")).not_to_contain_text("hidden")
     shot(page, "txn-checkers")
+
+
+def test_console_shows_mirror_links_with_their_lag(broker, browser_page):
+    import subprocess
+    import tempfile
+    from conftest import SPOOL_BIN, Broker
+    from test_mirror import caught_up, create_topic, produce, wait_until
+    with tempfile.TemporaryDirectory() as source_dir:
+        source = Broker(source_dir).start()
+        try:
+            create_topic(source, "shown", 2)
+            produce(source, "shown", 6, 2)
+            subprocess.run([SPOOL_BIN, "mirror", "create", "eu", "--source", source.address,
+                            "--topics", "shown", "--brokers", broker.address,
+                            "--admin-url", broker.admin_url, "--source-config",
+                            "sasl.password=never-shown"], check=True, capture_output=True)
+            wait_until(caught_up(source, broker, "shown", 2))
+            page = browser_page
+            page.set_default_timeout(20000)
+            page.goto(broker.admin_url + "/")
+            page.click("a[data-nav=mirrors]")
+            expect(page.locator("h1")).to_have_text("Mirror links")
+            section = page.locator("section.mirror", has_text="eu")
+            expect(section).to_contain_text(source.address)
+            # Each broker reports every two seconds: the page shows both partitions.
+            deadline = time.time() + 20
+            while page.locator("section.mirror table tbody tr", has_text="shown").count() < 2:
+                assert time.time() < deadline, "the partitions were not shown"
+                time.sleep(0.5)
+                page.reload()
+                page.click("a[data-nav=mirrors]")
+            expect(page.locator("body")).not_to_contain_text("never-shown")
+            shot(page, "mirrors")
+        finally:
+            source.stop()

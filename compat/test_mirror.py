@@ -447,3 +447,19 @@ def test_a_source_that_refuses_the_login_shows_it_and_the_right_login_copies():
         finally:
             target.stop()
             source.stop()
+
+
+@pytest.mark.skipif(CLUSTER > 1, reason="the benchmark starts its own brokers")
+def test_the_mirror_benchmark_runs_smoke():
+    """scripts/bench-mirror, small: every measure is printed."""
+    import os
+    import sys
+    done = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(__file__), "..", "scripts", "bench-mirror"),
+         "--backlog-mib", "4", "--partitions", "2",
+         "--rate-mb", "1", "--seconds", "3", "--produce-seconds", "1"],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, SPOOL_BIN=os.path.abspath(SPOOL_BIN)))
+    assert done.returncode == 0, done.stderr
+    for said in ("target's own produce rate", "catch-up:", "source:", "mirror:"):
+        assert said in done.stdout, done.stdout

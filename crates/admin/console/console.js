@@ -395,6 +395,27 @@ async function checkerList() {
     ]), [3]));
 }
 
+// ---- Mirror links -----------------------------------------------------------
+
+async function mirrorList() {
+  const links = await api("/mirrors");
+  const sections = links.map(link => h("section", { class: "mirror" },
+    h("h2", {}, `${link.name} · ${link.state}`),
+    h("p", {}, `From ${link.source}, topics `, h("code", {}, link.topics),
+      link.groups ? [", group offsets of ", h("code", {}, link.groups)] : "",
+      `. Copied ${link.copied_bytes} bytes; ${link.errors} errors; ${link.offsets_copied} group offsets.`),
+    link.error ? h("p", { class: "error" }, link.error) : "",
+    link.failed_over.length ? h("p", {}, `Failed over: ${link.failed_over.join(", ")}`) : "",
+    table(["Topic", "Partition", "Source end", "Mirror end", "Lag", "Lag s", "Error"],
+      link.partitions.map(p => [p.topic, p.partition, p.source_end, p.mirror_end, p.lag_records,
+        (p.lag_ms / 1000).toFixed(1), p.error || "—"]), [1, 2, 3, 4, 5])));
+  page.replaceChildren(
+    h("h1", {}, "Mirror links"),
+    h("p", {}, "Topics of other clusters copied here at their own offsets (make them with ",
+      h("code", {}, "spool mirror create"), ")."),
+    ...(sections.length ? sections : [h("p", {}, "No mirror links.")]));
+}
+
 // ---- Routing ----------------------------------------------------------------
 
 async function route() {
@@ -409,6 +430,7 @@ async function route() {
     else if (section === "groups" && parts[1]) await groupPage(parts[1]);
     else if (section === "groups") await groupList();
     else if (section === "txn-checkers") await checkerList();
+    else if (section === "mirrors") await mirrorList();
     else await overview();
   } catch (error) {
     page.replaceChildren(h("h1", {}, "Cannot show this page"), h("p", { class: "error" }, error.message));
