@@ -463,3 +463,100 @@ def test_the_mirror_benchmark_runs_smoke():
     assert done.returncode == 0, done.stderr
     for said in ("target's own produce rate", "catch-up:", "source:", "mirror:"):
         assert said in done.stdout, done.stdout
+
+
+def test_partitions_and_configs_follow_the_source_and_writes_of_any_kind_are_refused(clusters):
+    from confluent_kafka.admin import ConfigResource, NewPartitions
+    source, target = clusters
+    create_topic(source, "grows", 1, {"retention.ms": "3600000"})
+    produce(source, "grows", 4, 1)
+    link(target, source, "follow", "--topics", "grows")
+    wait_until(caught_up(source, target, "grows", 1))
+    source_admin = AdminClient({"bootstrap.servers": source.address})
+    source_admin.create_partitions([NewPartitions("grows", 3)])["grows"].result(30)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "grows",
+                              set_config={"retention.ms": "7200000",
+                                          "cleanup.policy": "delete"})
+    source_admin.alter_configs([resource])[resource].result(30)
+    produce(source, "grows", 9, 3, prefix="grown")
+    wait_until(caught_up(source, target, "grows", 3))
+    assert records(target, "grows", 3) == records(source, "grows", 3)
+    target_admin = AdminClient({"bootstrap.servers": target.address})
+
+    def followed():
+        described = ConfigResource(ConfigResource.Type.TOPIC, "grows")
+        configs = target_admin.describe_configs([described])[described].result(30)
+        return configs["retention.ms"].value == "7200000" and configs["mirror.link"].value == "follow"
+    wait_until(followed, what="the configs to follow")
+
+    # DeleteRecords, transactions and new partitions are refused on a mirror topic.
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import TopicPartition as KafkaTopicPartition
+    kafka_admin = KafkaAdminClient(bootstrap_servers=target.address)
+    with pytest.raises(Exception):
+        kafka_admin.delete_records({KafkaTopicPartition("grows", 0): 2})
+    kafka_admin.close()
+    with pytest.raises(KafkaException):
+        target_admin.create_partitions([NewPartitions("grows", 5)])["grows"].result(30)
+    transactional = Producer({"bootstrap.servers": target.address, "transactional.id": "m"})
+    transactional.init_transactions(30)
+    transactional.begin_transaction()
+    transactional.produce("grows", value=b"no", partition=0)
+    with pytest.raises(KafkaException):
+        transactional.commit_transaction(30)
+    assert records(target, "grows", 3) == records(source, "grows", 3)
+
+
+@pytest.mark.skipif(CLUSTER == 1, reason="a leadership move needs a cluster")
+def test_a_mirror_partition_whose_leader_dies_is_copied_on_by_its_next_leader(clusters):
+    source, target = clusters
+    create_topic(source, "moving", 3)
+    produce(source, "moving", 30, 3)
+    link(target, source, "moves", "--topics", "moving")
+    wait_until(caught_up(source, target, "moving", 3))
+    # A broker other than the one clients bootstrap from (the readers here need it).
+    victim = next(node for node, port in enumerate(target.ports, start=1) if port != target.port)
+    target.kill9_node(victim)
+    produce(source, "moving", 30, 3, prefix="after")
+    wait_until(caught_up(source, target, "moving", 3), timeout=90,
+               what="the next leaders to copy on")
+    assert records(target, "moving", 3) == records(source, "moving", 3)
+    target.start_node(victim)
+
+
+@pytest.mark.skipif(CLUSTER > 1, reason="a TLS listener is tested on one broker")
+def test_a_tls_source_is_trusted_through_its_ca_and_only_so():
+    from conftest import server_certificate
+    with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target_dir:
+        ca, certificate, key = server_certificate(source_dir)
+        tls = {"security.protocol": "SSL", "ssl.ca.location": ca}
+        source = Broker(source_dir, settings=(
+            "listeners=SSL://127.0.0.1:{port}", f"ssl.certificate.location={certificate}",
+            f"ssl.key.location={key}"), client=tls).start()
+        target = Broker(target_dir).start()
+        try:
+            admin = AdminClient({"bootstrap.servers": source.address, **tls})
+            admin.create_topics([NewTopic("sealed", 1)])["sealed"].result(30)
+            producer = Producer({"bootstrap.servers": source.address, **tls})
+            for i in range(3):
+                producer.produce("sealed", value=f"t{i}".encode())
+            assert producer.flush(30) == 0
+            # Without the CA, the source's certificate is not trusted.
+            link(target, source, "untrusted", "--topics", "sealed",
+                 "--source-config", "security.protocol=SSL")
+            wait_until(lambda: describe(target, "untrusted")["state"] == "failed",
+                       what="the TLS error")
+            spool(target, "mirror", "delete", "untrusted")
+            link(target, source, "trusted", "--topics", "sealed",
+                 "--source-config", "security.protocol=SSL",
+                 "--source-config", f"ssl.ca.location={ca}")
+            assert describe(target, "trusted")["source_config"]["ssl.ca.pem"] == "(PEM)"
+            # (Read only once the mirror topic is there: a reader's Metadata would
+            # auto-create a plain topic of that name first.)
+            wait_until(lambda: [p["mirror_end"] for p in describe(target, "trusted")["partitions"]]
+                       == [3], what="the copy over TLS")
+            assert [r[3] for r in kafka_python_records(target, "sealed", 1)] == \
+                [b"t0", b"t1", b"t2"]
+        finally:
+            target.stop()
+            source.stop()

@@ -12,6 +12,9 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use spool_protocol::wire_guard;
+use spool_protocol::wire_guard::response_shapes::response_shape_of;
+
 use crate::{ClientError, ClientSettings, login, tls};
 
 /// The largest response accepted (a DescribeAcls of a big cluster, a fetch of many
@@ -58,6 +61,9 @@ pub struct Connection {
     client_id: StrBytes,
     /// The broker's ApiVersions answer, once asked: (key, min, max) per API.
     versions: Option<Vec<(i16, i16, i16)>>,
+    /// Decode only answers whose structure can be checked first
+    /// ([`Connection::guarded_only`]).
+    guarded_only: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -103,11 +109,19 @@ impl Connection {
             timeout: settings.timeout,
             client_id: StrBytes::from_string(settings.client_id.clone()),
             versions: None,
+            guarded_only: false,
         };
         if uses_sasl && let Some(mechanism) = &settings.sasl_mechanism {
             login::login(&mut connection, mechanism, settings).await?;
         }
         Ok(connection)
+    }
+
+    /// From now on, refuses to decode an answer whose structure cannot be checked
+    /// first (`spool_protocol::wire_guard::response_shapes`): for a connection to a
+    /// broker that is not trusted as much as the cluster's own (the mirror's source).
+    pub fn guarded_only(&mut self) {
+        self.guarded_only = true;
     }
 
     /// How long each request may take from now on.
@@ -143,9 +157,10 @@ impl Connection {
         }
     }
 
-    /// The broker's API versions: asked at v3, and at v0 if the broker is older.
+    /// The broker's API versions: asked at v2 (the last version whose answer the
+    /// guard describes), and at v0 if the broker is older.
     async fn api_versions(&mut self) -> Result<Vec<(i16, i16, i16)>, ClientError> {
-        let mut answer: ApiVersionsResponse = self.call(ApiVersionsRequest::default(), 3).await?;
+        let mut answer: ApiVersionsResponse = self.call(ApiVersionsRequest::default(), 2).await?;
         if answer.error_code == ResponseError::UnsupportedVersion.code() {
             answer = self.call(ApiVersionsRequest::default(), 0).await?;
         }
@@ -207,6 +222,21 @@ impl Connection {
             .map_err(|e| failed("the connection failed", e.to_string()))?;
         let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
             .map_err(|e| failed("cannot decode the response header", e.to_string()))?;
+        // kafka-protocol sizes arrays from their counts on the wire: the structure is
+        // walked first, where it is described, so that no count passes the bytes.
+        match response_shape_of(R::KEY, version) {
+            Some(shape) => {
+                wire_guard::check(shape, version, &response)
+                    .map_err(|e| failed("the response is malformed", e.to_string()))?;
+            }
+            None if self.guarded_only => {
+                return Err(failed(
+                    "cannot check the response before decoding it",
+                    "this version is not described".to_owned(),
+                ));
+            }
+            None => {}
+        }
         if header.correlation_id != self.correlation {
             return Err(failed(
                 "the answer does not match the request",

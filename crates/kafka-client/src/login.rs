@@ -75,7 +75,7 @@ async fn authenticate(
     let answer: SaslAuthenticateResponse = connection
         .call(
             SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token)),
-            2,
+            1,
         )
         .await?;
     if answer.error_code != 0 {

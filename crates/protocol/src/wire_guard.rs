@@ -20,6 +20,7 @@
 #![deny(clippy::indexing_slicing)]
 
 pub mod group_shapes;
+pub mod response_shapes;
 pub mod shapes;
 pub mod share_shapes;
 

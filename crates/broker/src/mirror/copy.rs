@@ -18,7 +18,7 @@ use spool_model::{Offset, RecordBatchHeader};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
 use tokio::sync::watch;
 
-use super::source::{call, metadata, offset_at, version};
+use super::source::{call, metadata, offset_at, open, version};
 use super::{MirrorStatus, PartitionKey};
 use crate::errors::code;
 use crate::partitions::{PartitionHandle, on_blocking_pool};
@@ -201,6 +201,7 @@ impl Copier {
         let (mut bootstrap, _) = spool_kafka_client::connect(settings, "mirror")
             .await
             .map_err(|error| error.to_string())?;
+        bootstrap.guarded_only();
         let name = self.topic.record.name.to_string();
         let found = metadata(&mut bootstrap, Some(std::slice::from_ref(&name))).await?;
         let leader = found
@@ -217,9 +218,7 @@ impl Copier {
             .brokers
             .get(&leader)
             .ok_or_else(|| format!("the source's partition {name}-{} has no leader", self.index))?;
-        Connection::open(settings, address)
-            .await
-            .map_err(|error| error.to_string())
+        open(settings, address).await
     }
 
     /// The source leader's offset for `timestamp` (-2 earliest, -1 latest).
@@ -247,8 +246,8 @@ async fn fetch(
     partition: i32,
     offset: i64,
 ) -> Result<Fetched, String> {
-    // Up to v12: topics by name.
-    let version = version(connection, ApiKey::Fetch, 4..=12).await?;
+    // Up to v11: topics by name, and answers the guard describes.
+    let version = version(connection, ApiKey::Fetch, 4..=11).await?;
     connection.set_timeout(Duration::from_millis(
         u64::try_from(FETCH_WAIT_MS).unwrap_or(500) + 30_000,
     ));

@@ -1,6 +1,7 @@
 //! The source cluster as the mirror sees it, through Spool's own Kafka connection
 //! (`spool_kafka_client`: the mirror needs record batches as the source stores them,
-//! which librdkafka never hands out): its topics and their leaders, the configs set on
+//! which librdkafka never hands out; every answer's structure checked before it is
+//! decoded): its topics and their leaders, the configs set on
 //! them, offsets by time, and its groups' committed offsets.
 
 use std::collections::{BTreeMap, HashMap};
@@ -64,9 +65,10 @@ impl Source {
         ask: impl AsyncFnOnce(&mut Connection) -> Result<T, String>,
     ) -> Result<T, String> {
         if self.connection.is_none() {
-            let (connection, _) = spool_kafka_client::connect(&self.settings, "mirror")
+            let (mut connection, _) = spool_kafka_client::connect(&self.settings, "mirror")
                 .await
                 .map_err(|error| error.to_string())?;
+            connection.guarded_only();
             self.connection = Some(connection);
         }
         let Some(connection) = self.connection.as_mut() else {
@@ -100,10 +102,8 @@ impl Source {
         let brokers = self.metadata().await?.brokers;
         let mut groups = std::collections::BTreeSet::new();
         for address in brokers.values() {
-            let mut connection = Connection::open(&self.settings, address)
-                .await
-                .map_err(|error| error.to_string())?;
-            let version = version(&mut connection, ApiKey::ListGroups, 0..=4).await?;
+            let mut connection = open(&self.settings, address).await?;
+            let version = version(&mut connection, ApiKey::ListGroups, 0..=2).await?;
             let answer: ListGroupsResponse =
                 call(&mut connection, ListGroupsRequest::default(), version).await?;
             refused("ListGroups", answer.error_code)?;
@@ -122,7 +122,7 @@ impl Source {
     pub(super) async fn committed(&mut self, group: &str) -> Result<Committed, String> {
         let address = self
             .with(async |connection| {
-                let version = version(connection, ApiKey::FindCoordinator, 1..=3).await?;
+                let version = version(connection, ApiKey::FindCoordinator, 1..=2).await?;
                 let request = FindCoordinatorRequest::default()
                     .with_key(StrBytes::from_string(group.to_owned()))
                     .with_key_type(0);
@@ -131,18 +131,27 @@ impl Source {
                 Ok(format!("{}:{}", answer.host, answer.port))
             })
             .await?;
-        let mut connection = Connection::open(&self.settings, &address)
-            .await
-            .map_err(|error| error.to_string())?;
+        let mut connection = open(&self.settings, &address).await?;
         offset_fetch(&mut connection, group).await
     }
+}
+
+/// A connection to one broker of the source. Its answers are checked before they
+/// are decoded (the versions asked are those `wire_guard` describes): a source is not
+/// trusted to keep its array counts within its bytes.
+pub(super) async fn open(settings: &ClientSettings, address: &str) -> Result<Connection, String> {
+    let mut connection = Connection::open(settings, address)
+        .await
+        .map_err(|error| error.to_string())?;
+    connection.guarded_only();
+    Ok(connection)
 }
 
 /// A group's committed offsets: (topic, partition) → (offset, metadata).
 pub(super) type Committed = BTreeMap<(String, i32), (i64, Option<String>)>;
 
 async fn offset_fetch(connection: &mut Connection, group: &str) -> Result<Committed, String> {
-    let version = version(connection, ApiKey::OffsetFetch, 2..=7).await?;
+    let version = version(connection, ApiKey::OffsetFetch, 2..=5).await?;
     let request = OffsetFetchRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
         .with_topics(None::<Vec<OffsetFetchRequestTopic>>);
@@ -170,7 +179,7 @@ pub(super) async fn metadata(
     connection: &mut Connection,
     topics: Option<&[String]>,
 ) -> Result<SourceMetadata, String> {
-    let version = version(connection, ApiKey::Metadata, 1..=12).await?;
+    let version = version(connection, ApiKey::Metadata, 1..=8).await?;
     let request = MetadataRequest::default().with_topics(topics.map(|names| {
         names
             .iter()
@@ -217,7 +226,7 @@ async fn topic_configs(
     const TOPIC_CONFIG: i8 = 1;
     /// DescribeConfigs' resource type of a topic.
     const TOPIC: i8 = 2;
-    let version = version(connection, ApiKey::DescribeConfigs, 1..=4).await?;
+    let version = version(connection, ApiKey::DescribeConfigs, 1..=3).await?;
     let resources = topics
         .iter()
         .map(|name| {
@@ -253,7 +262,7 @@ pub(super) async fn offset_at(
     partition: i32,
     timestamp: i64,
 ) -> Result<i64, String> {
-    let version = version(connection, ApiKey::ListOffsets, 1..=7).await?;
+    let version = version(connection, ApiKey::ListOffsets, 1..=5).await?;
     let request = ListOffsetsRequest::default()
         .with_replica_id((-1).into())
         .with_topics(vec![
