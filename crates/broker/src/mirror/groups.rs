@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use spool_coordinator::{CommitOffset, CommitRequest};
-use spool_metadata::{MirrorLinkRecord, PartitionKey};
+use spool_metadata::MirrorLinkRecord;
 
 use super::source::Source;
 use super::topics::topic_regex;
@@ -104,12 +104,11 @@ async fn to_commit(
 /// catalogue's (another broker may lead it).
 async fn mirror_high_watermark(shared: &Shared, topic: &Topic, index: i32) -> Option<i64> {
     if shared.storage().is_some() {
-        let key = PartitionKey {
-            topic_id: topic.record.id,
-            partition: index,
-        };
-        let state = shared.metadata().partition_state(key).await.ok()??;
-        return Some(state.high_watermark);
+        return Some(
+            super::topics::catalogue_state(shared, topic, index)
+                .await?
+                .high_watermark,
+        );
     }
     let handle = shared
         .partitions()

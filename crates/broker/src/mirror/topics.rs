@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use regex::Regex;
-use spool_metadata::MirrorLinkRecord;
+use spool_metadata::{MirrorLinkRecord, PartitionKey, PartitionState};
 use spool_model::Timestamp;
 use spool_protocol::control::{Marker, marker_batch};
 
 use super::source::Source;
 use crate::errors::code;
-use crate::partitions::on_blocking_pool;
+use crate::partitions::{PartitionHandle, on_blocking_pool};
 use crate::shared::Shared;
 use crate::topics::{self, NewTopic, Topic};
 
@@ -278,35 +278,49 @@ pub(super) fn floor_of(topic: &Topic) -> Option<i64> {
 /// The highest producer id a mirror partition knows: from its log where this broker
 /// leads it, else (shared-storage mode) from the catalogue's producer state.
 async fn max_producer_id(shared: &Arc<Shared>, topic: &Arc<Topic>, index: i32) -> Option<i64> {
-    if shared.partitions().led_epoch(topic, index).is_some()
-        && let Ok(handle) = shared.partitions().open(topic.clone(), index, -1).await
-    {
+    if let Some(handle) = led_here_handle(shared, topic, index).await {
         return handle.log.max_producer_id();
     }
-    let key = spool_metadata::PartitionKey {
-        topic_id: topic.record.id,
-        partition: index,
-    };
-    let state = shared.metadata().partition_state(key).await.ok()??;
+    let state = catalogue_state(shared, topic, index).await?;
     spool_log::max_producer_id_in(state.producer_state.as_deref()?)
 }
 
 /// A partition's log end: the log's where this broker leads it, else the
 /// catalogue's high watermark (-1 when neither is known).
 async fn log_end(shared: &Arc<Shared>, topic: &Arc<Topic>, index: i32) -> i64 {
-    if shared.partitions().led_epoch(topic, index).is_some()
-        && let Ok(handle) = shared.partitions().open(topic.clone(), index, -1).await
-    {
+    if let Some(handle) = led_here_handle(shared, topic, index).await {
         return handle.log.offsets().log_end.0;
     }
-    let key = spool_metadata::PartitionKey {
+    catalogue_state(shared, topic, index)
+        .await
+        .map_or(-1, |state| state.high_watermark)
+}
+
+/// The partition, if this broker leads it.
+async fn led_here_handle(
+    shared: &Arc<Shared>,
+    topic: &Arc<Topic>,
+    index: i32,
+) -> Option<PartitionHandle> {
+    shared.partitions().led_epoch(topic, index)?;
+    shared
+        .partitions()
+        .open(topic.clone(), index, -1)
+        .await
+        .ok()
+}
+
+/// The partition's row in the catalogue (shared-storage mode; any broker reads it).
+pub(super) async fn catalogue_state(
+    shared: &Shared,
+    topic: &Topic,
+    index: i32,
+) -> Option<PartitionState> {
+    let key = PartitionKey {
         topic_id: topic.record.id,
         partition: index,
     };
-    match shared.metadata().partition_state(key).await {
-        Ok(Some(state)) => state.high_watermark,
-        _ => -1,
-    }
+    shared.metadata().partition_state(key).await.ok()?
 }
 
 /// Aborts, in a failed-over partition this broker leads, the source's transactions
@@ -321,10 +335,7 @@ pub(super) async fn settle_failed_over(
     let Some(floor) = floor_of(topic) else {
         return false;
     };
-    if shared.partitions().led_epoch(topic, index).is_none() {
-        return false;
-    }
-    let Ok(handle) = shared.partitions().open(topic.clone(), index, -1).await else {
+    let Some(handle) = led_here_handle(shared, topic, index).await else {
         return false;
     };
     let now = Timestamp(shared.clock().now_ms());
@@ -345,17 +356,12 @@ pub(super) async fn settle_failed_over(
         Ok::<_, spool_log::LogError>(())
     })
     .await;
-    match settled {
-        Ok(Ok(())) => true,
-        Ok(Err(error)) => {
-            tracing::error!(topic = %topic.record.name, partition = index, %error,
-                "settling a failed-over mirror partition failed");
-            false
-        }
-        Err(error) => {
-            tracing::error!(topic = %topic.record.name, partition = index, %error,
-                "settling a failed-over mirror partition failed");
-            false
-        }
-    }
+    let error = match settled {
+        Ok(Ok(())) => return true,
+        Ok(Err(error)) => error.to_string(),
+        Err(error) => error.to_string(),
+    };
+    tracing::error!(topic = %topic.record.name, partition = index, %error,
+        "settling a failed-over mirror partition failed");
+    false
 }
