@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from conftest import CLUSTER, SPOOL_BIN, Broker
@@ -62,7 +62,7 @@ def records(broker, topic, partitions, isolation="read_uncommitted"):
     consumer = Consumer({"bootstrap.servers": broker.address, "group.id": f"r-{uuid.uuid4()}",
                          "enable.auto.commit": False, "isolation.level": isolation,
                          "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     found, ended, deadline = [], set(), time.time() + 30
     while len(ended) < partitions and time.time() < deadline:
         message = consumer.poll(0.5)
@@ -302,6 +302,8 @@ def test_a_paused_link_copies_nothing_until_resumed(clusters):
     wait_until(caught_up(source, target, "clicks", 1))
     spool(target, "mirror", "pause", "p")
     assert describe(target, "p")["state"] == "paused"
+    # A paused link copies no partition: describe shows none (within a report).
+    wait_until(lambda: describe(target, "p")["partitions"] == [], what="the copies to stop")
     time.sleep(1.5)
     produce(source, "clicks", 5, 1, prefix="held")
     time.sleep(2)
@@ -309,6 +311,86 @@ def test_a_paused_link_copies_nothing_until_resumed(clusters):
     spool(target, "mirror", "resume", "p")
     wait_until(caught_up(source, target, "clicks", 1))
     assert records(target, "clicks", 1) == records(source, "clicks", 1)
+
+
+def delete_records(broker, topic, partition, before):
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    result = admin.delete_records([TopicPartition(topic, partition, before)])
+    for future in result.values():
+        future.result(30)
+
+
+def test_records_the_source_removed_before_they_were_copied_are_skipped_and_counted(clusters):
+    source, target = clusters
+    create_topic(source, "trimmed", 1)
+    # One producer batch of 10 records, then more: the source's log will start inside it.
+    producer = Producer({"bootstrap.servers": source.address, "linger.ms": 200})
+    for i in range(10):
+        producer.produce("trimmed", value=f"batch-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    produce(source, "trimmed", 5, 1, prefix="more")
+    delete_records(source, "trimmed", 0, 5)
+    link(target, source, "trim", "--topics", "trimmed")
+    wait_until(caught_up(source, target, "trimmed", 1))
+    # The mirror copied the batch its source's log starts in whole, and starts where
+    # the source starts.
+    assert records(target, "trimmed", 1) == records(source, "trimmed", 1)
+    assert records(target, "trimmed", 1)[0][1] == 5
+    assert kafka_python_records(target, "trimmed", 1) == kafka_python_records(source, "trimmed", 1)
+    # The link paused, the source takes more and removes them before they are copied.
+    spool(target, "mirror", "pause", "trim")
+    time.sleep(1.5)
+    produce(source, "trimmed", 20, 1, prefix="lost")
+    produce(source, "trimmed", 5, 1, prefix="kept")
+    delete_records(source, "trimmed", 0, 35)
+    spool(target, "mirror", "resume", "trim")
+    wait_until(caught_up(source, target, "trimmed", 1))
+    copied = records(target, "trimmed", 1)
+    assert [r[4] for r in copied if r[1] >= 35] == [f"kept{i}".encode() for i in range(5)]
+    assert not any(r[4].startswith(b"lost") for r in copied)
+    assert [r[1] for r in copied if r[1] >= 35] == [35, 36, 37, 38, 39]
+    wait_until(lambda: describe(target, "trim")["skipped_records"] == 20,
+               what="the skipped records to be counted")
+    _, out, _ = spool(target, "mirror", "describe", "trim")
+    assert "20 records the source removed" in out, out
+    if CLUSTER == 1:  # In a cluster, the partition's leader counts them.
+        with urllib.request.urlopen(f"{target.admin_url}/metrics", timeout=10) as answer:
+            metrics = answer.read().decode()
+        assert 'spool_mirror_skipped_records_total{link="trim"} 20' in metrics
+
+
+def test_a_link_deleted_right_after_failover_leaves_no_partition_unsettled(clusters):
+    source, target = clusters
+    create_topic(source, "ledger", 3)
+    produce(source, "ledger", 30, 3)
+    # A source transaction open in every partition.
+    open_txn = Producer({"bootstrap.servers": source.address, "transactional.id": "ledger-open",
+                         "transaction.timeout.ms": 600000})
+    open_txn.init_transactions(30)
+    open_txn.begin_transaction()
+    for partition in range(3):
+        open_txn.produce("ledger", value=b"undecided", partition=partition)
+    open_txn.flush(30)
+    link(target, source, "gone", "--topics", "ledger")
+    wait_until(caught_up(source, target, "ledger", 3))
+    spool(target, "mirror", "failover", "gone")
+    spool(target, "mirror", "delete", "gone")
+    ends = [end + 1 for end in end_offsets(source, "ledger", 3)]  # an abort marker each
+    # Every partition's leader settles it, link or not: writes go in after the markers,
+    # and read_committed readers pass the source's open transaction.
+    delivered = []
+    producer = Producer({"bootstrap.servers": target.address, "enable.idempotence": True})
+    for partition in range(3):
+        producer.produce("ledger", value=b"after", partition=partition,
+                         on_delivery=lambda error, message: delivered.append(
+                             (error, message.partition(), message.offset())))
+    assert producer.flush(30) == 0
+    assert sorted(delivered) == [(None, p, ends[p]) for p in range(3)], delivered
+    committed = [r[4] for r in records(target, "ledger", 3, "read_committed")]
+    assert committed.count(b"after") == 3 and b"undecided" not in committed
+    assert [r[3] for r in kafka_python_records(target, "ledger", 3, "read_committed")
+            if r[3] == b"after"] == [b"after"] * 3
+    open_txn.abort_transaction(30)
 
 
 def test_the_cli_refuses_bad_links_and_deleting_a_link_with_read_only_topics(clusters):

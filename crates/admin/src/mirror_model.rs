@@ -52,6 +52,8 @@ pub struct MirrorInfo {
     pub copied_bytes: u64,
     pub errors: u64,
     pub offsets_copied: u64,
+    /// Records the source removed before they were copied (gaps here).
+    pub skipped_records: u64,
     pub partitions: Vec<MirrorPartitionInfo>,
 }
 

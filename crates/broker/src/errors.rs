@@ -22,6 +22,7 @@ pub(crate) mod code {
     pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = E::InvalidTopicException.code();
     pub(crate) const INVALID_REQUIRED_ACKS: i16 = E::InvalidRequiredAcks.code();
     pub(crate) const INVALID_TIMESTAMP: i16 = E::InvalidTimestamp.code();
+    pub(crate) const NOT_ENOUGH_REPLICAS: i16 = E::NotEnoughReplicas.code();
     pub(crate) const TOPIC_ALREADY_EXISTS: i16 = E::TopicAlreadyExists.code();
     pub(crate) const INVALID_PARTITIONS: i16 = E::InvalidPartitions.code();
     pub(crate) const INVALID_REPLICATION_FACTOR: i16 = E::InvalidReplicationFactor.code();

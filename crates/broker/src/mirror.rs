@@ -3,21 +3,23 @@
 //! and their committed offsets move between the clusters without translation.
 //!
 //! A link lives in the metadata store (`spool mirror create`). Every broker runs
-//! [`run`]: each round it reads the links, asks each source for its topics, makes a
-//! mirror topic (`mirror.link=NAME`: read-only, its log at its own offsets) for every
-//! topic the link's regex matches, follows their partition counts and configs
-//! ([`topics`]), and copies each mirror partition it leads ([`copy`]); it copies the
-//! committed offsets of the groups the link names while they have no members here
-//! ([`groups`]). `spool mirror failover` stops the copy of a topic and makes it
-//! writable (`mirror.failed.over=true`).
+//! [`run`], which follows each link in a task of its own: each round it asks the
+//! source for its topics, makes a mirror topic (`mirror.link=NAME`: read-only, its
+//! log at its own offsets) for every topic the link's regex matches, follows their
+//! partition counts and configs ([`topics`]), and copies each mirror partition it
+//! leads ([`copy`]); it copies the committed offsets of the groups the link names
+//! while they have no members here ([`groups`]). `spool mirror failover` stops the
+//! copy of a topic and makes it writable (`mirror.failed.over=true`) once each
+//! partition's leader has settled it ([`settle`]).
 
 mod copy;
 mod groups;
+mod settle;
 mod source;
 mod status;
 pub(crate) mod topics;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +29,7 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use self::copy::CopyContext;
+pub(crate) use self::settle::{Failovers, awaits_settling};
 use self::source::Source;
 pub(crate) use self::source::settings_of;
 pub(crate) use self::status::{LinkState, LinkStatus, MirrorStatus, PartitionKey, merged};
@@ -34,39 +37,119 @@ use crate::shared::Shared;
 
 /// How often the links are read and followed.
 const ROUND: Duration = Duration::from_secs(1);
+/// How long a link's round may take (its source slow to answer): then it is a
+/// failure, and the next round starts anew.
+const ROUND_DEADLINE: Duration = Duration::from_secs(60);
 /// Every how many rounds the source's topic configs and group offsets are read.
 const SLOW_ROUNDS: u64 = 5;
 /// Every how many rounds a broker reports its state of each link.
 const REPORT_ROUNDS: u64 = 2;
+/// How long a stopped link's task may take to end before it is aborted.
+const STOP_WAIT: Duration = Duration::from_secs(5);
 /// A report older than this is a broker that stopped: left out of `describe`.
 pub(crate) const REPORT_STALE_MS: i64 = 10_000;
 
-/// Follows the links until `stopped`.
+/// Follows the links until `stopped`: each in a task of its own (a slow or
+/// unreachable source holds up only its link), and settles the failed-over
+/// partitions led here.
 pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let mut links: HashMap<String, Link> = HashMap::new();
-    let mut round = 0_u64;
+    let mut links: HashMap<String, LinkTask> = HashMap::new();
     loop {
-        follow_links(&shared, &mut links, round).await;
-        round += 1;
+        follow_links(&shared, &mut links).await;
+        settle::settle_led_here(&shared).await;
         tokio::select! {
             () = tokio::time::sleep(ROUND) => {}
             _ = stopped.changed() => break,
         }
     }
-    for link in links.values_mut() {
-        link.stop_all();
+    for (_, task) in links.drain() {
+        task.stop().await;
     }
 }
 
-/// One link as this broker follows it.
+/// A link's task, as the loop that starts and stops it knows it.
+struct LinkTask {
+    record: MirrorLinkRecord,
+    /// The link's record as the store has it now (paused, topics, groups…).
+    updates: watch::Sender<MirrorLinkRecord>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl LinkTask {
+    fn start(shared: &Arc<Shared>, record: MirrorLinkRecord) -> LinkTask {
+        let (updates, updated) = watch::channel(record.clone());
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(follow_link(shared.clone(), updated, stopped));
+        LinkTask {
+            record,
+            updates,
+            stop,
+            task,
+        }
+    }
+
+    /// Whether `record` reads from where this task does.
+    fn reads_as(&self, record: &MirrorLinkRecord) -> bool {
+        record.source == self.record.source
+            && record.source_config == self.record.source_config
+            && record.start == self.record.start
+    }
+
+    /// Stops the task and waits (a while) until it ended.
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        let abort = self.task.abort_handle();
+        if tokio::time::timeout(STOP_WAIT, self.task).await.is_err() {
+            abort.abort();
+        }
+    }
+}
+
+/// Starts a task for each new link, stops those of links deleted (or changed where
+/// they read from: started again), and hands the others their record.
+async fn follow_links(shared: &Arc<Shared>, links: &mut HashMap<String, LinkTask>) {
+    let records = match shared.metadata().mirror_links().await {
+        Ok(records) => records,
+        Err(error) => {
+            tracing::warn!(%error, "reading the mirror links failed");
+            return;
+        }
+    };
+    let gone: Vec<String> = links
+        .iter()
+        .filter(|(name, task)| {
+            !records
+                .iter()
+                .any(|record| record.name == **name && task.reads_as(record))
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in gone {
+        if let Some(task) = links.remove(&name) {
+            task.stop().await;
+        }
+        shared.mirror().forget_link(&name);
+    }
+    for record in records {
+        match links.get(&record.name) {
+            Some(task) => {
+                task.updates.send_replace(record);
+            }
+            None => {
+                links.insert(record.name.clone(), LinkTask::start(shared, record));
+            }
+        }
+    }
+}
+
+/// One link as its task follows it.
 struct Link {
     record: MirrorLinkRecord,
     source: Source,
     context: Arc<CopyContext>,
     /// The copies running here, by mirror partition.
     copies: HashMap<(Uuid, i32), Copying>,
-    /// Failed-over partitions settled here, by partition and leader epoch.
-    settled: HashSet<(Uuid, i32, i32)>,
 }
 
 /// A partition's copy task.
@@ -83,65 +166,59 @@ impl Link {
     }
 }
 
-async fn follow_links(shared: &Arc<Shared>, links: &mut HashMap<String, Link>, round: u64) {
-    let records = match shared.metadata().mirror_links().await {
-        Ok(records) => records,
-        Err(error) => {
-            tracing::warn!(%error, "reading the mirror links failed");
-            return;
-        }
-    };
-    let status = shared.mirror();
-    // A link deleted, or changed where it reads from, stops (and starts again).
-    links.retain(|name, link| {
-        let kept = records.iter().any(|record| {
-            record.name == *name
-                && record.source == link.record.source
-                && record.source_config == link.record.source_config
-                && record.start == link.record.start
-        });
-        if !kept {
-            link.stop_all();
-            status.forget_link(name);
-        }
-        kept
-    });
-    for record in records {
-        if !links.contains_key(&record.name) {
-            let settings = match settings_of(&record) {
-                Ok(settings) => settings,
-                Err(error) => {
-                    status.link_failed(&record.name, error);
-                    continue;
-                }
-            };
-            let context = Arc::new(CopyContext {
+/// A link's task: a round every second until `stopped`.
+async fn follow_link(
+    shared: Arc<Shared>,
+    mut updates: watch::Receiver<MirrorLinkRecord>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let record = updates.borrow_and_update().clone();
+    let status = shared.mirror().clone();
+    let name = record.name.clone();
+    let mut link = match settings_of(&record) {
+        Ok(settings) => Link {
+            context: Arc::new(CopyContext {
                 shared: shared.clone(),
-                link: record.name.clone(),
+                link: name.clone(),
                 settings: settings.clone(),
                 start_at: if record.start == "latest" { -1 } else { -2 },
                 status: status.clone(),
-            });
-            links.insert(
-                record.name.clone(),
-                Link {
-                    record: record.clone(),
-                    source: Source::new(settings),
-                    context,
-                    copies: HashMap::new(),
-                    settled: HashSet::new(),
-                },
-            );
+            }),
+            source: Source::new(settings),
+            record,
+            copies: HashMap::new(),
+        },
+        Err(error) => {
+            // Its settings stay wrong until the link is made again.
+            status.link_failed(&name, error);
+            report(&shared, &name).await;
+            let _ = stopped.changed().await;
+            return;
         }
-        let Some(link) = links.get_mut(&record.name) else {
-            continue;
-        };
-        link.record = record;
-        follow(shared, link, round).await;
+    };
+    let mut round = 0_u64;
+    loop {
+        link.record = updates.borrow_and_update().clone();
+        let work = tokio::time::timeout(ROUND_DEADLINE, follow(&shared, &mut link, round));
+        tokio::select! {
+            done = work => if done.is_err() {
+                status.link_failed(&name, format!(
+                    "a round took over {} s: the source answers too slowly",
+                    ROUND_DEADLINE.as_secs()
+                ));
+            },
+            _ = stopped.changed() => break,
+        }
         if round.is_multiple_of(REPORT_ROUNDS) {
-            report(shared, &link.record.name).await;
+            report(&shared, &name).await;
+        }
+        round += 1;
+        tokio::select! {
+            () = tokio::time::sleep(ROUND) => {}
+            _ = stopped.changed() => break,
         }
     }
+    link.stop_all();
 }
 
 /// Puts what this broker does for `link` where the others read it (`describe` on
@@ -163,7 +240,6 @@ async fn report(shared: &Arc<Shared>, link: &str) {
 async fn follow(shared: &Arc<Shared>, link: &mut Link, round: u64) {
     let status = shared.mirror();
     let name = link.record.name.clone();
-    settle_failed_over(shared, link).await;
     if link.record.paused {
         link.stop_all();
         status.link_state(&name, LinkState::Paused);
@@ -200,34 +276,5 @@ async fn follow(shared: &Arc<Shared>, link: &mut Link, round: u64) {
         && let Err(error) = groups::copy(shared, &link.record, &groups, &mut link.source).await
     {
         status.link_failed(&name, format!("copying group offsets: {error}"));
-    }
-}
-
-/// The link's failed-over topics: no producer id below their floors is handed out
-/// here, and each partition this broker leads is settled once per leader epoch (the
-/// broker that failed them over settled those it led; a leader elsewhere, or a later
-/// one, does it here).
-async fn settle_failed_over(shared: &Arc<Shared>, link: &mut Link) {
-    for topic in shared.topics().all() {
-        if topic.record.configs.get("mirror.link") != Some(&link.record.name) {
-            continue;
-        }
-        let Some(floor) = topics::floor_of(&topic) else {
-            continue;
-        };
-        if let Err(error) = shared.producer_ids().raise_floor(floor, false).await {
-            tracing::warn!(%error, "raising the producer-id floor failed");
-        }
-        for index in 0..topic.record.partitions {
-            let Some(epoch) = shared.partitions().led_epoch(&topic, index) else {
-                continue;
-            };
-            let key = (topic.record.id, index, epoch);
-            if !link.settled.contains(&key)
-                && topics::settle_failed_over(shared, &topic, index).await
-            {
-                link.settled.insert(key);
-            }
-        }
     }
 }

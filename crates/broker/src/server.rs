@@ -320,6 +320,7 @@ impl Broker {
             transactions: transactions.clone(),
             txn_checks,
             mirror: Arc::default(),
+            failovers: Arc::default(),
             producer_ids,
             cluster_id: "spool-cluster".to_owned(),
             metrics,

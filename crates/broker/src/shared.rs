@@ -41,6 +41,8 @@ pub(crate) struct SharedParts {
     pub(crate) txn_checks: Arc<crate::txn_check::CheckStats>,
     /// The mirror links' state and the partitions copied here.
     pub(crate) mirror: Arc<crate::mirror::MirrorStatus>,
+    /// Failed-over mirror partitions: which are settled here.
+    pub(crate) failovers: Arc<crate::mirror::Failovers>,
     pub(crate) producer_ids: Arc<ProducerIds>,
     pub(crate) cluster_id: String,
     /// What `/metrics` counts; `None` with `metrics.enable=false`.
@@ -130,6 +132,11 @@ impl Shared {
     /// The mirror links' state and the partitions copied here.
     pub(crate) fn mirror(&self) -> &Arc<crate::mirror::MirrorStatus> {
         &self.parts.mirror
+    }
+
+    /// Failed-over mirror partitions: which are settled here.
+    pub(crate) fn failovers(&self) -> &crate::mirror::Failovers {
+        &self.parts.failovers
     }
 
     /// Pending delayed records of the partitions this broker leads.

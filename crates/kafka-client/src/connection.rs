@@ -158,12 +158,17 @@ impl Connection {
     }
 
     /// The broker's API versions: asked at v2 (the last version whose answer the
-    /// guard describes), and at v0 if the broker is older.
+    /// guard describes), and at v0 if the broker is older. An older broker answers
+    /// v2 in v0's shape with UNSUPPORTED_VERSION (KIP-511): the error code, first in
+    /// every version, is read before the shape is checked.
     async fn api_versions(&mut self) -> Result<Vec<(i16, i16, i16)>, ClientError> {
-        let mut answer: ApiVersionsResponse = self.call(ApiVersionsRequest::default(), 2).await?;
-        if answer.error_code == ResponseError::UnsupportedVersion.code() {
-            answer = self.call(ApiVersionsRequest::default(), 0).await?;
-        }
+        let body = self.exchange(ApiVersionsRequest::default(), 2).await?;
+        let answer: ApiVersionsResponse =
+            if leading_error_code(&body) == Some(ResponseError::UnsupportedVersion.code()) {
+                self.call(ApiVersionsRequest::default(), 0).await?
+            } else {
+                self.decode::<ApiVersionsRequest>(body, 2)?
+            };
         if answer.error_code != 0 {
             return Err(ClientError::Failed(format!(
                 "the broker refused ApiVersions: {}",
@@ -183,12 +188,18 @@ impl Connection {
         R: Request + Encodable + HeaderVersion,
         R::Response: Decodable + HeaderVersion,
     {
-        let failed = |what: &str, detail: String| {
-            ClientError::Failed(format!(
-                "{what} ({:?} v{version}): {detail}",
-                ApiKey::try_from(R::KEY)
-            ))
-        };
+        let body = self.exchange(request, version).await?;
+        self.decode::<R>(body, version)
+    }
+
+    /// Sends `request` at `version`; answers the response's body (its header read and
+    /// matched to the request), not yet decoded.
+    async fn exchange<R>(&mut self, request: R, version: i16) -> Result<Bytes, ClientError>
+    where
+        R: Request + Encodable + HeaderVersion,
+        R::Response: HeaderVersion,
+    {
+        let failed = failure::<R>(version);
         self.correlation = self.correlation.wrapping_add(1);
         let header = RequestHeader::default()
             .with_request_api_key(R::KEY)
@@ -222,8 +233,24 @@ impl Connection {
             .map_err(|e| failed("the connection failed", e.to_string()))?;
         let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
             .map_err(|e| failed("cannot decode the response header", e.to_string()))?;
-        // kafka-protocol sizes arrays from their counts on the wire: the structure is
-        // walked first, where it is described, so that no count passes the bytes.
+        if header.correlation_id != self.correlation {
+            return Err(failed(
+                "the answer does not match the request",
+                format!("correlation id {}", header.correlation_id),
+            ));
+        }
+        Ok(response)
+    }
+
+    /// Decodes a response's body, its structure walked first where it is described:
+    /// kafka-protocol sizes arrays from their counts on the wire, so no count may pass
+    /// the bytes.
+    fn decode<R>(&self, mut response: Bytes, version: i16) -> Result<R::Response, ClientError>
+    where
+        R: Request,
+        R::Response: Decodable,
+    {
+        let failed = failure::<R>(version);
         match response_shape_of(R::KEY, version) {
             Some(shape) => {
                 wire_guard::check(shape, version, &response)
@@ -237,17 +264,93 @@ impl Connection {
             }
             None => {}
         }
-        if header.correlation_id != self.correlation {
-            return Err(failed(
-                "the answer does not match the request",
-                format!("correlation id {}", header.correlation_id),
-            ));
-        }
         let decoded = R::Response::decode(&mut response, version)
             .map_err(|e| failed("cannot decode the response", e.to_string()))?;
         if response.has_remaining() {
             tracing::debug!(left = response.remaining(), "bytes after the response");
         }
         Ok(decoded)
+    }
+}
+
+/// How a failed request of `R` at `version` reads.
+fn failure<R: Request>(version: i16) -> impl Fn(&str, String) -> ClientError {
+    move |what, detail| {
+        ClientError::Failed(format!(
+            "{what} ({:?} v{version}): {detail}",
+            ApiKey::try_from(R::KEY)
+        ))
+    }
+}
+
+/// The error code a response body begins with (ApiVersions' in every version).
+fn leading_error_code(body: &[u8]) -> Option<i16> {
+    Some(i16::from_be_bytes(body.get(..2)?.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A broker that speaks ApiVersions up to v1 and answers a newer version as Kafka
+    /// does: in v0's shape, with UNSUPPORTED_VERSION.
+    async fn old_broker(listener: TcpListener) {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        loop {
+            let Ok(size) = stream.read_u32().await else {
+                return;
+            };
+            let mut request = vec![0; usize::try_from(size).unwrap()];
+            stream.read_exact(&mut request).await.unwrap();
+            let mut request = Bytes::from(request);
+            let header = RequestHeader::decode(&mut request, 1).unwrap();
+            let unsupported = header.request_api_version > 1;
+            let answer = ApiVersionsResponse::default()
+                .with_error_code(if unsupported {
+                    ResponseError::UnsupportedVersion.code()
+                } else {
+                    0
+                })
+                .with_api_keys(vec![
+                    ApiVersion::default()
+                        .with_api_key(ApiKey::ApiVersions as i16)
+                        .with_max_version(1),
+                    ApiVersion::default()
+                        .with_api_key(ApiKey::Metadata as i16)
+                        .with_max_version(5),
+                ]);
+            let mut body = BytesMut::new();
+            ResponseHeader::default()
+                .with_correlation_id(header.correlation_id)
+                .encode(&mut body, 0)
+                .unwrap();
+            answer.encode(&mut body, 0).unwrap();
+            stream
+                .write_u32(u32::try_from(body.len()).unwrap())
+                .await
+                .unwrap();
+            stream.write_all(&body).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_broker_older_than_api_versions_v2_is_asked_again_at_v0() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let broker = tokio::spawn(old_broker(listener));
+        let settings = ClientSettings::from_config(&address, "test", &[]).unwrap();
+        let mut connection = Connection::open(&settings, &address).await.unwrap();
+        connection.guarded_only();
+        let version = connection
+            .version_of(ApiKey::Metadata, 1..=8)
+            .await
+            .expect("the v0 answer is read");
+        assert_eq!(version, 5);
+        drop(connection);
+        broker.await.unwrap();
     }
 }

@@ -680,4 +680,14 @@ impl MirrorLinks for FaultyMetadata {
         self.check_up()?;
         self.inner.mirror_statuses(link).await
     }
+
+    async fn put_mirror_failover(&self, record: &crate::MirrorFailoverRecord) -> Result<bool> {
+        self.check_up()?;
+        self.inner.put_mirror_failover(record).await
+    }
+
+    async fn mirror_failovers(&self) -> Result<Vec<crate::MirrorFailoverRecord>> {
+        self.check_up()?;
+        self.inner.mirror_failovers().await
+    }
 }

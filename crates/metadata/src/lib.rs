@@ -60,7 +60,7 @@ pub use delayed::{DelayedRecord, DelayedRecords, PendingHolds};
 pub use error::{MetadataError, Result};
 pub use faulty::FaultyMetadata;
 pub use group_states::GroupStates;
-pub use mirror_links::{MirrorLinkRecord, MirrorLinks, MirrorStatusRecord};
+pub use mirror_links::{MirrorFailoverRecord, MirrorLinkRecord, MirrorLinks, MirrorStatusRecord};
 pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use records::{CommittedOffset, ConfigChange, TopicRecord};

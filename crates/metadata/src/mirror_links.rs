@@ -2,6 +2,8 @@
 //! (and groups' offsets) are copied here at their own offsets. Kept in the store so
 //! that every broker of a cluster mirrors the partitions it leads by the same links.
 
+use uuid::Uuid;
+
 use crate::Result;
 
 /// One link.
@@ -36,6 +38,18 @@ pub struct MirrorStatusRecord {
     pub updated_ms: i64,
 }
 
+/// A failed-over mirror partition, as its leader settled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorFailoverRecord {
+    pub topic_id: Uuid,
+    pub partition: i32,
+    /// The log end when it was settled: the source's records end there.
+    pub log_end: i64,
+    /// Every producer id of the source in the partition is below it.
+    pub producer_id_floor: i64,
+    pub settled_ms: i64,
+}
+
 #[async_trait::async_trait]
 pub trait MirrorLinks {
     /// Adds the link `record.name`, or replaces it.
@@ -54,4 +68,9 @@ pub trait MirrorLinks {
     ) -> Result<()>;
     /// What every broker reported of `link`, by node id.
     async fn mirror_statuses(&self, link: &str) -> Result<Vec<MirrorStatusRecord>>;
+    /// Records that `record`'s partition was settled, unless it already was; whether
+    /// this call recorded it (the first settling stands).
+    async fn put_mirror_failover(&self, record: &MirrorFailoverRecord) -> Result<bool>;
+    /// Every settled failed-over partition, by topic id and partition.
+    async fn mirror_failovers(&self) -> Result<Vec<MirrorFailoverRecord>>;
 }

@@ -19,6 +19,12 @@ pub(crate) const PUT_STATUS: &str = "INSERT INTO mirror_status (link, node_id, s
 pub(crate) const STATUSES: &str = "SELECT node_id, status, updated_ms FROM mirror_status \
      WHERE link = $1 ORDER BY node_id";
 
+pub(crate) const PUT_FAILOVER: &str = "INSERT INTO mirror_failovers \
+     (topic_id, partition, log_end, producer_id_floor, settled_ms) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (topic_id, partition) DO NOTHING";
+pub(crate) const FAILOVERS: &str = "SELECT topic_id, partition, log_end, producer_id_floor, \
+     settled_ms FROM mirror_failovers ORDER BY topic_id, partition";
+
 /// A row of `mirror_links`.
 #[derive(sqlx::FromRow)]
 pub(crate) struct Row {
@@ -128,6 +134,42 @@ macro_rules! impl_mirror_links {
                         status,
                         updated_ms,
                     })
+                    .collect())
+            }
+
+            async fn put_mirror_failover(
+                &self,
+                record: &$crate::MirrorFailoverRecord,
+            ) -> $crate::Result<bool> {
+                let done = sqlx::query($crate::mirror_links_sql::PUT_FAILOVER)
+                    .bind(record.topic_id)
+                    .bind(record.partition)
+                    .bind(record.log_end)
+                    .bind(record.producer_id_floor)
+                    .bind(record.settled_ms)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn mirror_failovers(&self) -> $crate::Result<Vec<$crate::MirrorFailoverRecord>> {
+                let rows: Vec<(uuid::Uuid, i32, i64, i64, i64)> =
+                    sqlx::query_as($crate::mirror_links_sql::FAILOVERS)
+                        .fetch_all(&self.pool)
+                        .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(
+                        |(topic_id, partition, log_end, producer_id_floor, settled_ms)| {
+                            $crate::MirrorFailoverRecord {
+                                topic_id,
+                                partition,
+                                log_end,
+                                producer_id_floor,
+                                settled_ms,
+                            }
+                        },
+                    )
                     .collect())
             }
         }

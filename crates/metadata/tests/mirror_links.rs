@@ -86,3 +86,42 @@ async fn mirror_links_are_put_replaced_listed_and_removed() {
         assert_eq!(store.mirror_links().await.unwrap().len(), 1, "{label}");
     }
 }
+
+#[tokio::test]
+async fn the_first_settling_of_a_failed_over_partition_stands_and_goes_with_its_topic() {
+    use spool_metadata::{MirrorFailoverRecord, TopicRecord};
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let topic = TopicRecord {
+            name: spool_model::TopicName::new("payments").unwrap(),
+            id: uuid::Uuid::new_v4(),
+            partitions: 2,
+            configs: std::collections::BTreeMap::new(),
+        };
+        store.create_topic(&topic).await.unwrap();
+        let settled = |partition, log_end| MirrorFailoverRecord {
+            topic_id: topic.id,
+            partition,
+            log_end,
+            producer_id_floor: 1_005,
+            settled_ms: 77,
+        };
+        assert!(store.put_mirror_failover(&settled(1, 40)).await.unwrap());
+        assert!(store.put_mirror_failover(&settled(0, 20)).await.unwrap());
+        // A later leader's settling does not replace the first.
+        assert!(!store.put_mirror_failover(&settled(1, 99)).await.unwrap());
+        drop(store);
+        let store = backend.open().await;
+        assert_eq!(
+            store.mirror_failovers().await.unwrap(),
+            vec![settled(0, 20), settled(1, 40)],
+            "{label}"
+        );
+        store.delete_topic(topic.id).await.unwrap();
+        assert!(
+            store.mirror_failovers().await.unwrap().is_empty(),
+            "{label}: gone with the topic"
+        );
+    }
+}

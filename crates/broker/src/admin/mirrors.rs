@@ -255,6 +255,7 @@ async fn info(shared: &Shared, link: &MirrorLinkRecord) -> Result<MirrorInfo, Ap
         copied_bytes: status.copied_bytes,
         errors: status.errors,
         offsets_copied: status.offsets_copied,
+        skipped_records: status.skipped_records,
         partitions,
     })
 }

@@ -28,6 +28,7 @@ use super::api::ApiDecl;
 use super::per_partition::per_partition;
 use crate::errors::{self, code};
 use crate::leader_hint::LeaderHint;
+use crate::mirror::awaits_settling;
 use crate::partitions::PartitionHandle;
 use crate::partitions::write::Refusal;
 use crate::shared::Shared;
@@ -139,6 +140,13 @@ pub(crate) async fn append(
                     Err(denied)
                 } else if !matches!(acks, -1..=1) {
                     Err(code::INVALID_REQUIRED_ACKS)
+                } else if topic
+                    .as_ref()
+                    .is_some_and(|topic| awaits_settling(&shared, topic, index))
+                {
+                    // A failed-over mirror partition not yet settled here: retriable,
+                    // the producer sends again (within a second, as a rule).
+                    Err(code::NOT_ENOUGH_REPLICAS)
                 } else {
                     topic
                         .as_ref()

@@ -41,6 +41,11 @@ pub(super) fn encode(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> st
             "Committed group offsets a mirror link copied here",
             |s| s.offsets_copied,
         ),
+        (
+            "mirror_skipped_records",
+            "Records the source removed (retention, DeleteRecords) before a mirror link copied them",
+            |s| s.skipped_records,
+        ),
     ] {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
         for (link, link_status) in &links {

@@ -15,7 +15,7 @@ use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use spool_kafka_client::{ClientSettings, Connection, error_name};
 use spool_model::{Offset, RecordBatchHeader};
-use spool_protocol::batch::{self, BatchFrames, BatchRules};
+use spool_protocol::batch::{self, BatchError, BatchFrames, BatchRules};
 use tokio::sync::watch;
 
 use super::source::{call, metadata, offset_at, open, version};
@@ -59,18 +59,29 @@ enum Stop {
 }
 
 /// Copies partition `index` of mirror topic `topic` until `stop` says so or this
-/// broker stops leading it.
+/// broker stops leading it; then it is no longer shown as copied here.
 pub(super) async fn run(
     context: Arc<CopyContext>,
     topic: Arc<Topic>,
     index: i32,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
     let key = PartitionKey {
         link: context.link.clone(),
         topic: topic.record.name.to_string(),
         partition: index,
     };
+    copy_until_stopped(&context, topic, index, &key, stop).await;
+    context.status.forget(&key);
+}
+
+async fn copy_until_stopped(
+    context: &Arc<CopyContext>,
+    topic: Arc<Topic>,
+    index: i32,
+    key: &PartitionKey,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut copier = Copier {
         context: context.clone(),
         topic,
@@ -87,14 +98,11 @@ pub(super) async fn run(
         };
         match step {
             Ok(()) => failures = 0,
-            Err(Stop::NotLeading) => {
-                context.status.forget(&key);
-                return;
-            }
+            Err(Stop::NotLeading) => return,
             Err(Stop::Failed(error)) => {
                 tracing::warn!(link = %key.link, topic = %key.topic, partition = index, %error,
                     "mirroring a partition failed; retrying");
-                context.status.failed(&key, error);
+                context.status.failed(key, error);
                 copier.connection = None;
                 let wait = BACKOFF[failures.min(BACKOFF.len() - 1)];
                 failures += 1;
@@ -154,10 +162,10 @@ impl Copier {
         let fetched = fetch(connection, &name, self.index, position)
             .await
             .map_err(Stop::Failed)?;
-        if fetched.error_code == code::OFFSET_OUT_OF_RANGE && offsets.log_end.0 == 0 {
-            // The source's log starts later (retention): start there.
-            self.position = Some(self.source_offset(-2).await?);
-            return Ok(());
+        if fetched.error_code == code::OFFSET_OUT_OF_RANGE {
+            return self
+                .start_at_source_log_start(position, offsets.log_end.0)
+                .await;
         }
         if fetched.error_code != 0 {
             return Err(Stop::Failed(format!(
@@ -166,7 +174,8 @@ impl Copier {
                 error_name(fetched.error_code)
             )));
         }
-        let batches = batches_from(&fetched.records, position).map_err(Stop::Failed)?;
+        let batches =
+            batches_from(&fetched.records, position, offsets.log_end.0).map_err(Stop::Failed)?;
         let copied: u64 = batches.iter().map(|b| b.len() as u64).sum();
         let end = match batches.last() {
             Some(last) => {
@@ -176,7 +185,8 @@ impl Copier {
                         (shared.clone(), self.key.link.clone(), name.clone());
                     move || is_mirrored(&shared, &name, &link)
                 };
-                append(handle.clone(), batches, still_mirrored)
+                let gate = shared.failovers().copy_gate();
+                append(handle.clone(), batches, still_mirrored, gate)
                     .await
                     .map_err(Stop::Failed)?;
                 end
@@ -219,6 +229,33 @@ impl Copier {
             .get(&leader)
             .ok_or_else(|| format!("the source's partition {name}-{} has no leader", self.index))?;
         open(settings, address).await
+    }
+
+    /// The source has no records at `position` any more (retention, DeleteRecords):
+    /// the copy goes on from where the source's log starts now. For a mirror that has
+    /// records, what the source removed before it was copied is a gap here, counted
+    /// and logged; a source whose log ends before `position` lost records the mirror
+    /// has — that is an error, never papered over.
+    async fn start_at_source_log_start(&mut self, position: i64, log_end: i64) -> Result<(), Stop> {
+        let earliest = self.source_offset(-2).await?;
+        if earliest <= position {
+            let latest = self.source_offset(-1).await?;
+            return Err(Stop::Failed(format!(
+                "the source's log of {}-{} is {earliest}..{latest} and the mirror's ends at {position}: \
+                 the source lost records the mirror has",
+                self.key.topic, self.key.partition
+            )));
+        }
+        if log_end > 0 {
+            tracing::warn!(link = %self.key.link, topic = %self.key.topic,
+                partition = self.key.partition, from = position, to = earliest,
+                "the source removed records before they were copied: the mirror skips them");
+            self.context
+                .status
+                .skipped(&self.key, u64::try_from(earliest - position).unwrap_or(0));
+        }
+        self.position = Some(earliest);
+        Ok(())
     }
 
     /// The source leader's offset for `timestamp` (-2 earliest, -1 latest).
@@ -288,22 +325,34 @@ async fn fetch(
 }
 
 /// The whole batches of `records` that end past `position`, each checked (framing,
-/// CRC); a trailing partial batch (the fetch's size limit) is left for the next
-/// fetch. A batch that begins before `position` and ends past it cannot be appended
-/// at its own offsets: an error, never a silent skip.
-fn batches_from(records: &Bytes, position: i64) -> Result<Vec<Bytes>, String> {
+/// CRC). A last batch cut short (the fetch's size limit) is left for the next fetch;
+/// an answer without one whole batch, or with a malformed one, is an error. A batch
+/// that begins before the mirror's `log_end` cannot be appended at its own offsets:
+/// an error, never a silent skip. (One that begins before `position` but not before
+/// `log_end` — the source's log starts inside it — is copied whole.)
+fn batches_from(records: &Bytes, position: i64, log_end: i64) -> Result<Vec<Bytes>, String> {
     let mut batches = Vec::new();
-    for frame in BatchFrames::new(records) {
-        let Ok((header, bytes)) = frame else {
-            // A partial last batch.
-            break;
+    // `whole`: the whole batches before this one.
+    for (whole, frame) in BatchFrames::new(records).enumerate() {
+        let (header, bytes) = match frame {
+            Ok(frame) => frame,
+            Err(BatchError::TruncatedHeader { .. } | BatchError::TruncatedBatch { .. })
+                if whole > 0 =>
+            {
+                break;
+            }
+            Err(error) => {
+                return Err(format!(
+                    "the source's answer is malformed after {whole} whole batches: {error}"
+                ));
+            }
         };
         if header.next_offset().0 <= position {
             continue;
         }
-        if header.base_offset.0 < position {
+        if header.base_offset.0 < log_end {
             return Err(format!(
-                "the source's batch {}..{} straddles the mirror's end {position}",
+                "the source's batch {}..{} straddles the mirror's end {log_end}",
                 header.base_offset,
                 header.last_offset()
             ));
@@ -329,15 +378,20 @@ fn is_mirrored(shared: &Shared, name: &str, link: &str) -> bool {
 
 /// Appends `batches` at their own offsets, if the topic is `still_mirrored` just
 /// before (a failover meanwhile made it writable: the fetch in flight is dropped), and
-/// waits until they are durable.
+/// waits until they are durable. The check and the append hold `gate`'s read side:
+/// once a failover's settling holds its write side, no copy appends again.
 async fn append(
     handle: PartitionHandle,
     batches: Vec<Bytes>,
     still_mirrored: impl FnOnce() -> bool + Send + 'static,
+    gate: Arc<std::sync::RwLock<()>>,
 ) -> Result<(), String> {
     let log = handle.log.clone();
     let bytes: usize = batches.iter().map(Bytes::len).sum();
     let end = on_blocking_pool(move || {
+        let _copying = gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !still_mirrored() {
             return Err("the topic was failed over".to_owned());
         }
@@ -369,5 +423,69 @@ async fn follow_log_start(handle: &PartitionHandle, source_log_start: i64) {
     let moved = on_blocking_pool(move || handle.advance_log_start(target)).await;
     if let Ok(Err(error)) = moved {
         tracing::debug!(%error, "the mirror's log start stays");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use spool_model::Timestamp;
+    use spool_protocol::plain::{PlainRecord, plain_batch};
+
+    use super::*;
+
+    /// A batch of `count` records at `base`.
+    fn batch_at(base: i64, count: usize) -> Vec<u8> {
+        let records = vec![
+            PlainRecord {
+                value: Some(b"v".to_vec()),
+                ..PlainRecord::default()
+            };
+            count
+        ];
+        let mut batch = plain_batch(&records, Timestamp(1_000));
+        batch::patch_base_offset(&mut batch, Offset(base));
+        batch
+    }
+
+    fn bases(batches: &[Bytes]) -> Vec<i64> {
+        batches
+            .iter()
+            .map(|b| RecordBatchHeader::parse(b).unwrap().base_offset.0)
+            .collect()
+    }
+
+    #[test]
+    fn a_source_log_starting_inside_a_batch_copies_that_batch_whole_into_an_empty_mirror() {
+        let records = Bytes::from([batch_at(0, 10), batch_at(10, 5)].concat());
+        // The source's log starts at 5 (inside the first batch): the mirror is empty.
+        let batches = batches_from(&records, 5, 0).expect("copied");
+        assert_eq!(bases(&batches), vec![0, 10]);
+        // A mirror that has 0..3 cannot take the batch at its own offsets.
+        let error = batches_from(&records, 5, 3).unwrap_err();
+        assert!(error.contains("straddles"), "{error}");
+        // Batches the mirror has are skipped.
+        assert_eq!(bases(&batches_from(&records, 10, 10).unwrap()), vec![10]);
+    }
+
+    #[test]
+    fn only_a_last_batch_cut_short_is_left_for_later_and_a_malformed_answer_is_an_error() {
+        let whole = [batch_at(0, 3), batch_at(3, 3)].concat();
+        // The fetch's size limit cut the last batch short.
+        let cut = Bytes::from(whole[..whole.len() - 7].to_vec());
+        assert_eq!(bases(&batches_from(&cut, 0, 0).unwrap()), vec![0]);
+        // Nothing whole at all: an error, not an empty fetch forever.
+        let first_cut = Bytes::from(whole[..20].to_vec());
+        assert!(batches_from(&first_cut, 0, 0).is_err());
+        // A frame whose length field is nonsense is malformed, not "partial".
+        let mut broken = whole.clone();
+        let second = batch_at(0, 3).len();
+        broken[second + 8..second + 12].copy_from_slice(&3_i32.to_be_bytes());
+        let error = batches_from(&Bytes::from(broken), 0, 0).unwrap_err();
+        assert!(error.contains("malformed"), "{error}");
+        // A corrupt batch (its CRC) is an error too.
+        let mut corrupt = whole;
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0xff;
+        assert!(batches_from(&Bytes::from(corrupt), 0, 0).is_err());
     }
 }

@@ -25,6 +25,8 @@ pub(super) async fn copy(
     let regex = topic_regex(pattern)?;
     let groups = source.groups().await?;
     let mut copied = 0_u64;
+    // One group's failure is its own: the others are copied all the same.
+    let mut problems = Vec::new();
     for group in groups.iter().filter(|group| regex.is_match(group)) {
         if !shared.groups().owns(group)
             || shared
@@ -34,28 +36,46 @@ pub(super) async fn copy(
         {
             continue;
         }
-        let committed = source.committed(group).await?;
-        let offsets = to_commit(shared, &link.name, group, &committed).await;
-        if offsets.is_empty() {
-            continue;
+        match copy_group(shared, link, group, source).await {
+            Ok(count) => copied += count,
+            Err(error) => problems.push(format!("{group}: {error}")),
         }
-        copied += offsets.len() as u64;
-        let request = CommitRequest {
-            group_id: group.clone(),
-            generation: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-            offsets,
-            api_version: 9,
-        };
-        shared
-            .groups()
-            .commit(request)
-            .await
-            .map_err(|error| format!("committing {group}'s offsets: {error}"))?;
     }
     shared.mirror().offsets_copied(&link.name, copied);
-    Ok(())
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Copies `group`'s offsets; answers how many changed.
+async fn copy_group(
+    shared: &Arc<Shared>,
+    link: &MirrorLinkRecord,
+    group: &str,
+    source: &mut Source,
+) -> Result<u64, String> {
+    let committed = source.committed(group).await?;
+    let offsets = to_commit(shared, &link.name, group, &committed).await;
+    if offsets.is_empty() {
+        return Ok(0);
+    }
+    let count = offsets.len() as u64;
+    let request = CommitRequest {
+        group_id: group.to_owned(),
+        generation: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        offsets,
+        api_version: 9,
+    };
+    shared
+        .groups()
+        .commit(request)
+        .await
+        .map_err(|error| format!("committing the offsets: {error}"))?;
+    Ok(count)
 }
 
 /// The offsets of `group` to commit here: those on `link`'s mirror topics (still

@@ -43,12 +43,15 @@ pub(crate) fn settings_of(link: &MirrorLinkRecord) -> Result<ClientSettings, Str
     .map_err(|error| error.to_string())
 }
 
-/// A connection to the source's bootstrap brokers, opened when first needed and
-/// again after a failure.
+/// Connections to the source: to its bootstrap brokers, and to each broker asked
+/// for its groups or a group's offsets; each opened when first needed and again after
+/// a failure.
 #[derive(Debug)]
 pub(super) struct Source {
     settings: ClientSettings,
     connection: Option<Connection>,
+    /// By `host:port`.
+    brokers: HashMap<String, Connection>,
 }
 
 impl Source {
@@ -56,6 +59,7 @@ impl Source {
         Source {
             settings,
             connection: None,
+            brokers: HashMap::new(),
         }
     }
 
@@ -81,6 +85,24 @@ impl Source {
         answer
     }
 
+    /// Runs `ask` on the connection to the broker at `address` (opened if need be); a
+    /// failure closes it.
+    async fn at<T>(
+        &mut self,
+        address: &str,
+        ask: impl AsyncFnOnce(&mut Connection) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let mut connection = match self.brokers.remove(address) {
+            Some(connection) => connection,
+            None => open(&self.settings, address).await?,
+        };
+        let answer = ask(&mut connection).await;
+        if answer.is_ok() {
+            self.brokers.insert(address.to_owned(), connection);
+        }
+        answer
+    }
+
     /// Every topic of the source (internal ones left out) and every broker.
     pub(super) async fn metadata(&mut self) -> Result<SourceMetadata, String> {
         self.with(async |connection| metadata(connection, None).await)
@@ -100,19 +122,20 @@ impl Source {
     /// asked coordinates, so every broker is asked.
     pub(super) async fn groups(&mut self) -> Result<Vec<String>, String> {
         let brokers = self.metadata().await?.brokers;
+        self.brokers
+            .retain(|address, _| brokers.values().any(|a| a == address));
         let mut groups = std::collections::BTreeSet::new();
         for address in brokers.values() {
-            let mut connection = open(&self.settings, address).await?;
-            let version = version(&mut connection, ApiKey::ListGroups, 0..=2).await?;
-            let answer: ListGroupsResponse =
-                call(&mut connection, ListGroupsRequest::default(), version).await?;
-            refused("ListGroups", answer.error_code)?;
-            groups.extend(
-                answer
-                    .groups
-                    .into_iter()
-                    .map(|group| group.group_id.0.to_string()),
-            );
+            let found = self
+                .at(address, async |connection| {
+                    let version = version(connection, ApiKey::ListGroups, 0..=2).await?;
+                    let answer: ListGroupsResponse =
+                        call(connection, ListGroupsRequest::default(), version).await?;
+                    refused("ListGroups", answer.error_code)?;
+                    Ok(answer.groups)
+                })
+                .await?;
+            groups.extend(found.into_iter().map(|group| group.group_id.0.to_string()));
         }
         Ok(groups.into_iter().collect())
     }
@@ -131,8 +154,10 @@ impl Source {
                 Ok(format!("{}:{}", answer.host, answer.port))
             })
             .await?;
-        let mut connection = open(&self.settings, &address).await?;
-        offset_fetch(&mut connection, group).await
+        self.at(&address, async |connection| {
+            offset_fetch(connection, group).await
+        })
+        .await
     }
 }
 

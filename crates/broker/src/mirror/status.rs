@@ -86,6 +86,9 @@ pub(crate) struct LinkStatus {
     pub(crate) errors: u64,
     /// Group offsets copied (one per partition and change).
     pub(crate) offsets_copied: u64,
+    /// Records the source removed (retention, DeleteRecords) before they were
+    /// copied: gaps in the mirror.
+    pub(crate) skipped_records: u64,
 }
 
 /// The mirror's state on this broker.
@@ -144,6 +147,14 @@ impl MirrorStatus {
     pub(crate) fn failed(&self, key: &PartitionKey, error: String) {
         self.partitions().entry(key.clone()).or_default().error = Some(error);
         self.links().entry(key.link.clone()).or_default().errors += 1;
+    }
+
+    /// The source removed `records` of `key` before they were copied.
+    pub(crate) fn skipped(&self, key: &PartitionKey, records: u64) {
+        self.links()
+            .entry(key.link.clone())
+            .or_default()
+            .skipped_records += records;
     }
 
     /// `key` is no longer copied here.
@@ -228,6 +239,7 @@ impl MirrorStatus {
             "copied_bytes": status.copied_bytes,
             "errors": status.errors,
             "offsets_copied": status.offsets_copied,
+            "skipped_records": status.skipped_records,
             "partitions": partitions,
         })
         .to_string()
@@ -251,6 +263,7 @@ pub(crate) fn merged(
         status.copied_bytes += count("copied_bytes");
         status.errors += count("errors");
         status.offsets_copied += count("offsets_copied");
+        status.skipped_records += count("skipped_records");
         match LinkState::from_name(report["state"].as_str().unwrap_or_default()) {
             LinkState::Failed => {
                 status.state = LinkState::Failed;
@@ -307,6 +320,7 @@ mod tests {
         let two = MirrorStatus::default();
         two.link_failed("eu", "the source refused".to_owned());
         two.copied(&key(0), 30, 30, 500, 8_000);
+        two.skipped(&key(0), 7);
         let (status, partitions) = merged("eu", &[(1, one.report("eu")), (2, two.report("eu"))]);
         assert_eq!(status.state, LinkState::Failed);
         assert_eq!(
@@ -314,6 +328,7 @@ mod tests {
             Some("broker 2: the source refused")
         );
         assert_eq!((status.copied_bytes, status.errors), (1500, 1));
+        assert_eq!(status.skipped_records, 7);
         assert_eq!(partitions.len(), 2);
         assert_eq!(partitions[0].0, key(0));
         assert_eq!(partitions[1].1.lag_records(), 10);

@@ -8,12 +8,11 @@ use std::sync::Arc;
 
 use regex::Regex;
 use spool_metadata::{MirrorLinkRecord, PartitionKey, PartitionState};
-use spool_model::Timestamp;
-use spool_protocol::control::{Marker, marker_batch};
 
+use super::settle;
 use super::source::Source;
 use crate::errors::code;
-use crate::partitions::{PartitionHandle, on_blocking_pool};
+use crate::partitions::PartitionHandle;
 use crate::shared::Shared;
 use crate::topics::{self, NewTopic, Topic};
 
@@ -172,12 +171,12 @@ pub(super) fn led_here(shared: &Shared, link: &str) -> Vec<(Arc<Topic>, i32)> {
 }
 
 /// Fails over `link`'s mirror topics that `only` matches (all when `None`): they are
-/// no longer copied and take writes from here on, at the mirrored log end. The
-/// producer ids the source used there are kept from this cluster's producers (the
-/// floor, `mirror.producer.id.floor`), and the source's transactions still open are
-/// aborted (their coordinator is the source's) by each partition's leader
-/// ([`settle_failed_over`]). Answers each topic failed over with its partitions' log
-/// ends.
+/// no longer copied and take writes from here on, at the mirrored log end, once each
+/// partition's leader has settled it ([`settle`]: the source's open transactions
+/// aborted, its producer ids kept from this cluster's producers). The floor set here
+/// (`mirror.producer.id.floor`) is what the brokers know now; each leader raises it
+/// past what its partition holds. Those led here are settled before the answer: each
+/// topic failed over with its partitions' log ends.
 pub(crate) async fn failover(
     shared: &Arc<Shared>,
     link_name: &str,
@@ -245,8 +244,20 @@ pub(crate) async fn failover(
         };
         let mut ends = Vec::new();
         for index in 0..topic.record.partitions {
-            settle_failed_over(shared, &topic, index).await;
-            ends.push(log_end(shared, &topic, index).await);
+            let settled = match shared.partitions().led_epoch(&topic, index) {
+                Some(epoch) => settle::settle(shared, &topic, index, epoch, None)
+                    .await
+                    .inspect_err(|error| {
+                        tracing::warn!(topic = %name, partition = index, %error,
+                            "settling a failed-over partition failed; retried within a second");
+                    })
+                    .ok(),
+                None => None,
+            };
+            ends.push(match settled {
+                Some(end) => end,
+                None => log_end(shared, &topic, index).await,
+            });
         }
         tracing::info!(link = link_name, topic = %name, floor, "failed over a mirror topic");
         done.push((name, ends));
@@ -297,7 +308,7 @@ async fn log_end(shared: &Arc<Shared>, topic: &Arc<Topic>, index: i32) -> i64 {
 }
 
 /// The partition, if this broker leads it.
-async fn led_here_handle(
+pub(super) async fn led_here_handle(
     shared: &Arc<Shared>,
     topic: &Arc<Topic>,
     index: i32,
@@ -321,47 +332,4 @@ pub(super) async fn catalogue_state(
         partition: index,
     };
     shared.metadata().partition_state(key).await.ok()?
-}
-
-/// Aborts, in a failed-over partition this broker leads, the source's transactions
-/// still open (producer ids below the floor), and forgets the source's producers.
-/// Does nothing the second time: there is nothing left to abort. Answers whether it
-/// settled the partition (false: not led here, or it failed).
-pub(super) async fn settle_failed_over(
-    shared: &Arc<Shared>,
-    topic: &Arc<Topic>,
-    index: i32,
-) -> bool {
-    let Some(floor) = floor_of(topic) else {
-        return false;
-    };
-    let Some(handle) = led_here_handle(shared, topic, index).await else {
-        return false;
-    };
-    let now = Timestamp(shared.clock().now_ms());
-    let partition = handle.clone();
-    let settled = on_blocking_pool(move || {
-        let log = &partition.log;
-        for (producer, epoch) in log.open_transaction_producers() {
-            if producer >= floor {
-                continue;
-            }
-            let marker = marker_batch(producer, epoch, Marker::Abort, 0, now);
-            log.append(&[marker.as_slice()])?;
-            partition.appended(marker.len());
-            tracing::info!(partition = %log.dir().display(), producer,
-                "aborted a source transaction left open by the failover");
-        }
-        log.forget_producers_below(floor);
-        Ok::<_, spool_log::LogError>(())
-    })
-    .await;
-    let error = match settled {
-        Ok(Ok(())) => return true,
-        Ok(Err(error)) => error.to_string(),
-        Err(error) => error.to_string(),
-    };
-    tracing::error!(topic = %topic.record.name, partition = index, %error,
-        "settling a failed-over mirror partition failed");
-    false
 }

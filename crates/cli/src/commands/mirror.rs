@@ -286,6 +286,12 @@ fn print_link(link: &Value) {
         "copied:        {} bytes, {} group offsets, {} errors",
         link["copied_bytes"], link["offsets_copied"], link["errors"]
     );
+    if link["skipped_records"].as_u64().unwrap_or(0) > 0 {
+        println!(
+            "skipped:       {} records the source removed before they were copied",
+            link["skipped_records"]
+        );
+    }
     let mut table = output::table([
         "TOPIC",
         "PARTITION",

@@ -1,0 +1,209 @@
+//! Settling failed-over partitions: the leader of each one, once its copy can append
+//! no more, aborts the source's transactions still open in it (their coordinator is
+//! the source's, which this cluster no longer follows), forgets the source's
+//! producers, and keeps their ids from this cluster's producers (the floor). Until its
+//! leader has settled it, a failed-over partition refuses writes with a retriable
+//! error, so no record of this cluster's producers ever lands among the source's
+//! unsettled ones.
+//!
+//! The first settling of a partition is recorded in the metadata store (its log end
+//! and floor): a later leader (a move, a restart) finds it and settles nothing again,
+//! since the records past that end are this cluster's own.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use spool_metadata::MirrorFailoverRecord;
+use spool_model::Timestamp;
+use spool_protocol::control::{Marker, marker_batch};
+use uuid::Uuid;
+
+use super::topics::{floor_of, led_here_handle};
+use crate::partitions::on_blocking_pool;
+use crate::shared::Shared;
+use crate::topics::Topic;
+
+/// What this broker knows of failed-over partitions.
+#[derive(Debug, Default)]
+pub(crate) struct Failovers {
+    /// Settled here, by topic id, partition and the leader epoch it was settled
+    /// under: only these take writes.
+    settled: Mutex<HashSet<(Uuid, i32, i32)>>,
+    /// Copies append holding its read side, after checking that their topic is still
+    /// a mirror; settling takes its write side, after which no copy appends again.
+    copy_gate: Arc<RwLock<()>>,
+}
+
+impl Failovers {
+    fn settled(&self) -> std::sync::MutexGuard<'_, HashSet<(Uuid, i32, i32)>> {
+        self.settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The gate a copy's append holds the read side of.
+    pub(super) fn copy_gate(&self) -> Arc<RwLock<()>> {
+        self.copy_gate.clone()
+    }
+}
+
+/// Whether partition `index` of `topic` was failed over and this broker, which leads
+/// it, has not yet settled it under its current epoch: it takes no writes yet.
+pub(crate) fn awaits_settling(shared: &Shared, topic: &Topic, index: i32) -> bool {
+    if floor_of(topic).is_none() {
+        return false;
+    }
+    shared
+        .partitions()
+        .led_epoch(topic, index)
+        .is_some_and(|epoch| {
+            !shared
+                .failovers()
+                .settled()
+                .contains(&(topic.record.id, index, epoch))
+        })
+}
+
+/// Settles every failed-over partition this broker leads and has not settled under
+/// its current epoch, and keeps every floor from the producer ids handed out here.
+/// Runs every round, whatever the links (a link deleted after its failover leaves
+/// its partitions to later leaders all the same).
+pub(super) async fn settle_led_here(shared: &Arc<Shared>) {
+    let failed_over: Vec<Arc<Topic>> = shared
+        .topics()
+        .all()
+        .into_iter()
+        .filter(|topic| floor_of(topic).is_some())
+        .collect();
+    if failed_over.is_empty() {
+        return;
+    }
+    let recorded = match recorded(shared).await {
+        Ok(recorded) => recorded,
+        Err(error) => {
+            tracing::warn!(%error, "reading the settled failovers failed");
+            return;
+        }
+    };
+    let mut floor = recorded.values().map(|r| r.producer_id_floor).max();
+    for topic in &failed_over {
+        floor = floor.max(floor_of(topic));
+        for index in 0..topic.record.partitions {
+            let Some(epoch) = shared.partitions().led_epoch(topic, index) else {
+                continue;
+            };
+            if shared
+                .failovers()
+                .settled()
+                .contains(&(topic.record.id, index, epoch))
+            {
+                continue;
+            }
+            let first = recorded.get(&(topic.record.id, index));
+            if let Err(error) = settle(shared, topic, index, epoch, first).await {
+                tracing::error!(topic = %topic.record.name, partition = index, %error,
+                    "settling a failed-over mirror partition failed; retried next round");
+            }
+        }
+    }
+    if let Some(floor) = floor
+        && let Err(error) = shared.producer_ids().raise_floor(floor, false).await
+    {
+        tracing::warn!(%error, "raising the producer-id floor failed");
+    }
+}
+
+/// The settled partitions recorded in the store, by topic id and partition.
+async fn recorded(
+    shared: &Shared,
+) -> Result<HashMap<(Uuid, i32), MirrorFailoverRecord>, spool_metadata::MetadataError> {
+    Ok(shared
+        .metadata()
+        .mirror_failovers()
+        .await?
+        .into_iter()
+        .map(|record| ((record.topic_id, record.partition), record))
+        .collect())
+}
+
+/// Settles partition `index` of failed-over `topic`, led here under `epoch`; `first`
+/// is its first settling, if one was recorded. Answers the log end where the source's
+/// records end.
+pub(super) async fn settle(
+    shared: &Arc<Shared>,
+    topic: &Arc<Topic>,
+    index: i32,
+    epoch: i32,
+    first: Option<&MirrorFailoverRecord>,
+) -> Result<i64, String> {
+    if let Some(first) = first {
+        // Settled before, and this cluster may have written since: nothing of the
+        // source's is left open.
+        mark_settled(shared, topic, index, epoch);
+        return Ok(first.log_end);
+    }
+    let floor = floor_of(topic).ok_or("the topic is not failed over")?;
+    let handle = led_here_handle(shared, topic, index)
+        .await
+        .ok_or("this broker does not lead it")?;
+    let gate = shared.failovers().copy_gate();
+    let now = Timestamp(shared.clock().now_ms());
+    let partition = handle.clone();
+    // No write of this cluster's producers reached it (it awaits settling): every
+    // producer in it is the source's, every transaction open in it the source's.
+    let (floor, log_end) = on_blocking_pool(move || {
+        let _no_copy_appends = gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let log = &partition.log;
+        let floor = log
+            .max_producer_id()
+            .map_or(floor, |max| floor.max(max + 1));
+        for (producer, producer_epoch) in log.open_transaction_producers() {
+            let marker = marker_batch(producer, producer_epoch, Marker::Abort, 0, now);
+            log.append(&[marker.as_slice()])?;
+            partition.appended(marker.len());
+            tracing::info!(partition = %log.dir().display(), producer,
+                "aborted a source transaction left open by the failover");
+        }
+        log.forget_producers_below(floor);
+        Ok::<_, spool_log::LogError>((floor, log.offsets().log_end.0))
+    })
+    .await
+    .map_err(|error| error.to_string())?
+    .map_err(|error| error.to_string())?;
+    // The markers durable, and the floor in the store, before any write is taken.
+    handle
+        .log
+        .wait_durable(spool_model::Offset(log_end))
+        .await
+        .map_err(|error| format!("the abort markers did not become durable: {error}"))?;
+    shared
+        .producer_ids()
+        .raise_floor(floor, true)
+        .await
+        .map_err(|error| error.to_string())?;
+    let record = MirrorFailoverRecord {
+        topic_id: topic.record.id,
+        partition: index,
+        log_end,
+        producer_id_floor: floor,
+        settled_ms: now.0,
+    };
+    shared
+        .metadata()
+        .put_mirror_failover(&record)
+        .await
+        .map_err(|error| error.to_string())?;
+    mark_settled(shared, topic, index, epoch);
+    tracing::info!(topic = %topic.record.name, partition = index, log_end, floor,
+        "settled a failed-over mirror partition: it takes writes");
+    Ok(log_end)
+}
+
+fn mark_settled(shared: &Shared, topic: &Topic, index: i32, epoch: i32) {
+    shared
+        .failovers()
+        .settled()
+        .insert((topic.record.id, index, epoch));
+}
