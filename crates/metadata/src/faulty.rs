@@ -686,8 +686,17 @@ impl MirrorLinks for FaultyMetadata {
         self.inner.put_mirror_failover(record).await
     }
 
-    async fn mirror_failovers(&self) -> Result<Vec<crate::MirrorFailoverRecord>> {
+    async fn mirror_failover(
+        &self,
+        topic_id: uuid::Uuid,
+        partition: i32,
+    ) -> Result<Option<crate::MirrorFailoverRecord>> {
         self.check_up()?;
-        self.inner.mirror_failovers().await
+        self.inner.mirror_failover(topic_id, partition).await
+    }
+
+    async fn mirror_failover_floor(&self) -> Result<Option<i64>> {
+        self.check_up()?;
+        self.inner.mirror_failover_floor().await
     }
 }

@@ -71,6 +71,12 @@ pub trait MirrorLinks {
     /// Records that `record`'s partition was settled, unless it already was; whether
     /// this call recorded it (the first settling stands).
     async fn put_mirror_failover(&self, record: &MirrorFailoverRecord) -> Result<bool>;
-    /// Every settled failed-over partition, by topic id and partition.
-    async fn mirror_failovers(&self) -> Result<Vec<MirrorFailoverRecord>>;
+    /// How the failed-over partition was first settled, if it was.
+    async fn mirror_failover(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+    ) -> Result<Option<MirrorFailoverRecord>>;
+    /// The highest producer-id floor a settling found, if any partition was settled.
+    async fn mirror_failover_floor(&self) -> Result<Option<i64>>;
 }

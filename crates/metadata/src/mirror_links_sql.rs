@@ -22,8 +22,9 @@ pub(crate) const STATUSES: &str = "SELECT node_id, status, updated_ms FROM mirro
 pub(crate) const PUT_FAILOVER: &str = "INSERT INTO mirror_failovers \
      (topic_id, partition, log_end, producer_id_floor, settled_ms) VALUES ($1, $2, $3, $4, $5) \
      ON CONFLICT (topic_id, partition) DO NOTHING";
-pub(crate) const FAILOVERS: &str = "SELECT topic_id, partition, log_end, producer_id_floor, \
-     settled_ms FROM mirror_failovers ORDER BY topic_id, partition";
+pub(crate) const FAILOVER: &str = "SELECT log_end, producer_id_floor, settled_ms \
+     FROM mirror_failovers WHERE topic_id = $1 AND partition = $2";
+pub(crate) const FAILOVER_FLOOR: &str = "SELECT MAX(producer_id_floor) FROM mirror_failovers";
 
 /// A row of `mirror_links`.
 #[derive(sqlx::FromRow)]
@@ -152,25 +153,34 @@ macro_rules! impl_mirror_links {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn mirror_failovers(&self) -> $crate::Result<Vec<$crate::MirrorFailoverRecord>> {
-                let rows: Vec<(uuid::Uuid, i32, i64, i64, i64)> =
-                    sqlx::query_as($crate::mirror_links_sql::FAILOVERS)
-                        .fetch_all(&self.pool)
+            async fn mirror_failover(
+                &self,
+                topic_id: uuid::Uuid,
+                partition: i32,
+            ) -> $crate::Result<Option<$crate::MirrorFailoverRecord>> {
+                let row: Option<(i64, i64, i64)> =
+                    sqlx::query_as($crate::mirror_links_sql::FAILOVER)
+                        .bind(topic_id)
+                        .bind(partition)
+                        .fetch_optional(&self.pool)
                         .await?;
-                Ok(rows
-                    .into_iter()
-                    .map(
-                        |(topic_id, partition, log_end, producer_id_floor, settled_ms)| {
-                            $crate::MirrorFailoverRecord {
-                                topic_id,
-                                partition,
-                                log_end,
-                                producer_id_floor,
-                                settled_ms,
-                            }
-                        },
-                    )
-                    .collect())
+                Ok(row.map(|(log_end, producer_id_floor, settled_ms)| {
+                    $crate::MirrorFailoverRecord {
+                        topic_id,
+                        partition,
+                        log_end,
+                        producer_id_floor,
+                        settled_ms,
+                    }
+                }))
+            }
+
+            async fn mirror_failover_floor(&self) -> $crate::Result<Option<i64>> {
+                let (floor,): (Option<i64>,) =
+                    sqlx::query_as($crate::mirror_links_sql::FAILOVER_FLOOR)
+                        .fetch_one(&self.pool)
+                        .await?;
+                Ok(floor)
             }
         }
     };

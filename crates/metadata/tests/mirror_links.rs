@@ -107,20 +107,44 @@ async fn the_first_settling_of_a_failed_over_partition_stands_and_goes_with_its_
             producer_id_floor: 1_005,
             settled_ms: 77,
         };
+        assert_eq!(
+            store.mirror_failover_floor().await.unwrap(),
+            None,
+            "{label}"
+        );
         assert!(store.put_mirror_failover(&settled(1, 40)).await.unwrap());
-        assert!(store.put_mirror_failover(&settled(0, 20)).await.unwrap());
+        assert!(
+            store
+                .put_mirror_failover(&MirrorFailoverRecord {
+                    producer_id_floor: 2_000,
+                    ..settled(0, 20)
+                })
+                .await
+                .unwrap()
+        );
         // A later leader's settling does not replace the first.
         assert!(!store.put_mirror_failover(&settled(1, 99)).await.unwrap());
         drop(store);
         let store = backend.open().await;
         assert_eq!(
-            store.mirror_failovers().await.unwrap(),
-            vec![settled(0, 20), settled(1, 40)],
+            store.mirror_failover(topic.id, 1).await.unwrap(),
+            Some(settled(1, 40)),
+            "{label}"
+        );
+        assert_eq!(
+            store.mirror_failover(topic.id, 2).await.unwrap(),
+            None,
+            "{label}"
+        );
+        assert_eq!(
+            store.mirror_failover_floor().await.unwrap(),
+            Some(2_000),
             "{label}"
         );
         store.delete_topic(topic.id).await.unwrap();
-        assert!(
-            store.mirror_failovers().await.unwrap().is_empty(),
+        assert_eq!(
+            store.mirror_failover(topic.id, 1).await.unwrap(),
+            None,
             "{label}: gone with the topic"
         );
     }

@@ -140,23 +140,21 @@ pub(crate) async fn append(
                     Err(denied)
                 } else if !matches!(acks, -1..=1) {
                     Err(code::INVALID_REQUIRED_ACKS)
-                } else if topic
-                    .as_ref()
-                    .is_some_and(|topic| awaits_settling(&shared, topic, index))
-                {
-                    // A failed-over mirror partition not yet settled here: retriable,
-                    // the producer sends again (within a second, as a rule).
-                    Err(code::NOT_ENOUGH_REPLICAS)
                 } else {
-                    topic
-                        .as_ref()
-                        .filter(|t| t.has_partition(index))
-                        .map(|topic| Appending {
+                    match topic.as_ref().filter(|t| t.has_partition(index)) {
+                        None => Err(unknown_topic_code(topic_data.name.0.as_str())),
+                        // A failed-over mirror partition not yet settled here:
+                        // retriable, the producer sends again (within a second, as a
+                        // rule).
+                        Some(topic) if awaits_settling(&shared, topic, index) => {
+                            Err(code::NOT_ENOUGH_REPLICAS)
+                        }
+                        Some(topic) => Ok(Appending {
                             index,
                             records: partition.records.unwrap_or_default(),
                             topic: topic.clone(),
-                        })
-                        .ok_or_else(|| unknown_topic_code(topic_data.name.0.as_str()))
+                        }),
+                    }
                 };
                 (index, plan)
             })

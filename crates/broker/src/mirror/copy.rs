@@ -89,6 +89,7 @@ async fn copy_until_stopped(
         key: key.clone(),
         connection: None,
         position: None,
+        skipping_from: None,
     };
     let mut failures = 0_usize;
     loop {
@@ -128,6 +129,9 @@ struct Copier {
     /// Where the next fetch starts, once known (the log end, or where the source's
     /// log starts when the mirror has nothing yet).
     position: Option<i64>,
+    /// Where the mirror ended when the copy jumped past records the source had
+    /// removed: the gap is counted at the next append.
+    skipping_from: Option<i64>,
 }
 
 impl Copier {
@@ -180,6 +184,10 @@ impl Copier {
         let end = match batches.last() {
             Some(last) => {
                 let end = RecordBatchHeader::parse(last).map_or(position, |h| h.next_offset().0);
+                let first = batches
+                    .first()
+                    .and_then(|first| RecordBatchHeader::parse(first))
+                    .map_or(position, |h| h.base_offset.0);
                 let still_mirrored = {
                     let (shared, link, name) =
                         (shared.clone(), self.key.link.clone(), name.clone());
@@ -189,6 +197,7 @@ impl Copier {
                 append(handle.clone(), batches, still_mirrored, gate)
                     .await
                     .map_err(Stop::Failed)?;
+                self.count_gap(offsets.log_end.0, first);
                 end
             }
             None => position,
@@ -233,9 +242,10 @@ impl Copier {
 
     /// The source has no records at `position` any more (retention, DeleteRecords):
     /// the copy goes on from where the source's log starts now. For a mirror that has
-    /// records, what the source removed before it was copied is a gap here, counted
-    /// and logged; a source whose log ends before `position` lost records the mirror
-    /// has — that is an error, never papered over.
+    /// records, what the source removed before it was copied becomes a gap here,
+    /// counted once the next batch is appended past it ([`Copier::count_gap`]); a
+    /// source whose log ends before `position` lost records the mirror has — that is
+    /// an error, never papered over.
     async fn start_at_source_log_start(&mut self, position: i64, log_end: i64) -> Result<(), Stop> {
         let earliest = self.source_offset(-2).await?;
         if earliest <= position {
@@ -246,16 +256,27 @@ impl Copier {
                 self.key.topic, self.key.partition
             )));
         }
-        if log_end > 0 {
-            tracing::warn!(link = %self.key.link, topic = %self.key.topic,
-                partition = self.key.partition, from = position, to = earliest,
-                "the source removed records before they were copied: the mirror skips them");
-            self.context
-                .status
-                .skipped(&self.key, u64::try_from(earliest - position).unwrap_or(0));
-        }
+        self.skipping_from = (log_end > 0).then_some(log_end);
         self.position = Some(earliest);
         Ok(())
+    }
+
+    /// After a jump past records the source removed, the first append tells how many
+    /// offsets the mirror skipped: from its end before (`log_end`) to the first batch
+    /// copied (`first`), which may begin before the source's log start.
+    fn count_gap(&mut self, log_end: i64, first: i64) {
+        let Some(from) = self.skipping_from.take() else {
+            return;
+        };
+        let skipped = first - from.max(log_end);
+        if skipped > 0 {
+            tracing::warn!(link = %self.key.link, topic = %self.key.topic,
+                partition = self.key.partition, from, to = first,
+                "the source removed records before they were copied: the mirror skipped them");
+            self.context
+                .status
+                .skipped(&self.key, u64::try_from(skipped).unwrap_or(0));
+        }
     }
 
     /// The source leader's offset for `timestamp` (-2 earliest, -1 latest).

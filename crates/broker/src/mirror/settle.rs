@@ -10,11 +10,12 @@
 //! and floor): a later leader (a move, a restart) finds it and settles nothing again,
 //! since the records past that end are this cluster's own.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use spool_metadata::MirrorFailoverRecord;
-use spool_model::Timestamp;
+use spool_model::{Offset, Timestamp};
 use spool_protocol::control::{Marker, marker_batch};
 use uuid::Uuid;
 
@@ -23,12 +24,19 @@ use crate::partitions::on_blocking_pool;
 use crate::shared::Shared;
 use crate::topics::Topic;
 
+/// How long the abort markers may take to become durable.
+const DURABLE_WAIT: Duration = Duration::from_secs(30);
+
 /// What this broker knows of failed-over partitions.
 #[derive(Debug, Default)]
 pub(crate) struct Failovers {
     /// Settled here, by topic id, partition and the leader epoch it was settled
     /// under: only these take writes.
     settled: Mutex<HashSet<(Uuid, i32, i32)>>,
+    /// One settling at a time on this broker (the failover's answer and the round's
+    /// sweep may reach the same partition together): a partition is never settled
+    /// again once it takes writes.
+    settling: tokio::sync::Mutex<()>,
     /// Copies append holding its read side, after checking that their topic is still
     /// a mirror; settling takes its write side, after which no copy appends again.
     copy_gate: Arc<RwLock<()>>,
@@ -39,6 +47,10 @@ impl Failovers {
         self.settled
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_settled(&self, topic: &Topic, index: i32, epoch: i32) -> bool {
+        self.settled().contains(&(topic.record.id, index, epoch))
     }
 
     /// The gate a copy's append holds the read side of.
@@ -56,12 +68,7 @@ pub(crate) fn awaits_settling(shared: &Shared, topic: &Topic, index: i32) -> boo
     shared
         .partitions()
         .led_epoch(topic, index)
-        .is_some_and(|epoch| {
-            !shared
-                .failovers()
-                .settled()
-                .contains(&(topic.record.id, index, epoch))
-        })
+        .is_some_and(|epoch| !shared.failovers().is_settled(topic, index, epoch))
 }
 
 /// Settles every failed-over partition this broker leads and has not settled under
@@ -75,37 +82,41 @@ pub(super) async fn settle_led_here(shared: &Arc<Shared>) {
         .into_iter()
         .filter(|topic| floor_of(topic).is_some())
         .collect();
+    // What no longer holds (a topic gone, a leadership lost) is forgotten.
+    let led: HashSet<(Uuid, i32, i32)> = failed_over
+        .iter()
+        .flat_map(|topic| {
+            (0..topic.record.partitions).filter_map(|index| {
+                let epoch = shared.partitions().led_epoch(topic, index)?;
+                Some((topic.record.id, index, epoch))
+            })
+        })
+        .collect();
+    shared.failovers().settled().retain(|key| led.contains(key));
     if failed_over.is_empty() {
         return;
     }
-    let recorded = match recorded(shared).await {
-        Ok(recorded) => recorded,
-        Err(error) => {
-            tracing::warn!(%error, "reading the settled failovers failed");
-            return;
-        }
-    };
-    let mut floor = recorded.values().map(|r| r.producer_id_floor).max();
     for topic in &failed_over {
-        floor = floor.max(floor_of(topic));
         for index in 0..topic.record.partitions {
             let Some(epoch) = shared.partitions().led_epoch(topic, index) else {
                 continue;
             };
-            if shared
-                .failovers()
-                .settled()
-                .contains(&(topic.record.id, index, epoch))
-            {
+            if shared.failovers().is_settled(topic, index, epoch) {
                 continue;
             }
-            let first = recorded.get(&(topic.record.id, index));
-            if let Err(error) = settle(shared, topic, index, epoch, first).await {
+            if let Err(error) = settle(shared, topic, index, epoch).await {
                 tracing::error!(topic = %topic.record.name, partition = index, %error,
                     "settling a failed-over mirror partition failed; retried next round");
             }
         }
     }
+    let floor = match shared.metadata().mirror_failover_floor().await {
+        Ok(found) => found.max(failed_over.iter().filter_map(|t| floor_of(t)).max()),
+        Err(error) => {
+            tracing::warn!(%error, "reading the failovers' producer-id floor failed");
+            return;
+        }
+    };
     if let Some(floor) = floor
         && let Err(error) = shared.producer_ids().raise_floor(floor, false).await
     {
@@ -113,40 +124,36 @@ pub(super) async fn settle_led_here(shared: &Arc<Shared>) {
     }
 }
 
-/// The settled partitions recorded in the store, by topic id and partition.
-async fn recorded(
-    shared: &Shared,
-) -> Result<HashMap<(Uuid, i32), MirrorFailoverRecord>, spool_metadata::MetadataError> {
-    Ok(shared
-        .metadata()
-        .mirror_failovers()
-        .await?
-        .into_iter()
-        .map(|record| ((record.topic_id, record.partition), record))
-        .collect())
-}
-
-/// Settles partition `index` of failed-over `topic`, led here under `epoch`; `first`
-/// is its first settling, if one was recorded. Answers the log end where the source's
-/// records end.
+/// Settles partition `index` of failed-over `topic`, led here under `epoch`, unless
+/// it is settled already. Answers the log end where the source's records end.
 pub(super) async fn settle(
     shared: &Arc<Shared>,
     topic: &Arc<Topic>,
     index: i32,
     epoch: i32,
-    first: Option<&MirrorFailoverRecord>,
 ) -> Result<i64, String> {
-    if let Some(first) = first {
-        // Settled before, and this cluster may have written since: nothing of the
-        // source's is left open.
-        mark_settled(shared, topic, index, epoch);
+    let failovers = shared.failovers();
+    let _one_at_a_time = failovers.settling.lock().await;
+    let store = |error: spool_metadata::MetadataError| error.to_string();
+    if shared.partitions().led_epoch(topic, index) != Some(epoch) {
+        return Err("this broker no longer leads it".to_owned());
+    }
+    // Read now, as this broker leads it: a settling recorded by an earlier leader
+    // stands, and this cluster may have written since.
+    if let Some(first) = shared
+        .metadata()
+        .mirror_failover(topic.record.id, index)
+        .await
+        .map_err(store)?
+    {
+        failovers.settled().insert((topic.record.id, index, epoch));
         return Ok(first.log_end);
     }
     let floor = floor_of(topic).ok_or("the topic is not failed over")?;
     let handle = led_here_handle(shared, topic, index)
         .await
         .ok_or("this broker does not lead it")?;
-    let gate = shared.failovers().copy_gate();
+    let gate = failovers.copy_gate();
     let now = Timestamp(shared.clock().now_ms());
     let partition = handle.clone();
     // No write of this cluster's producers reached it (it awaits settling): every
@@ -173,16 +180,16 @@ pub(super) async fn settle(
     .map_err(|error| error.to_string())?
     .map_err(|error| error.to_string())?;
     // The markers durable, and the floor in the store, before any write is taken.
-    handle
-        .log
-        .wait_durable(spool_model::Offset(log_end))
-        .await
-        .map_err(|error| format!("the abort markers did not become durable: {error}"))?;
+    match tokio::time::timeout(DURABLE_WAIT, handle.log.wait_durable(Offset(log_end))).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(format!("the abort markers are not durable: {error}")),
+        Err(_) => return Err("the abort markers did not become durable in time".to_owned()),
+    }
     shared
         .producer_ids()
         .raise_floor(floor, true)
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(store)?;
     let record = MirrorFailoverRecord {
         topic_id: topic.record.id,
         partition: index,
@@ -190,20 +197,19 @@ pub(super) async fn settle(
         producer_id_floor: floor,
         settled_ms: now.0,
     };
-    shared
+    if !shared
         .metadata()
         .put_mirror_failover(&record)
         .await
-        .map_err(|error| error.to_string())?;
-    mark_settled(shared, topic, index, epoch);
+        .map_err(store)?
+    {
+        // Another broker recorded it between the read above and now: it led the
+        // partition then, and cannot have written to it since (it no longer leads).
+        tracing::error!(topic = %topic.record.name, partition = index,
+            "a failed-over partition was settled by two leaders at once");
+    }
+    failovers.settled().insert((topic.record.id, index, epoch));
     tracing::info!(topic = %topic.record.name, partition = index, log_end, floor,
         "settled a failed-over mirror partition: it takes writes");
     Ok(log_end)
-}
-
-fn mark_settled(shared: &Shared, topic: &Topic, index: i32, epoch: i32) {
-    shared
-        .failovers()
-        .settled()
-        .insert((topic.record.id, index, epoch));
 }

@@ -63,24 +63,26 @@ impl Source {
         }
     }
 
-    /// Runs `ask` on the connection (opened if need be); a failure closes it.
+    /// Runs `ask` on the bootstrap connection (opened if need be); a failure closes it.
     async fn with<T>(
         &mut self,
         ask: impl AsyncFnOnce(&mut Connection) -> Result<T, String>,
     ) -> Result<T, String> {
-        if self.connection.is_none() {
-            let (mut connection, _) = spool_kafka_client::connect(&self.settings, "mirror")
-                .await
-                .map_err(|error| error.to_string())?;
-            connection.guarded_only();
-            self.connection = Some(connection);
-        }
-        let Some(connection) = self.connection.as_mut() else {
-            return Err("no connection".to_owned());
+        // Taken out while in use: put back only after a whole exchange, so that one
+        // cut short (a failure, the round's deadline) is never used again.
+        let mut connection = match self.connection.take() {
+            Some(connection) => connection,
+            None => {
+                let (mut connection, _) = spool_kafka_client::connect(&self.settings, "mirror")
+                    .await
+                    .map_err(|error| error.to_string())?;
+                connection.guarded_only();
+                connection
+            }
         };
-        let answer = ask(connection).await;
-        if answer.is_err() {
-            self.connection = None;
+        let answer = ask(&mut connection).await;
+        if answer.is_ok() {
+            self.connection = Some(connection);
         }
         answer
     }

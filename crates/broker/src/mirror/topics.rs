@@ -245,7 +245,7 @@ pub(crate) async fn failover(
         let mut ends = Vec::new();
         for index in 0..topic.record.partitions {
             let settled = match shared.partitions().led_epoch(&topic, index) {
-                Some(epoch) => settle::settle(shared, &topic, index, epoch, None)
+                Some(epoch) => settle::settle(shared, &topic, index, epoch)
                     .await
                     .inspect_err(|error| {
                         tracing::warn!(topic = %name, partition = index, %error,
@@ -275,15 +275,7 @@ pub(crate) enum FailoverError {
 
 /// The failed-over topic's producer-id floor, if `topic` is one.
 pub(super) fn floor_of(topic: &Topic) -> Option<i64> {
-    if topic.mirror.is_some() || !topic.log.own_offsets {
-        return None;
-    }
-    topic
-        .record
-        .configs
-        .get("mirror.producer.id.floor")
-        .and_then(|floor| floor.parse().ok())
-        .filter(|floor: &i64| *floor >= 0)
+    topic.failed_over_floor
 }
 
 /// The highest producer id a mirror partition knows: from its log where this broker

@@ -185,11 +185,15 @@ pub(crate) fn resolve(
     }
     // A mirror's log keeps its source's offsets (and their gaps) even once failed over.
     log.own_offsets = link.is_some();
-    let mirror = link.filter(|_| {
-        !values
-            .text("mirror.failed.over")
-            .eq_ignore_ascii_case("true")
-    });
+    let failed_over = values
+        .text("mirror.failed.over")
+        .eq_ignore_ascii_case("true");
+    let failed_over_floor = link
+        .as_ref()
+        .filter(|_| failed_over)
+        .and_then(|_| values.text("mirror.producer.id.floor").trim().parse().ok())
+        .filter(|floor: &i64| *floor >= 0);
+    let mirror = link.filter(|_| !failed_over);
     Ok(Topic {
         record,
         log,
@@ -199,6 +203,7 @@ pub(crate) fn resolve(
         delay,
         view,
         mirror,
+        failed_over_floor,
         configs,
         leader_epochs: Vec::new(),
     })

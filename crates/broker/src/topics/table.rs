@@ -30,6 +30,9 @@ pub(crate) struct Topic {
     /// `mirror.link`, until `mirror.failed.over`: the mirror link whose source this
     /// topic copies (read-only here); `None` for a topic that takes writes.
     pub(crate) mirror: Option<String>,
+    /// For a failed-over mirror topic, `mirror.producer.id.floor`: the producer ids
+    /// below it were the source's. `None` for any other topic.
+    pub(crate) failed_over_floor: Option<i64>,
     /// Every config of the topic with its value: explicit, the broker's default, or
     /// Kafka's.
     pub(crate) configs: BTreeMap<&'static str, String>,
