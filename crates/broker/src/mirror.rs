@@ -13,6 +13,7 @@
 //! partition's leader has settled it ([`settle`]).
 
 mod copy;
+mod failovers;
 mod groups;
 mod settle;
 mod source;
@@ -29,7 +30,8 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use self::copy::CopyContext;
-pub(crate) use self::settle::{Failovers, awaits_settling};
+pub(crate) use self::failovers::Failovers;
+pub(crate) use self::settle::awaits_settling;
 use self::source::Source;
 pub(crate) use self::source::settings_of;
 pub(crate) use self::status::{LinkState, LinkStatus, MirrorStatus, PartitionKey, merged};

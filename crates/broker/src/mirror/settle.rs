@@ -11,7 +11,7 @@
 //! since the records past that end are this cluster's own.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use spool_metadata::MirrorFailoverRecord;
@@ -27,38 +27,6 @@ use crate::topics::Topic;
 /// How long the abort markers may take to become durable.
 const DURABLE_WAIT: Duration = Duration::from_secs(30);
 
-/// What this broker knows of failed-over partitions.
-#[derive(Debug, Default)]
-pub(crate) struct Failovers {
-    /// Settled here, by topic id, partition and the leader epoch it was settled
-    /// under: only these take writes.
-    settled: Mutex<HashSet<(Uuid, i32, i32)>>,
-    /// One settling at a time on this broker (the failover's answer and the round's
-    /// sweep may reach the same partition together): a partition is never settled
-    /// again once it takes writes.
-    settling: tokio::sync::Mutex<()>,
-    /// Copies append holding its read side, after checking that their topic is still
-    /// a mirror; settling takes its write side, after which no copy appends again.
-    copy_gate: Arc<RwLock<()>>,
-}
-
-impl Failovers {
-    fn settled(&self) -> std::sync::MutexGuard<'_, HashSet<(Uuid, i32, i32)>> {
-        self.settled
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn is_settled(&self, topic: &Topic, index: i32, epoch: i32) -> bool {
-        self.settled().contains(&(topic.record.id, index, epoch))
-    }
-
-    /// The gate a copy's append holds the read side of.
-    pub(super) fn copy_gate(&self) -> Arc<RwLock<()>> {
-        self.copy_gate.clone()
-    }
-}
-
 /// Whether partition `index` of `topic` was failed over and this broker, which leads
 /// it, has not yet settled it under its current epoch: it takes no writes yet.
 pub(crate) fn awaits_settling(shared: &Shared, topic: &Topic, index: i32) -> bool {
@@ -68,7 +36,7 @@ pub(crate) fn awaits_settling(shared: &Shared, topic: &Topic, index: i32) -> boo
     shared
         .partitions()
         .led_epoch(topic, index)
-        .is_some_and(|epoch| !shared.failovers().is_settled(topic, index, epoch))
+        .is_some_and(|epoch| !shared.failovers().is_settled(topic.record.id, index, epoch))
 }
 
 /// Settles every failed-over partition this broker leads and has not settled under
@@ -101,7 +69,7 @@ pub(super) async fn settle_led_here(shared: &Arc<Shared>) {
             let Some(epoch) = shared.partitions().led_epoch(topic, index) else {
                 continue;
             };
-            if shared.failovers().is_settled(topic, index, epoch) {
+            if shared.failovers().is_settled(topic.record.id, index, epoch) {
                 continue;
             }
             if let Err(error) = settle(shared, topic, index, epoch).await {
@@ -133,7 +101,7 @@ pub(super) async fn settle(
     epoch: i32,
 ) -> Result<i64, String> {
     let failovers = shared.failovers();
-    let _one_at_a_time = failovers.settling.lock().await;
+    let _one_at_a_time = failovers.settling().lock().await;
     let store = |error: spool_metadata::MetadataError| error.to_string();
     if shared.partitions().led_epoch(topic, index) != Some(epoch) {
         return Err("this broker no longer leads it".to_owned());
