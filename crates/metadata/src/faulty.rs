@@ -700,3 +700,63 @@ impl MirrorLinks for FaultyMetadata {
         self.inner.mirror_failover_floor().await
     }
 }
+
+#[async_trait::async_trait]
+impl crate::SchemaRegistryStore for FaultyMetadata {
+    async fn put_registry_schema(&self, record: &crate::RegistrySchemaRecord) -> Result<i32> {
+        self.check_up()?;
+        self.inner.put_registry_schema(record).await
+    }
+
+    async fn registry_schema_id(&self, fingerprint: &str) -> Result<Option<i32>> {
+        self.check_up()?;
+        self.inner.registry_schema_id(fingerprint).await
+    }
+
+    async fn registry_schema(&self, id: i32) -> Result<Option<crate::RegistrySchemaRecord>> {
+        self.check_up()?;
+        self.inner.registry_schema(id).await
+    }
+
+    async fn put_subject_version(&self, record: &crate::SubjectVersionRecord) -> Result<bool> {
+        self.check_up()?;
+        self.inner.put_subject_version(record).await
+    }
+
+    async fn subject_versions(
+        &self,
+        subject: Option<&str>,
+    ) -> Result<Vec<crate::SubjectVersionRecord>> {
+        self.check_up()?;
+        self.inner.subject_versions(subject).await
+    }
+
+    async fn versions_of_schema(&self, id: i32) -> Result<Vec<crate::SubjectVersionRecord>> {
+        self.check_up()?;
+        self.inner.versions_of_schema(id).await
+    }
+
+    async fn soft_delete_versions(&self, subject: &str, version: Option<i32>) -> Result<u64> {
+        self.check_up()?;
+        self.inner.soft_delete_versions(subject, version).await
+    }
+
+    async fn remove_versions(&self, subject: &str, version: Option<i32>) -> Result<u64> {
+        self.check_up()?;
+        self.inner.remove_versions(subject, version).await
+    }
+
+    async fn registry_config(&self, subject: &str) -> Result<crate::RegistryConfigRecord> {
+        self.check_up()?;
+        self.inner.registry_config(subject).await
+    }
+
+    async fn put_registry_config(
+        &self,
+        subject: &str,
+        config: &crate::RegistryConfigRecord,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner.put_registry_config(subject, config).await
+    }
+}

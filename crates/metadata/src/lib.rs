@@ -37,6 +37,8 @@ mod postgres;
 mod quotas;
 mod quotas_sql;
 mod records;
+mod schema_registry;
+mod schema_registry_sql;
 mod share_partitions;
 mod share_partitions_sql;
 mod sql;
@@ -64,6 +66,9 @@ pub use mirror_links::{MirrorFailoverRecord, MirrorLinkRecord, MirrorLinks, Mirr
 pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use records::{CommittedOffset, ConfigChange, TopicRecord};
+pub use schema_registry::{
+    RegistryConfigRecord, RegistrySchemaRecord, SchemaRegistryStore, SubjectVersionRecord,
+};
 pub use share_partitions::{QueuedDeadLetter, SharePartitionRecord, SharePartitions};
 pub use sqlite::SqliteStore;
 pub use store::MetadataStore;

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use crate::{
     Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
-    GroupStates, MirrorLinks, Result, ScramCredentials, SharePartitions, TopicRecord, Transactions,
-    TxnCheckers,
+    GroupStates, MirrorLinks, Result, SchemaRegistryStore, ScramCredentials, SharePartitions,
+    TopicRecord, Transactions, TxnCheckers,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -25,6 +25,7 @@ pub trait MetadataStore:
     + SharePartitions
     + TxnCheckers
     + MirrorLinks
+    + SchemaRegistryStore
     + Send
     + Sync
     + std::fmt::Debug

@@ -1,0 +1,609 @@
+//! The registry over the metadata store: what each of Confluent's operations does —
+//! registering (the same schema again answers its id; a new one is checked against
+//! the subject's versions at the subject's compatibility level), looking up, soft and
+//! permanent deletes, compatibility levels and modes. Transport-free: the broker
+//! answers HTTP with it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use spool_metadata::{
+    MetadataError, RegistryConfigRecord, RegistrySchemaRecord, SchemaRegistryStore,
+    SubjectVersionRecord,
+};
+
+use crate::compatibility::{Compatibility, Mode};
+use crate::error::RegistryError;
+use crate::schema::{ParsedSchema, SchemaType, parse};
+
+/// How many times a registration is tried again when another broker took the version
+/// it meant to take.
+const REGISTER_ATTEMPTS: usize = 5;
+
+/// A schema another refers to: by its name in the referring schema, and the subject
+/// and version it was registered as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reference {
+    pub name: String,
+    pub subject: String,
+    pub version: i32,
+}
+
+/// A schema as a client sends it.
+#[derive(Debug, Clone)]
+pub struct NewSchema {
+    pub schema: String,
+    pub schema_type: SchemaType,
+    pub references: Vec<Reference>,
+}
+
+/// A schema as the registry keeps it, by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSchema {
+    pub id: i32,
+    pub schema_type: SchemaType,
+    /// The canonical text.
+    pub schema: String,
+    pub references: Vec<Reference>,
+}
+
+/// A version of a subject, with its schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectVersion {
+    pub subject: String,
+    pub version: i32,
+    pub schema: StoredSchema,
+}
+
+/// A version as a path names it: a number, or the latest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionSpec {
+    Latest,
+    Number(i32),
+}
+
+impl VersionSpec {
+    /// `latest`, `-1` (the latest too) or a version from 1 up.
+    pub fn parse(text: &str) -> Result<VersionSpec, RegistryError> {
+        match text {
+            "latest" | "-1" => Ok(VersionSpec::Latest),
+            _ => match text.parse::<i32>() {
+                Ok(number) if number >= 1 => Ok(VersionSpec::Number(number)),
+                _ => Err(RegistryError::InvalidVersion(text.to_owned())),
+            },
+        }
+    }
+}
+
+/// The registry, over a store `S`.
+#[derive(Debug)]
+pub struct Registry<S: ?Sized> {
+    store: Arc<S>,
+    /// Schemas parsed before, by id (ids never change what they name).
+    parsed: Mutex<HashMap<i32, ParsedSchema>>,
+}
+
+fn store_error(error: MetadataError) -> RegistryError {
+    RegistryError::Store(error.to_string())
+}
+
+impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
+    pub fn new(store: Arc<S>) -> Registry<S> {
+        Registry {
+            store,
+            parsed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Registers `new` under `subject`: its id, and whether the version is new. The
+    /// same schema registered before under the subject answers that registration.
+    pub async fn register(
+        &self,
+        subject: &str,
+        new: &NewSchema,
+    ) -> Result<SubjectVersion, RegistryError> {
+        check_subject(subject)?;
+        if self.mode(Some(subject)).await? == Mode::ReadOnly {
+            return Err(RegistryError::OperationNotPermitted(format!(
+                "Subject {subject} is in read-only mode"
+            )));
+        }
+        let parsed = self.parse(new).await?;
+        let fingerprint = parsed.fingerprint(&reference_keys(&new.references));
+        for _ in 0..REGISTER_ATTEMPTS {
+            let versions = self.all_versions(subject).await?;
+            if let Some(found) = self.live_version_with(&versions, &fingerprint).await? {
+                return Ok(found);
+            }
+            let earlier = self.live_schemas(&versions).await?;
+            let level = self.compatibility(Some(subject)).await?;
+            let problems = level.problems(&parsed, &earlier);
+            if !problems.is_empty() {
+                return Err(RegistryError::Incompatible {
+                    subject: subject.to_owned(),
+                    details: problems.join("; "),
+                });
+            }
+            let record = RegistrySchemaRecord {
+                id: 0,
+                schema_type: parsed.schema_type().name().to_owned(),
+                schema: parsed.canonical().to_owned(),
+                references: serde_json::to_string(&new.references).unwrap_or_default(),
+                fingerprint: fingerprint.clone(),
+            };
+            let id = self
+                .store
+                .put_registry_schema(&record)
+                .await
+                .map_err(store_error)?;
+            let version = versions.iter().map(|v| v.version).max().unwrap_or(0) + 1;
+            let added = self
+                .store
+                .put_subject_version(&SubjectVersionRecord {
+                    subject: subject.to_owned(),
+                    version,
+                    schema_id: id,
+                    deleted: false,
+                })
+                .await
+                .map_err(store_error)?;
+            if added {
+                self.remember(id, parsed.clone());
+                return Ok(SubjectVersion {
+                    subject: subject.to_owned(),
+                    version,
+                    schema: StoredSchema {
+                        id,
+                        schema_type: parsed.schema_type(),
+                        schema: parsed.canonical().to_owned(),
+                        references: new.references.clone(),
+                    },
+                });
+            }
+        }
+        Err(RegistryError::Store(format!(
+            "subject {subject} kept changing while registering: try again"
+        )))
+    }
+
+    /// The version of `subject` whose schema is `new` (soft-deleted ones too when
+    /// `deleted`).
+    pub async fn lookup(
+        &self,
+        subject: &str,
+        new: &NewSchema,
+        deleted: bool,
+    ) -> Result<SubjectVersion, RegistryError> {
+        let versions = self.all_versions(subject).await?;
+        if !versions.iter().any(|v| deleted || !v.deleted) {
+            return Err(RegistryError::SubjectNotFound(subject.to_owned()));
+        }
+        let parsed = self.parse(new).await?;
+        let fingerprint = parsed.fingerprint(&reference_keys(&new.references));
+        for version in versions.iter().rev().filter(|v| deleted || !v.deleted) {
+            if self.fingerprint_of(version.schema_id).await? == fingerprint {
+                return Ok(SubjectVersion {
+                    subject: subject.to_owned(),
+                    version: version.version,
+                    schema: self.stored(version.schema_id).await?,
+                });
+            }
+        }
+        Err(RegistryError::SchemaNotFound("not found".to_owned()))
+    }
+
+    /// The schema with id `id`.
+    pub async fn schema(&self, id: i32) -> Result<StoredSchema, RegistryError> {
+        self.stored(id).await
+    }
+
+    /// The (subject, version) pairs registered with schema `id`, soft-deleted ones
+    /// too when `deleted`.
+    pub async fn versions_of_schema(
+        &self,
+        id: i32,
+        deleted: bool,
+    ) -> Result<Vec<(String, i32)>, RegistryError> {
+        self.stored(id).await?;
+        Ok(self
+            .store
+            .versions_of_schema(id)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .filter(|v| deleted || !v.deleted)
+            .map(|v| (v.subject, v.version))
+            .collect())
+    }
+
+    /// Every subject with a version (soft-deleted ones too when `deleted`).
+    pub async fn subjects(&self, deleted: bool) -> Result<Vec<String>, RegistryError> {
+        let mut subjects: Vec<String> = self
+            .store
+            .subject_versions(None)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .filter(|v| deleted || !v.deleted)
+            .map(|v| v.subject)
+            .collect();
+        subjects.dedup();
+        Ok(subjects)
+    }
+
+    /// The versions of `subject`, oldest first.
+    pub async fn versions(&self, subject: &str, deleted: bool) -> Result<Vec<i32>, RegistryError> {
+        let versions: Vec<i32> = self
+            .all_versions(subject)
+            .await?
+            .into_iter()
+            .filter(|v| deleted || !v.deleted)
+            .map(|v| v.version)
+            .collect();
+        if versions.is_empty() {
+            return Err(RegistryError::SubjectNotFound(subject.to_owned()));
+        }
+        Ok(versions)
+    }
+
+    /// Version `spec` of `subject`.
+    pub async fn version(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        deleted: bool,
+    ) -> Result<SubjectVersion, RegistryError> {
+        let found = self.find_version(subject, spec, deleted).await?;
+        Ok(SubjectVersion {
+            subject: subject.to_owned(),
+            version: found.version,
+            schema: self.stored(found.schema_id).await?,
+        })
+    }
+
+    /// Deletes every version of `subject`: soft first, then (`permanent`) for good.
+    /// Answers the versions deleted.
+    pub async fn delete_subject(
+        &self,
+        subject: &str,
+        permanent: bool,
+    ) -> Result<Vec<i32>, RegistryError> {
+        self.writable(subject).await?;
+        let versions = self.all_versions(subject).await?;
+        if versions.is_empty() {
+            return Err(RegistryError::SubjectNotFound(subject.to_owned()));
+        }
+        let live = versions.iter().any(|v| !v.deleted);
+        let numbers = versions.iter().map(|v| v.version).collect();
+        if permanent {
+            if live {
+                return Err(RegistryError::SubjectNotSoftDeleted(subject.to_owned()));
+            }
+            self.store
+                .remove_versions(subject, None)
+                .await
+                .map_err(store_error)?;
+            self.store
+                .put_registry_config(subject, &RegistryConfigRecord::default())
+                .await
+                .map_err(store_error)?;
+            return Ok(numbers);
+        }
+        if !live {
+            return Err(RegistryError::SubjectSoftDeleted(subject.to_owned()));
+        }
+        self.store
+            .soft_delete_versions(subject, None)
+            .await
+            .map_err(store_error)?;
+        Ok(versions
+            .iter()
+            .filter(|v| !v.deleted)
+            .map(|v| v.version)
+            .collect())
+    }
+
+    /// Deletes version `spec` of `subject`: soft first, then (`permanent`) for good.
+    pub async fn delete_version(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        permanent: bool,
+    ) -> Result<i32, RegistryError> {
+        self.writable(subject).await?;
+        let found = self.find_version(subject, spec, permanent).await?;
+        if permanent {
+            if !found.deleted {
+                return Err(RegistryError::VersionNotSoftDeleted {
+                    subject: subject.to_owned(),
+                    version: found.version,
+                });
+            }
+            self.store
+                .remove_versions(subject, Some(found.version))
+                .await
+                .map_err(store_error)?;
+        } else {
+            self.store
+                .soft_delete_versions(subject, Some(found.version))
+                .await
+                .map_err(store_error)?;
+        }
+        Ok(found.version)
+    }
+
+    /// The compatibility level that applies to `subject` (the registry's when
+    /// `None`): the subject's own, else the registry's, else BACKWARD.
+    pub async fn compatibility(
+        &self,
+        subject: Option<&str>,
+    ) -> Result<Compatibility, RegistryError> {
+        Ok(self
+            .configured_compatibility(subject, true)
+            .await?
+            .unwrap_or_default())
+    }
+
+    /// The level set on `subject` (the registry's when `None`); with
+    /// `default_to_global`, the registry's when the subject has none.
+    pub async fn configured_compatibility(
+        &self,
+        subject: Option<&str>,
+        default_to_global: bool,
+    ) -> Result<Option<Compatibility>, RegistryError> {
+        let own = self.config(subject.unwrap_or("")).await?.compatibility;
+        let level = match (own, subject) {
+            (Some(level), _) => Some(level),
+            (None, Some(_)) if default_to_global => self.config("").await?.compatibility,
+            (None, _) => None,
+        };
+        level
+            .map(|name| Compatibility::from_name(&name))
+            .transpose()
+    }
+
+    /// Sets (or with `None`, clears) the level of `subject` (the registry's when
+    /// `None`).
+    pub async fn set_compatibility(
+        &self,
+        subject: Option<&str>,
+        level: Option<Compatibility>,
+    ) -> Result<(), RegistryError> {
+        let key = subject.unwrap_or("");
+        let mut config = self.config(key).await?;
+        config.compatibility = level.map(|level| level.name().to_owned());
+        self.store
+            .put_registry_config(key, &config)
+            .await
+            .map_err(store_error)
+    }
+
+    /// The mode that applies to `subject` (the registry's when `None`).
+    pub async fn mode(&self, subject: Option<&str>) -> Result<Mode, RegistryError> {
+        let own = match subject {
+            Some(subject) => self.config(subject).await?.mode,
+            None => None,
+        };
+        match own.or(self.config("").await?.mode) {
+            Some(name) => Mode::from_name(&name),
+            None => Ok(Mode::default()),
+        }
+    }
+
+    /// Sets (or with `None`, clears) the mode of `subject` (the registry's when
+    /// `None`).
+    pub async fn set_mode(
+        &self,
+        subject: Option<&str>,
+        mode: Option<Mode>,
+    ) -> Result<(), RegistryError> {
+        let key = subject.unwrap_or("");
+        let mut config = self.config(key).await?;
+        config.mode = mode.map(|mode| mode.name().to_owned());
+        self.store
+            .put_registry_config(key, &config)
+            .await
+            .map_err(store_error)
+    }
+
+    /// Why `new` may not follow version `spec` of `subject` (every live version with
+    /// a transitive level, when `spec` is `None`); empty when it may.
+    pub async fn compatibility_problems(
+        &self,
+        subject: &str,
+        spec: Option<VersionSpec>,
+        new: &NewSchema,
+    ) -> Result<Vec<String>, RegistryError> {
+        let parsed = self.parse(new).await?;
+        let level = self.compatibility(Some(subject)).await?;
+        let earlier = match spec {
+            Some(spec) => {
+                let found = self.find_version(subject, spec, false).await?;
+                vec![self.parsed(found.schema_id).await?]
+            }
+            None => {
+                self.live_schemas(&self.all_versions(subject).await?)
+                    .await?
+            }
+        };
+        Ok(level.problems(&parsed, &earlier))
+    }
+}
+
+// The parts the operations share.
+impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
+    async fn config(&self, subject: &str) -> Result<RegistryConfigRecord, RegistryError> {
+        self.store
+            .registry_config(subject)
+            .await
+            .map_err(store_error)
+    }
+
+    async fn writable(&self, subject: &str) -> Result<(), RegistryError> {
+        if self.mode(Some(subject)).await? == Mode::ReadOnly {
+            return Err(RegistryError::OperationNotPermitted(format!(
+                "Subject {subject} is in read-only mode"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn all_versions(
+        &self,
+        subject: &str,
+    ) -> Result<Vec<SubjectVersionRecord>, RegistryError> {
+        self.store
+            .subject_versions(Some(subject))
+            .await
+            .map_err(store_error)
+    }
+
+    async fn find_version(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+        deleted: bool,
+    ) -> Result<SubjectVersionRecord, RegistryError> {
+        let versions = self.all_versions(subject).await?;
+        let visible: Vec<&SubjectVersionRecord> =
+            versions.iter().filter(|v| deleted || !v.deleted).collect();
+        if visible.is_empty() {
+            return Err(RegistryError::SubjectNotFound(subject.to_owned()));
+        }
+        let found = match spec {
+            VersionSpec::Latest => visible.last().copied(),
+            VersionSpec::Number(number) => visible.iter().copied().find(|v| v.version == number),
+        };
+        found.cloned().ok_or_else(|| {
+            RegistryError::VersionNotFound(match spec {
+                VersionSpec::Latest => "latest".to_owned(),
+                VersionSpec::Number(number) => number.to_string(),
+            })
+        })
+    }
+
+    /// The live version whose schema has `fingerprint`, if any.
+    async fn live_version_with(
+        &self,
+        versions: &[SubjectVersionRecord],
+        fingerprint: &str,
+    ) -> Result<Option<SubjectVersion>, RegistryError> {
+        let Some(id) = self
+            .store
+            .registry_schema_id(fingerprint)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(None);
+        };
+        let Some(found) = versions.iter().find(|v| !v.deleted && v.schema_id == id) else {
+            return Ok(None);
+        };
+        Ok(Some(SubjectVersion {
+            subject: found.subject.clone(),
+            version: found.version,
+            schema: self.stored(id).await?,
+        }))
+    }
+
+    /// The schemas of the live versions, oldest first.
+    async fn live_schemas(
+        &self,
+        versions: &[SubjectVersionRecord],
+    ) -> Result<Vec<ParsedSchema>, RegistryError> {
+        let mut schemas = Vec::new();
+        for version in versions.iter().filter(|v| !v.deleted) {
+            schemas.push(self.parsed(version.schema_id).await?);
+        }
+        Ok(schemas)
+    }
+
+    async fn stored(&self, id: i32) -> Result<StoredSchema, RegistryError> {
+        let record = self
+            .store
+            .registry_schema(id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| RegistryError::SchemaNotFound(id.to_string()))?;
+        Ok(StoredSchema {
+            id,
+            schema_type: SchemaType::from_name(Some(&record.schema_type))?,
+            schema: record.schema,
+            references: serde_json::from_str(&record.references).unwrap_or_default(),
+        })
+    }
+
+    async fn fingerprint_of(&self, id: i32) -> Result<String, RegistryError> {
+        Ok(self
+            .store
+            .registry_schema(id)
+            .await
+            .map_err(store_error)?
+            .map(|record| record.fingerprint)
+            .unwrap_or_default())
+    }
+
+    /// Schema `id`, parsed (once).
+    async fn parsed(&self, id: i32) -> Result<ParsedSchema, RegistryError> {
+        if let Some(parsed) = self.cache().get(&id) {
+            return Ok(parsed.clone());
+        }
+        let stored = self.stored(id).await?;
+        let parsed = self
+            .parse(&NewSchema {
+                schema: stored.schema,
+                schema_type: stored.schema_type,
+                references: stored.references,
+            })
+            .await?;
+        self.remember(id, parsed.clone());
+        Ok(parsed)
+    }
+
+    /// `new` parsed, its references read from their subjects.
+    async fn parse(&self, new: &NewSchema) -> Result<ParsedSchema, RegistryError> {
+        let mut texts = Vec::with_capacity(new.references.len());
+        for reference in &new.references {
+            let found = self
+                .find_version(&reference.subject, VersionSpec::Number(reference.version), false)
+                .await
+                .map_err(|_| {
+                    RegistryError::InvalidSchema(format!(
+                        "Invalid schema: the reference {} (subject {}, version {}) is not registered",
+                        reference.name, reference.subject, reference.version
+                    ))
+                })?;
+            texts.push(self.stored(found.schema_id).await?.schema);
+        }
+        parse(new.schema_type, &new.schema, &texts)
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<i32, ParsedSchema>> {
+        self.parsed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn remember(&self, id: i32, parsed: ParsedSchema) {
+        self.cache().insert(id, parsed);
+    }
+}
+
+/// The references as the fingerprint takes them.
+fn reference_keys(references: &[Reference]) -> Vec<(String, i32)> {
+    references
+        .iter()
+        .map(|r| (r.subject.clone(), r.version))
+        .collect()
+}
+
+/// Refuses a subject name Confluent refuses: empty, or with control characters.
+fn check_subject(subject: &str) -> Result<(), RegistryError> {
+    if subject.is_empty() || subject.chars().any(char::is_control) {
+        return Err(RegistryError::BadRequest(format!(
+            "Invalid subject {subject:?}"
+        )));
+    }
+    Ok(())
+}
