@@ -43,6 +43,14 @@ pub enum BrokerError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "cannot listen on {address} for the schema registry (schema.registry.listen; `off` runs none): {source}"
+    )]
+    SchemaRegistryListen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("Kafka's default topic configs do not resolve: {0}")]
     TopicConfig(String),
     #[error(

@@ -72,6 +72,8 @@ pub struct BrokerConfig {
     /// The HTTP admin listener and what `/metrics` shows (`admin.listen`,
     /// `metrics.*`).
     pub admin: AdminConfig,
+    /// The schema registry's listener (`schema.registry.listen`).
+    pub schema_registry: SchemaRegistryConfig,
     /// Listeners, TLS and SASL (`listeners`, `ssl.*`, `sasl.*`).
     pub security: spool_security::config::SecurityConfig,
 }
@@ -99,6 +101,25 @@ impl Default for AdminConfig {
             listen_required: false,
             metrics: true,
             partition_series_limit: 10_000,
+        }
+    }
+}
+
+/// The schema registry's listener: Confluent's REST API, on every broker.
+#[derive(Debug, Clone, Copy)]
+pub struct SchemaRegistryConfig {
+    /// `schema.registry.listen`: `None` (`off`) runs no registry.
+    pub listen: Option<SocketAddr>,
+    /// Whether `listen` was asked for (as for `admin.listen`: only the default may be
+    /// taken by another broker of this machine, with a warning).
+    pub listen_required: bool,
+}
+
+impl Default for SchemaRegistryConfig {
+    fn default() -> Self {
+        SchemaRegistryConfig {
+            listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
+            listen_required: false,
         }
     }
 }
@@ -173,6 +194,7 @@ impl Default for BrokerConfig {
             storage: StorageConfig::default(),
             retention_check_interval: Duration::from_secs(300),
             admin: AdminConfig::default(),
+            schema_registry: SchemaRegistryConfig::default(),
             security: spool_security::config::SecurityConfig::default(),
         }
     }
@@ -209,7 +231,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(share_group_settings::SHARE_GROUP_SETTINGS.iter())
 }
 
-const SETTINGS: [Setting; 40] = [
+const SETTINGS: [Setting; 41] = [
     Setting {
         name: "admin.listen",
         dynamic: false,
@@ -228,6 +250,27 @@ const SETTINGS: [Setting; 40] = [
                 ),
             };
             c.admin.listen_required = true;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "schema.registry.listen",
+        dynamic: false,
+        get: |c| {
+            c.schema_registry
+                .listen
+                .map_or_else(|| "off".to_owned(), |a| a.to_string())
+        },
+        set: |c, v| {
+            c.schema_registry.listen = match v {
+                "off" => None,
+                address => Some(
+                    address
+                        .parse()
+                        .map_err(|_| expected(v, "host:port or off"))?,
+                ),
+            };
+            c.schema_registry.listen_required = true;
             Ok(())
         },
     },

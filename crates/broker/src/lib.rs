@@ -22,6 +22,7 @@ mod dynamic_config;
 mod errors;
 mod group_configs;
 mod handlers;
+mod http_listeners;
 mod instance_id;
 mod lag;
 mod leader_hint;
@@ -32,6 +33,7 @@ mod mirror;
 mod partitions;
 mod producer_ids;
 mod response;
+mod schema_registry;
 mod server;
 mod share;
 mod shared;
@@ -46,7 +48,8 @@ pub use broker_error::BrokerError;
 pub use builder::BrokerBuilder;
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{
-    AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, StorageConfig, setting_names,
+    AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, SchemaRegistryConfig, StorageConfig,
+    setting_names,
 };
 pub use lag::PartitionLag;
 pub use server::Broker;

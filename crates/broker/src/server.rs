@@ -12,10 +12,11 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 
 use crate::admin::BrokerAdmin;
-use crate::config::{AdminConfig, BrokerConfig};
+use crate::config::BrokerConfig;
 use crate::connection;
 use crate::data_dir_lock::DataDirLock;
 use crate::dynamic_config::DynamicConfig;
+use crate::http_listeners;
 use crate::metrics::BrokerMetrics;
 use crate::producer_ids::ProducerIds;
 use crate::store_binding;
@@ -47,6 +48,8 @@ pub struct Broker {
     data_dir_lock: Option<DataDirLock>,
     /// The HTTP admin listener (`admin.listen`), and the broker as it sees it.
     admin: Option<(AdminServer, Arc<BrokerAdmin>)>,
+    /// The schema registry's listener (`schema.registry.listen`).
+    registry: Option<crate::schema_registry::RegistryServer>,
 }
 
 impl Broker {
@@ -87,14 +90,24 @@ impl Broker {
         objects: Option<ObjectStorage>,
         metadata: Option<Arc<dyn MetadataStore>>,
     ) -> Result<Broker, BrokerError> {
-        let admin = start_admin(&config.admin).await?;
+        let admin = http_listeners::start_admin(&config.admin).await?;
         // Boxed: opening awaits every part of a broker's start, a large future.
+        let registry_config = config.schema_registry;
         match Box::pin(Broker::open(config, store, objects, metadata)).await {
             Ok(mut broker) => {
                 if let Some(server) = admin {
                     let source = Arc::new(BrokerAdmin::new(broker.shared.clone()));
                     server.state().started(source.clone());
                     broker.admin = Some((server, source));
+                }
+                let registry =
+                    http_listeners::start_registry(&registry_config, &broker.shared).await;
+                match registry {
+                    Ok(registry) => broker.registry = registry,
+                    Err(error) => {
+                        broker.shutdown().await?;
+                        return Err(error);
+                    }
                 }
                 Ok(broker)
             }
@@ -402,6 +415,7 @@ impl Broker {
             accept,
             data_dir_lock: None,
             admin: None,
+            registry: None,
         })
     }
 
@@ -444,6 +458,13 @@ impl Broker {
             .map(|listener| listener.local)
     }
 
+    /// The address the schema registry's listener is bound to; `None` when it runs
+    /// none.
+    #[must_use]
+    pub fn schema_registry_addr(&self) -> Option<SocketAddr> {
+        self.registry.as_ref().map(|server| server.local_addr())
+    }
+
     /// The address the admin listener is bound to; `None` when it runs none.
     #[must_use]
     pub fn admin_addr(&self) -> Option<SocketAddr> {
@@ -455,6 +476,9 @@ impl Broker {
     /// while it still serves.
     pub async fn shutdown(mut self) -> Result<(), BrokerError> {
         let started = std::time::Instant::now();
+        if let Some(registry) = self.registry.take() {
+            registry.shutdown().await;
+        }
         let admin = self.admin.take();
         if let Some((_, source)) = &admin {
             source.stopping();
@@ -492,23 +516,6 @@ impl Broker {
             "stopped"
         );
         Ok(())
-    }
-}
-
-/// Binds the admin listener: a bind failure stops the broker when the address was
-/// asked for, and is only a warning for the default one (another broker on this
-/// machine has it).
-async fn start_admin(config: &AdminConfig) -> Result<Option<AdminServer>, BrokerError> {
-    let Some(address) = config.listen else {
-        return Ok(None);
-    };
-    match AdminServer::start(address).await {
-        Ok(server) => Ok(Some(server)),
-        Err(source) if config.listen_required => Err(BrokerError::AdminListen { address, source }),
-        Err(error) => {
-            tracing::warn!(%address, %error, "no admin listener: the default address is taken (set admin.listen to another, or off)");
-            Ok(None)
-        }
     }
 }
 

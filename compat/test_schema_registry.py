@@ -1,0 +1,149 @@
+"""The schema registry (Confluent's REST API on schema.registry.listen), with
+confluent-kafka's SchemaRegistryClient and its Avro serializers producing and
+consuming through Spool, and the API's answers read as raw HTTP. In a cluster, every
+broker answers the ids any of them registered."""
+
+import json
+import tempfile
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from conftest import CLUSTER, Broker, free_port
+
+USER_V1 = json.dumps({
+    "type": "record", "name": "User", "namespace": "shop",
+    "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}],
+})
+USER_V2 = json.dumps({
+    "type": "record", "name": "User", "namespace": "shop",
+    "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+               {"name": "email", "type": "string", "default": ""}],
+})
+USER_REQUIRED_PHONE = json.dumps({
+    "type": "record", "name": "User", "namespace": "shop",
+    "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+               {"name": "email", "type": "string", "default": ""},
+               {"name": "phone", "type": "string"}],
+})
+
+
+@pytest.fixture(scope="module")
+def broker():
+    """A broker (or cluster) whose every member serves the registry on a port of its own."""
+    registry_ports = [free_port() for _ in range(CLUSTER)]
+    with tempfile.TemporaryDirectory() as data_dir:
+        started = Broker(data_dir, node_args=lambda node: [
+            "--set", f"schema.registry.listen=127.0.0.1:{registry_ports[node - 1]}"]).start()
+        started.registry_urls = [f"http://127.0.0.1:{port}" for port in registry_ports]
+        yield started
+        started.stop()
+
+
+def http(url, method="GET", body=None):
+    """(status, JSON answer) of a raw request, as any HTTP client sees it."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Content-Type": "application/vnd.schemaregistry.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def test_avro_records_go_through_spool_with_confluents_serializers(broker):
+    topic = f"users-{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": broker.registry_urls[0]})
+    serialize = AvroSerializer(client, USER_V1)
+    producer = Producer({"bootstrap.servers": broker.address})
+    users = [{"id": i, "name": f"user-{i}"} for i in range(10)]
+    for user in users:
+        value = serialize(user, SerializationContext(topic, MessageField.VALUE))
+        assert value[0] == 0  # Confluent's magic byte, then the schema id.
+        producer.produce(topic, value=value)
+    assert producer.flush(30) == 0
+
+    deserialize = AvroDeserializer(SchemaRegistryClient({"url": broker.registry_urls[-1]}))
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    read = []
+    while len(read) < len(users):
+        message = consumer.poll(10)
+        assert message is not None, f"read {len(read)} of {len(users)}"
+        assert message.error() is None, message.error()
+        read.append(deserialize(message.value(),
+                                SerializationContext(topic, MessageField.VALUE)))
+    consumer.close()
+    assert read == users
+    # The subject the serializer registered, as the API shows it (on every broker).
+    subject = f"{topic}-value"
+    registered = client.get_latest_version(subject)
+    assert registered.version == 1
+    for url in broker.registry_urls:
+        status, found = http(f"{url}/schemas/ids/{registered.schema_id}")
+        assert status == 200 and json.loads(found["schema"])["name"] == "User", found
+        assert http(f"{url}/subjects/{subject}/versions")[1] == [1]
+
+
+def test_the_same_schema_has_one_id_and_an_incompatible_one_is_refused(broker):
+    client = SchemaRegistryClient({"url": broker.registry_urls[0]})
+    subject = f"s-{uuid.uuid4().hex[:8]}-value"
+    first = client.register_schema(subject, Schema(USER_V1, "AVRO"))
+    # Written differently, the same schema: the same id.
+    respaced = json.dumps(json.loads(USER_V1), indent=4)
+    assert client.register_schema(subject, Schema(respaced, "AVRO")) == first
+    second = client.register_schema(subject, Schema(USER_V2, "AVRO"))
+    assert second != first
+    assert client.get_versions(subject) == [1, 2]
+    # A field added without a default breaks BACKWARD (the default level): 409.
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(USER_REQUIRED_PHONE, "AVRO"))
+    assert refused.value.http_status_code == 409, refused.value
+    assert not client.test_compatibility(subject, Schema(USER_REQUIRED_PHONE, "AVRO"))
+    assert client.test_compatibility(subject, Schema(USER_V2, "AVRO"))
+    # Under FORWARD for the subject it goes in; the registry's level stays.
+    client.set_compatibility(subject, "FORWARD")
+    assert client.get_compatibility(subject) == "FORWARD"
+    client.register_schema(subject, Schema(USER_REQUIRED_PHONE, "AVRO"))
+    assert http(f"{broker.registry_urls[-1]}/config")[1] == {"compatibilityLevel": "BACKWARD"}
+    found = client.lookup_schema(subject, Schema(USER_V1, "AVRO"))
+    assert (found.schema_id, found.version) == (first, 1)
+
+
+def test_errors_come_with_confluents_codes_and_deletes_take_two_steps(broker):
+    url = broker.registry_urls[-1]
+    client = SchemaRegistryClient({"url": broker.registry_urls[0]})
+    subject = f"d-{uuid.uuid4().hex[:8]}"
+    status, body = http(f"{url}/subjects/{subject}/versions")
+    assert (status, body["error_code"]) == (404, 40401), body
+    status, body = http(f"{url}/schemas/ids/987654")
+    assert (status, body["error_code"]) == (404, 40403), body
+    status, body = http(f"{url}/subjects/{subject}/versions", "POST", {"schema": "{\"type\":"})
+    assert (status, body["error_code"]) == (422, 42201), body
+    status, body = http(f"{url}/config", "PUT", {"compatibility": "SIDEWAYS"})
+    assert (status, body["error_code"]) == (422, 42203), body
+    client.register_schema(subject, Schema(USER_V1, "AVRO"))
+    status, body = http(f"{url}/subjects/{subject}?permanent=true", "DELETE")
+    assert (status, body["error_code"]) == (404, 40405), body
+    assert client.delete_subject(subject) == [1]
+    assert subject not in client.get_subjects()
+    status, body = http(f"{url}/subjects?deleted=true")
+    assert subject in body
+    assert client.delete_subject(subject, permanent=True) == [1]
+    status, body = http(f"{url}/subjects?deleted=true")
+    assert subject not in body
+    # Read-only mode refuses registrations.
+    assert http(f"{url}/mode/{subject}", "PUT", {"mode": "READONLY"})[0] == 200
+    status, body = http(f"{url}/subjects/{subject}/versions", "POST", {"schema": USER_V1})
+    assert (status, body["error_code"]) == (422, 42205), body
+    assert http(f"{url}/mode/{subject}", "DELETE")[0] == 200
+    assert http(f"{url}/subjects/{subject}/versions", "POST", {"schema": USER_V1})[0] == 200
