@@ -4,6 +4,7 @@ consuming through Spool, and the API's answers read as raw HTTP. In a cluster, e
 broker answers the ids any of them registered."""
 
 import json
+import subprocess
 import tempfile
 import urllib.error
 import urllib.request
@@ -16,7 +17,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from conftest import CLUSTER, Broker, free_port
+from conftest import CLUSTER, SPOOL_BIN, Broker, free_port
 
 USER_V1 = json.dumps({
     "type": "record", "name": "User", "namespace": "shop",
@@ -147,3 +148,36 @@ def test_errors_come_with_confluents_codes_and_deletes_take_two_steps(broker):
     assert (status, body["error_code"]) == (422, 42205), body
     assert http(f"{url}/mode/{subject}", "DELETE")[0] == 200
     assert http(f"{url}/subjects/{subject}/versions", "POST", {"schema": USER_V1})[0] == 200
+
+
+def test_the_cli_registers_reads_checks_lists_and_deletes(broker, tmp_path):
+    url = broker.registry_urls[0]
+    subject = f"cli-{uuid.uuid4().hex[:8]}-value"
+    (tmp_path / "v1.avsc").write_text(USER_V1)
+    (tmp_path / "phone.avsc").write_text(USER_V2.replace(
+        '"default": ""}]', '"default": ""}, {"name": "phone", "type": "string"}]'))
+    (tmp_path / "v2.avsc").write_text(USER_V2)
+
+    def spool(*args):
+        done = subprocess.run([SPOOL_BIN, "schema", *args, "--registry-url", url],
+                              capture_output=True, text=True, timeout=60)
+        return done.returncode, done.stdout, done.stderr
+
+    code, out, err = spool("register", subject, "--file", str(tmp_path / "v1.avsc"))
+    assert code == 0 and "version 1, id" in out, (out, err)
+    code, out, _ = spool("get", subject)
+    assert code == 0 and "version: 1" in out and '"User"' in out, out
+    assert spool("compat", subject, "--file", str(tmp_path / "v2.avsc"))[0] == 0
+    code, _, err = spool("compat", subject, "--file", str(tmp_path / "phone.avsc"))
+    assert code == 1 and "not compatible" in err, err
+    code, _, err = spool("register", subject, "--file", str(tmp_path / "phone.avsc"))
+    assert code == 1 and "incompatible" in err, err
+    assert subject in spool("list")[1].split()
+    code, _, err = spool("get", "nobody-value")
+    assert code == 3 and "not found" in err, err
+    code, _, err = spool("delete", subject, "--permanent")
+    assert code == 1 and "not deleted first" in err, err
+    assert spool("delete", subject)[0] == 0
+    assert subject not in spool("list")[1].split()
+    assert subject in spool("list", "--deleted")[1].split()
+    assert spool("delete", subject, "--permanent")[0] == 0

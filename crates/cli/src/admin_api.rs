@@ -70,7 +70,13 @@ pub(crate) fn call(
         return Ok(value);
     }
     let message = value["message"].as_str().unwrap_or(&text).to_owned();
-    if status.as_u16() == 404 {
+    // The schema registry answers some refusals with 404 and a code of its own
+    // (40404–40409: soft-deleted, not soft-deleted first, …): refusals, not "not
+    // found".
+    let refused = value["error_code"]
+        .as_u64()
+        .is_some_and(|code| code > 40403);
+    if status.as_u16() == 404 && !refused {
         Err(CliError::NotFound(message))
     } else {
         Err(CliError::Failed(message))

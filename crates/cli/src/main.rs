@@ -100,6 +100,13 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Register, read, list, delete and check schemas in the schema registry.
+    Schema {
+        #[command(subcommand)]
+        command: commands::schema::SchemaCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Add, list and remove transaction checkers (check-back of open transactions).
     TxnChecker {
         #[command(subcommand)]
@@ -199,6 +206,7 @@ async fn run_client(command: Command) -> ExitCode {
         Command::Quota { command, client } => commands::quota::run(command, &client).await,
         Command::TxnChecker { command, client } => commands::txn_checker::run(command, &client),
         Command::Mirror { command, client } => commands::mirror::run(command, &client),
+        Command::Schema { command, client } => commands::schema::run(command, &client),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

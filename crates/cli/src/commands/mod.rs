@@ -12,6 +12,7 @@ mod group_share;
 pub(crate) mod mirror;
 pub(crate) mod produce;
 pub(crate) mod quota;
+pub(crate) mod schema;
 pub(crate) mod template;
 pub(crate) mod topic;
 pub(crate) mod topic_changes;
