@@ -55,7 +55,9 @@ pub trait SchemaRegistryStore {
     async fn versions_of_schema(&self, id: i32) -> Result<Vec<SubjectVersionRecord>>;
     /// Soft-deletes `version` of `subject` (every version when `None`); how many.
     async fn soft_delete_versions(&self, subject: &str, version: Option<i32>) -> Result<u64>;
-    /// Removes `version` of `subject` (every version when `None`) for good; how many.
+    /// Removes soft-deleted `version` of `subject` (every soft-deleted version when
+    /// `None`) for good; how many. A live version stays (registered meanwhile by
+    /// another broker).
     async fn remove_versions(&self, subject: &str, version: Option<i32>) -> Result<u64>;
     /// What is set on `subject` (`""`: the registry).
     async fn registry_config(&self, subject: &str) -> Result<RegistryConfigRecord>;

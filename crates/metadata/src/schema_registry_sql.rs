@@ -19,7 +19,7 @@ pub(crate) const VERSIONS_OF_SCHEMA: &str = "SELECT subject, version, schema_id,
 pub(crate) const SOFT_DELETE: &str = "UPDATE registry_versions SET deleted = TRUE \
      WHERE subject = $1 AND ($2 IS NULL OR version = $2) AND NOT deleted";
 pub(crate) const REMOVE: &str = "DELETE FROM registry_versions \
-     WHERE subject = $1 AND ($2 IS NULL OR version = $2)";
+     WHERE subject = $1 AND ($2 IS NULL OR version = $2) AND deleted";
 pub(crate) const CONFIG: &str =
     "SELECT compatibility, mode FROM registry_configs WHERE subject = $1";
 pub(crate) const PUT_CONFIG: &str = "INSERT INTO registry_configs (subject, compatibility, mode) \

@@ -1,7 +1,9 @@
 //! Avro schemas, through `apache-avro` (the Apache project's Rust implementation):
-//! parsed with their references, the canonical text is the parsed schema written out
-//! again (whitespace and attribute order no longer matter, everything else does), and
-//! compatibility is the specification's reader/writer resolution.
+//! parsed (and so validated) with their references; compatibility is the
+//! specification's reader/writer resolution. The canonical text is the client's JSON
+//! written out compactly with its attributes in one order: whitespace and attribute
+//! order no longer matter, and nothing the client wrote (docs, defaults, custom
+//! properties) is lost — `apache-avro`'s own serialization drops some of them.
 
 use apache_avro::Schema;
 use apache_avro::schema_compatibility::SchemaCompatibility;
@@ -30,7 +32,9 @@ impl AvroSchema {
                 .pop()
                 .ok_or_else(|| invalid(&"nothing parsed"))?
         };
-        let canonical = serde_json::to_string(&schema).map_err(|e| invalid(&e))?;
+        let canonical = serde_json::from_str::<serde_json::Value>(text)
+            .and_then(|json| serde_json::to_string(&json))
+            .map_err(|e| invalid(&e))?;
         Ok(AvroSchema { schema, canonical })
     }
 
@@ -67,13 +71,14 @@ mod tests {
         )
         .unwrap();
         assert_ne!(one.canonical(), other.canonical());
-        // Primitive schemas too.
-        assert_eq!(
-            AvroSchema::parse(r#""string""#, &[]).unwrap().canonical(),
-            AvroSchema::parse(r#"{"type": "string"}"#, &[])
-                .unwrap()
-                .canonical()
-        );
+        // What only a doc tells apart is two schemas, and the doc is kept.
+        let documented = AvroSchema::parse(
+            r#"{"type":"record","name":"User","doc":"a user","fields":[{"name":"id","type":"long"}]}"#,
+            &[],
+        )
+        .unwrap();
+        assert_ne!(one.canonical(), documented.canonical());
+        assert!(documented.canonical().contains("a user"));
     }
 
     #[test]

@@ -183,16 +183,24 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         }
         let parsed = self.parse(new).await?;
         let fingerprint = parsed.fingerprint(&reference_keys(&new.references));
-        for version in versions.iter().rev().filter(|v| deleted || !v.deleted) {
-            if self.fingerprint_of(version.schema_id).await? == fingerprint {
-                return Ok(SubjectVersion {
-                    subject: subject.to_owned(),
-                    version: version.version,
-                    schema: self.stored(version.schema_id).await?,
-                });
-            }
-        }
-        Err(RegistryError::SchemaNotFound("not found".to_owned()))
+        let not_found = || RegistryError::SchemaNotFound("not found".to_owned());
+        let id = self
+            .store
+            .registry_schema_id(&fingerprint)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(not_found)?;
+        let found = versions
+            .iter()
+            .rev()
+            .filter(|v| deleted || !v.deleted)
+            .find(|v| v.schema_id == id)
+            .ok_or_else(not_found)?;
+        Ok(SubjectVersion {
+            subject: subject.to_owned(),
+            version: found.version,
+            schema: self.stored(id).await?,
+        })
     }
 
     /// The schema with id `id`.
@@ -314,7 +322,13 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         permanent: bool,
     ) -> Result<i32, RegistryError> {
         self.writable(subject).await?;
-        let found = self.find_version(subject, spec, permanent).await?;
+        let found = self.find_version(subject, spec, true).await?;
+        if found.deleted && !permanent {
+            return Err(RegistryError::VersionSoftDeleted {
+                subject: subject.to_owned(),
+                version: found.version,
+            });
+        }
         if permanent {
             if !found.deleted {
                 return Err(RegistryError::VersionNotSoftDeleted {

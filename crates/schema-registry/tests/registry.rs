@@ -285,3 +285,27 @@ async fn a_schema_refers_to_another_by_subject_and_version() {
         42201
     );
 }
+
+#[tokio::test]
+async fn a_soft_deleted_version_deleted_again_says_so_and_a_live_one_is_never_removed() {
+    let (_dir, registry) = registry().await;
+    registry.register("s", &user("")).await.unwrap();
+    registry
+        .delete_version("s", VersionSpec::Number(1), false)
+        .await
+        .unwrap();
+    let again = registry
+        .delete_version("s", VersionSpec::Number(1), false)
+        .await
+        .unwrap_err();
+    assert_eq!(again.error_code(), 40406, "{again}");
+    // Registered again (a live version 2) while the subject's versions are removed:
+    // only the soft-deleted one goes.
+    registry.register("s", &user("")).await.unwrap();
+    assert_eq!(registry.versions("s", true).await.unwrap(), vec![1, 2]);
+    registry
+        .delete_version("s", VersionSpec::Number(1), true)
+        .await
+        .unwrap();
+    assert_eq!(registry.versions("s", false).await.unwrap(), vec![2]);
+}

@@ -29,6 +29,9 @@ type Answer = Result<Response, Failure>;
 /// Confluent's media type for every answer.
 const MEDIA_TYPE: &str = "application/vnd.schemaregistry.v1+json";
 
+/// The largest request body read (a schema with its references fits easily).
+const MAX_BODY: usize = 8 << 20;
+
 pub(super) fn router(registry: Arc<BrokerRegistry>) -> Router {
     Router::new()
         .route("/", get(|| async { ok(json!({})) }))
@@ -70,6 +73,7 @@ pub(super) fn router(registry: Arc<BrokerRegistry>) -> Router {
             "/compatibility/subjects/{subject}/versions",
             post(check_all),
         )
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(registry)
 }
 
@@ -120,8 +124,7 @@ struct SchemaBody {
     schema: String,
     #[serde(rename = "schemaType")]
     schema_type: Option<String>,
-    #[serde(default)]
-    references: Vec<Reference>,
+    references: Option<Vec<Reference>>,
 }
 
 fn new_schema(body: &[u8]) -> Result<NewSchema, Failure> {
@@ -133,7 +136,7 @@ fn new_schema(body: &[u8]) -> Result<NewSchema, Failure> {
     Ok(NewSchema {
         schema: body.schema,
         schema_type: SchemaType::from_name(body.schema_type.as_deref())?,
-        references: body.references,
+        references: body.references.unwrap_or_default(),
     })
 }
 
@@ -356,7 +359,11 @@ struct ModeBody {
 
 fn mode_of(body: &[u8]) -> Result<Mode, Failure> {
     let body: ModeBody = serde_json::from_slice(body).map_err(|_| RegistryError::InvalidMode)?;
-    Ok(Mode::from_name(&body.mode)?)
+    match Mode::from_name(&body.mode)? {
+        // Registering with given ids is not there yet: IMPORT would act as READWRITE.
+        Mode::Import => Err(RegistryError::InvalidMode.into()),
+        mode => Ok(mode),
+    }
 }
 
 async fn mode(State(registry): Registry) -> Answer {

@@ -115,16 +115,6 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         })
     }
 
-    pub(super) async fn fingerprint_of(&self, id: i32) -> Result<String, RegistryError> {
-        Ok(self
-            .store
-            .registry_schema(id)
-            .await
-            .map_err(store_error)?
-            .map(|record| record.fingerprint)
-            .unwrap_or_default())
-    }
-
     /// Schema `id`, parsed (once).
     pub(super) async fn parsed(&self, id: i32) -> Result<ParsedSchema, RegistryError> {
         if let Some(parsed) = self.cache().get(&id) {
