@@ -231,24 +231,29 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(share_group_settings::SHARE_GROUP_SETTINGS.iter())
 }
 
+/// A listener's address setting: `host:port`, or `off` for none.
+fn optional_address(value: &str) -> Result<Option<SocketAddr>, String> {
+    match value {
+        "off" => Ok(None),
+        address => address
+            .parse()
+            .map(Some)
+            .map_err(|_| expected(value, "host:port or off")),
+    }
+}
+
+/// A listener's address setting as it reads.
+fn shown_address(address: Option<SocketAddr>) -> String {
+    address.map_or_else(|| "off".to_owned(), |a| a.to_string())
+}
+
 const SETTINGS: [Setting; 41] = [
     Setting {
         name: "admin.listen",
         dynamic: false,
-        get: |c| {
-            c.admin
-                .listen
-                .map_or_else(|| "off".to_owned(), |a| a.to_string())
-        },
+        get: |c| shown_address(c.admin.listen),
         set: |c, v| {
-            c.admin.listen = match v {
-                "off" => None,
-                address => Some(
-                    address
-                        .parse()
-                        .map_err(|_| expected(v, "host:port or off"))?,
-                ),
-            };
+            c.admin.listen = optional_address(v)?;
             c.admin.listen_required = true;
             Ok(())
         },
@@ -256,20 +261,9 @@ const SETTINGS: [Setting; 41] = [
     Setting {
         name: "schema.registry.listen",
         dynamic: false,
-        get: |c| {
-            c.schema_registry
-                .listen
-                .map_or_else(|| "off".to_owned(), |a| a.to_string())
-        },
+        get: |c| shown_address(c.schema_registry.listen),
         set: |c, v| {
-            c.schema_registry.listen = match v {
-                "off" => None,
-                address => Some(
-                    address
-                        .parse()
-                        .map_err(|_| expected(v, "host:port or off"))?,
-                ),
-            };
+            c.schema_registry.listen = optional_address(v)?;
             c.schema_registry.listen_required = true;
             Ok(())
         },

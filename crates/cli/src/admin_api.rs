@@ -12,12 +12,18 @@ use crate::error::CliError;
 /// The admin API's address: `--admin-url`, or the first bootstrap broker's host on
 /// the admin listener's default port.
 pub(crate) fn admin_url(explicit: Option<&str>, brokers: &str) -> String {
+    http_url(explicit, brokers, DEFAULT_ADMIN_PORT)
+}
+
+/// `explicit`, or `http://` the first bootstrap broker's host on `port` (a broker's
+/// HTTP listeners: the admin API, the schema registry).
+pub(crate) fn http_url(explicit: Option<&str>, brokers: &str, port: u16) -> String {
     if let Some(url) = explicit {
         return url.trim_end_matches('/').to_owned();
     }
     let first = brokers.split(',').next().unwrap_or("127.0.0.1:9092").trim();
     let host = first.rsplit_once(':').map_or(first, |(host, _)| host);
-    format!("http://{host}:{DEFAULT_ADMIN_PORT}")
+    format!("http://{host}:{port}")
 }
 
 #[derive(Debug, clap::Args)]

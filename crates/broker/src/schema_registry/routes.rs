@@ -203,15 +203,25 @@ async fn versions(
     )))
 }
 
+/// The version a path names (`?deleted=true`: soft-deleted ones too).
+async fn named_version(
+    registry: &BrokerRegistry,
+    subject: &str,
+    version: &str,
+    params: &HashMap<String, String>,
+) -> Result<SubjectVersion, Failure> {
+    let spec = VersionSpec::parse(version)?;
+    Ok(registry
+        .version(subject, spec, flag(params, "deleted"))
+        .await?)
+}
+
 async fn version(
     State(registry): Registry,
     Path((subject, version)): Path<(String, String)>,
     Query(params): Params,
 ) -> Answer {
-    let spec = VersionSpec::parse(&version)?;
-    let found = registry
-        .version(&subject, spec, flag(&params, "deleted"))
-        .await?;
+    let found = named_version(&registry, &subject, &version, &params).await?;
     Ok(ok(version_json(&found)))
 }
 
@@ -220,10 +230,7 @@ async fn version_text(
     Path((subject, version)): Path<(String, String)>,
     Query(params): Params,
 ) -> Answer {
-    let spec = VersionSpec::parse(&version)?;
-    let found = registry
-        .version(&subject, spec, flag(&params, "deleted"))
-        .await?;
+    let found = named_version(&registry, &subject, &version, &params).await?;
     Ok(raw(found.schema.schema))
 }
 

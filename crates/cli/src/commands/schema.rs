@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::admin_api::{call, percent_encoded};
+use crate::admin_api::{call, http_url, percent_encoded};
 use crate::client::ClientArgs;
 use crate::error::CliError;
 use crate::output::{self, Format};
@@ -95,8 +95,13 @@ pub(crate) enum SchemaCommand {
 
 pub(crate) fn run(command: SchemaCommand, client: &ClientArgs) -> Result<(), CliError> {
     let timeout = Duration::from_secs(client.timeout.max(1));
-    let base =
-        |registry: &RegistryArgs| registry_url(registry.registry_url.as_deref(), &client.brokers);
+    let base = |registry: &RegistryArgs| {
+        http_url(
+            registry.registry_url.as_deref(),
+            &client.brokers,
+            DEFAULT_REGISTRY_PORT,
+        )
+    };
     match command {
         SchemaCommand::Register {
             subject,
@@ -233,17 +238,6 @@ pub(crate) fn run(command: SchemaCommand, client: &ClientArgs) -> Result<(), Cli
         }
     }
     Ok(())
-}
-
-/// The registry's address: `--registry-url`, or the first bootstrap broker's host on
-/// the registry's default port.
-fn registry_url(explicit: Option<&str>, brokers: &str) -> String {
-    if let Some(url) = explicit {
-        return url.trim_end_matches('/').to_owned();
-    }
-    let first = brokers.split(',').next().unwrap_or("127.0.0.1:9092").trim();
-    let host = first.rsplit_once(':').map_or(first, |(host, _)| host);
-    format!("http://{host}:{DEFAULT_REGISTRY_PORT}")
 }
 
 /// The request body of a schema from its file.
