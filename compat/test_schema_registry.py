@@ -1,6 +1,6 @@
 """The schema registry (Confluent's REST API on schema.registry.listen), with
-confluent-kafka's SchemaRegistryClient and its Avro serializers producing and
-consuming through Spool, and the API's answers read as raw HTTP. In a cluster, every
+confluent-kafka's SchemaRegistryClient and its Avro, JSON Schema and Protobuf
+serializers producing and consuming through Spool, and the API's answers read as raw HTTP. In a cluster, every
 broker answers the ids any of them registered."""
 
 import json
@@ -15,7 +15,11 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from conftest import CLUSTER, SPOOL_BIN, Broker, free_port
 
@@ -34,6 +38,13 @@ USER_REQUIRED_PHONE = json.dumps({
                {"name": "email", "type": "string", "default": ""},
                {"name": "phone", "type": "string"}],
 })
+
+
+ORDER_JSON = {
+    "type": "object", "title": "Order", "additionalProperties": False,
+    "properties": {"id": {"type": "integer"}, "customer": {"type": "string"}},
+    "required": ["id"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +104,105 @@ def test_avro_records_go_through_spool_with_confluents_serializers(broker):
         status, found = http(f"{url}/schemas/ids/{registered.schema_id}")
         assert status == 200 and json.loads(found["schema"])["name"] == "User", found
         assert http(f"{url}/subjects/{subject}/versions")[1] == [1]
+
+
+def round_trip(broker, topic, serialize, deserialize, values):
+    """Produces `values` serialized through the first broker's registry and reads them
+    back deserialized through the last one's."""
+    producer = Producer({"bootstrap.servers": broker.address})
+    for value in values:
+        producer.produce(topic, value=serialize(value, SerializationContext(topic, MessageField.VALUE)))
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    read = []
+    while len(read) < len(values):
+        message = consumer.poll(10)
+        assert message is not None, f"read {len(read)} of {len(values)}"
+        assert message.error() is None, message.error()
+        read.append(deserialize(message.value(), SerializationContext(topic, MessageField.VALUE)))
+    consumer.close()
+    return read
+
+
+def test_json_schema_records_go_through_spool_and_compatibility_holds(broker):
+    topic = f"orders-json-{uuid.uuid4().hex[:8]}"
+    first = SchemaRegistryClient({"url": broker.registry_urls[0]})
+    last = SchemaRegistryClient({"url": broker.registry_urls[-1]})
+    orders = [{"id": i, "customer": f"c-{i}"} for i in range(5)]
+    read = round_trip(broker, topic, JSONSerializer(json.dumps(ORDER_JSON), first),
+                      JSONDeserializer(None, schema_registry_client=last), orders)
+    assert read == orders
+    subject = f"{topic}-value"
+    registered = last.get_latest_version(subject)
+    assert registered.schema.schema_type == "JSON"
+    # Closed content model: an optional property reads old data (BACKWARD), a
+    # required one does not (409), and a type narrowed from number to integer neither.
+    optional = dict(ORDER_JSON, properties=dict(ORDER_JSON["properties"], note={"type": "string"}))
+    assert first.register_schema(subject, Schema(json.dumps(optional), "JSON")) != registered.schema_id
+    required = dict(optional, required=["id", "note"])
+    with pytest.raises(SchemaRegistryError) as refused:
+        first.register_schema(subject, Schema(json.dumps(required), "JSON"))
+    assert refused.value.http_status_code == 409, refused.value
+    assert "REQUIRED_PROPERTY_ADDED" in str(refused.value)
+    # A bad schema: 422 with Confluent's code.
+    with pytest.raises(SchemaRegistryError) as invalid:
+        first.register_schema(subject, Schema('{"type": "whatever"}', "JSON"))
+    assert (invalid.value.http_status_code, invalid.value.error_code) == (422, 42201)
+
+
+def order_class():
+    """shop.Order, which imports shop.Item from another file: built from descriptors
+    (no protoc here), as generated code would be."""
+    item_file = descriptor_pb2.FileDescriptorProto(name="shop/item.proto", package="shop",
+                                                   syntax="proto3")
+    item = item_file.message_type.add(name="Item")
+    item.field.add(name="sku", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                   label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    order_file = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop",
+                                                    syntax="proto3", dependency=["shop/item.proto"])
+    order = order_file.message_type.add(name="Order")
+    order.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+                    label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    order.field.add(name="items", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                    type_name=".shop.Item", label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(item_file)
+    pool.Add(order_file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+def test_protobuf_records_go_through_spool_with_their_references(broker):
+    topic = f"orders-proto-{uuid.uuid4().hex[:8]}"
+    first = SchemaRegistryClient({"url": broker.registry_urls[0]})
+    last = SchemaRegistryClient({"url": broker.registry_urls[-1]})
+    Order = order_class()
+    orders = [Order(id=i, items=[{"sku": f"sku-{i}"}]) for i in range(5)]
+    # The deserializer reads the writer's schema (format=serialized) and its
+    # reference from the registry.
+    read = round_trip(broker, topic, ProtobufSerializer(Order, first),
+                      ProtobufDeserializer(Order, schema_registry_client=last), orders)
+    assert read == orders
+    subject = f"{topic}-value"
+    registered = last.get_latest_version(subject)
+    assert registered.schema.schema_type == "PROTOBUF"
+    assert [(r.name, r.subject) for r in registered.schema.references] == [
+        ("shop/item.proto", "shop/item.proto")]
+    # The same schema as .proto text: the same id. A field's type changed: 409.
+    text = """syntax = "proto3";
+        package shop;
+        import "shop/item.proto";
+        message Order { int64 id = 1; repeated Item items = 2; }"""
+    references = registered.schema.references
+    found = first.lookup_schema(subject, Schema(text, "PROTOBUF", references))
+    assert found.schema_id == registered.schema_id
+    with pytest.raises(SchemaRegistryError) as refused:
+        first.register_schema(subject, Schema(text.replace("int64 id", "string id"), "PROTOBUF",
+                                              references))
+    assert refused.value.http_status_code == 409, refused.value
+    assert "FIELD_SCALAR_KIND_CHANGED" in str(refused.value)
+    assert http(f"{broker.registry_urls[0]}/schemas/types")[1] == ["AVRO", "JSON", "PROTOBUF"]
 
 
 def test_the_same_schema_has_one_id_and_an_incompatible_one_is_refused(broker):

@@ -18,14 +18,14 @@ pub(crate) struct AvroSchema {
 }
 
 impl AvroSchema {
-    pub(crate) fn parse(text: &str, references: &[String]) -> Result<AvroSchema, RegistryError> {
+    pub(crate) fn parse(text: &str, references: &[&str]) -> Result<AvroSchema, RegistryError> {
         let invalid = |error: &dyn std::fmt::Display| {
             RegistryError::InvalidSchema(format!("Invalid schema {text}: {error}"))
         };
         let schema = if references.is_empty() {
             Schema::parse_str(text).map_err(|e| invalid(&e))?
         } else {
-            let mut texts: Vec<&str> = references.iter().map(String::as_str).collect();
+            let mut texts = references.to_vec();
             texts.push(text);
             Schema::parse_list(texts)
                 .map_err(|e| invalid(&e))?
@@ -92,7 +92,7 @@ mod tests {
     fn a_schema_reads_through_its_references() {
         let address = r#"{"type":"record","name":"Address","namespace":"shop","fields":[{"name":"city","type":"string"}]}"#;
         let order = r#"{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"to","type":"shop.Address"}]}"#;
-        let parsed = AvroSchema::parse(order, &[address.to_owned()]).unwrap();
+        let parsed = AvroSchema::parse(order, &[address]).unwrap();
         assert!(parsed.canonical().contains("Order"));
         assert!(AvroSchema::parse(order, &[]).is_err(), "Address unknown");
     }

@@ -7,10 +7,12 @@
 mod avro;
 mod compatibility;
 mod error;
+mod json;
+mod protobuf;
 mod registry;
 mod schema;
 
 pub use compatibility::{Compatibility, Mode};
 pub use error::RegistryError;
 pub use registry::{NewSchema, Reference, Registry, StoredSchema, SubjectVersion, VersionSpec};
-pub use schema::{ParsedSchema, SchemaType, parse};
+pub use schema::{ParsedSchema, Referenced, SchemaType, parse};

@@ -208,6 +208,22 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         self.stored(id).await
     }
 
+    /// `schema` in the form a `format` parameter asks for: `serialized` turns a
+    /// Protobuf schema into its descriptor in base64; other formats are answered as
+    /// stored (Confluent's `resolved` and `ignore_extensions` are not built).
+    pub async fn in_format(
+        &self,
+        mut schema: StoredSchema,
+        format: Option<&str>,
+    ) -> Result<StoredSchema, RegistryError> {
+        if format == Some("serialized")
+            && let Some(serialized) = self.parsed(schema.id).await?.serialized()
+        {
+            serialized.clone_into(&mut schema.schema);
+        }
+        Ok(schema)
+    }
+
     /// The (subject, version) pairs registered with schema `id`, soft-deleted ones
     /// too when `deleted`.
     pub async fn versions_of_schema(

@@ -5,8 +5,8 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::avro;
 use crate::error::RegistryError;
+use crate::{avro, json, protobuf};
 
 /// A schema's format, as `schemaType` names it (absent: AVRO).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,40 +39,64 @@ impl SchemaType {
     }
 }
 
+/// A schema another refers to, as the registry resolved it: the name the referring
+/// schema uses for it (a Protobuf import, a JSON Schema `$ref` URL; Avro refers by
+/// type name) and its stored text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Referenced {
+    pub name: String,
+    pub schema: String,
+}
+
 /// A parsed schema and its canonical text.
 #[derive(Debug, Clone)]
 pub struct ParsedSchema {
     schema_type: SchemaType,
     canonical: String,
+    /// What makes two texts one schema: the canonical text, except for Protobuf,
+    /// whose text is kept as the client wrote it and whose identity is its descriptor.
+    identity: String,
     form: Form,
 }
 
 #[derive(Debug, Clone)]
 enum Form {
     Avro(avro::AvroSchema),
+    Json(json::JsonSchema),
+    Protobuf(protobuf::ProtobufSchema),
 }
 
-/// Parses `text` as a `schema_type` schema; `references` are the texts of the schemas
-/// it refers to (resolved by the registry, in the order given).
+/// Parses `text` as a `schema_type` schema; `references` are the schemas it refers to,
+/// transitively, those referred to first (resolved by the registry).
 pub fn parse(
     schema_type: SchemaType,
     text: &str,
-    references: &[String],
+    references: &[Referenced],
 ) -> Result<ParsedSchema, RegistryError> {
-    match schema_type {
+    let (canonical, identity, form) = match schema_type {
         SchemaType::Avro => {
-            let parsed = avro::AvroSchema::parse(text, references)?;
-            Ok(ParsedSchema {
-                schema_type,
-                canonical: parsed.canonical().to_owned(),
-                form: Form::Avro(parsed),
-            })
+            let texts: Vec<&str> = references.iter().map(|r| r.schema.as_str()).collect();
+            let parsed = avro::AvroSchema::parse(text, &texts)?;
+            let canonical = parsed.canonical().to_owned();
+            (canonical.clone(), canonical, Form::Avro(parsed))
         }
-        SchemaType::Json | SchemaType::Protobuf => Err(RegistryError::InvalidSchema(format!(
-            "{} schemas are not supported yet: AVRO is",
-            schema_type.name()
-        ))),
-    }
+        SchemaType::Json => {
+            let parsed = json::JsonSchema::parse(text, references)?;
+            let canonical = parsed.canonical().to_owned();
+            (canonical.clone(), canonical, Form::Json(parsed))
+        }
+        SchemaType::Protobuf => {
+            let parsed = protobuf::ProtobufSchema::parse(text, references)?;
+            let identity = parsed.serialized().to_owned();
+            (text.trim().to_owned(), identity, Form::Protobuf(parsed))
+        }
+    };
+    Ok(ParsedSchema {
+        schema_type,
+        canonical,
+        identity,
+        form,
+    })
 }
 
 impl ParsedSchema {
@@ -87,14 +111,26 @@ impl ParsedSchema {
         &self.canonical
     }
 
-    /// What makes two schemas the same: the format, the canonical text and the
-    /// references (as `subject/version` pairs), hashed.
+    /// The schema in Confluent's `format=serialized`: for Protobuf, its
+    /// `FileDescriptorProto` in base64 (what confluent-kafka's Protobuf deserializers
+    /// ask for); other formats have none.
+    #[must_use]
+    pub fn serialized(&self) -> Option<&str> {
+        match &self.form {
+            Form::Protobuf(parsed) => Some(parsed.serialized()),
+            Form::Avro(_) | Form::Json(_) => None,
+        }
+    }
+
+    /// What makes two schemas the same: the format, the identity (the canonical text;
+    /// a Protobuf schema's descriptor) and the references (as `subject/version`
+    /// pairs), hashed.
     #[must_use]
     pub fn fingerprint(&self, references: &[(String, i32)]) -> String {
         let mut hash = Sha256::new();
         hash.update(self.schema_type.name());
         hash.update([0]);
-        hash.update(&self.canonical);
+        hash.update(&self.identity);
         for (subject, version) in references {
             hash.update([0]);
             hash.update(subject);
@@ -110,6 +146,13 @@ impl ParsedSchema {
     pub fn reads(&self, writer: &ParsedSchema) -> Result<(), String> {
         match (&self.form, &writer.form) {
             (Form::Avro(reader), Form::Avro(writer)) => reader.reads(writer),
+            (Form::Json(reader), Form::Json(writer)) => reader.reads(writer),
+            (Form::Protobuf(reader), Form::Protobuf(writer)) => reader.reads(writer),
+            _ => Err(format!(
+                "a {} schema does not read {} data",
+                self.schema_type.name(),
+                writer.schema_type.name()
+            )),
         }
     }
 }

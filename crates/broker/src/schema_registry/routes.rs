@@ -50,7 +50,7 @@ pub(super) fn router(registry: Arc<BrokerRegistry>) -> Router {
         .route("/schemas/ids/{id}/schema", get(schema_text_by_id))
         .route("/schemas/ids/{id}/subjects", get(subjects_of_id))
         .route("/schemas/ids/{id}/versions", get(versions_of_id))
-        .route("/schemas/types", get(|| async { ok(json!(["AVRO"])) }))
+        .route("/schemas/types", get(|| async { ok(json!(["AVRO", "JSON", "PROTOBUF"])) }))
         .route("/config", get(config).put(put_config))
         .route(
             "/config/{subject}",
@@ -161,6 +161,11 @@ fn version_json(found: &SubjectVersion) -> Value {
     Value::Object(fields)
 }
 
+/// The `format` parameter (`serialized`: a Protobuf schema's descriptor in base64).
+fn format(params: &HashMap<String, String>) -> Option<&str> {
+    params.get("format").map(String::as_str)
+}
+
 fn schema_id(text: &str) -> Result<i32, Failure> {
     text.parse()
         .map_err(|_| RegistryError::SchemaNotFound(text.to_owned()).into())
@@ -221,7 +226,8 @@ async fn version(
     Path((subject, version)): Path<(String, String)>,
     Query(params): Params,
 ) -> Answer {
-    let found = named_version(&registry, &subject, &version, &params).await?;
+    let mut found = named_version(&registry, &subject, &version, &params).await?;
+    found.schema = registry.in_format(found.schema, format(&params)).await?;
     Ok(ok(version_json(&found)))
 }
 
@@ -231,7 +237,8 @@ async fn version_text(
     Query(params): Params,
 ) -> Answer {
     let found = named_version(&registry, &subject, &version, &params).await?;
-    Ok(raw(found.schema.schema))
+    let schema = registry.in_format(found.schema, format(&params)).await?;
+    Ok(raw(schema.schema))
 }
 
 /// A schema's text as the answer itself.
@@ -262,15 +269,25 @@ async fn delete_version(
     Ok(ok(json!(deleted)))
 }
 
-async fn schema_by_id(State(registry): Registry, Path(id): Path<String>) -> Answer {
+async fn schema_by_id(
+    State(registry): Registry,
+    Path(id): Path<String>,
+    Query(params): Params,
+) -> Answer {
     let schema = registry.schema(schema_id(&id)?).await?;
+    let schema = registry.in_format(schema, format(&params)).await?;
     let mut fields = serde_json::Map::new();
     schema_fields(&schema, &mut fields);
     Ok(ok(Value::Object(fields)))
 }
 
-async fn schema_text_by_id(State(registry): Registry, Path(id): Path<String>) -> Answer {
-    Ok(raw(registry.schema(schema_id(&id)?).await?.schema))
+async fn schema_text_by_id(
+    State(registry): Registry,
+    Path(id): Path<String>,
+    Query(params): Params,
+) -> Answer {
+    let schema = registry.schema(schema_id(&id)?).await?;
+    Ok(raw(registry.in_format(schema, format(&params)).await?.schema))
 }
 
 async fn subjects_of_id(

@@ -5,10 +5,15 @@ use std::collections::HashMap;
 
 use spool_metadata::{RegistryConfigRecord, SchemaRegistryStore, SubjectVersionRecord};
 
-use super::{NewSchema, Registry, StoredSchema, SubjectVersion, VersionSpec, store_error};
+use super::{
+    NewSchema, Reference, Registry, StoredSchema, SubjectVersion, VersionSpec, store_error,
+};
 use crate::compatibility::Mode;
 use crate::error::RegistryError;
-use crate::schema::{ParsedSchema, SchemaType, parse};
+use crate::schema::{ParsedSchema, Referenced, SchemaType, parse};
+
+/// How many schemas one schema may refer to, directly or not.
+const MAX_REFERENCES: usize = 1000;
 
 impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
     pub(super) async fn config(
@@ -132,22 +137,56 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         Ok(parsed)
     }
 
-    /// `new` parsed, its references read from their subjects.
+    /// `new` parsed, its references read from their subjects — and theirs, those
+    /// referred to first, each name once.
     pub(super) async fn parse(&self, new: &NewSchema) -> Result<ParsedSchema, RegistryError> {
-        let mut texts = Vec::with_capacity(new.references.len());
-        for reference in &new.references {
-            let found = self
-                .find_version(&reference.subject, VersionSpec::Number(reference.version), false)
-                .await
-                .map_err(|_| {
-                    RegistryError::InvalidSchema(format!(
-                        "Invalid schema: the reference {} (subject {}, version {}) is not registered",
-                        reference.name, reference.subject, reference.version
-                    ))
-                })?;
-            texts.push(self.stored(found.schema_id).await?.schema);
+        let mut resolved: Vec<Referenced> = Vec::new();
+        // Depth-first, a reference's own references before it: (reference, expanded).
+        let mut pending: Vec<(Reference, bool)> = new
+            .references
+            .iter()
+            .rev()
+            .map(|r| (r.clone(), false))
+            .collect();
+        while let Some((reference, expanded)) = pending.pop() {
+            if resolved.iter().any(|done| done.name == reference.name) {
+                continue;
+            }
+            let stored = self.referenced(&reference).await?;
+            if expanded || stored.references.is_empty() {
+                resolved.push(Referenced {
+                    name: reference.name,
+                    schema: stored.schema,
+                });
+            } else if pending.len() + resolved.len() > MAX_REFERENCES {
+                return Err(RegistryError::InvalidSchema(format!(
+                    "Invalid schema: more than {MAX_REFERENCES} references"
+                )));
+            } else {
+                pending.push((reference, true));
+                pending.extend(stored.references.into_iter().rev().map(|r| (r, false)));
+            }
         }
-        parse(new.schema_type, &new.schema, &texts)
+        parse(new.schema_type, &new.schema, &resolved)
+    }
+
+    /// The schema `reference` names (a soft-deleted version too: what refers to it
+    /// keeps reading it).
+    async fn referenced(&self, reference: &Reference) -> Result<StoredSchema, RegistryError> {
+        let found = self
+            .find_version(
+                &reference.subject,
+                VersionSpec::Number(reference.version),
+                true,
+            )
+            .await
+            .map_err(|_| {
+                RegistryError::InvalidSchema(format!(
+                    "Invalid schema: the reference {} (subject {}, version {}) is not registered",
+                    reference.name, reference.subject, reference.version
+                ))
+            })?;
+        self.stored(found.schema_id).await
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<i32, ParsedSchema>> {
