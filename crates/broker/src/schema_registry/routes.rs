@@ -50,7 +50,10 @@ pub(super) fn router(registry: Arc<BrokerRegistry>) -> Router {
         .route("/schemas/ids/{id}/schema", get(schema_text_by_id))
         .route("/schemas/ids/{id}/subjects", get(subjects_of_id))
         .route("/schemas/ids/{id}/versions", get(versions_of_id))
-        .route("/schemas/types", get(|| async { ok(json!(["AVRO", "JSON", "PROTOBUF"])) }))
+        .route(
+            "/schemas/types",
+            get(|| async { ok(json!(["AVRO", "JSON", "PROTOBUF"])) }),
+        )
         .route("/config", get(config).put(put_config))
         .route(
             "/config/{subject}",
@@ -287,7 +290,10 @@ async fn schema_text_by_id(
     Query(params): Params,
 ) -> Answer {
     let schema = registry.schema(schema_id(&id)?).await?;
-    Ok(raw(registry.in_format(schema, format(&params)).await?.schema))
+    Ok(raw(registry
+        .in_format(schema, format(&params))
+        .await?
+        .schema))
 }
 
 async fn subjects_of_id(
