@@ -297,3 +297,52 @@ def test_the_cli_registers_reads_checks_lists_and_deletes(broker, tmp_path):
     assert subject not in spool("list")[1].split()
     assert subject in spool("list", "--deleted")[1].split()
     assert spool("delete", subject, "--permanent")[0] == 0
+
+
+def test_a_validating_topic_refuses_records_without_a_registered_id(broker):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"validated-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    admin.create_topics([NewTopic(topic, 1, config={
+        "confluent.value.schema.validation": "true"})])[topic].result(30)
+    client = SchemaRegistryClient({"url": broker.registry_urls[0]})
+    serialize = AvroSerializer(client, USER_V1)
+    context = SerializationContext(topic, MessageField.VALUE)
+    good = serialize({"id": 1, "name": "ada"}, context)
+    other_subject = client.register_schema(f"other-{topic}", Schema(USER_V2, "AVRO"))
+    unregistered = b"\x00" + other_subject.to_bytes(4, "big") + good[5:]
+    # One producer per record: a refused batch fails every record in it.
+    outcomes = {}
+    for name, value in [("good", good), ("plain", b"not framed"), ("unregistered", unregistered),
+                        ("tombstone", None)]:
+        producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 0})
+        producer.produce(topic, key=name.encode(), value=value,
+                         on_delivery=lambda err, msg, name=name: outcomes.update({name: err}))
+        assert producer.flush(30) == 0
+    assert outcomes["good"] is None and outcomes["tombstone"] is None, outcomes
+    for name in ["plain", "unregistered"]:
+        assert outcomes[name] is not None and outcomes[name].code() == KafkaError.INVALID_RECORD, outcomes
+    # kafka-python, a client of its own, gets the refusal too (and its good record in).
+    from kafka import KafkaProducer
+    from kafka.errors import InvalidRecordError
+
+    python_producer = KafkaProducer(bootstrap_servers=broker.address, retries=0)
+    with pytest.raises(InvalidRecordError):
+        python_producer.send(topic, key=b"python-plain", value=b"not framed").get(timeout=30)
+    python_producer.send(topic, key=b"python-good", value=good).get(timeout=30)
+    python_producer.close()
+    # Only the accepted records are in the log.
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    keys = []
+    while True:
+        message = consumer.poll(10)
+        assert message is not None
+        if message.error() and message.error().code() == KafkaError._PARTITION_EOF:
+            break
+        keys.append(message.key())
+    consumer.close()
+    assert keys == [b"good", b"tombstone", b"python-good"]

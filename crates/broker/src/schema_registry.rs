@@ -5,6 +5,9 @@
 //! implemented.
 
 mod routes;
+pub(crate) mod validation;
+
+pub(crate) use validation::{SchemaIds, SchemaValidation};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

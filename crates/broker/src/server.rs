@@ -327,6 +327,7 @@ impl Broker {
             admin: tokio::sync::Mutex::new(()),
             listeners: endpoints,
             metadata: metadata.clone(),
+            schema_ids: crate::schema_registry::SchemaIds::new(metadata.clone()),
             partitions,
             groups: groups.clone(),
             share: crate::share::ShareService::new(config.share_groups.max_share_sessions),

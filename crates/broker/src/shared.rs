@@ -31,6 +31,8 @@ pub(crate) struct SharedParts {
     /// advertises.
     pub(crate) listeners: Vec<ListenerEndpoint>,
     pub(crate) metadata: Arc<dyn MetadataStore>,
+    /// The schema ids of each registry subject, for topics that validate them.
+    pub(crate) schema_ids: crate::schema_registry::SchemaIds,
     /// The topics, their partitions' logs, shared storage and who leads what.
     pub(crate) partitions: Arc<Partitions>,
     pub(crate) groups: Arc<GroupCoordinator>,
@@ -92,6 +94,11 @@ impl Shared {
 
     pub(crate) fn metadata(&self) -> &Arc<dyn MetadataStore> {
         &self.parts.metadata
+    }
+
+    /// The schema ids of each registry subject, for topics that validate them.
+    pub(crate) fn schema_ids(&self) -> &crate::schema_registry::SchemaIds {
+        &self.parts.schema_ids
     }
 
     /// The partition router: topic and index to the partition this broker serves.

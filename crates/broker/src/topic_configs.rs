@@ -453,6 +453,25 @@ pub(crate) const TOPIC_CONFIGS: &[TopicConfig] = &[
         doc: "Spool: the longest a record may be held (40 days by default); a later due time is refused with INVALID_RECORD.",
         effect: Effect::Honoured,
     },
+    // Confluent Server's broker-side schema validation (docs/schema-registry.md).
+    TopicConfig {
+        name: "confluent.key.schema.validation",
+        kind: ConfigType::Boolean,
+        default: "false",
+        valid: Valid::Any,
+        broker: &[],
+        doc: "Records whose key does not start with the magic byte and a schema id registered under the subject TOPIC-key are refused with INVALID_RECORD (null keys pass).",
+        effect: Effect::Honoured,
+    },
+    TopicConfig {
+        name: "confluent.value.schema.validation",
+        kind: ConfigType::Boolean,
+        default: "false",
+        valid: Valid::Any,
+        broker: &[],
+        doc: "Records whose value does not start with the magic byte and a schema id registered under the subject TOPIC-value are refused with INVALID_RECORD (null values pass).",
+        effect: Effect::Honoured,
+    },
     // Spool's own: view topics (docs/views.md).
     TopicConfig {
         name: "view.filter",

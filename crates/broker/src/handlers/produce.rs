@@ -181,7 +181,14 @@ pub(crate) async fn append(
                         topic,
                     } = work;
                     (shared.partitions())
-                        .append_produced(topic, index, &records, now, metrics)
+                        .append_produced(
+                            topic,
+                            index,
+                            &records,
+                            now,
+                            metrics,
+                            Some(shared.schema_ids()),
+                        )
                         .map_err(Refused::from)
                 })
                 .map_err(|mut refused| {

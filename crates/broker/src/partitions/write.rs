@@ -1,7 +1,8 @@
 //! The write side of a partition for produced batches: everything between a
 //! produce request's records and the log's append. Each batch is validated once
 //! (framing, CRC-32C, header fields; never per record), checked against its topic
-//! (a view or a mirror takes no writes; timestamps within bounds; keys on a compacted topic),
+//! (a view or a mirror takes no writes; timestamps within bounds; keys on a compacted topic;
+//! schema ids where the topic validates them),
 //! split when records are due later (delayed delivery), recompressed to the topic's
 //! `compression.type`, then all are appended with one write and counted. Handlers
 //! decode the request and encode the answer; the Kafka codes of a refusal are chosen
@@ -14,12 +15,14 @@ use spool_log::{AppendInfo, LogError};
 use spool_model::{Timestamp, TimestampType, TopicPartition};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
 use spool_protocol::compression::CodecError;
-use spool_protocol::keyed;
+use spool_protocol::keyed::{self, BatchRecords};
 use spool_protocol::recompress::recompress;
 
 use super::{PartitionHandle, Partitions};
 use crate::errors::{self, code};
 use crate::metrics::BrokerMetrics;
+use crate::schema_registry::SchemaIds;
+use crate::schema_registry::validation::Invalid;
 use crate::topics::{Recompression, Topic};
 
 /// The most a batch may inflate to when its topic recompresses it.
@@ -47,8 +50,8 @@ impl From<i16> for Refusal {
 
 impl Partitions {
     /// Validates produced batches for partition `index` of `topic` and appends them, at
-    /// `now` by the broker's clock; counts them in `metrics`. Blocking: runs on the
-    /// blocking pool.
+    /// `now` by the broker's clock, checking schema ids with `schema_ids` where the
+    /// topic says so; counts them in `metrics`. Blocking: runs on the blocking pool.
     pub(crate) fn append_produced(
         &self,
         topic: Arc<Topic>,
@@ -56,6 +59,7 @@ impl Partitions {
         records_bytes: &[u8],
         now: Timestamp,
         metrics: Option<&BrokerMetrics>,
+        schema_ids: Option<&SchemaIds>,
     ) -> Result<(PartitionHandle, AppendInfo), Refusal> {
         if let Some(view) = &topic.view {
             // Kafka's answer to a write to a topic that takes none (an internal one):
@@ -106,6 +110,11 @@ impl Partitions {
             }
             if topic.log.cleanup.compact {
                 refuse_keyless(bytes, &name)?;
+            }
+            if topic.schema_validation.any()
+                && let Some(schema_ids) = schema_ids
+            {
+                refuse_unregistered(bytes, &topic, schema_ids, &name)?;
             }
             records += u64::try_from(header.last_offset_delta).unwrap_or(0) + 1;
             let (bytes, holds) = match topic.delay {
@@ -219,6 +228,48 @@ fn refuse_keyless(batch: &[u8], partition: &TopicPartition) -> Result<(), Refusa
         record_errors: keyless
             .into_iter()
             .map(|index| (i32::try_from(index).unwrap_or(i32::MAX), message.clone()))
+            .collect(),
+    })
+}
+
+/// A topic that validates schema ids refuses a batch with a record whose value (key)
+/// carries no id registered under the topic's subject, naming each such record. The
+/// records are read (inflated if need be): validating topics only.
+fn refuse_unregistered(
+    batch: &[u8],
+    topic: &Topic,
+    schema_ids: &SchemaIds,
+    partition: &TopicPartition,
+) -> Result<(), Refusal> {
+    let corrupt = |error: &dyn std::fmt::Display| {
+        tracing::debug!(%partition, %error, "cannot read the records of a produced batch");
+        Refusal::from(code::CORRUPT_MESSAGE)
+    };
+    let records = BatchRecords::read(batch, MAX_INFLATED_BATCH).map_err(|e| corrupt(&e))?;
+    let refused = match schema_ids.check(
+        topic.record.name.as_str(),
+        topic.schema_validation,
+        &records,
+    ) {
+        Ok(()) => return Ok(()),
+        Err(Invalid::Corrupt) => return Err(corrupt(&"a record is malformed")),
+        Err(Invalid::StoreUnavailable) => return Err(code::KAFKA_STORAGE_ERROR.into()),
+        Err(Invalid::Records(refused)) => refused,
+    };
+    let first = refused
+        .first()
+        .map(|(_, why)| why.clone())
+        .unwrap_or_default();
+    tracing::debug!(%partition, records = refused.len(), %first, "refusing a batch failing schema validation");
+    Err(Refusal {
+        code: code::INVALID_RECORD,
+        message: Some(format!(
+            "{} record(s) of the batch failed schema validation for {partition}: {first}",
+            refused.len()
+        )),
+        record_errors: refused
+            .into_iter()
+            .map(|(index, why)| (i32::try_from(index).unwrap_or(i32::MAX), why))
             .collect(),
     })
 }

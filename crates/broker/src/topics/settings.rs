@@ -162,6 +162,14 @@ pub(crate) fn resolve(
         }),
         _ => None,
     };
+    let schema_validation = crate::schema_registry::SchemaValidation {
+        key: values
+            .text("confluent.key.schema.validation")
+            .eq_ignore_ascii_case("true"),
+        value: values
+            .text("confluent.value.schema.validation")
+            .eq_ignore_ascii_case("true"),
+    };
     let view = View::from_configs(
         values.text("view.source.topic"),
         values.text("view.filter"),
@@ -201,6 +209,7 @@ pub(crate) fn resolve(
         recompression,
         timestamps,
         delay,
+        schema_validation,
         view,
         mirror,
         failed_over_floor,

@@ -24,6 +24,9 @@ pub(crate) struct Topic {
     pub(crate) timestamps: TimestampBounds,
     /// `delivery.delay.enable`: records due later are held; `None` when off.
     pub(crate) delay: Option<DelayPolicy>,
+    /// `confluent.value.schema.validation` / `confluent.key.schema.validation`:
+    /// records must carry a schema id registered under the topic's subject.
+    pub(crate) schema_validation: crate::schema_registry::SchemaValidation,
     /// `view.source.topic`: a read-only view of another topic; `None` for a topic
     /// with records of its own.
     pub(crate) view: Option<spool_views::View>,
