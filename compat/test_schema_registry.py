@@ -346,3 +346,63 @@ def test_a_validating_topic_refuses_records_without_a_registered_id(broker):
         keys.append(message.key())
     consumer.close()
     assert keys == [b"good", b"tombstone", b"python-good"]
+
+
+def test_a_secured_registry_takes_scram_logins_over_tls_and_checks_acls(make_broker, tmp_path):
+    """With SASL listeners and ACLs: HTTP Basic with SCRAM users, over TLS with the
+    broker's certificate (schema.registry.listen=https://…). Anyone who logs in reads;
+    registering under TOPIC-value needs WRITE on TOPIC, other subjects ALTER on the
+    cluster; super users do anything."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       AdminClient, ResourcePatternType, ResourceType,
+                                       ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+    from conftest import server_certificate
+
+    ca, certificate, key = server_certificate(str(tmp_path))
+    admin_sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                  "sasl.username": "admin", "sasl.password": "admin-secret"}
+    ports = [free_port() for _ in range(CLUSTER)]
+    broker = make_broker(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:{port}", "authorizer.enabled=true",
+        "super.users=User:admin", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+        f"ssl.certificate.location={certificate}", f"ssl.key.location={key}",
+        args=["--bootstrap-user", "admin:admin-secret"], client=admin_sasl,
+        node_args=lambda node: ["--set", f"schema.registry.listen=https://127.0.0.1:{ports[node - 1]}"])
+    admin = AdminClient({"bootstrap.servers": broker.address, **admin_sasl})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    for future in admin.alter_user_scram_credentials(
+            [UserScramCredentialUpsertion("alice", info, b"alice-secret")]).values():
+        future.result(20)
+
+    def client(login, url=f"https://127.0.0.1:{ports[-1]}"):
+        config = {"url": url, "ssl.ca.location": ca}
+        if login:
+            config["basic.auth.user.info"] = login
+        return SchemaRegistryClient(config)
+
+    topic = f"secured-{uuid.uuid4().hex[:8]}"
+    schema = Schema(USER_V1, "AVRO")
+    first = client("admin:admin-secret", f"https://127.0.0.1:{ports[0]}")
+    schema_id = first.register_schema(f"{topic}-value", schema)
+    for login in [None, "admin:wrong", "nobody:x"]:
+        with pytest.raises(SchemaRegistryError) as refused:
+            client(login).get_subjects()
+        assert refused.value.http_status_code == 401, (login, refused.value)
+    alice = client("alice:alice-secret")
+    assert alice.get_schema(schema_id).schema_str == first.get_schema(schema_id).schema_str
+    for subject in [f"{topic}-value", f"other-{topic}"]:
+        with pytest.raises(SchemaRegistryError) as refused:
+            alice.register_schema(subject, Schema(USER_V2, "AVRO"))
+        assert refused.value.http_status_code == 403, refused.value
+    with pytest.raises(SchemaRegistryError) as refused:
+        alice.set_compatibility(level="NONE")
+    assert refused.value.http_status_code == 403
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice",
+                         "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+    for future in admin.create_acls([binding]).values():
+        future.result(20)
+    assert alice.register_schema(f"{topic}-value", Schema(USER_V2, "AVRO")) != schema_id
+    # Plain HTTP to the TLS listener gets no answer.
+    with pytest.raises(Exception):
+        urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/subjects", timeout=5)

@@ -113,6 +113,10 @@ pub struct SchemaRegistryConfig {
     /// Whether `listen` was asked for (as for `admin.listen`: only the default may be
     /// taken by another broker of this machine, with a warning).
     pub listen_required: bool,
+    /// `https://` before the address: TLS with the broker's certificate settings
+    /// (`ssl.certificate.location`, `ssl.key.location`, `ssl.ca.location`,
+    /// `ssl.client.auth`).
+    pub tls: bool,
 }
 
 impl Default for SchemaRegistryConfig {
@@ -120,6 +124,7 @@ impl Default for SchemaRegistryConfig {
         SchemaRegistryConfig {
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
             listen_required: false,
+            tls: false,
         }
     }
 }
@@ -261,9 +266,20 @@ const SETTINGS: [Setting; 41] = [
     Setting {
         name: "schema.registry.listen",
         dynamic: false,
-        get: |c| shown_address(c.schema_registry.listen),
+        get: |c| match (c.schema_registry.tls, c.schema_registry.listen) {
+            (true, Some(address)) => format!("https://{address}"),
+            (_, address) => shown_address(address),
+        },
         set: |c, v| {
-            c.schema_registry.listen = optional_address(v)?;
+            let (tls, address) = match (v.strip_prefix("https://"), v.strip_prefix("http://")) {
+                (Some(address), _) => (true, address),
+                (None, Some(address)) => (false, address),
+                (None, None) => (false, v),
+            };
+            c.schema_registry.listen = optional_address(address).map_err(|_| {
+                expected(v, "host:port, http://host:port, https://host:port or off")
+            })?;
+            c.schema_registry.tls = tls && c.schema_registry.listen.is_some();
             c.schema_registry.listen_required = true;
             Ok(())
         },

@@ -4,7 +4,9 @@
 //! routes are in [`routes`]; docs/schema-registry.md lists them and what is not
 //! implemented.
 
+mod access;
 mod routes;
+mod tls_listener;
 pub(crate) mod validation;
 
 pub(crate) use validation::{SchemaIds, SchemaValidation};
@@ -12,11 +14,17 @@ pub(crate) use validation::{SchemaIds, SchemaValidation};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::Router;
+use axum::extract::connect_info::Connected;
+use axum::serve::IncomingStream;
 use spool_metadata::MetadataStore;
 use spool_schema_registry::Registry;
+use spool_security::tls::TlsConfig;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+use crate::shared::Shared;
 
 /// The registry over this broker's metadata store.
 pub(crate) type BrokerRegistry = Registry<dyn MetadataStore>;
@@ -29,28 +37,40 @@ pub(crate) struct RegistryServer {
     task: JoinHandle<()>,
 }
 
+/// How the listener is secured: TLS (`https://`), and whether requests must log in
+/// (the broker authenticates its clients).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RegistrySecurity {
+    pub(crate) tls: Option<Arc<TlsConfig>>,
+    pub(crate) logins: bool,
+}
+
 impl RegistryServer {
-    /// Binds `address` and serves the registry kept in `metadata`.
+    /// Binds `address` and serves the registry kept in the broker's metadata store.
     pub(crate) async fn start(
         address: SocketAddr,
-        metadata: Arc<dyn MetadataStore>,
+        shared: Arc<Shared>,
+        security: RegistrySecurity,
     ) -> std::io::Result<RegistryServer> {
         let listener = TcpListener::bind(address).await?;
         let local_addr = listener.local_addr()?;
-        let registry = Arc::new(Registry::new(metadata));
-        let (stop, mut stopped) = watch::channel(false);
-        let app = routes::router(registry);
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.wait_for(|stop| *stop).await;
-                })
-                .await;
-            if let Err(error) = served {
-                tracing::warn!(%error, "the schema registry listener stopped");
-            }
-        });
-        tracing::info!(address = %local_addr, "schema registry listener (Confluent's REST API)");
+        let registry = Arc::new(Registry::new(shared.metadata().clone()));
+        let mut app = routes::router(registry);
+        if security.logins {
+            let gate = Arc::new(access::Gate::new(shared));
+            app = app.route_layer(axum::middleware::from_fn_with_state(gate, access::guard));
+        }
+        let (stop, stopped) = watch::channel(false);
+        let tls = security.tls.is_some();
+        let task = match security.tls {
+            None => tokio::spawn(serve(listener, app, stopped)),
+            Some(tls) => tokio::spawn(serve(
+                tls_listener::TlsListener::new(listener, tls)?,
+                app,
+                stopped,
+            )),
+        };
+        tracing::info!(address = %local_addr, tls, logins = security.logins, "schema registry listener (Confluent's REST API)");
         Ok(RegistryServer {
             local_addr,
             stop,
@@ -71,5 +91,37 @@ impl RegistryServer {
         {
             tracing::debug!("schema registry requests still running at shutdown were dropped");
         }
+    }
+}
+
+/// The client's address, for ACLs that name hosts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub(crate) SocketAddr);
+
+impl Connected<IncomingStream<'_, TcpListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Peer {
+        Peer(*stream.remote_addr())
+    }
+}
+
+impl Connected<IncomingStream<'_, tls_listener::TlsListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, tls_listener::TlsListener>) -> Peer {
+        Peer(*stream.remote_addr())
+    }
+}
+
+/// Serves `app` on `listener` until `stopped` says so.
+async fn serve<L>(listener: L, app: Router, mut stopped: watch::Receiver<bool>)
+where
+    L: axum::serve::Listener<Addr = SocketAddr>,
+    Peer: for<'a> Connected<IncomingStream<'a, L>>,
+{
+    let served = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
+        .with_graceful_shutdown(async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        })
+        .await;
+    if let Err(error) = served {
+        tracing::warn!(%error, "the schema registry listener stopped");
     }
 }

@@ -93,6 +93,15 @@ impl Broker {
         let admin = http_listeners::start_admin(&config.admin).await?;
         // Boxed: opening awaits every part of a broker's start, a large future.
         let registry_config = config.schema_registry;
+        let registry_security = match http_listeners::registry_security(&config) {
+            Ok(security) => security,
+            Err(error) => {
+                if let Some(server) = admin {
+                    server.shutdown().await;
+                }
+                return Err(error);
+            }
+        };
         match Box::pin(Broker::open(config, store, objects, metadata)).await {
             Ok(mut broker) => {
                 if let Some(server) = admin {
@@ -100,8 +109,12 @@ impl Broker {
                     server.state().started(source.clone());
                     broker.admin = Some((server, source));
                 }
-                let registry =
-                    http_listeners::start_registry(&registry_config, &broker.shared).await;
+                let registry = http_listeners::start_registry(
+                    &registry_config,
+                    registry_security,
+                    &broker.shared,
+                )
+                .await;
                 match registry {
                     Ok(registry) => broker.registry = registry,
                     Err(error) => {

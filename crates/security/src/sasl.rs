@@ -157,8 +157,24 @@ fn invalid(mechanism: &str) -> AuthFailure {
 
 async fn plain(token: &[u8], metadata: &Arc<dyn MetadataStore>) -> Result<Step, AuthFailure> {
     let login = spool_sasl::plain::parse(token).map_err(|error| AuthFailure(error.to_string()))?;
-    let user = login.user;
-    // The strongest credential the user has.
+    if !check_password(metadata, login.user, login.password).await? {
+        return Err(invalid("PLAIN"));
+    }
+    Ok(Step::Done {
+        user: login.user.to_owned(),
+        last: Vec::new(),
+        lifetime: None,
+    })
+}
+
+/// Whether `password` is `user`'s, by the strongest SCRAM credential the user has (no
+/// plaintext password is stored): SASL/PLAIN logins and the schema registry's HTTP
+/// Basic check passwords this way. `false` for a user without credentials.
+pub async fn check_password(
+    metadata: &Arc<dyn MetadataStore>,
+    user: &str,
+    password: &[u8],
+) -> Result<bool, AuthFailure> {
     let mut found = None;
     for mechanism in [Mechanism::Sha512, Mechanism::Sha256] {
         if let Some(credential) = credential(metadata, user, mechanism).await? {
@@ -167,21 +183,15 @@ async fn plain(token: &[u8], metadata: &Arc<dyn MetadataStore>) -> Result<Step, 
         }
     }
     let Some(credential) = found else {
-        return Err(invalid("PLAIN"));
+        return Ok(false);
     };
     // PBKDF2 over thousands of iterations: off the async threads.
-    let password = login.password.to_vec();
-    let matches = tokio::task::spawn_blocking(move || credential.matches_password(&password))
-        .await
-        .unwrap_or(false);
-    if !matches {
-        return Err(invalid("PLAIN"));
-    }
-    Ok(Step::Done {
-        user: user.to_owned(),
-        last: Vec::new(),
-        lifetime: None,
-    })
+    let password = password.to_vec();
+    Ok(
+        tokio::task::spawn_blocking(move || credential.matches_password(&password))
+            .await
+            .unwrap_or(false),
+    )
 }
 
 async fn oauth_bearer(token: &[u8], tokens: Option<&TokenVerifier>) -> Result<Step, AuthFailure> {

@@ -82,7 +82,7 @@ pub(super) fn router(registry: Arc<BrokerRegistry>) -> Router {
 
 /// A refusal, answered as Confluent answers it.
 #[derive(Debug)]
-struct Failure(RegistryError);
+pub(super) struct Failure(RegistryError);
 
 impl From<RegistryError> for Failure {
     fn from(error: RegistryError) -> Failure {
