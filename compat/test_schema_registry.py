@@ -4,6 +4,7 @@ serializers producing and consuming through Spool, and the API's answers read as
 broker answers the ids any of them registered."""
 
 import json
+import os
 import subprocess
 import tempfile
 import urllib.error
@@ -406,3 +407,39 @@ def test_a_secured_registry_takes_scram_logins_over_tls_and_checks_acls(make_bro
     # Plain HTTP to the TLS listener gets no answer.
     with pytest.raises(Exception):
         urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/subjects", timeout=5)
+
+
+def test_the_console_shows_subjects_versions_and_a_schema(broker):
+    from playwright.sync_api import expect
+    from test_console import CHROMIUM, SCREENSHOTS, shot
+    from playwright.sync_api import sync_playwright
+
+    client = SchemaRegistryClient({"url": broker.registry_urls[0]})
+    subject = f"console-{uuid.uuid4().hex[:8]}-value"
+    first = client.register_schema(subject, Schema(USER_V1, "AVRO"))
+    second = client.register_schema(subject, Schema(USER_V2, "AVRO"))
+    os.makedirs(SCREENSHOTS, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.set_default_timeout(20000)
+        page.goto(broker.admin_url_of(CLUSTER) + "/")
+        page.click("a[data-nav=schemas]")
+        expect(page.locator("h1")).to_have_text("Schemas")
+        row = page.locator("table tbody tr", has_text=subject)
+        expect(row).to_contain_text("AVRO")
+        expect(row).to_contain_text("1, 2")
+        expect(row).to_contain_text(str(second))
+        row.locator("a").click()
+        expect(page.locator("h1")).to_have_text(subject)
+        expect(page.locator("h2")).to_contain_text(f"schema id {second}")
+        expect(page.locator("pre.schema")).to_contain_text('"email"')
+        shot(page, "schema")
+        page.locator("a", has_text="1").first.click()
+        expect(page.locator("h2")).to_contain_text(f"Version 1 · schema id {first}")
+        expect(page.locator("pre.schema")).not_to_contain_text('"email"')
+        browser.close()
+        assert not errors, f"the console's script failed: {errors}"

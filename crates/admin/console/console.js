@@ -416,6 +416,40 @@ async function mirrorList() {
     ...(sections.length ? sections : [h("p", {}, "No mirror links.")]));
 }
 
+// ---- Schema registry --------------------------------------------------------
+
+async function subjectList() {
+  const subjects = await api("/schemas/subjects");
+  page.replaceChildren(
+    h("h1", {}, "Schemas"),
+    h("p", {}, "The schema registry's subjects (Confluent's REST API on ",
+      h("code", {}, "schema.registry.listen"), "; register with a serializer or ",
+      h("code", {}, "spool schema register"), ")."),
+    subjects.length
+      ? table(["Subject", "Type", "Versions", "Latest id", "Compatibility"],
+        subjects.map(s => [link(`#/schemas/${encodeURIComponent(s.subject)}`, s.subject), s.schema_type,
+          s.versions.join(", "), s.latest_id, s.compatibility]), [3])
+      : h("p", {}, "No subjects."));
+}
+
+async function schemaPage(subject, version) {
+  const found = await api(`/schemas/subjects/${encodeURIComponent(subject)}/versions/${encodeURIComponent(version || "latest")}`);
+  let text = found.schema;
+  try { text = JSON.stringify(JSON.parse(found.schema), null, 2); } catch (_) { /* Protobuf text */ }
+  page.replaceChildren(
+    h("h1", {}, found.subject),
+    h("p", {}, `${found.schema_type} · compatibility ${found.compatibility} · versions `,
+      ...found.versions.flatMap((v, i) => [i ? ", " : "",
+        v === found.version ? h("strong", {}, String(v))
+          : link(`#/schemas/${encodeURIComponent(found.subject)}/${v}`, String(v))])),
+    h("h2", {}, `Version ${found.version} · schema id ${found.id}`),
+    found.references.length
+      ? table(["Reference", "Subject", "Version"], found.references.map(r =>
+        [r.name, link(`#/schemas/${encodeURIComponent(r.subject)}/${r.version}`, r.subject), r.version]), [2])
+      : "",
+    h("pre", { class: "schema" }, text));
+}
+
 // ---- Routing ----------------------------------------------------------------
 
 async function route() {
@@ -431,6 +465,8 @@ async function route() {
     else if (section === "groups") await groupList();
     else if (section === "txn-checkers") await checkerList();
     else if (section === "mirrors") await mirrorList();
+    else if (section === "schemas" && parts[1]) await schemaPage(parts[1], parts[2]);
+    else if (section === "schemas") await subjectList();
     else await overview();
   } catch (error) {
     page.replaceChildren(h("h1", {}, "Cannot show this page"), h("p", { class: "error" }, error.message));

@@ -46,6 +46,11 @@ pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
             "/txn-checkers/{prefix}",
             axum::routing::delete(remove_txn_checker),
         )
+        .route("/schemas/subjects", get(schema_subjects))
+        .route(
+            "/schemas/subjects/{subject}/versions/{version}",
+            get(schema_version),
+        )
         .route("/mirrors", get(mirrors).post(create_mirror))
         .route("/mirrors/{name}", get(mirror).delete(delete_mirror))
         .route("/mirrors/{name}/pause", axum::routing::post(pause_mirror))
@@ -268,4 +273,15 @@ async fn failover_mirror(
 ) -> Reply {
     let failover = body.map(|Json(failover)| failover).unwrap_or_default();
     json(api(&state)?.failover_mirror(&name, failover).await?)
+}
+
+async fn schema_subjects(State(state): State<Arc<AdminState>>) -> Reply {
+    json(api(&state)?.schema_subjects().await?)
+}
+
+async fn schema_version(
+    State(state): State<Arc<AdminState>>,
+    Path((subject, version)): Path<(String, String)>,
+) -> Reply {
+    json(api(&state)?.schema_version(&subject, &version).await?)
 }

@@ -12,6 +12,7 @@ mod console;
 mod health;
 mod mirror_model;
 mod model;
+mod schema_model;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -25,6 +26,7 @@ use tokio::task::JoinHandle;
 
 pub use self::mirror_model::*;
 pub use self::model::*;
+pub use self::schema_model::*;
 pub use axum::http::StatusCode;
 
 /// What the listener asks of the broker.

@@ -105,6 +105,14 @@ pub trait AdminApi: Send + Sync {
         name: &str,
         failover: crate::MirrorFailover,
     ) -> Result<Vec<crate::FailedOverTopic>, ApiError>;
+    /// The schema registry's subjects with live versions, by name.
+    async fn schema_subjects(&self) -> Result<Vec<crate::SubjectInfo>, ApiError>;
+    /// A version of a subject (`latest` or a number; 404 if there is none).
+    async fn schema_version(
+        &self,
+        subject: &str,
+        version: &str,
+    ) -> Result<crate::SchemaVersionInfo, ApiError>;
 }
 
 /// A transaction checker as `POST /api/txn-checkers` takes it: the HTTP endpoint asked

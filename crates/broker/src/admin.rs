@@ -12,6 +12,7 @@ pub(crate) mod bounds;
 mod groups;
 mod messages;
 mod mirrors;
+mod schemas;
 mod share_groups;
 mod topics;
 mod txn_checkers;
@@ -198,6 +199,18 @@ impl AdminApi for BrokerAdmin {
 
     async fn remove_txn_checker(&self, prefix: &str) -> Result<(), ApiError> {
         txn_checkers::remove(&self.shared, prefix).await
+    }
+
+    async fn schema_subjects(&self) -> Result<Vec<spool_admin::SubjectInfo>, ApiError> {
+        schemas::subjects(&self.shared).await
+    }
+
+    async fn schema_version(
+        &self,
+        subject: &str,
+        version: &str,
+    ) -> Result<spool_admin::SchemaVersionInfo, ApiError> {
+        schemas::version(&self.shared, subject, version).await
     }
 
     async fn mirrors(&self) -> Result<Vec<spool_admin::MirrorInfo>, ApiError> {
