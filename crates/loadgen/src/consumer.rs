@@ -26,6 +26,8 @@ pub(crate) struct ConsumerTask {
     pub(crate) stop: Arc<AtomicBool>,
     /// The workload's `--consumer-config` properties.
     pub(crate) extra_config: Vec<(String, String)>,
+    /// The bytes before each value's send time (Confluent's framing).
+    pub(crate) frame_len: usize,
 }
 
 impl ConsumerTask {
@@ -76,7 +78,7 @@ impl ConsumerTask {
                 continue;
             }
             let Some(sent) = value
-                .get(..8)
+                .get(self.frame_len..self.frame_len + 8)
                 .and_then(|head| head.try_into().ok())
                 .map(u64::from_be_bytes)
             else {

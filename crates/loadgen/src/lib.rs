@@ -15,6 +15,7 @@ mod producer;
 mod progress;
 pub mod rebalance;
 mod recorder;
+pub mod registry;
 pub mod run;
 mod topics;
 pub mod workload;

@@ -97,6 +97,8 @@ pub(crate) struct ProducerTask {
     pub(crate) low_latency: bool,
     /// Where a transactional producer records how long each commit took.
     pub(crate) commits: Arc<Recorder>,
+    /// What every value starts with (Confluent's framing), before its send time.
+    pub(crate) frame: Vec<u8>,
 }
 
 /// Waits until every message sent has been delivered (and its report served by the
@@ -153,8 +155,12 @@ impl ProducerTask {
                 .begin_transaction()
                 .map_err(BenchError::kafka("begin a transaction"))?;
         }
-        let mut payload = vec![0u8; self.workload.message_size.max(8)];
+        let time_at = self.frame.len();
+        let mut payload = vec![0u8; self.workload.message_size.max(time_at + 8)];
         fastrand::fill(&mut payload);
+        if let Some(head) = payload.get_mut(..time_at) {
+            head.copy_from_slice(&self.frame);
+        }
         let mut rng = fastrand::Rng::new();
         let interval = (self.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / self.rate));
         let mut sent = 0u64;
@@ -183,10 +189,10 @@ impl ProducerTask {
                 None => now,
             };
             let intended_nanos = u64::try_from(intended.as_nanos()).unwrap_or(u64::MAX);
-            // The first 8 bytes carry the intended send time on the wall clock, for
-            // end-to-end latency.
+            // 8 bytes (after the framing, if any) carry the intended send time on the
+            // wall clock, for end-to-end latency.
             let wall = self.clock.wall_start_nanos + intended_nanos;
-            if let Some(head) = payload.get_mut(..8) {
+            if let Some(head) = payload.get_mut(time_at..time_at + 8) {
                 head.copy_from_slice(&wall.to_be_bytes());
             }
             let key = match self.workload.key_distribution {

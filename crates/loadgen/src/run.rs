@@ -108,6 +108,8 @@ struct Fleet<'a> {
     config: ClientConfig,
     workload: &'a Workload,
     topics: Topics,
+    /// Each topic's value framing (`--schema-registry`): magic byte and schema id.
+    frames: std::collections::HashMap<String, Vec<u8>>,
 }
 
 /// What a group of threads shares: the clock, where they record, and the stop flag.
@@ -138,10 +140,21 @@ impl<'a> Fleet<'a> {
         workload.validate().map_err(BenchError::Invalid)?;
         let config = base_config(brokers, workload);
         let topics = Topics::create(&config, workload)?;
+        let mut frames = std::collections::HashMap::new();
+        if let Some(url) = &workload.schema_registry {
+            let registry = crate::registry::RegistryClient::new(url);
+            for topic in &topics.names {
+                let id = registry.register(&format!("{topic}-value"), r#""bytes""#)?;
+                let mut frame = vec![0];
+                frame.extend_from_slice(&id.to_be_bytes());
+                frames.insert(topic.clone(), frame);
+            }
+        }
         Ok(Fleet {
             config,
             workload,
             topics,
+            frames,
         })
     }
 
@@ -166,6 +179,7 @@ impl<'a> Fleet<'a> {
                     limit: limit.map(|l| l.div_ceil(producers as u64)),
                     low_latency,
                     commits: shared.commits.clone(),
+                    frame: self.frames.get(topic).cloned().unwrap_or_default(),
                 };
                 handles.push(std::thread::spawn(move || task.run()));
             }
@@ -196,6 +210,7 @@ impl<'a> Fleet<'a> {
                     end_to_end,
                     stop: shared.stop.clone(),
                     extra_config: workload.consumer_config.clone(),
+                    frame_len: workload.frame_len(),
                 };
                 handles.push(std::thread::spawn(move || task.run()));
             }

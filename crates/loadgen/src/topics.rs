@@ -25,10 +25,13 @@ impl Topics {
         let new: Vec<NewTopic<'_>> = names
             .iter()
             .map(|name| {
-                NewTopic::new(
-                    name,
-                    workload.partitions_per_topic.max(1),
-                    TopicReplication::Fixed(1),
+                workload.topic_config.iter().fold(
+                    NewTopic::new(
+                        name,
+                        workload.partitions_per_topic.max(1),
+                        TopicReplication::Fixed(1),
+                    ),
+                    |topic, (key, value)| topic.set(key, value),
                 )
             })
             .collect();

@@ -45,6 +45,15 @@ pub struct Workload {
     /// `--consumer-config isolation.level=read_committed`.
     #[arg(long, default_value_t = 0)]
     pub transaction_size: u64,
+    /// A config of the run's topics, e.g. `confluent.value.schema.validation=true`
+    /// (repeatable).
+    #[arg(long = "topic-config", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub topic_config: Vec<(String, String)>,
+    /// Frame every value as Confluent's serializers do: an Avro `bytes` schema is
+    /// registered under each topic's value subject in this registry, and every value
+    /// starts with magic byte 0 and its id (the send time follows them).
+    #[arg(long)]
+    pub schema_registry: Option<String>,
     /// Keep the topics after the run.
     #[arg(long)]
     pub keep_topics: bool,
@@ -71,6 +80,13 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
 
 impl Workload {
     /// Checks the workload before anything is created.
+    /// The bytes before each value's send time: Confluent's framing (magic byte and
+    /// schema id) with `--schema-registry`.
+    #[must_use]
+    pub fn frame_len(&self) -> usize {
+        if self.schema_registry.is_some() { 5 } else { 0 }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.topics == 0 || self.partitions_per_topic < 1 {
             return Err("--topics and --partitions-per-topic must be at least 1".into());
@@ -80,9 +96,9 @@ impl Workload {
                 "--producers-per-topic and --consumers-per-topic must be at least 1".into(),
             );
         }
-        if self.message_size < 8 {
+        if self.message_size < 8 + self.frame_len() {
             return Err(
-                "--message-size must be at least 8: each message carries its send time".into(),
+                "--message-size must be at least 8 (13 with --schema-registry): each message carries its send time".into(),
             );
         }
         if self.transaction_size > 0 && self.acks != "all" {

@@ -25,6 +25,9 @@ pub(crate) enum BenchCommand {
     /// when their leader is killed, stopped (SIGTERM) or drained, and when a broker
     /// joins. Starts its own brokers (`spool serve` processes).
     Failover(spool_faultcheck::failover::Failover),
+    /// The schema registry: lookups by id and register-or-get calls per second, and
+    /// their latencies, with many subjects registered.
+    Registry(spool_loadgen::registry::RegistryBench),
     /// The machine's limits: disk writes with and without fsync, fsync latency,
     /// loopback TCP.
     Limits {
@@ -67,6 +70,10 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
                             }
                             other => BenchError::Failed(other.to_string()),
                         })?;
+                    Ok((report.to_text(), serde_json::json!(report)))
+                }
+                BenchCommand::Registry(settings) => {
+                    let report = spool_loadgen::registry::run(&settings)?;
                     Ok((report.to_text(), serde_json::json!(report)))
                 }
                 BenchCommand::Limits { dir, bytes, chunk } => {
