@@ -258,8 +258,12 @@ def test_errors_come_with_confluents_codes_and_deletes_take_two_steps(broker):
     status, body = http(f"{url}/subjects/{subject}/versions", "POST", {"schema": USER_V1})
     assert (status, body["error_code"]) == (422, 42205), body
     assert http(f"{url}/mode/{subject}", "DELETE")[0] == 200
-    # IMPORT (registering with given ids) is not there yet: refused, not half-done.
-    status, body = http(f"{url}/mode/{subject}", "PUT", {"mode": "IMPORT"})
+    # A subject without a mode of its own: 40409, unless the registry's is asked for.
+    status, body = http(f"{url}/mode/{subject}")
+    assert (status, body["error_code"]) == (404, 40409), body
+    assert http(f"{url}/mode/{subject}?defaultToGlobal=true") == (200, {"mode": "READWRITE"})
+    # A mode that does not exist: 42204.
+    status, body = http(f"{url}/mode/{subject}", "PUT", {"mode": "SIDEWAYS"})
     assert (status, body["error_code"]) == (422, 42204), body
     # Clients that send "references": null are read as sending none.
     status, body = http(f"{url}/subjects/{subject}/versions", "POST",
@@ -443,3 +447,34 @@ def test_the_console_shows_subjects_versions_and_a_schema(broker):
         expect(page.locator("pre.schema")).not_to_contain_text('"email"')
         browser.close()
         assert not errors, f"the console's script failed: {errors}"
+
+
+def test_import_mode_keeps_the_ids_another_registry_gave(broker):
+    base = broker.registry_urls[0]
+    run = uuid.uuid4().hex[:8]
+    subject = f"imported-{run}-value"
+    versions = f"{base}/subjects/{subject}/versions"
+    # Schemas of this test only (one schema has one id here).
+    user_v1 = USER_V1.replace('"shop"', f'"imported{run}"')
+    user_v2 = USER_V2.replace('"shop"', f'"imported{run}"')
+    status, answer = http(versions, "POST", {"schema": user_v1, "id": 7001})
+    assert (status, answer["error_code"]) == (422, 42205), answer
+    assert http(f"{base}/mode/{subject}", "PUT", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    status, answer = http(versions, "POST", {"schema": user_v1, "id": 7001, "version": 3})
+    assert (status, answer["id"]) == (200, 7001), answer
+    for url in broker.registry_urls:
+        status, found = http(f"{url}/schemas/ids/7001")
+        assert status == 200 and json.loads(found["schema"])["name"] == "User", found
+        assert http(f"{url}/subjects/{subject}/versions")[1] == [3]
+    # The id holds another schema: refused.
+    status, answer = http(versions, "POST", {"schema": user_v2, "id": 7001})
+    assert (status, answer["error_code"]) == (422, 42205), answer
+    # Back to READWRITE, a new schema's id comes after the imported one.
+    assert http(f"{base}/mode/{subject}", "PUT", {"mode": "READWRITE"})[0] == 200
+    client = SchemaRegistryClient({"url": broker.registry_urls[-1]})
+    registered = client.register_schema_full_response(subject, Schema(user_v2, "AVRO"))
+    assert registered.schema_id > 7001 and registered.version == 4, registered
+    # IMPORT where versions exist needs force=true.
+    status, answer = http(f"{base}/mode/{subject}", "PUT", {"mode": "IMPORT"})
+    assert (status, answer["error_code"]) == (422, 42205), answer
+    assert http(f"{base}/mode/{subject}?force=true", "PUT", {"mode": "IMPORT"})[0] == 200

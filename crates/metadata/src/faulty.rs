@@ -708,6 +708,11 @@ impl crate::SchemaRegistryStore for FaultyMetadata {
         self.inner.put_registry_schema(record).await
     }
 
+    async fn import_registry_schema(&self, record: &crate::RegistrySchemaRecord) -> Result<bool> {
+        self.check_up()?;
+        self.inner.import_registry_schema(record).await
+    }
+
     async fn registry_schema_id(&self, fingerprint: &str) -> Result<Option<i32>> {
         self.check_up()?;
         self.inner.registry_schema_id(fingerprint).await

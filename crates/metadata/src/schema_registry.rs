@@ -41,6 +41,10 @@ pub trait SchemaRegistryStore {
     /// The id of the schema with `record.fingerprint`, made with the next id if there
     /// is none (`record.id` is ignored).
     async fn put_registry_schema(&self, record: &RegistrySchemaRecord) -> Result<i32>;
+    /// Puts `record` under its own `record.id` (IMPORT mode: ids copied from another
+    /// registry): `false` when that id holds another schema or the schema has another
+    /// id. Ids made later come after every id imported.
+    async fn import_registry_schema(&self, record: &RegistrySchemaRecord) -> Result<bool>;
     /// The id of the schema with `fingerprint`, if there is one.
     async fn registry_schema_id(&self, fingerprint: &str) -> Result<Option<i32>>;
     /// The schema with id `id`.

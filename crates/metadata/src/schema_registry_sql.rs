@@ -4,6 +4,14 @@
 pub(crate) const PUT_SCHEMA: &str = "INSERT INTO registry_schemas \
      (schema_type, schema_text, refs, fingerprint) VALUES ($1, $2, $3, $4) \
      ON CONFLICT (fingerprint) DO NOTHING";
+pub(crate) const IMPORT_SCHEMA: &str = "INSERT INTO registry_schemas \
+     (id, schema_type, schema_text, refs, fingerprint) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT DO NOTHING";
+/// PostgreSQL's identity sequence does not see ids inserted with a value: moved past
+/// them. (SQLite's AUTOINCREMENT does by itself.)
+pub(crate) const ADVANCE_IDS_POSTGRES: &str = "SELECT setval(\
+     pg_get_serial_sequence('registry_schemas', 'id'), \
+     GREATEST((SELECT MAX(id) FROM registry_schemas), 1))";
 pub(crate) const SCHEMA_ID: &str = "SELECT id FROM registry_schemas WHERE fingerprint = $1";
 pub(crate) const SCHEMA: &str = "SELECT id, schema_type, schema_text, refs, fingerprint \
      FROM registry_schemas WHERE id = $1";
@@ -43,7 +51,7 @@ pub(crate) fn version(row: VersionRow) -> crate::SubjectVersionRecord {
 /// Implements [`SchemaRegistryStore`](crate::SchemaRegistryStore) for a store with a
 /// `pool`.
 macro_rules! impl_schema_registry {
-    ($store:ty) => {
+    ($store:ty, $advance_ids:expr) => {
         #[async_trait::async_trait]
         impl $crate::SchemaRegistryStore for $store {
             async fn put_registry_schema(
@@ -63,6 +71,32 @@ macro_rules! impl_schema_registry {
                     .fetch_one(&self.pool)
                     .await?;
                 Ok(id)
+            }
+
+            async fn import_registry_schema(
+                &self,
+                record: &$crate::RegistrySchemaRecord,
+            ) -> $crate::Result<bool> {
+                use $crate::schema_registry_sql as sql;
+                let mut transaction = self.pool.begin().await?;
+                sqlx::query(sql::IMPORT_SCHEMA)
+                    .bind(record.id)
+                    .bind(&record.schema_type)
+                    .bind(&record.schema)
+                    .bind(&record.references)
+                    .bind(&record.fingerprint)
+                    .execute(&mut *transaction)
+                    .await?;
+                let advance: Option<&str> = $advance_ids;
+                if let Some(advance) = advance {
+                    sqlx::query(advance).execute(&mut *transaction).await?;
+                }
+                let found: Option<(i32,)> = sqlx::query_as(sql::SCHEMA_ID)
+                    .bind(&record.fingerprint)
+                    .fetch_optional(&mut *transaction)
+                    .await?;
+                transaction.commit().await?;
+                Ok(found.is_some_and(|(id,)| id == record.id))
             }
 
             async fn registry_schema_id(&self, fingerprint: &str) -> $crate::Result<Option<i32>> {

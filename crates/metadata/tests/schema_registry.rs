@@ -183,3 +183,54 @@ async fn schemas_get_one_id_each_and_subjects_keep_their_versions() {
         );
     }
 }
+
+#[tokio::test]
+async fn imported_ids_are_kept_and_later_ids_come_after_them() {
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        let made = store.put_registry_schema(&schema("\"int\"")).await.unwrap();
+        let imported = RegistrySchemaRecord {
+            id: 500,
+            ..schema("\"bytes\"")
+        };
+        assert!(
+            store.import_registry_schema(&imported).await.unwrap(),
+            "{label}"
+        );
+        assert!(
+            store.import_registry_schema(&imported).await.unwrap(),
+            "{label}: the same schema at its id again"
+        );
+        assert!(
+            !store
+                .import_registry_schema(&RegistrySchemaRecord {
+                    id: 500,
+                    ..schema("\"float\"")
+                })
+                .await
+                .unwrap(),
+            "{label}: the id holds another schema"
+        );
+        assert!(
+            !store
+                .import_registry_schema(&RegistrySchemaRecord {
+                    id: 600,
+                    ..schema("\"int\"")
+                })
+                .await
+                .unwrap(),
+            "{label}: the schema has another id ({made})"
+        );
+        assert_eq!(
+            store.registry_schema(500).await.unwrap().unwrap().schema,
+            "\"bytes\"",
+            "{label}"
+        );
+        let next = store
+            .put_registry_schema(&schema("\"double\""))
+            .await
+            .unwrap();
+        assert!(next > 500, "{label}: {next} comes after the imported id");
+    }
+}

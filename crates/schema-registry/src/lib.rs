@@ -14,5 +14,7 @@ mod schema;
 
 pub use compatibility::{Compatibility, Mode};
 pub use error::RegistryError;
-pub use registry::{NewSchema, Reference, Registry, StoredSchema, SubjectVersion, VersionSpec};
+pub use registry::{
+    Imported, NewSchema, Reference, Registry, StoredSchema, SubjectVersion, VersionSpec,
+};
 pub use schema::{ParsedSchema, Referenced, SchemaType, parse};

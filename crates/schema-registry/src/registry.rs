@@ -17,7 +17,10 @@ use crate::compatibility::{Compatibility, Mode};
 use crate::error::RegistryError;
 use crate::schema::{ParsedSchema, SchemaType};
 
+mod importing;
 mod reading;
+
+pub use importing::Imported;
 
 /// How many times a registration is tried again when another broker took the version
 /// it meant to take.
@@ -254,6 +257,8 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
             .filter(|v| deleted || !v.deleted)
             .map(|v| v.subject)
             .collect();
+        // In byte order on both backends (PostgreSQL's collation may order otherwise).
+        subjects.sort_unstable();
         subjects.dedup();
         Ok(subjects)
     }
@@ -423,13 +428,26 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         }
     }
 
+    /// The mode set on `subject` itself, if one is.
+    pub async fn configured_mode(&self, subject: &str) -> Result<Option<Mode>, RegistryError> {
+        self.config(subject)
+            .await?
+            .mode
+            .map(|name| Mode::from_name(&name))
+            .transpose()
+    }
+
     /// Sets (or with `None`, clears) the mode of `subject` (the registry's when
     /// `None`).
     pub async fn set_mode(
         &self,
         subject: Option<&str>,
         mode: Option<Mode>,
+        force: bool,
     ) -> Result<(), RegistryError> {
+        if mode == Some(Mode::Import) {
+            self.may_import(subject, force).await?;
+        }
         let key = subject.unwrap_or("");
         let mut config = self.config(key).await?;
         config.mode = mode.map(|mode| mode.name().to_owned());

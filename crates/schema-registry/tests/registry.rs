@@ -230,7 +230,10 @@ async fn deletes_are_soft_first_then_permanent_and_read_only_refuses_writes() {
         40401
     );
     // Read-only: no registration.
-    registry.set_mode(None, Some(Mode::ReadOnly)).await.unwrap();
+    registry
+        .set_mode(None, Some(Mode::ReadOnly), false)
+        .await
+        .unwrap();
     assert_eq!(
         registry
             .register("s", &user(""))
@@ -240,7 +243,7 @@ async fn deletes_are_soft_first_then_permanent_and_read_only_refuses_writes() {
         42205
     );
     registry
-        .set_mode(Some("s"), Some(Mode::ReadWrite))
+        .set_mode(Some("s"), Some(Mode::ReadWrite), false)
         .await
         .unwrap();
     assert_eq!(registry.register("s", &user("")).await.unwrap().version, 1);

@@ -16,7 +16,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use spool_schema_registry::{
-    Compatibility, Mode, NewSchema, Reference, RegistryError, SchemaType, StoredSchema,
+    Compatibility, Imported, Mode, NewSchema, Reference, RegistryError, SchemaType, StoredSchema,
     SubjectVersion, VersionSpec,
 };
 
@@ -128,19 +128,38 @@ struct SchemaBody {
     #[serde(rename = "schemaType")]
     schema_type: Option<String>,
     references: Option<Vec<Reference>>,
+    /// IMPORT mode: the id (and version) another registry gave it.
+    id: Option<i32>,
+    version: Option<i32>,
 }
 
 fn new_schema(body: &[u8]) -> Result<NewSchema, Failure> {
+    Ok(schema_body(body)?.0)
+}
+
+/// The schema of a request, and the id and version it is imported with, if given.
+fn schema_body(body: &[u8]) -> Result<(NewSchema, Option<Imported>), Failure> {
     let body: SchemaBody = serde_json::from_slice(body)
         .map_err(|error| RegistryError::BadRequest(format!("Invalid request body: {error}")))?;
     if body.schema.trim().is_empty() {
         return Err(RegistryError::InvalidSchema("Empty schema".to_owned()).into());
     }
-    Ok(NewSchema {
+    let imported = match (body.id, body.version) {
+        (None, None) => None,
+        (Some(id), version) => Some(Imported { id, version }),
+        (None, Some(_)) => {
+            return Err(RegistryError::BadRequest(
+                "a version is given with the schema's id (IMPORT mode)".to_owned(),
+            )
+            .into());
+        }
+    };
+    let schema = NewSchema {
         schema: body.schema,
         schema_type: SchemaType::from_name(body.schema_type.as_deref())?,
         references: body.references.unwrap_or_default(),
-    })
+    };
+    Ok((schema, imported))
 }
 
 /// A schema's fields as Confluent writes them: `schemaType` and `references` only
@@ -181,8 +200,11 @@ async fn subjects(State(registry): Registry, Query(params): Params) -> Answer {
 }
 
 async fn register(State(registry): Registry, Path(subject): Path<String>, body: Bytes) -> Answer {
-    let new = new_schema(&body)?;
-    let registered = registry.register(&subject, &new).await?;
+    let (new, imported) = schema_body(&body)?;
+    let registered = match imported {
+        Some(imported) => registry.import(&subject, &new, imported).await?,
+        None => registry.register(&subject, &new).await?,
+    };
     Ok(ok(version_json(&registered)))
 }
 
@@ -389,42 +411,52 @@ struct ModeBody {
 
 fn mode_of(body: &[u8]) -> Result<Mode, Failure> {
     let body: ModeBody = serde_json::from_slice(body).map_err(|_| RegistryError::InvalidMode)?;
-    match Mode::from_name(&body.mode)? {
-        // Registering with given ids is not there yet: IMPORT would act as READWRITE.
-        Mode::Import => Err(RegistryError::InvalidMode.into()),
-        mode => Ok(mode),
-    }
+    Ok(Mode::from_name(&body.mode)?)
 }
 
 async fn mode(State(registry): Registry) -> Answer {
     Ok(ok(json!({"mode": registry.mode(None).await?.name()})))
 }
 
-async fn put_mode(State(registry): Registry, body: Bytes) -> Answer {
+async fn put_mode(State(registry): Registry, Query(params): Params, body: Bytes) -> Answer {
     let mode = mode_of(&body)?;
-    registry.set_mode(None, Some(mode)).await?;
+    registry
+        .set_mode(None, Some(mode), flag(&params, "force"))
+        .await?;
     Ok(ok(json!({"mode": mode.name()})))
 }
 
-async fn subject_mode(State(registry): Registry, Path(subject): Path<String>) -> Answer {
-    Ok(ok(
-        json!({"mode": registry.mode(Some(&subject)).await?.name()}),
-    ))
+/// A subject's mode; as Confluent, one it has not set is 40409 unless
+/// `defaultToGlobal=true` asks for the registry's.
+async fn subject_mode(
+    State(registry): Registry,
+    Path(subject): Path<String>,
+    Query(params): Params,
+) -> Answer {
+    let mode = match registry.configured_mode(&subject).await? {
+        Some(mode) => mode,
+        None if flag(&params, "defaultToGlobal") => registry.mode(None).await?,
+        None => return Err(RegistryError::SubjectModeNotConfigured(subject).into()),
+    };
+    Ok(ok(json!({"mode": mode.name()})))
 }
 
 async fn put_subject_mode(
     State(registry): Registry,
     Path(subject): Path<String>,
+    Query(params): Params,
     body: Bytes,
 ) -> Answer {
     let mode = mode_of(&body)?;
-    registry.set_mode(Some(&subject), Some(mode)).await?;
+    registry
+        .set_mode(Some(&subject), Some(mode), flag(&params, "force"))
+        .await?;
     Ok(ok(json!({"mode": mode.name()})))
 }
 
 async fn delete_subject_mode(State(registry): Registry, Path(subject): Path<String>) -> Answer {
     let mode = registry.mode(Some(&subject)).await?;
-    registry.set_mode(Some(&subject), None).await?;
+    registry.set_mode(Some(&subject), None, false).await?;
     Ok(ok(json!({"mode": mode.name()})))
 }
 
