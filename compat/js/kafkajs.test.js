@@ -9,114 +9,23 @@ const assert = require('node:assert');
 const { spawn, spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { Kafka, CompressionTypes, logLevel } = require('kafkajs');
 
-const SPOOL_BIN = process.env.SPOOL_BIN || path.resolve(__dirname, '../../target/debug/spool');
-// With SPOOL_COMPAT_STORAGE=s3, SPOOL_COMPAT_CLUSTER=3 runs a cluster of three spool
-// processes (node ids 1, 2, 3) sharing the metadata store and the bucket prefix; the
-// clients bootstrap from node 2 and find leaders and coordinators from there.
-const CLUSTER = process.env.SPOOL_COMPAT_STORAGE === 's3'
-  ? Number(process.env.SPOOL_COMPAT_CLUSTER || '1') : 1;
-const brokers = [];
+const { SPOOL_BIN, freePort, waitForPort, startBrokers, waitFor } = require('./spool');
+
 let address;
-let dataDir;
-
-// Brokers' ports come from 30000-32767: below the kernel's ephemeral range, where no
-// client's outgoing connection takes one between this check and the broker's bind,
-// and above the pytest workers' blocks (compat/conftest.py), which run alongside. A
-// port is handed out once: a killed broker restarts on its own.
-const PORT_BLOCK = { first: 30000, count: 2768 };
-const portsHandedOut = new Set();
-
-function canBind(port) {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function freePort() {
-  for (let tries = 0; tries < PORT_BLOCK.count; tries++) {
-    const port = PORT_BLOCK.first + Math.floor(Math.random() * PORT_BLOCK.count);
-    if (portsHandedOut.has(port) || !(await canBind(port))) continue;
-    portsHandedOut.add(port);
-    return port;
-  }
-  throw new Error('no free port left for a broker');
-}
-
-async function waitForPort(port) {
-  for (let i = 0; i < 200; i++) {
-    const open = await new Promise((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('spool did not start');
-}
-
-// With SPOOL_COMPAT_METADATA=postgres, the broker keeps its metadata in a fresh
-// database on the server SPOOL_TEST_POSTGRES_URL names (scripts/test starts one).
-function metadataArgs() {
-  if (process.env.SPOOL_COMPAT_METADATA !== 'postgres') return [];
-  const server = process.env.SPOOL_TEST_POSTGRES_URL;
-  assert.ok(server, 'SPOOL_COMPAT_METADATA=postgres needs SPOOL_TEST_POSTGRES_URL');
-  const name = `kafkajs_${process.pid}_${Date.now()}`;
-  const created = spawnSync('psql', [server, '-qAtc', `CREATE DATABASE ${name}`], { encoding: 'utf8' });
-  assert.strictEqual(created.status, 0, created.stderr);
-  return ['--metadata-url', `${server.slice(0, server.lastIndexOf('/'))}/${name}`];
-}
-
-// With SPOOL_COMPAT_STORAGE=s3, partition data lives under a fresh prefix of the
-// bucket SPOOL_TEST_S3_URL names (moto's server, started by scripts/test).
-function storageArgs() {
-  if (process.env.SPOOL_COMPAT_STORAGE !== 's3') return [];
-  const bucket = process.env.SPOOL_TEST_S3_URL;
-  assert.ok(bucket, 'SPOOL_COMPAT_STORAGE=s3 needs SPOOL_TEST_S3_URL');
-  return ['--storage-url', `${bucket.replace(/\/+$/, '')}/kafkajs-${process.pid}-${Date.now()}`];
-}
+let cluster;
 
 before(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-kafkajs-'));
-  const shared = [...metadataArgs(), ...storageArgs(),
-    ...['group.initial.rebalance.delay.ms=200', 'group.min.session.timeout.ms=1000',
-      'log.cleaner.backoff.ms=200'].flatMap((s) => ['--set', s])];
-  const addresses = [];
-  for (let node = 1; node <= CLUSTER; node++) {
-    const port = await freePort();
-    addresses.push(`127.0.0.1:${port}`);
-    const cluster = CLUSTER > 1 ? ['--node-id', `${node}`] : [];
-    brokers.push(spawn(SPOOL_BIN, ['--listen', addresses[node - 1],
-      '--data-dir', path.join(dataDir, `data-${node}`), ...cluster, ...shared], { stdio: 'ignore' }));
-    await waitForPort(port);
-  }
-  address = addresses[CLUSTER > 1 ? 1 : 0];
-  // Until the bootstrap broker lists them all: topics made next spread over them.
-  for (let i = 0; CLUSTER > 1; i++) {
-    const listed = spawnSync('kcat', ['-b', address, '-L', '-J'], { encoding: 'utf8' });
-    if (listed.status === 0 && JSON.parse(listed.stdout).brokers.length === CLUSTER) break;
-    assert.ok(i < 200, 'the brokers did not form one cluster');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  cluster = await startBrokers('kafkajs', ['group.initial.rebalance.delay.ms=200',
+    'group.min.session.timeout.ms=1000', 'log.cleaner.backoff.ms=200']);
+  address = cluster.address;
 });
 
 after(async () => {
-  const codes = await Promise.all(brokers.map((broker) => {
-    const exited = new Promise((resolve) => broker.on('exit', resolve));
-    broker.kill('SIGTERM');
-    return exited;
-  }));
-  fs.rmSync(dataDir, { recursive: true, force: true });
-  assert.deepStrictEqual(codes, brokers.map(() => 0), 'clean shutdown');
+  await cluster.stop();
 });
 
 const kafka = () => new Kafka({ clientId: 'spool-compat', brokers: [address], logLevel: logLevel.NOTHING });
@@ -183,15 +92,6 @@ test('offsets by timestamp', async () => {
   assert.strictEqual(found.offset, '5');
   await admin.disconnect();
 });
-
-async function waitFor(predicate, what, timeoutMs = 30000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (predicate()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 test('a consumer group of two shares the partitions, commits, and resumes', async () => {
   const admin = kafka().admin();
