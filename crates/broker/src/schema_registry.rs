@@ -71,6 +71,9 @@ impl RegistryServer {
             )),
         };
         tracing::info!(address = %local_addr, tls, logins = security.logins, "schema registry listener (Confluent's REST API)");
+        if security.logins && !tls && !local_addr.ip().is_loopback() {
+            tracing::warn!(address = %local_addr, "the schema registry takes SCRAM passwords (HTTP Basic) without TLS on a non-loopback address: set schema.registry.listen=https://…");
+        }
         Ok(RegistryServer {
             local_addr,
             stop,

@@ -25,7 +25,8 @@ pub struct RegistryBench {
     /// Subjects registered before measuring (one schema each).
     #[arg(long, default_value_t = 10_000)]
     pub subjects: usize,
-    /// Clients, each with a connection of its own, each waiting for its answer.
+    /// Clients, each with a connection of its own (kept alive), each waiting for its
+    /// answer.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
     /// Seconds each measured phase runs.
@@ -77,8 +78,7 @@ impl RegistryReport {
     }
 }
 
-/// A blocking client of the registry's REST API.
-#[derive(Clone)]
+/// A blocking client of the registry's REST API, with a connection of its own.
 pub(crate) struct RegistryClient {
     agent: ureq::Agent,
     base: String,
@@ -164,7 +164,6 @@ pub fn run(settings: &RegistryBench) -> Result<RegistryReport, BenchError> {
             "--subjects, --concurrency and --duration must be positive".to_owned(),
         ));
     }
-    let client = RegistryClient::new(&settings.registry_url);
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let run_id: Arc<str> = Arc::from(run_id.get(..8).unwrap_or(&run_id));
     let subject = {
@@ -183,7 +182,7 @@ pub fn run(settings: &RegistryBench) -> Result<RegistryReport, BenchError> {
         let mut handles = Vec::new();
         for worker in 0..settings.concurrency {
             let (client, recorder, ids, subject, run_id) = (
-                client.clone(),
+                RegistryClient::new(&settings.registry_url),
                 recorder.clone(),
                 ids.clone(),
                 subject.clone(),
@@ -225,7 +224,6 @@ pub fn run(settings: &RegistryBench) -> Result<RegistryReport, BenchError> {
             let id = ids[rng.usize(..ids.len())];
             client.lookup(id)
         },
-        &client,
     )?);
     phases.push(measure(
         "register-or-get (known)",
@@ -237,12 +235,12 @@ pub fn run(settings: &RegistryBench) -> Result<RegistryReport, BenchError> {
                 .register(&subject(index), &schema_of(&run_id, index))
                 .map(|_| ())
         },
-        &client,
     )?);
     if !settings.keep_subjects {
         std::thread::scope(|scope| {
             for worker in 0..settings.concurrency {
-                let (client, subject) = (client.clone(), subject.clone());
+                let (client, subject) =
+                    (RegistryClient::new(&settings.registry_url), subject.clone());
                 scope.spawn(move || {
                     for index in (worker..settings.subjects).step_by(settings.concurrency) {
                         let _ = client.delete(&subject(index), false);
@@ -266,14 +264,13 @@ fn measure(
     settings: &RegistryBench,
     duration: Duration,
     call: impl Fn(&RegistryClient, &mut fastrand::Rng) -> Result<(), BenchError> + Sync,
-    client: &RegistryClient,
 ) -> Result<PhaseReport, BenchError> {
     let recorder = Recorder::new();
     let stop = AtomicBool::new(false);
     let started = Instant::now();
     std::thread::scope(|scope| {
         for _ in 0..settings.concurrency {
-            let client = client.clone();
+            let client = RegistryClient::new(&settings.registry_url);
             let (recorder, stop, call) = (&recorder, &stop, &call);
             scope.spawn(move || {
                 let mut rng = fastrand::Rng::new();

@@ -79,7 +79,6 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
 }
 
 impl Workload {
-    /// Checks the workload before anything is created.
     /// The bytes before each value's send time: Confluent's framing (magic byte and
     /// schema id) with `--schema-registry`.
     #[must_use]
@@ -87,6 +86,7 @@ impl Workload {
         if self.schema_registry.is_some() { 5 } else { 0 }
     }
 
+    /// Checks the workload before anything is created.
     pub fn validate(&self) -> Result<(), String> {
         if self.topics == 0 || self.partitions_per_topic < 1 {
             return Err("--topics and --partitions-per-topic must be at least 1".into());

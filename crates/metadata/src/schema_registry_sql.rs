@@ -8,10 +8,12 @@ pub(crate) const IMPORT_SCHEMA: &str = "INSERT INTO registry_schemas \
      (id, schema_type, schema_text, refs, fingerprint) VALUES ($1, $2, $3, $4, $5) \
      ON CONFLICT DO NOTHING";
 /// PostgreSQL's identity sequence does not see ids inserted with a value: moved past
-/// them. (SQLite's AUTOINCREMENT does by itself.)
-pub(crate) const ADVANCE_IDS_POSTGRES: &str = "SELECT setval(\
-     pg_get_serial_sequence('registry_schemas', 'id'), \
-     GREATEST((SELECT MAX(id) FROM registry_schemas), 1))";
+/// them, never back (ids it handed out stay used). SQLite's AUTOINCREMENT does this by
+/// itself.
+pub(crate) const ADVANCE_IDS_POSTGRES: &str = "WITH sequence AS \
+     (SELECT pg_get_serial_sequence('registry_schemas', 'id') AS name) \
+     SELECT setval(name, GREATEST((SELECT MAX(id) FROM registry_schemas), nextval(name))) \
+     FROM sequence";
 pub(crate) const SCHEMA_ID: &str = "SELECT id FROM registry_schemas WHERE fingerprint = $1";
 pub(crate) const SCHEMA: &str = "SELECT id, schema_type, schema_text, refs, fingerprint \
      FROM registry_schemas WHERE id = $1";

@@ -11,10 +11,12 @@ pub(super) async fn subjects(shared: &Shared) -> Result<Vec<SubjectInfo>, ApiErr
     let registry = registry(shared);
     let mut subjects = Vec::new();
     for subject in registry.subjects(false).await.map_err(api_error)? {
-        let latest = registry
-            .version(&subject, VersionSpec::Latest, false)
-            .await
-            .map_err(api_error)?;
+        // A subject deleted since it was listed is left out.
+        let latest = match registry.version(&subject, VersionSpec::Latest, false).await {
+            Ok(latest) => latest,
+            Err(RegistryError::SubjectNotFound(_) | RegistryError::VersionNotFound(_)) => continue,
+            Err(error) => return Err(api_error(error)),
+        };
         subjects.push(SubjectInfo {
             versions: registry
                 .versions(&subject, false)

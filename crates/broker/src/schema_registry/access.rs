@@ -3,7 +3,8 @@
 //! it) on every request; any user who logs in may read; writing needs the Kafka ACL
 //! that producing to the subject's topic needs (`WRITE` on topic `T` for subjects
 //! `T-key` and `T-value`, TopicNameStrategy's), and `ALTER` on the cluster for any
-//! other subject and for the registry-wide config and mode. Super users may do
+//! other subject, for the registry-wide config and for every mode (IMPORT hands out
+//! ids, which are the whole registry's). Super users may do
 //! everything; with `authorizer.enabled=false` every user may. Without SASL
 //! listeners, the registry is as open as the broker's listeners are.
 
@@ -143,6 +144,9 @@ fn write_needs(method: &Method, path: &str, subject: Option<&str>) -> Option<Nee
     };
     if !writes {
         return None;
+    }
+    if path.starts_with("/mode") {
+        return Some(Needs::ClusterAlter);
     }
     let topic = subject.and_then(|subject| {
         subject

@@ -16,6 +16,9 @@ use tokio_rustls::server::TlsStream;
 
 /// The longest a client may take over its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most handshakes under way at once: more connections wait to be accepted (a
+/// flood of them does not take every file descriptor).
+const MAX_HANDSHAKES: usize = 256;
 
 /// Connections whose TLS handshake completed, as axum accepts them.
 pub(super) struct TlsListener {
@@ -30,8 +33,12 @@ impl TlsListener {
     pub(super) fn new(listener: TcpListener, tls: Arc<TlsConfig>) -> std::io::Result<TlsListener> {
         let local = listener.local_addr()?;
         let (handed, ready) = mpsc::channel(64);
+        let handshakes = Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKES));
         let accepting = tokio::spawn(async move {
             loop {
+                let Ok(permit) = handshakes.clone().acquire_owned().await else {
+                    return;
+                };
                 let (stream, peer) = match listener.accept().await {
                     Ok(accepted) => accepted,
                     Err(error) => {
@@ -43,7 +50,10 @@ impl TlsListener {
                 let acceptor = TlsAcceptor::from(tls.current());
                 let handed = handed.clone();
                 tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    let handshake =
+                        tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+                    drop(permit);
+                    match handshake {
                         Ok(Ok(secured)) => {
                             let _ = handed.send((secured, peer)).await;
                         }

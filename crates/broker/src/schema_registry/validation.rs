@@ -7,9 +7,11 @@
 //! a tombstone carries no schema.
 //!
 //! The ids of each subject are cached: an id the cache does not know rereads the
-//! subject from the metadata store (at most every [`REREAD_AFTER`]), so an id another
-//! broker registered a moment ago is known at its first record; a version deleted
-//! stops validating within [`FRESH_FOR`].
+//! subject from the metadata store — waiting, if the last read is more recent than
+//! [`REREAD_AFTER`], until it is not (so a producer of bad ids is slowed down rather
+//! than turned into a stream of store reads) — so an id another broker registered a
+//! moment ago is known at its first record; a version deleted stops validating within
+//! [`FRESH_FOR`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -80,41 +82,54 @@ impl SchemaIds {
         records: &BatchRecords,
     ) -> Result<(), Invalid> {
         let records = records.records().map_err(|_| Invalid::Corrupt)?;
-        let mut refused = Vec::new();
-        for (part, on, subject) in [
-            ("value", validation.value, format!("{topic}-value")),
-            ("key", validation.key, format!("{topic}-key")),
-        ] {
+        // Each refused record once, with every reason.
+        let mut refused: std::collections::BTreeMap<usize, String> = Default::default();
+        for (part, on) in [(Part::Value, validation.value), (Part::Key, validation.key)] {
             if !on {
                 continue;
             }
+            let subject = format!("{topic}-{}", part.name());
             let mut known = self.ids(&subject, false)?;
+            // Ids this batch carries that the store, read again, did not have.
+            let mut unknown = HashSet::new();
             for (index, record) in records.iter().enumerate() {
-                let Some(bytes) = part_of(record, part) else {
+                let Some(bytes) = part.of(record) else {
                     continue;
                 };
                 let problem = match schema_id(bytes) {
                     None => Some(format!(
-                        "the record's {part} does not start with a schema id (magic byte 0, then 4 bytes)"
+                        "the record's {} does not start with a schema id (magic byte 0, then 4 bytes)",
+                        part.name()
                     )),
                     Some(id) if known.contains(&id) => None,
                     Some(id) => {
-                        known = self.ids(&subject, true)?;
+                        if !unknown.contains(&id) {
+                            known = self.ids(&subject, true)?;
+                        }
                         (!known.contains(&id)).then(|| {
-                            format!("schema id {id} of the record's {part} is not registered under subject {subject}")
+                            unknown.insert(id);
+                            format!(
+                                "schema id {id} of the record's {} is not registered under subject {subject}",
+                                part.name()
+                            )
                         })
                     }
                 };
                 if let Some(problem) = problem {
-                    refused.push((index, problem));
+                    refused
+                        .entry(index)
+                        .and_modify(|reasons| {
+                            reasons.push_str("; ");
+                            reasons.push_str(&problem);
+                        })
+                        .or_insert(problem);
                 }
             }
         }
         if refused.is_empty() {
             Ok(())
         } else {
-            refused.sort_by_key(|(index, _)| *index);
-            Err(Invalid::Records(refused))
+            Err(Invalid::Records(refused.into_iter().collect()))
         }
     }
 
@@ -125,8 +140,18 @@ impl SchemaIds {
         let cached = self.cache().get(subject).cloned();
         if let Some(known) = &cached {
             let age = known.read_at.elapsed();
-            if age < FRESH_FOR && (!missed || age < REREAD_AFTER) {
+            if age < FRESH_FOR && !missed {
                 return Ok(known.ids.clone());
+            }
+            if missed && age < REREAD_AFTER {
+                // On the blocking pool: a short wait, then the store again (unless
+                // another batch read it meanwhile).
+                std::thread::sleep(REREAD_AFTER - age);
+                if let Some(fresher) = self.cache().get(subject)
+                    && fresher.read_at > known.read_at
+                {
+                    return Ok(fresher.ids.clone());
+                }
             }
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -162,11 +187,28 @@ impl SchemaIds {
     }
 }
 
-fn part_of<'a>(record: &KeyedRecord<'a>, part: &str) -> Option<&'a [u8]> {
-    if part == "value" {
-        record.value
-    } else {
-        record.key
+/// The part of a record that carries a schema id.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Key,
+    Value,
+}
+
+impl Part {
+    /// As the subject's suffix names it.
+    fn name(self) -> &'static str {
+        match self {
+            Part::Key => "key",
+            Part::Value => "value",
+        }
+    }
+
+    /// The record's key or value (`None`: null, which passes).
+    fn of<'a>(self, record: &KeyedRecord<'a>) -> Option<&'a [u8]> {
+        match self {
+            Part::Key => record.key,
+            Part::Value => record.value,
+        }
     }
 }
 

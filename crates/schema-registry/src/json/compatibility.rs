@@ -3,7 +3,12 @@
 //! registry applies (its content models: a property the reader adds to a writer's
 //! *open* model may already hold anything in old data, so it is a change; to a closed
 //! one it is not). No crate checks this; it is written here over the JSON values.
-//! Keywords the rules do not cover must be unchanged.
+//! Keywords the rules do not cover must be unchanged. The work is bounded: a pair of
+//! `$ref` targets is compared once, and a check that takes more than [`MAX_STEPS`]
+//! comparisons is refused (a schema is client input).
+
+use std::cell::Cell;
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
@@ -11,23 +16,59 @@ use super::JsonSchema;
 
 /// How deep `$ref`s are followed: recursive schemas stop here, taken as agreeing.
 const MAX_DEPTH: usize = 32;
+/// The most node comparisons one check makes.
+const MAX_STEPS: usize = 100_000;
 
-/// Keywords a reader may not change without a rule saying what the change means.
-const UNCHANGED_KEYWORDS: [&str; 7] = [
-    "allOf",
-    "not",
-    "if",
-    "patternProperties",
-    "dependencies",
-    "dependentSchemas",
-    "prefixItems",
+/// The keywords the rules below compare; annotations, which change nothing a schema
+/// accepts, are [`ANNOTATIONS`]. Any other keyword must be unchanged.
+const HANDLED: [&str; 23] = [
+    "$ref",
+    "type",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "multipleOf",
+    "pattern",
+    "properties",
+    "additionalProperties",
+    "required",
+    "items",
+    "uniqueItems",
+    "anyOf",
+    "oneOf",
+];
+const ANNOTATIONS: [&str; 12] = [
+    "$schema",
+    "$id",
+    "$comment",
+    "title",
+    "description",
+    "examples",
+    "default",
+    "definitions",
+    "$defs",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
 ];
 
 pub(super) fn reads(reader: &JsonSchema, writer: &JsonSchema) -> Result<(), String> {
+    let steps = Cell::new(0);
     let mut check = Check {
         reader,
         writer,
         problems: Vec::new(),
+        steps: &steps,
+        followed: HashSet::new(),
     };
     check.node(
         (&reader.document, &reader.document),
@@ -46,6 +87,10 @@ struct Check<'a> {
     reader: &'a JsonSchema,
     writer: &'a JsonSchema,
     problems: Vec<String>,
+    /// Comparisons made so far, by this check and the trial checks it made.
+    steps: &'a Cell<usize>,
+    /// The pairs of `$ref` targets compared (by address: they live in the documents).
+    followed: HashSet<(usize, usize)>,
 }
 
 /// A schema node and the document its local `$ref`s point into.
@@ -60,6 +105,14 @@ impl Check<'_> {
         if depth > MAX_DEPTH {
             return;
         }
+        self.steps.set(self.steps.get() + 1);
+        if self.steps.get() > MAX_STEPS {
+            if self.steps.get() == MAX_STEPS + 1 {
+                self.problem(path, "the schemas are too large to compare");
+            }
+            return;
+        }
+        let referenced = reader.1.get("$ref").is_some() || writer.1.get("$ref").is_some();
         let reader = match resolve(self.reader, reader) {
             Ok(node) => node,
             Err(unresolved) => return self.unresolved(unresolved, writer.1, path),
@@ -68,7 +121,17 @@ impl Check<'_> {
             Ok(node) => node,
             Err(unresolved) => return self.unresolved(unresolved, reader.1, path),
         };
-        if accepts_anything(reader.1) || writer.1 == &Value::Bool(false) || reader.1 == writer.1 {
+        if referenced
+            && !self.followed.insert((
+                std::ptr::from_ref(reader.1) as usize,
+                std::ptr::from_ref(writer.1) as usize,
+            ))
+        {
+            return;
+        }
+        // Equal text is equal meaning only where no `$ref` may point elsewhere.
+        let same = reader.1 == writer.1 && !has_ref(reader.1);
+        if accepts_anything(reader.1) || writer.1 == &Value::Bool(false) || same {
             return;
         }
         let (Some(r), Some(w)) = (reader.1.as_object(), writer.1.as_object()) else {
@@ -78,7 +141,10 @@ impl Check<'_> {
         if self.alternatives(reader, writer, path, depth) {
             return;
         }
-        for keyword in UNCHANGED_KEYWORDS {
+        let unhandled = |key: &&String| {
+            !HANDLED.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str())
+        };
+        for keyword in r.keys().chain(w.keys()).filter(unhandled) {
             if r.get(keyword) != w.get(keyword) {
                 self.problem(path, &format!("{keyword} changed"));
             }
@@ -121,14 +187,18 @@ impl Check<'_> {
         for keyword in ["anyOf", "oneOf"] {
             let Some(r) = reader.1.as_object() else { break };
             if let Some(alternatives) = r.get(keyword).and_then(Value::as_array) {
+                let rest = without(r, keyword);
                 let readable = alternatives.iter().any(|alternative| {
-                    let mut inner = Check {
+                    let merged = merge(&rest, alternative);
+                    let mut trial = Check {
                         reader: self.reader,
                         writer: self.writer,
                         problems: Vec::new(),
+                        steps: self.steps,
+                        followed: self.followed.clone(),
                     };
-                    inner.node((reader.0, alternative), writer, path, depth + 1);
-                    inner.problems.is_empty()
+                    trial.node((reader.0, &merged), writer, path, depth + 1);
+                    trial.problems.is_empty()
                 });
                 if !readable {
                     self.problem(path, &format!("COMBINED_TYPE_SUBSCHEMAS_CHANGED: no {keyword} alternative reads the writer's schema"));
@@ -352,6 +422,15 @@ impl Check<'_> {
     }
 }
 
+/// Whether a `$ref` is anywhere inside `schema`.
+fn has_ref(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.contains_key("$ref") || map.values().any(has_ref),
+        Value::Array(items) => items.iter().any(has_ref),
+        _ => false,
+    }
+}
+
 /// A schema that accepts every document.
 fn accepts_anything(schema: &Value) -> bool {
     schema == &Value::Bool(true)
@@ -506,5 +585,59 @@ mod tests {
             r#"{"type":"object","properties":{"id":{"type":"integer"}},"additionalProperties":false}"#,
         );
         assert!(by_ref.reads(&inline).unwrap_err().contains("TYPE_CHANGED"));
+    }
+
+    #[test]
+    fn recursive_schemas_are_compared_in_bounded_work() {
+        let tree = |title: &str| {
+            schema(&format!(
+                r##"{{"title":"{title}","type":"object","properties":{{"a":{{"$ref":"#"}},"b":{{"$ref":"#"}},"c":{{"$ref":"#"}}}}}}"##
+            ))
+        };
+        let started = std::time::Instant::now();
+        assert!(tree("new").reads(&tree("old")).is_ok());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn equal_text_with_references_that_differ_is_compared() {
+        use crate::schema::Referenced;
+        let with = |id_type: &str| {
+            let id = Referenced {
+                name: "id.json".to_owned(),
+                schema: format!(r#"{{"type":"{id_type}"}}"#),
+            };
+            JsonSchema::parse(
+                r#"{"type":"object","properties":{"id":{"$ref":"id.json"}},"additionalProperties":false}"#,
+                &[id],
+            )
+            .unwrap()
+        };
+        assert!(with("number").reads(&with("integer")).is_ok());
+        assert!(
+            with("string")
+                .reads(&with("integer"))
+                .unwrap_err()
+                .contains("TYPE_CHANGED")
+        );
+    }
+
+    #[test]
+    fn a_readers_alternatives_keep_its_other_keywords_and_unknown_keywords_must_not_change() {
+        // The reader's alternatives apply with its `maxLength`: a longer writer is not read.
+        let reader = schema(r#"{"maxLength":3,"anyOf":[{"type":"string"},{"type":"null"}]}"#);
+        let writer = schema(r#"{"type":"string","maxLength":10}"#);
+        assert!(reader.reads(&writer).is_err());
+        let plain = schema(r#"{"type":"array","items":{"type":"integer"}}"#);
+        let contains =
+            schema(r#"{"type":"array","items":{"type":"integer"},"contains":{"const":1}}"#);
+        assert!(
+            contains
+                .reads(&plain)
+                .unwrap_err()
+                .contains("contains changed")
+        );
+        let titled = schema(r#"{"type":"array","items":{"type":"integer"},"title":"numbers"}"#);
+        assert!(titled.reads(&plain).is_ok(), "annotations change nothing");
     }
 }

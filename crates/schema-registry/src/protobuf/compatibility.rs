@@ -6,6 +6,8 @@
 //! the wire format knows only numbers and wire types. No crate checks this; it is
 //! written here over `prost-reflect`'s descriptors.
 
+use std::collections::HashMap;
+
 use prost_reflect::{FileDescriptor, Kind, MessageDescriptor};
 
 /// Why `reader` cannot read what `writer` wrote, if it cannot.
@@ -18,9 +20,12 @@ pub(super) fn reads(reader: &FileDescriptor, writer: &FileDescriptor) -> Result<
             reader.package_name()
         ));
     }
+    let read: HashMap<String, MessageDescriptor> = messages(reader)
+        .map(|message| (message.full_name().to_owned(), message))
+        .collect();
     for written in messages(writer) {
-        match messages(reader).find(|m| m.full_name() == written.full_name()) {
-            Some(read) => compare_messages(&read, &written, &mut problems),
+        match read.get(written.full_name()) {
+            Some(read) => compare_messages(read, &written, &mut problems),
             None => problems.push(format!("MESSAGE_REMOVED: {}", written.full_name())),
         }
     }

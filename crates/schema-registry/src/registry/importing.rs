@@ -11,6 +11,10 @@ use super::{
 use crate::compatibility::Mode;
 use crate::error::RegistryError;
 
+/// The highest id a schema may be imported with: ids made later come after it, and
+/// must not run out.
+const MAX_IMPORTED_ID: i32 = 1 << 30;
+
 /// The id and version a schema is imported with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Imported {
@@ -34,10 +38,11 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
                 "Subject {subject} is not in import mode: a schema id or version is given only in IMPORT mode"
             )));
         }
-        if imported.id < 1 || imported.version.is_some_and(|v| v < 1) {
-            return Err(RegistryError::BadRequest(
-                "an imported schema's id and version count from 1".to_owned(),
-            ));
+        if !(1..=MAX_IMPORTED_ID).contains(&imported.id) || imported.version.is_some_and(|v| v < 1)
+        {
+            return Err(RegistryError::BadRequest(format!(
+                "an imported schema's id is from 1 to {MAX_IMPORTED_ID}, its version from 1"
+            )));
         }
         let parsed = self.parse(new).await?;
         let record = RegistrySchemaRecord {

@@ -1,7 +1,7 @@
 //! What the registry's operations share: the subject's versions and configs as the
 //! store has them, schemas by id (parsed once), references resolved.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use spool_metadata::{RegistryConfigRecord, SchemaRegistryStore, SubjectVersionRecord};
 
@@ -140,7 +140,16 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
     /// `new` parsed, its references read from their subjects — and theirs, those
     /// referred to first, each name once.
     pub(super) async fn parse(&self, new: &NewSchema) -> Result<ParsedSchema, RegistryError> {
+        let too_many = || {
+            RegistryError::InvalidSchema(format!(
+                "Invalid schema: more than {MAX_REFERENCES} references"
+            ))
+        };
+        if new.references.len() > MAX_REFERENCES {
+            return Err(too_many());
+        }
         let mut resolved: Vec<Referenced> = Vec::new();
+        let mut names: HashSet<String> = HashSet::new();
         // Depth-first, a reference's own references before it: (reference, expanded).
         let mut pending: Vec<(Reference, bool)> = new
             .references
@@ -149,19 +158,18 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
             .map(|r| (r.clone(), false))
             .collect();
         while let Some((reference, expanded)) = pending.pop() {
-            if resolved.iter().any(|done| done.name == reference.name) {
+            if names.contains(&reference.name) {
                 continue;
             }
             let stored = self.referenced(&reference).await?;
             if expanded || stored.references.is_empty() {
+                names.insert(reference.name.clone());
                 resolved.push(Referenced {
                     name: reference.name,
                     schema: stored.schema,
                 });
-            } else if pending.len() + resolved.len() > MAX_REFERENCES {
-                return Err(RegistryError::InvalidSchema(format!(
-                    "Invalid schema: more than {MAX_REFERENCES} references"
-                )));
+            } else if pending.len() + resolved.len() + stored.references.len() > MAX_REFERENCES {
+                return Err(too_many());
             } else {
                 pending.push((reference, true));
                 pending.extend(stored.references.into_iter().rev().map(|r| (r, false)));
