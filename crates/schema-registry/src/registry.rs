@@ -87,6 +87,11 @@ pub struct Registry<S: ?Sized> {
     store: Arc<S>,
     /// Schemas parsed before, by id (ids never change what they name).
     parsed: Mutex<HashMap<i32, ParsedSchema>>,
+    /// Schemas as stored, by id, and ids by fingerprint, read before: neither ever
+    /// changes once made (a schema is never deleted, an id never reused), so lookups
+    /// by id — every consumer's first record of a schema — are answered from memory.
+    stored: Mutex<HashMap<i32, StoredSchema>>,
+    ids: Mutex<HashMap<String, i32>>,
 }
 
 fn store_error(error: MetadataError) -> RegistryError {
@@ -98,6 +103,8 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         Registry {
             store,
             parsed: Mutex::new(HashMap::new()),
+            stored: Mutex::new(HashMap::new()),
+            ids: Mutex::new(HashMap::new()),
         }
     }
 
@@ -187,12 +194,7 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         let parsed = self.parse(new).await?;
         let fingerprint = parsed.fingerprint(&reference_keys(&new.references));
         let not_found = || RegistryError::SchemaNotFound("not found".to_owned());
-        let id = self
-            .store
-            .registry_schema_id(&fingerprint)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(not_found)?;
+        let id = self.schema_id(&fingerprint).await?.ok_or_else(not_found)?;
         let found = versions
             .iter()
             .rev()

@@ -75,12 +75,7 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         versions: &[SubjectVersionRecord],
         fingerprint: &str,
     ) -> Result<Option<SubjectVersion>, RegistryError> {
-        let Some(id) = self
-            .store
-            .registry_schema_id(fingerprint)
-            .await
-            .map_err(store_error)?
-        else {
+        let Some(id) = self.schema_id(fingerprint).await? else {
             return Ok(None);
         };
         let Some(found) = versions.iter().find(|v| !v.deleted && v.schema_id == id) else {
@@ -106,18 +101,39 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
     }
 
     pub(super) async fn stored(&self, id: i32) -> Result<StoredSchema, RegistryError> {
+        if let Some(found) = lock(&self.stored).get(&id) {
+            return Ok(found.clone());
+        }
         let record = self
             .store
             .registry_schema(id)
             .await
             .map_err(store_error)?
             .ok_or_else(|| RegistryError::SchemaNotFound(id.to_string()))?;
-        Ok(StoredSchema {
+        let stored = StoredSchema {
             id,
             schema_type: SchemaType::from_name(Some(&record.schema_type))?,
             schema: record.schema,
             references: serde_json::from_str(&record.references).unwrap_or_default(),
-        })
+        };
+        lock(&self.stored).insert(id, stored.clone());
+        Ok(stored)
+    }
+
+    /// The id of the schema with `fingerprint`, if it has one.
+    pub(super) async fn schema_id(&self, fingerprint: &str) -> Result<Option<i32>, RegistryError> {
+        if let Some(id) = lock(&self.ids).get(fingerprint) {
+            return Ok(Some(*id));
+        }
+        let found = self
+            .store
+            .registry_schema_id(fingerprint)
+            .await
+            .map_err(store_error)?;
+        if let Some(id) = found {
+            lock(&self.ids).insert(fingerprint.to_owned(), id);
+        }
+        Ok(found)
     }
 
     /// Schema `id`, parsed (once).
@@ -198,12 +214,16 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<i32, ParsedSchema>> {
-        self.parsed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.parsed)
     }
 
     pub(super) fn remember(&self, id: i32, parsed: ParsedSchema) {
         self.cache().insert(id, parsed);
     }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
