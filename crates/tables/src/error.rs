@@ -1,0 +1,12 @@
+//! Why a table could not be written or read.
+
+/// A table operation's failure.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("iceberg: {0}")]
+    Iceberg(#[from] iceberg::Error),
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    #[error("the snapshot's offsets do not parse: {0}")]
+    Offsets(String),
+}

@@ -1,0 +1,17 @@
+//! Table topics (issue 39): a topic's committed records as an Iceberg table of Parquet
+//! files, so that DuckDB, Spark, Trino or pyiceberg query it without a connector.
+//! This crate holds the building blocks — the table's columns and rows, the catalogue
+//! (Iceberg's SQL catalogue in the metadata store's database), and a commit that
+//! writes one Parquet file per partition and records, in the snapshot it makes, the
+//! offsets it covers (where the next commit starts: exactly once across crashes and
+//! leadership moves). The broker decides what to commit and when.
+
+mod catalog;
+mod commit;
+mod error;
+mod key_value;
+
+pub use catalog::{CATALOG_NAME, TableCatalog, TableName};
+pub use commit::{PartitionRows, committed_offsets};
+pub use error::TableError;
+pub use key_value::{Header, Row, key_value_schema};
