@@ -756,6 +756,18 @@ impl crate::SchemaRegistryStore for FaultyMetadata {
         self.inner.registry_config(subject).await
     }
 
+    async fn put_registry_setting(
+        &self,
+        subject: &str,
+        setting: crate::RegistrySetting,
+        value: Option<&str>,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner
+            .put_registry_setting(subject, setting, value)
+            .await
+    }
+
     async fn put_registry_config(
         &self,
         subject: &str,

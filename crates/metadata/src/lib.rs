@@ -67,7 +67,8 @@ pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use records::{CommittedOffset, ConfigChange, TopicRecord};
 pub use schema_registry::{
-    RegistryConfigRecord, RegistrySchemaRecord, SchemaRegistryStore, SubjectVersionRecord,
+    RegistryConfigRecord, RegistrySchemaRecord, RegistrySetting, SchemaRegistryStore,
+    SubjectVersionRecord,
 };
 pub use share_partitions::{QueuedDeadLetter, SharePartitionRecord, SharePartitions};
 pub use sqlite::SqliteStore;

@@ -36,6 +36,13 @@ pub struct RegistryConfigRecord {
     pub mode: Option<String>,
 }
 
+/// One of a subject's (or the registry's) settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistrySetting {
+    Compatibility,
+    Mode,
+}
+
 #[async_trait::async_trait]
 pub trait SchemaRegistryStore {
     /// The id of the schema with `record.fingerprint`, made with the next id if there
@@ -65,6 +72,14 @@ pub trait SchemaRegistryStore {
     async fn remove_versions(&self, subject: &str, version: Option<i32>) -> Result<u64>;
     /// What is set on `subject` (`""`: the registry).
     async fn registry_config(&self, subject: &str) -> Result<RegistryConfigRecord>;
+    /// Sets (or, with `None`, clears) one setting of `subject`, leaving the other as
+    /// it is (two brokers changing the level and the mode at once both keep theirs).
+    async fn put_registry_setting(
+        &self,
+        subject: &str,
+        setting: RegistrySetting,
+        value: Option<&str>,
+    ) -> Result<()>;
     /// Sets (or, with `None` fields, clears) what is set on `subject`.
     async fn put_registry_config(&self, subject: &str, config: &RegistryConfigRecord)
     -> Result<()>;

@@ -35,6 +35,15 @@ pub(crate) const CONFIG: &str =
 pub(crate) const PUT_CONFIG: &str = "INSERT INTO registry_configs (subject, compatibility, mode) \
      VALUES ($1, $2, $3) ON CONFLICT (subject) DO UPDATE SET \
      compatibility = excluded.compatibility, mode = excluded.mode";
+pub(crate) const PUT_COMPATIBILITY: &str = "INSERT INTO registry_configs \
+     (subject, compatibility, mode) VALUES ($1, $2, NULL) \
+     ON CONFLICT (subject) DO UPDATE SET compatibility = excluded.compatibility";
+pub(crate) const PUT_MODE: &str = "INSERT INTO registry_configs \
+     (subject, compatibility, mode) VALUES ($1, NULL, $2) \
+     ON CONFLICT (subject) DO UPDATE SET mode = excluded.mode";
+/// A row with nothing set left is removed.
+pub(crate) const PRUNE_CONFIG: &str = "DELETE FROM registry_configs \
+     WHERE subject = $1 AND compatibility IS NULL AND mode IS NULL";
 pub(crate) const REMOVE_CONFIG: &str = "DELETE FROM registry_configs WHERE subject = $1";
 
 /// A row of `registry_versions`.
@@ -219,6 +228,31 @@ macro_rules! impl_schema_registry {
                         mode,
                     })
                     .unwrap_or_default())
+            }
+
+            async fn put_registry_setting(
+                &self,
+                subject: &str,
+                setting: $crate::RegistrySetting,
+                value: Option<&str>,
+            ) -> $crate::Result<()> {
+                use $crate::schema_registry_sql as sql;
+                let statement = match setting {
+                    $crate::RegistrySetting::Compatibility => sql::PUT_COMPATIBILITY,
+                    $crate::RegistrySetting::Mode => sql::PUT_MODE,
+                };
+                sqlx::query(statement)
+                    .bind(subject)
+                    .bind(value)
+                    .execute(&self.pool)
+                    .await?;
+                if value.is_none() {
+                    sqlx::query(sql::PRUNE_CONFIG)
+                        .bind(subject)
+                        .execute(&self.pool)
+                        .await?;
+                }
+                Ok(())
             }
 
             async fn put_registry_config(

@@ -234,3 +234,50 @@ async fn imported_ids_are_kept_and_later_ids_come_after_them() {
         assert!(next > 500, "{label}: {next} comes after the imported id");
     }
 }
+
+#[tokio::test]
+async fn a_setting_written_leaves_the_other_as_it_is() {
+    use spool_metadata::RegistrySetting;
+    for backend in common::backends().await {
+        let label = backend.label;
+        let store = backend.open().await;
+        // Two brokers: one sets the level, the other the mode; both stay.
+        store
+            .put_registry_setting("s-value", RegistrySetting::Compatibility, Some("FULL"))
+            .await
+            .unwrap();
+        store
+            .put_registry_setting("s-value", RegistrySetting::Mode, Some("READONLY"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.registry_config("s-value").await.unwrap(),
+            RegistryConfigRecord {
+                compatibility: Some("FULL".to_owned()),
+                mode: Some("READONLY".to_owned()),
+            },
+            "{label}"
+        );
+        store
+            .put_registry_setting("s-value", RegistrySetting::Compatibility, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.registry_config("s-value").await.unwrap(),
+            RegistryConfigRecord {
+                compatibility: None,
+                mode: Some("READONLY".to_owned()),
+            },
+            "{label}"
+        );
+        store
+            .put_registry_setting("s-value", RegistrySetting::Mode, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.registry_config("s-value").await.unwrap(),
+            RegistryConfigRecord::default(),
+            "{label}"
+        );
+    }
+}

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use spool_metadata::{
-    MetadataError, RegistryConfigRecord, RegistrySchemaRecord, SchemaRegistryStore,
-    SubjectVersionRecord,
+    MetadataError, RegistryConfigRecord, RegistrySchemaRecord, RegistrySetting,
+    SchemaRegistryStore, SubjectVersionRecord,
 };
 
 use crate::compatibility::{Compatibility, Mode};
@@ -409,11 +409,12 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         subject: Option<&str>,
         level: Option<Compatibility>,
     ) -> Result<(), RegistryError> {
-        let key = subject.unwrap_or("");
-        let mut config = self.config(key).await?;
-        config.compatibility = level.map(|level| level.name().to_owned());
         self.store
-            .put_registry_config(key, &config)
+            .put_registry_setting(
+                subject.unwrap_or(""),
+                RegistrySetting::Compatibility,
+                level.map(Compatibility::name),
+            )
             .await
             .map_err(store_error)
     }
@@ -450,11 +451,12 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         if mode == Some(Mode::Import) {
             self.may_import(subject, force).await?;
         }
-        let key = subject.unwrap_or("");
-        let mut config = self.config(key).await?;
-        config.mode = mode.map(|mode| mode.name().to_owned());
         self.store
-            .put_registry_config(key, &config)
+            .put_registry_setting(
+                subject.unwrap_or(""),
+                RegistrySetting::Mode,
+                mode.map(Mode::name),
+            )
             .await
             .map_err(store_error)
     }
