@@ -4,7 +4,6 @@ serializers producing and consuming through Spool, and the API's answers read as
 broker answers the ids any of them registered."""
 
 import json
-import os
 import subprocess
 import tempfile
 import urllib.error
@@ -23,6 +22,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from conftest import CLUSTER, SPOOL_BIN, Broker, free_port
+# The console test's browser (its page errors fail the test) and screenshots.
+from test_console import browser_page, shot  # noqa: F401
 
 USER_V1 = json.dumps({
     "type": "record", "name": "User", "namespace": "shop",
@@ -76,27 +77,15 @@ def test_avro_records_go_through_spool_with_confluents_serializers(broker):
     topic = f"users-{uuid.uuid4().hex[:8]}"
     client = SchemaRegistryClient({"url": broker.registry_urls[0]})
     serialize = AvroSerializer(client, USER_V1)
-    producer = Producer({"bootstrap.servers": broker.address})
     users = [{"id": i, "name": f"user-{i}"} for i in range(10)]
-    for user in users:
-        value = serialize(user, SerializationContext(topic, MessageField.VALUE))
+
+    def framed(user, context):
+        value = serialize(user, context)
         assert value[0] == 0  # Confluent's magic byte, then the schema id.
-        producer.produce(topic, value=value)
-    assert producer.flush(30) == 0
+        return value
 
     deserialize = AvroDeserializer(SchemaRegistryClient({"url": broker.registry_urls[-1]}))
-    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": f"g-{topic}",
-                         "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    read = []
-    while len(read) < len(users):
-        message = consumer.poll(10)
-        assert message is not None, f"read {len(read)} of {len(users)}"
-        assert message.error() is None, message.error()
-        read.append(deserialize(message.value(),
-                                SerializationContext(topic, MessageField.VALUE)))
-    consumer.close()
-    assert read == users
+    assert round_trip(broker, topic, framed, deserialize, users) == users
     # The subject the serializer registered, as the API shows it (on every broker).
     subject = f"{topic}-value"
     registered = client.get_latest_version(subject)
@@ -413,40 +402,30 @@ def test_a_secured_registry_takes_scram_logins_over_tls_and_checks_acls(make_bro
         urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/subjects", timeout=5)
 
 
-def test_the_console_shows_subjects_versions_and_a_schema(broker):
+def test_the_console_shows_subjects_versions_and_a_schema(broker, browser_page):
     from playwright.sync_api import expect
-    from test_console import CHROMIUM, SCREENSHOTS, shot
-    from playwright.sync_api import sync_playwright
 
     client = SchemaRegistryClient({"url": broker.registry_urls[0]})
     subject = f"console-{uuid.uuid4().hex[:8]}-value"
     first = client.register_schema(subject, Schema(USER_V1, "AVRO"))
     second = client.register_schema(subject, Schema(USER_V2, "AVRO"))
-    os.makedirs(SCREENSHOTS, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.set_default_timeout(20000)
-        page.goto(broker.admin_url_of(CLUSTER) + "/")
-        page.click("a[data-nav=schemas]")
-        expect(page.locator("h1")).to_have_text("Schemas")
-        row = page.locator("table tbody tr", has_text=subject)
-        expect(row).to_contain_text("AVRO")
-        expect(row).to_contain_text("1, 2")
-        expect(row).to_contain_text(str(second))
-        row.locator("a").click()
-        expect(page.locator("h1")).to_have_text(subject)
-        expect(page.locator("h2")).to_contain_text(f"schema id {second}")
-        expect(page.locator("pre.schema")).to_contain_text('"email"')
-        shot(page, "schema")
-        page.locator("a", has_text="1").first.click()
-        expect(page.locator("h2")).to_contain_text(f"Version 1 · schema id {first}")
-        expect(page.locator("pre.schema")).not_to_contain_text('"email"')
-        browser.close()
-        assert not errors, f"the console's script failed: {errors}"
+    page = browser_page
+    page.set_default_timeout(20000)
+    page.goto(broker.admin_url_of(CLUSTER) + "/")
+    page.click("a[data-nav=schemas]")
+    expect(page.locator("h1")).to_have_text("Schemas")
+    row = page.locator("table tbody tr", has_text=subject)
+    expect(row).to_contain_text("AVRO")
+    expect(row).to_contain_text("1, 2")
+    expect(row).to_contain_text(str(second))
+    row.locator("a").click()
+    expect(page.locator("h1")).to_have_text(subject)
+    expect(page.locator("h2")).to_contain_text(f"schema id {second}")
+    expect(page.locator("pre.schema")).to_contain_text('"email"')
+    shot(page, "schema")
+    page.locator("a", has_text="1").first.click()
+    expect(page.locator("h2")).to_contain_text(f"Version 1 · schema id {first}")
+    expect(page.locator("pre.schema")).not_to_contain_text('"email"')
 
 
 def test_import_mode_keeps_the_ids_another_registry_gave(broker):
