@@ -777,3 +777,46 @@ impl crate::SchemaRegistryStore for FaultyMetadata {
         self.inner.put_registry_config(subject, config).await
     }
 }
+
+#[async_trait::async_trait]
+impl crate::TableFiles for FaultyMetadata {
+    async fn add_table_file(&self, record: &crate::TableFileRecord) -> Result<bool> {
+        self.check_up()?;
+        self.inner.add_table_file(record).await
+    }
+
+    async fn table_files(&self, topic_id: uuid::Uuid) -> Result<Vec<crate::TableFileRecord>> {
+        self.check_up()?;
+        self.inner.table_files(topic_id).await
+    }
+
+    async fn remove_table_file(
+        &self,
+        topic_id: uuid::Uuid,
+        partition: i32,
+        first_offset: i64,
+    ) -> Result<bool> {
+        self.check_up()?;
+        self.inner
+            .remove_table_file(topic_id, partition, first_offset)
+            .await
+    }
+
+    async fn put_table_status(
+        &self,
+        topic_id: uuid::Uuid,
+        node_id: i32,
+        status: &str,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.check_up()?;
+        self.inner
+            .put_table_status(topic_id, node_id, status, now_ms)
+            .await
+    }
+
+    async fn table_statuses(&self, topic_id: uuid::Uuid) -> Result<Vec<crate::TableStatusRecord>> {
+        self.check_up()?;
+        self.inner.table_statuses(topic_id).await
+    }
+}

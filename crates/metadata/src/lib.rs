@@ -44,6 +44,8 @@ mod share_partitions_sql;
 mod sql;
 mod sqlite;
 mod store;
+mod table_files;
+mod table_files_sql;
 mod transactions;
 mod transactions_sql;
 mod txn_checkers;
@@ -73,6 +75,7 @@ pub use schema_registry::{
 pub use share_partitions::{QueuedDeadLetter, SharePartitionRecord, SharePartitions};
 pub use sqlite::SqliteStore;
 pub use store::MetadataStore;
+pub use table_files::{TableFileRecord, TableFiles, TableStatusRecord};
 pub use transactions::{
     SettleOffsets, TransactionRecord, Transactions, TxnMarker, TxnState, TxnUpdate,
 };

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::{
     Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
     GroupStates, MirrorLinks, Result, SchemaRegistryStore, ScramCredentials, SharePartitions,
-    TopicRecord, Transactions, TxnCheckers,
+    TableFiles, TopicRecord, Transactions, TxnCheckers,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -26,6 +26,7 @@ pub trait MetadataStore:
     + TxnCheckers
     + MirrorLinks
     + SchemaRegistryStore
+    + TableFiles
     + Send
     + Sync
     + std::fmt::Debug

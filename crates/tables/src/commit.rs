@@ -1,42 +1,25 @@
-//! A commit: one Parquet file per partition with rows, and one Iceberg snapshot that
-//! adds them and records the next offset of every partition it covers
-//! (`spool.next-offsets`). A commit that loses a race with another (the catalogue's
-//! compare-and-swap) fails whole; the next one starts from the offsets of the
-//! snapshot that won.
+//! A commit: one Iceberg snapshot that adds written files and records the next
+//! offset of every partition it covers (`spool.next-offsets`), made only on the
+//! snapshot its caller read. Iceberg's own transaction would rebase a commit that lost
+//! a race onto the winner's snapshot; here it fails whole instead, so that files are
+//! never added twice: the next commit starts from the offsets of the snapshot that won.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
-use iceberg::arrow::schema_to_arrow_schema;
-use iceberg::spec::DataFileFormat;
+use iceberg::spec::deserialize_data_file_from_json;
 use iceberg::table::Table;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
-use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
-use iceberg::writer::file_writer::ParquetWriterBuilder;
-use iceberg::writer::file_writer::location_generator::{
-    DefaultFileNameGenerator, DefaultLocationGenerator,
+use iceberg::{
+    Catalog, Error, ErrorKind, Namespace, NamespaceIdent, TableCommit, TableCreation, TableIdent,
 };
-use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
-use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
-use parquet::file::properties::WriterProperties;
+use iceberg_catalog_sql::SqlCatalog;
 
-use crate::catalog::{TableCatalog, TableName};
+use crate::catalog::TableCatalog;
 use crate::error::TableError;
-use crate::key_value::{Row, to_batch};
 
 /// The snapshot summary property with the next offset of each partition, as JSON
 /// (`{"0": 42, "1": 17}`).
 const NEXT_OFFSETS: &str = "spool.next-offsets";
-
-/// A partition's rows for a commit, and the offset the partition's next commit
-/// starts at (past the rows, and past what was read and left out: aborted records,
-/// control batches).
-#[derive(Debug, Clone)]
-pub struct PartitionRows {
-    pub partition: i32,
-    pub rows: Vec<Row>,
-    pub next_offset: i64,
-}
 
 /// The next offset of each partition, as the table's current snapshot records it
 /// (empty for a table never committed to).
@@ -60,53 +43,159 @@ pub fn committed_offsets(table: &Table) -> Result<BTreeMap<i32, i64>, TableError
         .collect()
 }
 
+/// What a commit adds: files (their `DataFile` JSON, from
+/// [`WrittenFile`](crate::WrittenFile)) and the partitions' next offsets.
+#[derive(Debug, Clone, Default)]
+pub struct Commit {
+    pub data_files: Vec<String>,
+    /// The next offset of each partition the commit moves (the others keep theirs).
+    pub next_offsets: BTreeMap<i32, i64>,
+}
+
 impl TableCatalog {
-    /// Writes each partition's rows (one Parquet file each) and commits them in one
-    /// snapshot with the partitions' next offsets: the table as committed.
-    pub async fn commit(
-        &self,
-        name: &TableName,
-        partitions: Vec<PartitionRows>,
-    ) -> Result<Table, TableError> {
-        let table = self.table(name).await?;
-        let mut offsets = committed_offsets(&table)?;
-        let schema = table.metadata().current_schema().clone();
-        let arrow_schema = Arc::new(schema_to_arrow_schema(&schema)?);
-        let locations = DefaultLocationGenerator::new(table.metadata())?;
-        let mut data_files = Vec::new();
-        for part in partitions {
-            if let Some(first) = part.rows.first() {
-                let names = DefaultFileNameGenerator::new(
-                    format!("p{}-o{}", part.partition, first.offset),
-                    None,
-                    DataFileFormat::Parquet,
-                );
-                let parquet =
-                    ParquetWriterBuilder::new(WriterProperties::default(), schema.clone());
-                let rolling = RollingFileWriterBuilder::new_with_default_file_size(
-                    parquet,
-                    table.file_io().clone(),
-                    locations.clone(),
-                    names,
-                );
-                let mut writer = DataFileWriterBuilder::new(rolling).build(None).await?;
-                writer.write(to_batch(&arrow_schema, &part.rows)?).await?;
-                data_files.extend(writer.close().await?);
-            }
-            offsets.insert(part.partition, part.next_offset);
-        }
+    /// Commits `commit` on `table` (as the caller read it): the table as committed,
+    /// or [`TableError::Conflict`] when another commit came first.
+    pub async fn commit(&self, table: &Table, commit: Commit) -> Result<Table, TableError> {
+        let metadata = table.metadata();
+        let schema = metadata.current_schema();
+        let partition_type = metadata.default_partition_type();
+        let spec_id = metadata.default_partition_spec_id();
+        let data_files = commit
+            .data_files
+            .iter()
+            .map(|json| deserialize_data_file_from_json(json, spec_id, partition_type, schema))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut offsets = committed_offsets(table)?;
+        offsets.extend(commit.next_offsets);
         let recorded: BTreeMap<String, i64> = offsets
             .into_iter()
             .map(|(partition, offset)| (partition.to_string(), offset))
             .collect();
         let recorded =
             serde_json::to_string(&recorded).map_err(|e| TableError::Offsets(e.to_string()))?;
-        let transaction = Transaction::new(&table);
+        let transaction = Transaction::new(table);
         let append = transaction
             .fast_append()
             .add_data_files(data_files)
             .set_snapshot_properties(HashMap::from([(NEXT_OFFSETS.to_owned(), recorded)]));
         let transaction = append.apply(transaction)?;
-        Ok(transaction.commit(&self.catalog).await?)
+        let on_snapshot = OnSnapshot {
+            catalog: &self.catalog,
+            snapshot_id: metadata.current_snapshot_id(),
+        };
+        transaction
+            .commit(&on_snapshot)
+            .await
+            .map_err(|error| match error.kind() {
+                ErrorKind::CatalogCommitConflicts | ErrorKind::PreconditionFailed => {
+                    TableError::Conflict(error.to_string())
+                }
+                _ => error.into(),
+            })
+    }
+}
+
+/// The catalogue as a commit made on one snapshot sees it: the table, when it is
+/// read to be committed to, must still be at that snapshot — otherwise the commit
+/// fails (not retried) where Iceberg's transaction would rebase it. (Iceberg's own
+/// actions are closed to other crates, so the check sits in the catalogue.) The
+/// commit's own requirement (the main branch at that snapshot) and the SQL
+/// catalogue's compare-and-swap cover a commit that comes in after the read.
+#[derive(Debug)]
+struct OnSnapshot<'a> {
+    catalog: &'a SqlCatalog,
+    snapshot_id: Option<i64>,
+}
+
+#[async_trait::async_trait]
+impl Catalog for OnSnapshot<'_> {
+    async fn load_table(&self, table: &TableIdent) -> iceberg::Result<Table> {
+        let loaded = self.catalog.load_table(table).await?;
+        let current = loaded.metadata().current_snapshot_id();
+        if current != self.snapshot_id {
+            return Err(Error::new(
+                ErrorKind::PreconditionFailed,
+                format!(
+                    "the table moved on to snapshot {current:?} from {:?}",
+                    self.snapshot_id
+                ),
+            ));
+        }
+        Ok(loaded)
+    }
+
+    async fn update_table(&self, commit: TableCommit) -> iceberg::Result<Table> {
+        self.catalog.update_table(commit).await
+    }
+
+    async fn list_namespaces(
+        &self,
+        parent: Option<&NamespaceIdent>,
+    ) -> iceberg::Result<Vec<NamespaceIdent>> {
+        self.catalog.list_namespaces(parent).await
+    }
+
+    async fn create_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> iceberg::Result<Namespace> {
+        self.catalog.create_namespace(namespace, properties).await
+    }
+
+    async fn get_namespace(&self, namespace: &NamespaceIdent) -> iceberg::Result<Namespace> {
+        self.catalog.get_namespace(namespace).await
+    }
+
+    async fn namespace_exists(&self, namespace: &NamespaceIdent) -> iceberg::Result<bool> {
+        self.catalog.namespace_exists(namespace).await
+    }
+
+    async fn update_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> iceberg::Result<()> {
+        self.catalog.update_namespace(namespace, properties).await
+    }
+
+    async fn drop_namespace(&self, namespace: &NamespaceIdent) -> iceberg::Result<()> {
+        self.catalog.drop_namespace(namespace).await
+    }
+
+    async fn list_tables(&self, namespace: &NamespaceIdent) -> iceberg::Result<Vec<TableIdent>> {
+        self.catalog.list_tables(namespace).await
+    }
+
+    async fn create_table(
+        &self,
+        namespace: &NamespaceIdent,
+        creation: TableCreation,
+    ) -> iceberg::Result<Table> {
+        self.catalog.create_table(namespace, creation).await
+    }
+
+    async fn drop_table(&self, table: &TableIdent) -> iceberg::Result<()> {
+        self.catalog.drop_table(table).await
+    }
+
+    async fn purge_table(&self, table: &TableIdent) -> iceberg::Result<()> {
+        self.catalog.purge_table(table).await
+    }
+
+    async fn table_exists(&self, table: &TableIdent) -> iceberg::Result<bool> {
+        self.catalog.table_exists(table).await
+    }
+
+    async fn rename_table(&self, src: &TableIdent, dest: &TableIdent) -> iceberg::Result<()> {
+        self.catalog.rename_table(src, dest).await
+    }
+
+    async fn register_table(
+        &self,
+        table: &TableIdent,
+        metadata_location: String,
+    ) -> iceberg::Result<Table> {
+        self.catalog.register_table(table, metadata_location).await
     }
 }

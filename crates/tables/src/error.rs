@@ -9,4 +9,7 @@ pub enum TableError {
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("the snapshot's offsets do not parse: {0}")]
     Offsets(String),
+    /// Another commit came first: nothing was committed.
+    #[error("another commit came first: {0}")]
+    Conflict(String),
 }

@@ -9,9 +9,11 @@
 mod catalog;
 mod commit;
 mod error;
+mod file;
 mod key_value;
 
 pub use catalog::{CATALOG_NAME, TableCatalog, TableName};
-pub use commit::{PartitionRows, committed_offsets};
+pub use commit::{Commit, committed_offsets};
 pub use error::TableError;
+pub use file::{PartitionFile, WrittenFile};
 pub use key_value::{Header, Row, key_value_schema};

@@ -6,8 +6,12 @@
 
 use arrow_array::{Array, Int64Array, RecordBatch};
 use futures::TryStreamExt;
+use std::collections::BTreeMap;
+
+use iceberg::table::Table;
 use spool_tables::{
-    Header, PartitionRows, Row, TableCatalog, TableName, committed_offsets, key_value_schema,
+    Commit, Header, PartitionFile, Row, TableCatalog, TableError, TableName, committed_offsets,
+    key_value_schema,
 };
 
 fn row(partition: i32, offset: i64) -> Row {
@@ -22,6 +26,21 @@ fn row(partition: i32, offset: i64) -> Row {
             value: Some(offset.to_string().into_bytes()),
         }],
     }
+}
+
+/// Writes `rows` of `partition` (in two pieces, as a broker writes what it reads)
+/// into a file: its `DataFile` JSON.
+async fn written(table: &Table, partition: i32, rows: &[Row]) -> Vec<String> {
+    let mut file = PartitionFile::create(table, partition, rows[0].offset)
+        .await
+        .unwrap();
+    let (head, tail) = rows.split_at(rows.len() / 2);
+    file.write(head).await.unwrap();
+    file.write(tail).await.unwrap();
+    let files = file.close().await.unwrap();
+    assert_eq!(files.len(), 1, "one file, however many writes");
+    assert_eq!(files[0].record_count, rows.len() as u64);
+    files.into_iter().map(|f| f.data_file).collect()
 }
 
 async fn rows_of(catalog: &TableCatalog, name: &TableName) -> Vec<RecordBatch> {
@@ -54,34 +73,40 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
         .unwrap();
     assert!(committed_offsets(&table).unwrap().is_empty());
 
-    let first = vec![
-        PartitionRows {
-            partition: 0,
-            rows: (0..10).map(|o| row(0, o)).collect(),
-            next_offset: 10,
-        },
-        PartitionRows {
-            partition: 1,
-            rows: (0..4).map(|o| row(1, o)).collect(),
-            // Offsets 4 and 5 were an aborted transaction and its marker.
-            next_offset: 6,
-        },
-    ];
-    let table = catalog.commit(&name, first).await.unwrap();
+    let zero: Vec<Row> = (0..10).map(|o| row(0, o)).collect();
+    let one: Vec<Row> = (0..4).map(|o| row(1, o)).collect();
+    let mut data_files = written(&table, 0, &zero).await;
+    data_files.extend(written(&table, 1, &one).await);
+    let first = Commit {
+        data_files,
+        // Partition 1's offsets 4 and 5 were an aborted transaction and its marker.
+        next_offsets: BTreeMap::from([(0, 10), (1, 6)]),
+    };
+    let committed = catalog.commit(&table, first).await.unwrap();
     assert_eq!(
-        committed_offsets(&table)
+        committed_offsets(&committed)
             .unwrap()
             .into_iter()
             .collect::<Vec<_>>(),
         vec![(0, 10), (1, 6)]
     );
+    // A commit made on the snapshot before the first (a committer that lost a race)
+    // fails whole: its file is not added, no offset moves.
+    let stale_rows: Vec<Row> = (10..12).map(|o| row(0, o)).collect();
+    let stale = Commit {
+        data_files: written(&table, 0, &stale_rows).await,
+        next_offsets: BTreeMap::from([(0, 12)]),
+    };
+    let refused = catalog.commit(&table, stale).await.unwrap_err();
+    assert!(matches!(refused, TableError::Conflict(_)), "{refused}");
     // A second commit covers only partition 0; partition 1's offset stays.
-    let second = vec![PartitionRows {
-        partition: 0,
-        rows: (10..15).map(|o| row(0, o)).collect(),
-        next_offset: 15,
-    }];
-    catalog.commit(&name, second).await.unwrap();
+    let table = catalog.table(&name).await.unwrap();
+    let next: Vec<Row> = (10..15).map(|o| row(0, o)).collect();
+    let second = Commit {
+        data_files: written(&table, 0, &next).await,
+        next_offsets: BTreeMap::from([(0, 15)]),
+    };
+    catalog.commit(&table, second).await.unwrap();
 
     // A catalogue opened again (a restarted broker) finds where to go on.
     drop(catalog);
@@ -127,11 +152,12 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
         .chain((0..4).map(|o| (1, o)))
         .collect();
     assert_eq!(offsets, expected);
-    // One Parquet file per partition per commit.
+    // One Parquet file per partition per commit (and the refused commit's, written
+    // but never added: the broker removes it).
     let files = walk(dir.path().join("tables"));
     assert_eq!(
         files.iter().filter(|f| f.ends_with(".parquet")).count(),
-        3,
+        4,
         "{files:?}"
     );
 }
