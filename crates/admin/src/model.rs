@@ -196,6 +196,38 @@ pub struct TopicDetail {
     pub id: String,
     pub partitions: Vec<PartitionInfo>,
     pub configs: Vec<ConfigEntry>,
+    /// Table topics (`table.enable=true`): the table and how far behind it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<TableInfo>,
+}
+
+/// A table topic's table, as its brokers report it (docs/tables.md).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TableInfo {
+    /// `NAMESPACE.TOPIC` in the catalogue.
+    pub table: String,
+    /// Records the partitions have that the table has not yet.
+    pub lag_records: i64,
+    /// How long the table has lacked records a partition has (ms).
+    pub lag_ms: i64,
+    pub files_written: u64,
+    pub rows_written: u64,
+    pub bytes_written: u64,
+    pub commits: u64,
+    pub errors: u64,
+    /// The last failure a broker reported, with its node id.
+    pub last_error: Option<String>,
+    pub partitions: Vec<PartitionTableInfo>,
+}
+
+/// A partition of a table topic: where the table is, against its high watermark.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PartitionTableInfo {
+    pub partition: i32,
+    /// The offset the table's next file for the partition starts at.
+    pub committed_offset: i64,
+    pub high_watermark: i64,
+    pub lag_records: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]

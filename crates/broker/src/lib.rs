@@ -37,6 +37,7 @@ mod schema_registry;
 mod server;
 mod share;
 mod shared;
+mod tables;
 mod store_binding;
 mod topic_configs;
 mod topics;

@@ -15,6 +15,7 @@
 
 mod labels;
 mod mirror;
+mod tables;
 mod response_errors;
 pub(crate) mod scrape;
 

@@ -348,6 +348,7 @@ impl Broker {
             txn_checks,
             mirror: Arc::default(),
             failovers: Arc::default(),
+            tables: crate::tables::TableStatus::default(),
             producer_ids,
             cluster_id: "spool-cluster".to_owned(),
             metrics,
@@ -382,6 +383,7 @@ impl Broker {
             stopped.clone(),
         ));
         tokio::spawn(crate::mirror::run(shared.clone(), stopped.clone()));
+        tokio::spawn(crate::tables::run(shared.clone(), stopped.clone()));
         tokio::spawn(topics::follow_metadata_store(
             shared.clone(),
             topics_version,

@@ -45,6 +45,8 @@ pub(crate) struct SharedParts {
     pub(crate) mirror: Arc<crate::mirror::MirrorStatus>,
     /// Failed-over mirror partitions: which are settled here.
     pub(crate) failovers: Arc<crate::mirror::Failovers>,
+    /// The table topics whose partitions this broker leads.
+    pub(crate) tables: crate::tables::TableStatus,
     pub(crate) producer_ids: Arc<ProducerIds>,
     pub(crate) cluster_id: String,
     /// What `/metrics` counts; `None` with `metrics.enable=false`.
@@ -139,6 +141,11 @@ impl Shared {
     /// The mirror links' state and the partitions copied here.
     pub(crate) fn mirror(&self) -> &Arc<crate::mirror::MirrorStatus> {
         &self.parts.mirror
+    }
+
+    /// The table topics whose partitions this broker leads.
+    pub(crate) fn tables(&self) -> &crate::tables::TableStatus {
+        &self.parts.tables
     }
 
     /// Failed-over mirror partitions: which are settled here.

@@ -472,6 +472,43 @@ pub(crate) const TOPIC_CONFIGS: &[TopicConfig] = &[
         doc: "Records whose value does not start with the magic byte and a schema id registered under the subject TOPIC-value are refused with INVALID_RECORD (null values pass).",
         effect: Effect::Honoured,
     },
+    // Spool's own: table topics (docs/tables.md).
+    TopicConfig {
+        name: "table.enable",
+        kind: ConfigType::Boolean,
+        default: "false",
+        valid: Valid::Any,
+        broker: &[],
+        doc: "Spool: the topic's committed records are also an Iceberg table of Parquet files (from the log start), queried by DuckDB, Spark, Trino or pyiceberg through the catalogue in the metadata store.",
+        effect: Effect::Honoured,
+    },
+    TopicConfig {
+        name: "table.commit.interval.ms",
+        kind: ConfigType::Long,
+        default: "60000",
+        valid: Valid::Range(100, LONG_MAX),
+        broker: &[],
+        doc: "Spool: how often the table takes the topic's new records (one Parquet file per partition, one snapshot per commit).",
+        effect: Effect::Honoured,
+    },
+    TopicConfig {
+        name: "table.schema",
+        kind: ConfigType::String,
+        default: "key_value",
+        valid: Valid::OneOf(&["key_value", "registry"]),
+        broker: &[],
+        doc: "Spool: key_value (columns partition, offset, timestamp, key, value, headers) or registry (the value's fields as columns, from the latest schema of the subject TOPIC-value).",
+        effect: Effect::Honoured,
+    },
+    TopicConfig {
+        name: "table.namespace",
+        kind: ConfigType::String,
+        default: "spool",
+        valid: Valid::Any,
+        broker: &[],
+        doc: "Spool: the Iceberg namespace of the topic's table (the table is named after the topic).",
+        effect: Effect::Honoured,
+    },
     // Spool's own: view topics (docs/views.md).
     TopicConfig {
         name: "view.filter",

@@ -112,13 +112,8 @@ pub(crate) struct Delayed {
     pub(crate) next_due_ms: Option<i64>,
 }
 
-/// Each partition's pending delayed records (by partition index; `None` for a
-/// partition of a topic without delayed delivery), or why they are not known.
-pub(crate) fn delayed(
-    url: &str,
-    topic: &str,
-    timeout: Duration,
-) -> Result<Vec<(i32, Option<Delayed>)>, String> {
+/// The admin API's view of `topic` (`GET /api/topics/{topic}`), as JSON.
+fn topic_detail(url: &str, topic: &str, timeout: Duration) -> Result<serde_json::Value, String> {
     let agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .build()
@@ -131,8 +126,17 @@ pub(crate) fn delayed(
         .body_mut()
         .read_to_string()
         .map_err(|error| format!("{address}: {error}"))?;
-    let topic: serde_json::Value =
-        serde_json::from_str(&body).map_err(|error| format!("{address}: {error}"))?;
+    serde_json::from_str(&body).map_err(|error| format!("{address}: {error}"))
+}
+
+/// Each partition's delayed records (`None` for a partition the API reports none
+/// of), from the admin API at `url`.
+pub(crate) fn delayed(
+    url: &str,
+    topic: &str,
+    timeout: Duration,
+) -> Result<Vec<(i32, Option<Delayed>)>, String> {
+    let topic = topic_detail(url, topic, timeout)?;
     Ok(topic["partitions"]
         .as_array()
         .into_iter()
@@ -147,6 +151,17 @@ pub(crate) fn delayed(
             Some((index, pending))
         })
         .collect())
+}
+
+/// A table topic's table (its lag, files and rows written, errors) as the admin API
+/// at `url` reports it (docs/tables.md); `None` when it reports no table.
+pub(crate) fn table(
+    url: &str,
+    topic: &str,
+    timeout: Duration,
+) -> Result<Option<serde_json::Value>, String> {
+    let mut topic = topic_detail(url, topic, timeout)?;
+    Ok(Some(topic["table"].take()).filter(|table| !table.is_null()))
 }
 
 #[cfg(test)]

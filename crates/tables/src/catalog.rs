@@ -2,11 +2,12 @@
 //! `iceberg_namespace_properties` tables) in a SQLite or PostgreSQL database — the
 //! metadata store's own, so that an engine given the same database finds the tables.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use iceberg::io::LocalFsStorageFactory;
 use iceberg::spec::Schema;
+use futures::TryStreamExt;
 use iceberg::table::Table;
 use iceberg::{Catalog, CatalogBuilder, NamespaceIdent, TableCreation, TableIdent};
 use iceberg_catalog_sql::{
@@ -94,4 +95,18 @@ impl TableCatalog {
     pub async fn table(&self, name: &TableName) -> Result<Table, TableError> {
         Ok(self.catalog.load_table(&name.ident()?).await?)
     }
+}
+
+/// Every data file of the table's current snapshot, by location.
+pub async fn data_file_locations(table: &Table) -> Result<HashSet<String>, TableError> {
+    let tasks = table.scan().build()?.plan_files().await?;
+    Ok(tasks
+        .map_ok(|task| task.data_file_path)
+        .try_collect()
+        .await?)
+}
+
+/// Removes a file written for the table but never committed.
+pub async fn delete_file(table: &Table, location: &str) -> Result<(), TableError> {
+    Ok(table.file_io().delete(location).await?)
 }

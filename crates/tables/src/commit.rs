@@ -20,14 +20,22 @@ use crate::error::TableError;
 /// The snapshot summary property with the next offset of each partition, as JSON
 /// (`{"0": 42, "1": 17}`).
 const NEXT_OFFSETS: &str = "spool.next-offsets";
+/// The snapshot summary property naming the source the offsets are of (the topic's
+/// id: a topic made again under the same name starts over in the same table).
+const SOURCE: &str = "spool.topic-id";
 
-/// The next offset of each partition, as the table's current snapshot records it
-/// (empty for a table never committed to).
-pub fn committed_offsets(table: &Table) -> Result<BTreeMap<i32, i64>, TableError> {
+/// The next offset of each partition of `source`, as the table's current snapshot
+/// records it (empty for a table never committed to, or last committed to from
+/// another source).
+pub fn committed_offsets(table: &Table, source: &str) -> Result<BTreeMap<i32, i64>, TableError> {
     let Some(snapshot) = table.metadata().current_snapshot() else {
         return Ok(BTreeMap::new());
     };
-    let Some(text) = snapshot.summary().additional_properties.get(NEXT_OFFSETS) else {
+    let properties = &snapshot.summary().additional_properties;
+    if properties.get(SOURCE).map(String::as_str) != Some(source) {
+        return Ok(BTreeMap::new());
+    }
+    let Some(text) = properties.get(NEXT_OFFSETS) else {
         return Ok(BTreeMap::new());
     };
     let by_name: BTreeMap<String, i64> =
@@ -47,6 +55,8 @@ pub fn committed_offsets(table: &Table) -> Result<BTreeMap<i32, i64>, TableError
 /// [`WrittenFile`](crate::WrittenFile)) and the partitions' next offsets.
 #[derive(Debug, Clone, Default)]
 pub struct Commit {
+    /// What the offsets are of (the topic's id).
+    pub source: String,
     pub data_files: Vec<String>,
     /// The next offset of each partition the commit moves (the others keep theirs).
     pub next_offsets: BTreeMap<i32, i64>,
@@ -65,7 +75,7 @@ impl TableCatalog {
             .iter()
             .map(|json| deserialize_data_file_from_json(json, spec_id, partition_type, schema))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut offsets = committed_offsets(table)?;
+        let mut offsets = committed_offsets(table, &commit.source)?;
         offsets.extend(commit.next_offsets);
         let recorded: BTreeMap<String, i64> = offsets
             .into_iter()
@@ -77,7 +87,10 @@ impl TableCatalog {
         let append = transaction
             .fast_append()
             .add_data_files(data_files)
-            .set_snapshot_properties(HashMap::from([(NEXT_OFFSETS.to_owned(), recorded)]));
+            .set_snapshot_properties(HashMap::from([
+                (NEXT_OFFSETS.to_owned(), recorded),
+                (SOURCE.to_owned(), commit.source),
+            ]));
         let transaction = append.apply(transaction)?;
         let on_snapshot = OnSnapshot {
             catalog: &self.catalog,

@@ -12,8 +12,9 @@ mod error;
 mod file;
 mod key_value;
 
-pub use catalog::{CATALOG_NAME, TableCatalog, TableName};
+pub use catalog::{CATALOG_NAME, TableCatalog, TableName, data_file_locations, delete_file};
 pub use commit::{Commit, committed_offsets};
 pub use error::TableError;
 pub use file::{PartitionFile, WrittenFile};
+pub use iceberg::table::Table;
 pub use key_value::{Header, Row, key_value_schema};

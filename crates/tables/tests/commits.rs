@@ -14,6 +14,9 @@ use spool_tables::{
     key_value_schema,
 };
 
+/// The topic's id, as the broker names the source of a table's offsets.
+const SOURCE: &str = "1b4e28ba-2fa1-11d2-883f-0016d3cca427";
+
 fn row(partition: i32, offset: i64) -> Row {
     Row {
         partition,
@@ -71,20 +74,21 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
         .ensure_table(&name, key_value_schema().unwrap())
         .await
         .unwrap();
-    assert!(committed_offsets(&table).unwrap().is_empty());
+    assert!(committed_offsets(&table, SOURCE).unwrap().is_empty());
 
     let zero: Vec<Row> = (0..10).map(|o| row(0, o)).collect();
     let one: Vec<Row> = (0..4).map(|o| row(1, o)).collect();
     let mut data_files = written(&table, 0, &zero).await;
     data_files.extend(written(&table, 1, &one).await);
     let first = Commit {
+        source: SOURCE.to_owned(),
         data_files,
         // Partition 1's offsets 4 and 5 were an aborted transaction and its marker.
         next_offsets: BTreeMap::from([(0, 10), (1, 6)]),
     };
     let committed = catalog.commit(&table, first).await.unwrap();
     assert_eq!(
-        committed_offsets(&committed)
+        committed_offsets(&committed, SOURCE)
             .unwrap()
             .into_iter()
             .collect::<Vec<_>>(),
@@ -94,6 +98,7 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
     // fails whole: its file is not added, no offset moves.
     let stale_rows: Vec<Row> = (10..12).map(|o| row(0, o)).collect();
     let stale = Commit {
+        source: SOURCE.to_owned(),
         data_files: written(&table, 0, &stale_rows).await,
         next_offsets: BTreeMap::from([(0, 12)]),
     };
@@ -103,6 +108,7 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
     let table = catalog.table(&name).await.unwrap();
     let next: Vec<Row> = (10..15).map(|o| row(0, o)).collect();
     let second = Commit {
+        source: SOURCE.to_owned(),
         data_files: written(&table, 0, &next).await,
         next_offsets: BTreeMap::from([(0, 15)]),
     };
@@ -116,12 +122,18 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
         .await
         .unwrap();
     assert_eq!(
-        committed_offsets(&table)
+        committed_offsets(&table, SOURCE)
             .unwrap()
             .into_iter()
             .collect::<Vec<_>>(),
         vec![(0, 15), (1, 6)]
     );
+    assert!(
+        committed_offsets(&table, "another-topic-id").unwrap().is_empty(),
+        "a topic made again under the name starts over"
+    );
+    let locations = spool_tables::data_file_locations(&table).await.unwrap();
+    assert_eq!(locations.len(), 3, "{locations:?}");
     let batches = rows_of(&catalog, &name).await;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     assert_eq!(rows, 19, "15 of partition 0, 4 of partition 1, each once");
@@ -152,14 +164,24 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
         .chain((0..4).map(|o| (1, o)))
         .collect();
     assert_eq!(offsets, expected);
-    // One Parquet file per partition per commit (and the refused commit's, written
-    // but never added: the broker removes it).
-    let files = walk(dir.path().join("tables"));
-    assert_eq!(
-        files.iter().filter(|f| f.ends_with(".parquet")).count(),
-        4,
-        "{files:?}"
-    );
+    // One Parquet file per partition per commit, and the refused commit's, written
+    // but never added, until it is deleted.
+    let parquet = |files: Vec<String>| {
+        files
+            .into_iter()
+            .filter(|f| f.ends_with(".parquet"))
+            .collect::<Vec<_>>()
+    };
+    let files = parquet(walk(dir.path().join("tables")));
+    assert_eq!(files.len(), 4, "{files:?}");
+    let stray = files
+        .iter()
+        .find(|f| !locations.iter().any(|l| l.ends_with(f.as_str())))
+        .unwrap();
+    spool_tables::delete_file(&table, &format!("file://{stray}"))
+        .await
+        .unwrap();
+    assert_eq!(parquet(walk(dir.path().join("tables"))).len(), 3);
 }
 
 fn walk(dir: std::path::PathBuf) -> Vec<String> {

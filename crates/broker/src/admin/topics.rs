@@ -129,6 +129,7 @@ pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDe
         id: topic.record.id.to_string(),
         partitions,
         configs: configs(shared, &topic),
+        table: crate::tables::table_info(shared, &topic).await,
     })
 }
 

@@ -103,6 +103,7 @@ impl Collector for StateCollector {
         share_groups(&mut encoder, shared)?;
         transaction_checks(&mut encoder, shared)?;
         super::mirror::encode(&mut encoder, shared)?;
+        super::tables::encode(&mut encoder, shared)?;
         object_storage(&mut encoder, shared)?;
         cluster(&mut encoder, shared)
     }

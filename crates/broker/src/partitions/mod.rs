@@ -214,6 +214,25 @@ impl PartitionHandle {
         max_bytes: u64,
     ) -> Result<Vec<u8>, PartitionError> {
         let read = self.read(offset, max_bytes, true, Isolation::ReadUncommitted)?;
+        self.bytes_of(&read)
+    }
+
+    /// As [`PartitionHandle::read_bytes`], read_committed: up to the last stable
+    /// offset, with the aborted transactions whose records the bytes hold (for the
+    /// table writer, which leaves them out). Blocking.
+    pub(crate) fn read_committed_bytes(
+        &self,
+        offset: Offset,
+        max_bytes: u64,
+    ) -> Result<(Vec<u8>, ReadResult), PartitionError> {
+        let mut read = self.read(offset, max_bytes, true, Isolation::ReadCommitted)?;
+        let bytes = self.bytes_of(&read)?;
+        read.chunks.clear();
+        Ok((bytes, read))
+    }
+
+    /// The bytes of a read's chunks, in one buffer.
+    fn bytes_of(&self, read: &ReadResult) -> Result<Vec<u8>, PartitionError> {
         let total = read.chunks.iter().map(ReadChunk::len).sum::<u64>();
         let mut bytes = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
         for chunk in &read.chunks {

@@ -170,12 +170,22 @@ pub(crate) fn resolve(
             .text("confluent.value.schema.validation")
             .eq_ignore_ascii_case("true"),
     };
+    let table = values
+        .text("table.enable")
+        .eq_ignore_ascii_case("true")
+        .then(|| TableSettings::from_values(&values))
+        .transpose()?;
     let view = View::from_configs(
         values.text("view.source.topic"),
         values.text("view.filter"),
         values.text("view.filter.sql"),
     )
     .map_err(InvalidConfig)?;
+    if view.is_some() && table.is_some() {
+        return Err(InvalidConfig(
+            "a view has no records of its own: table.enable is for its source".to_owned(),
+        ));
+    }
     if view.is_some() && delay.is_some() {
         return Err(InvalidConfig(
             "a view has no records of its own to delay: delivery.delay.enable is for its source"
@@ -210,6 +220,7 @@ pub(crate) fn resolve(
         timestamps,
         delay,
         schema_validation,
+        table,
         view,
         mirror,
         failed_over_floor,
@@ -226,6 +237,35 @@ fn parts_per_million(ratio: &str) -> u32 {
 }
 
 /// The effective values of a topic's configs, read by type (each was checked).
+/// A table topic's settings (`table.*`, docs/tables.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableSettings {
+    /// `table.commit.interval.ms`.
+    pub(crate) commit_interval: std::time::Duration,
+    /// `table.schema=registry`: the value's fields as columns (else `key_value`).
+    pub(crate) from_registry: bool,
+    /// `table.namespace`.
+    pub(crate) namespace: String,
+}
+
+impl TableSettings {
+    fn from_values(values: &Values<'_>) -> Result<TableSettings, InvalidConfig> {
+        let namespace = values.text("table.namespace").trim().to_owned();
+        if namespace.is_empty() || namespace.contains('.') {
+            return Err(InvalidConfig(format!(
+                "table.namespace={namespace}: expected a name without dots"
+            )));
+        }
+        Ok(TableSettings {
+            commit_interval: std::time::Duration::from_millis(
+                values.positive("table.commit.interval.ms")?,
+            ),
+            from_registry: values.text("table.schema") == "registry",
+            namespace,
+        })
+    }
+}
+
 struct Values<'a>(&'a BTreeMap<&'static str, String>);
 
 impl Values<'_> {

@@ -27,6 +27,8 @@ pub(crate) struct Topic {
     /// `confluent.value.schema.validation` / `confluent.key.schema.validation`:
     /// records must carry a schema id registered under the topic's subject.
     pub(crate) schema_validation: crate::schema_registry::SchemaValidation,
+    /// `table.enable` and the table's settings: `None` when the topic is no table.
+    pub(crate) table: Option<super::settings::TableSettings>,
     /// `view.source.topic`: a read-only view of another topic; `None` for a topic
     /// with records of its own.
     pub(crate) view: Option<spool_views::View>,

@@ -161,6 +161,9 @@ struct TopicDetail {
     name: String,
     partitions: Vec<PartitionDetail>,
     configs: Vec<ConfigDetail>,
+    /// A table topic's table, as the admin API reports it (docs/tables.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<serde_json::Value>,
 }
 
 fn source_name(source: &ConfigSource) -> &'static str {
@@ -280,6 +283,18 @@ async fn describe(
             Err(error) => delayed_unknown = Some(error),
         }
     }
+    let table_enabled = configs
+        .iter()
+        .any(|c| c.name == "table.enable" && c.value.as_deref() == Some("true"));
+    let mut table = None;
+    let mut table_unknown = None;
+    if table_enabled {
+        let url = admin_api::admin_url(admin_url, &client.brokers);
+        match admin_api::table(&url, name, client.timeout()) {
+            Ok(found) => table = found,
+            Err(error) => table_unknown = Some(error),
+        }
+    }
     if !all_configs {
         configs.retain(|c| c.source == source_name(&ConfigSource::DynamicTopic));
     }
@@ -287,6 +302,7 @@ async fn describe(
         name: name.to_string(),
         partitions,
         configs,
+        table,
     };
     match client.format {
         Format::Json => output::print_json(&detail),
@@ -297,7 +313,48 @@ async fn describe(
             "delayed records pending: unknown, the admin API did not answer ({error}); give --admin-url"
         );
     }
+    if let Some(error) = table_unknown {
+        eprintln!("the table: unknown, the admin API did not answer ({error}); give --admin-url");
+    }
     Ok(())
+}
+
+/// A table topic's table: its name, lag, what was written, errors, and where each
+/// partition is.
+fn print_table_section(table: &serde_json::Value) {
+    let number = |key: &str| table[key].as_i64().unwrap_or(0);
+    output::heading("TABLE");
+    println!("TABLE        {}", table["table"].as_str().unwrap_or("-"));
+    println!(
+        "LAG          {} records, {} s",
+        number("lag_records"),
+        number("lag_ms") / 1000
+    );
+    println!(
+        "WRITTEN      {} files, {} rows, {} bytes in {} commits",
+        number("files_written"),
+        number("rows_written"),
+        number("bytes_written"),
+        number("commits")
+    );
+    println!(
+        "ERRORS       {}{}",
+        number("errors"),
+        table["last_error"]
+            .as_str()
+            .map_or_else(String::new, |error| format!(" (last: {error})"))
+    );
+    let mut partitions = output::table(["PARTITION", "TABLE-OFFSET", "HIGH-WATERMARK", "LAG"]);
+    for partition in table["partitions"].as_array().into_iter().flatten() {
+        let field = |key: &str| partition[key].as_i64().unwrap_or(0).to_string();
+        partitions.add_row([
+            field("partition"),
+            field("committed_offset"),
+            field("high_watermark"),
+            field("lag_records"),
+        ]);
+    }
+    output::print_table(&partitions, "no partition led by a broker that reported");
 }
 
 fn print_detail(detail: &TopicDetail, all_configs: bool) {
@@ -348,6 +405,9 @@ fn print_detail(detail: &TopicDetail, all_configs: bool) {
         partitions.add_row(row);
     }
     output::print_table(&partitions, "none");
+    if let Some(table) = &detail.table {
+        print_table_section(table);
+    }
 }
 
 /// When a due time (epoch ms) comes, from now: `in 1h 5m`, `in 3s`, `now`.
