@@ -15,9 +15,9 @@
 
 mod labels;
 mod mirror;
-mod tables;
 mod response_errors;
 pub(crate) mod scrape;
+mod tables;
 
 use std::collections::HashMap;
 use std::sync::RwLock;

@@ -143,7 +143,12 @@ async fn look_at(
     let due: Vec<i32> = led
         .iter()
         .copied()
-        .filter(|index| ticks.written.get(index).is_none_or(|written| *written < tick))
+        .filter(|index| {
+            ticks
+                .written
+                .get(index)
+                .is_none_or(|written| *written < tick)
+        })
         .collect();
     if !due.is_empty() {
         let waiting = shared

@@ -52,7 +52,11 @@ async fn table_files_are_added_once_per_first_offset_listed_removed_and_gone_wit
         let store = backend.open().await;
         assert_eq!(
             store.table_files(id).await.unwrap(),
-            vec![file(id, 0, 0, 100), file(id, 0, 100, 300), file(id, 1, 0, 40)],
+            vec![
+                file(id, 0, 0, 100),
+                file(id, 0, 100, 300),
+                file(id, 1, 0, 40)
+            ],
             "{label}: by partition and first offset, the first writer's kept"
         );
         assert!(store.remove_table_file(id, 0, 0).await.unwrap());
@@ -63,9 +67,15 @@ async fn table_files_are_added_once_per_first_offset_listed_removed_and_gone_wit
             "{label}"
         );
 
-        store.put_table_status(id, 2, "{\"a\":1}", 10).await.unwrap();
+        store
+            .put_table_status(id, 2, "{\"a\":1}", 10)
+            .await
+            .unwrap();
         store.put_table_status(id, 1, "{}", 11).await.unwrap();
-        store.put_table_status(id, 2, "{\"a\":2}", 12).await.unwrap();
+        store
+            .put_table_status(id, 2, "{\"a\":2}", 12)
+            .await
+            .unwrap();
         let statuses = store.table_statuses(id).await.unwrap();
         assert_eq!(
             statuses
@@ -78,6 +88,9 @@ async fn table_files_are_added_once_per_first_offset_listed_removed_and_gone_wit
 
         store.delete_topic(id).await.unwrap();
         assert!(store.table_files(id).await.unwrap().is_empty(), "{label}");
-        assert!(store.table_statuses(id).await.unwrap().is_empty(), "{label}");
+        assert!(
+            store.table_statuses(id).await.unwrap().is_empty(),
+            "{label}"
+        );
     }
 }

@@ -5,9 +5,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use iceberg::io::LocalFsStorageFactory;
-use iceberg::spec::Schema;
 use futures::TryStreamExt;
+use iceberg::io::{LocalFsStorageFactory, StorageFactory};
+use iceberg::spec::Schema;
 use iceberg::table::Table;
 use iceberg::{Catalog, CatalogBuilder, NamespaceIdent, TableCreation, TableIdent};
 use iceberg_catalog_sql::{
@@ -16,6 +16,7 @@ use iceberg_catalog_sql::{
 };
 
 use crate::error::TableError;
+use crate::objects::{ObjectStorage, ObjectStorageFactory};
 
 /// The catalogue's name in its tables (engines are pointed at it by this name).
 pub const CATALOG_NAME: &str = "spool";
@@ -44,15 +45,24 @@ pub struct TableCatalog {
 
 impl TableCatalog {
     /// Opens the catalogue in the database at `uri` (`sqlite://…` or `postgres://…`),
-    /// with new tables' files under `warehouse` (`file:///…`).
-    pub async fn open(uri: &str, warehouse: &str) -> Result<TableCatalog, TableError> {
+    /// with new tables' files under `warehouse`: on the local disk (`file:///…`) when
+    /// `objects` is `None`, else in that object store (`s3://bucket/…`).
+    pub async fn open(
+        uri: &str,
+        warehouse: &str,
+        objects: Option<ObjectStorage>,
+    ) -> Result<TableCatalog, TableError> {
         let bind_style = if uri.starts_with("postgres") {
             SqlBindStyle::DollarNumeric
         } else {
             SqlBindStyle::QMark
         };
+        let storage: Arc<dyn StorageFactory> = match objects {
+            Some(storage) => Arc::new(ObjectStorageFactory { storage }),
+            None => Arc::new(LocalFsStorageFactory),
+        };
         let catalog = SqlCatalogBuilder::default()
-            .with_storage_factory(Arc::new(LocalFsStorageFactory))
+            .with_storage_factory(storage)
             .load(
                 CATALOG_NAME,
                 HashMap::from([
@@ -62,6 +72,8 @@ impl TableCatalog {
                         SQL_CATALOG_PROP_BIND_STYLE.to_owned(),
                         bind_style.to_string(),
                     ),
+                    // The commits of one broker come one at a time.
+                    ("pool.max-connections".to_owned(), "2".to_owned()),
                 ]),
             )
             .await?;
@@ -69,6 +81,8 @@ impl TableCatalog {
     }
 
     /// The table `name`, made with `schema` (and its namespace) if it is not there.
+    /// Another broker making it at the same moment is no failure: its table is
+    /// the one.
     pub async fn ensure_table(
         &self,
         name: &TableName,
@@ -76,10 +90,14 @@ impl TableCatalog {
     ) -> Result<Table, TableError> {
         let ident = name.ident()?;
         let namespace = NamespaceIdent::new(name.namespace.clone());
-        if !self.catalog.namespace_exists(&namespace).await? {
-            self.catalog
+        if !self.catalog.namespace_exists(&namespace).await?
+            && let Err(error) = self
+                .catalog
                 .create_namespace(&namespace, HashMap::new())
-                .await?;
+                .await
+            && !self.catalog.namespace_exists(&namespace).await?
+        {
+            return Err(error.into());
         }
         if self.catalog.table_exists(&ident).await? {
             return Ok(self.catalog.load_table(&ident).await?);
@@ -88,7 +106,16 @@ impl TableCatalog {
             .name(name.table.clone())
             .schema(schema)
             .build();
-        Ok(self.catalog.create_table(&namespace, creation).await?)
+        match self.catalog.create_table(&namespace, creation).await {
+            Ok(table) => Ok(table),
+            Err(error) => {
+                if self.catalog.table_exists(&ident).await? {
+                    Ok(self.catalog.load_table(&ident).await?)
+                } else {
+                    Err(error.into())
+                }
+            }
+        }
     }
 
     /// The table `name` as last committed.

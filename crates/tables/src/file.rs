@@ -37,7 +37,8 @@ pub struct WrittenFile {
 
 /// The file (or files, past the target size) of one partition's rows.
 pub struct PartitionFile {
-    writer: DataFileWriter<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>,
+    writer:
+        DataFileWriter<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>,
     arrow_schema: SchemaRef,
     table: Table,
 }

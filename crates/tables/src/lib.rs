@@ -11,6 +11,7 @@ mod commit;
 mod error;
 mod file;
 mod key_value;
+mod objects;
 
 pub use catalog::{CATALOG_NAME, TableCatalog, TableName, data_file_locations, delete_file};
 pub use commit::{Commit, committed_offsets};
@@ -18,3 +19,4 @@ pub use error::TableError;
 pub use file::{PartitionFile, WrittenFile};
 pub use iceberg::table::Table;
 pub use key_value::{Header, Row, key_value_schema};
+pub use objects::ObjectStorage;

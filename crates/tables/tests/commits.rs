@@ -65,7 +65,7 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
     let dir = tempfile::tempdir().unwrap();
     let uri = format!("sqlite://{}/catalog.db?mode=rwc", dir.path().display());
     let warehouse = format!("file://{}/tables", dir.path().display());
-    let catalog = TableCatalog::open(&uri, &warehouse).await.unwrap();
+    let catalog = TableCatalog::open(&uri, &warehouse, None).await.unwrap();
     let name = TableName {
         namespace: "spool".to_owned(),
         table: "orders".to_owned(),
@@ -116,7 +116,7 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
 
     // A catalogue opened again (a restarted broker) finds where to go on.
     drop(catalog);
-    let catalog = TableCatalog::open(&uri, &warehouse).await.unwrap();
+    let catalog = TableCatalog::open(&uri, &warehouse, None).await.unwrap();
     let table = catalog
         .ensure_table(&name, key_value_schema().unwrap())
         .await
@@ -129,7 +129,9 @@ async fn each_commit_adds_its_rows_once_and_records_where_the_next_starts() {
         vec![(0, 15), (1, 6)]
     );
     assert!(
-        committed_offsets(&table, "another-topic-id").unwrap().is_empty(),
+        committed_offsets(&table, "another-topic-id")
+            .unwrap()
+            .is_empty(),
         "a topic made again under the name starts over"
     );
     let locations = spool_tables::data_file_locations(&table).await.unwrap();
@@ -195,4 +197,83 @@ fn walk(dir: std::path::PathBuf) -> Vec<String> {
         }
     }
     found
+}
+
+#[tokio::test]
+async fn tables_live_in_an_object_store_as_well() {
+    use object_store::memory::InMemory;
+    use object_store::{ObjectStore, ObjectStoreExt};
+    use spool_tables::ObjectStorage;
+
+    let dir = tempfile::tempdir().unwrap();
+    let uri = format!("sqlite://{}/catalog.db?mode=rwc", dir.path().display());
+    let store: std::sync::Arc<dyn ObjectStore> = std::sync::Arc::new(InMemory::new());
+    let objects = ObjectStorage::new("s3://lake", store.clone());
+    let catalog = TableCatalog::open(&uri, "s3://lake/spool-data/tables", Some(objects))
+        .await
+        .unwrap();
+    let name = TableName {
+        namespace: "spool".to_owned(),
+        table: "events".to_owned(),
+    };
+    let table = catalog
+        .ensure_table(&name, key_value_schema().unwrap())
+        .await
+        .unwrap();
+    // Rows past one multipart part (5 MiB, values that do not compress): the file
+    // is uploaded in parts.
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut noise = |len: usize| -> Vec<u8> {
+        (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed.to_le_bytes()[0]
+            })
+            .collect()
+    };
+    let big: Vec<Row> = (0..40)
+        .map(|o| Row {
+            value: Some(noise(256 * 1024)),
+            ..row(0, o)
+        })
+        .collect();
+    let commit = Commit {
+        source: SOURCE.to_owned(),
+        data_files: written(&table, 0, &big).await,
+        next_offsets: BTreeMap::from([(0, 40)]),
+    };
+    let table = catalog.commit(&table, commit).await.unwrap();
+    let rows: usize = rows_of(&catalog, &name)
+        .await
+        .iter()
+        .map(RecordBatch::num_rows)
+        .sum();
+    assert_eq!(rows, 40);
+    let locations = spool_tables::data_file_locations(&table).await.unwrap();
+    let location = locations.iter().next().unwrap();
+    assert!(
+        location.starts_with("s3://lake/spool-data/tables/spool/events/data/"),
+        "{location}"
+    );
+    let objects = |store: std::sync::Arc<dyn ObjectStore>| async move {
+        store
+            .list(None)
+            .map_ok(|meta| meta.location.to_string())
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap()
+    };
+    let before = objects(store.clone()).await;
+    let parquet = before.iter().find(|o| o.ends_with(".parquet")).unwrap();
+    let size = store
+        .head(&object_store::path::Path::from(parquet.as_str()))
+        .await
+        .unwrap()
+        .size;
+    assert!(size > 8 << 20, "{size} bytes: more than one part");
+    spool_tables::delete_file(&table, location).await.unwrap();
+    let after = objects(store.clone()).await;
+    assert!(!after.iter().any(|o| o.ends_with(".parquet")), "{after:?}");
 }

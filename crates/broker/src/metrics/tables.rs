@@ -76,8 +76,7 @@ pub(super) fn encode(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> st
         MetricType::Gauge,
     )?;
     for (topic, table) in &tables {
-        ConstGauge::new(table.lag_ms(now) / 1000)
-            .encode(seconds.encode_family(&labels(topic))?)?;
+        ConstGauge::new(table.lag_ms(now) / 1000).encode(seconds.encode_family(&labels(topic))?)?;
     }
     Ok(())
 }

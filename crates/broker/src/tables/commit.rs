@@ -85,7 +85,10 @@ pub(super) async fn commit(
         Err(error) => return Err(error.to_string()),
     }
     let rows: i64 = taken.iter().map(|file| file.record_count).sum();
-    let files = taken.iter().filter(|file| !file.data_file.is_empty()).count();
+    let files = taken
+        .iter()
+        .filter(|file| !file.data_file.is_empty())
+        .count();
     tracing::debug!(topic = %topic.record.name, files, rows, "table commit");
     shared.tables().committed(
         id,
@@ -132,4 +135,49 @@ async fn remove_left_behind(
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(first_offset: i64, next_offset: i64) -> TableFileRecord {
+        TableFileRecord {
+            topic_id: uuid::Uuid::nil(),
+            partition: 0,
+            first_offset,
+            next_offset,
+            location: format!("p0-o{first_offset}.parquet"),
+            data_file: "{}".to_owned(),
+            record_count: next_offset - first_offset,
+            size_bytes: 1,
+            written_ms: 0,
+        }
+    }
+
+    fn spans(taken: &[&TableFileRecord]) -> Vec<(i64, i64)> {
+        taken
+            .iter()
+            .map(|f| (f.first_offset, f.next_offset))
+            .collect()
+    }
+
+    #[test]
+    fn a_chain_takes_only_the_files_that_continue_the_table_in_order() {
+        // A file already in the table (its row not yet removed), the chain from 100,
+        // and a file after a gap (never taken until the gap is filled).
+        let files = [
+            file(40, 100),
+            file(100, 180),
+            file(180, 200),
+            file(250, 300),
+        ];
+        let (taken, end) = chain(100, files.iter());
+        assert_eq!(spans(&taken), vec![(100, 180), (180, 200)]);
+        assert_eq!(end, 200);
+        // Nothing continues 90: the table stays where it is.
+        let (taken, end) = chain(90, files.iter());
+        assert!(taken.is_empty());
+        assert_eq!(end, 90);
+    }
 }

@@ -16,17 +16,20 @@ const REPORT_STALE_MS: i64 = 10_000;
 pub(crate) async fn table_info(shared: &Shared, topic: &Topic) -> Option<TableInfo> {
     let settings = topic.table.as_ref()?;
     let now = shared.clock().now_ms();
-    let reports: Vec<(i32, TopicTable)> = match shared.metadata().table_statuses(topic.record.id).await {
-        Ok(reports) => reports
-            .into_iter()
-            .filter(|report| now - report.updated_ms <= REPORT_STALE_MS)
-            .filter_map(|report| Some((report.node_id, serde_json::from_str(&report.status).ok()?)))
-            .collect(),
-        Err(error) => {
-            tracing::debug!(%error, "reading the tables' reports failed");
-            Vec::new()
-        }
-    };
+    let reports: Vec<(i32, TopicTable)> =
+        match shared.metadata().table_statuses(topic.record.id).await {
+            Ok(reports) => reports
+                .into_iter()
+                .filter(|report| now - report.updated_ms <= REPORT_STALE_MS)
+                .filter_map(|report| {
+                    Some((report.node_id, serde_json::from_str(&report.status).ok()?))
+                })
+                .collect(),
+            Err(error) => {
+                tracing::debug!(%error, "reading the tables' reports failed");
+                Vec::new()
+            }
+        };
     let mut info = merged(&reports, now);
     info.table = format!("{}.{}", settings.namespace, topic.record.name);
     Some(info)
@@ -70,7 +73,8 @@ fn merged(reports: &[(i32, TopicTable)], now_ms: i64) -> TableInfo {
         }
     }
     info.partitions.sort_by_key(|partition| partition.partition);
-    info.partitions.dedup_by_key(|partition| partition.partition);
+    info.partitions
+        .dedup_by_key(|partition| partition.partition);
     info
 }
 

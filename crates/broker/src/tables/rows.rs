@@ -50,7 +50,10 @@ pub(super) fn decode(
             let timestamp_ms = if log_append_time {
                 header.max_timestamp.0
             } else {
-                header.base_timestamp.0.saturating_add(record.timestamp_delta)
+                header
+                    .base_timestamp
+                    .0
+                    .saturating_add(record.timestamp_delta)
             };
             let headers = record
                 .headers()

@@ -41,14 +41,12 @@ pub(super) async fn partition(
     let mut from = from;
     loop {
         let stable = handle.log.stable_offset().0;
-        shared
-            .tables()
-            .partition_ends(
-                id,
-                index,
-                handle.log.offsets().high_watermark.0,
-                shared.clock().now_ms(),
-            );
+        shared.tables().partition_ends(
+            id,
+            index,
+            handle.log.offsets().high_watermark.0,
+            shared.clock().now_ms(),
+        );
         if from >= stable {
             return Ok(());
         }
@@ -74,9 +72,12 @@ pub(super) async fn partition(
             }
             return Ok(());
         }
-        shared
-            .tables()
-            .wrote(id, written.record_count, written.size_bytes, !location.is_empty());
+        shared.tables().wrote(
+            id,
+            written.record_count,
+            written.size_bytes,
+            !location.is_empty(),
+        );
         from = next;
     }
 }
@@ -97,8 +98,12 @@ async fn file(
     let failed = |e: &dyn std::fmt::Display| format!("partition {index}: {e}");
     let log_start = handle.log_start().0;
     if from < log_start {
-        tracing::warn!(partition = index, from, log_start,
-            "records were removed from the log before the table took them: the table goes on from the log start");
+        tracing::warn!(
+            partition = index,
+            from,
+            log_start,
+            "records were removed from the log before the table took them: the table goes on from the log start"
+        );
     }
     let start = from.max(log_start);
     let mut file = PartitionFile::create(table, index, start)

@@ -1,0 +1,249 @@
+"""Table topics (docs/tables.md) read by real engines: pyiceberg, through its SQL
+catalogue pointed at the broker's metadata database, and DuckDB, reading the Parquet
+files of the table's current snapshot. Records are produced with confluent-kafka
+(librdkafka) and kafka-python; every committed record must be in the table exactly
+once, with its partition, offset, timestamp, key, value and headers; aborted
+transactions never; a kill -9 between commits repeats and loses nothing."""
+
+import json
+import os
+import random
+import tempfile
+import time
+import urllib.request
+import uuid
+
+import duckdb
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from kafka import KafkaProducer
+from kafka.admin import ConfigResource as KafkaConfigResource
+from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+from conftest import SPOOL_BIN, STORAGE, Broker, metadata_url
+
+INTERVAL_MS = 1000
+
+
+def catalog(broker):
+    """pyiceberg's SQL catalogue on the broker's metadata database."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    url = metadata_url(broker.data_dir)
+    if url:
+        uri = url.replace("postgres://", "postgresql+psycopg2://", 1)
+    else:
+        uri = f"sqlite:///{broker.data_dir}/data/metadata.db"
+    properties = {"uri": uri}
+    if STORAGE == "s3":
+        properties.update({
+            "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
+            "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+            "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+        })
+    return SqlCatalog("spool", **properties)
+
+
+def create_table_topic(broker, topic, partitions=3, **configs):
+    settings = {"table.enable": "true", "table.commit.interval.ms": str(INTERVAL_MS), **configs}
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    admin.create_topics([NewTopic(topic, partitions, 1, config=settings)])[topic].result(15)
+
+
+def table_rows(broker, topic):
+    """The table's rows (pyiceberg's scan), sorted by partition and offset."""
+    table = catalog(broker).load_table(f"spool.{topic}")
+    rows = table.scan().to_arrow().to_pylist()
+    return sorted(rows, key=lambda row: (row["partition"], row["offset"]))
+
+
+def wait_for_rows(broker, topic, count, timeout=60):
+    """The table's rows once it has `count` of them (or more: then the test fails on
+    them)."""
+    from pyiceberg.exceptions import NoSuchTableError
+    deadline = time.time() + timeout
+    rows = []
+    while time.time() < deadline:
+        try:
+            rows = table_rows(broker, topic)
+        except NoSuchTableError:
+            rows = []
+        if len(rows) >= count:
+            return rows
+        time.sleep(0.3)
+    raise AssertionError(f"the table has {len(rows)} of {count} rows:\n{broker.log_tail()}")
+
+
+def duckdb_rows(broker, topic):
+    """The rows DuckDB reads from the Parquet files of the table's current snapshot
+    (copied here first: DuckDB reads local files without extensions)."""
+    table = catalog(broker).load_table(f"spool.{topic}")
+    paths = table.inspect.files().column("file_path").to_pylist()
+    with tempfile.TemporaryDirectory() as local:
+        copies = []
+        for index, path in enumerate(paths):
+            copy = os.path.join(local, f"{index}.parquet")
+            with table.io.new_input(path).open() as source, open(copy, "wb") as target:
+                target.write(source.read())
+            copies.append(copy)
+        if not copies:
+            return []
+        return duckdb.connect().sql(
+            f'SELECT "partition", "offset", key, value FROM read_parquet({copies!r}) '
+            'ORDER BY "partition", "offset"').fetchall()
+
+
+def table_info(broker, topic):
+    with urllib.request.urlopen(f"{broker.admin_url}/api/topics/{topic}", timeout=10) as answer:
+        return json.load(answer)["table"]
+
+
+def test_every_committed_record_is_in_the_table_once_with_its_columns(broker):
+    topic = f"orders-{uuid.uuid4().hex[:6]}"
+    create_table_topic(broker, topic)
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 5})
+    sent = {}
+    # Delivery reports carry no headers: each record's are kept by key.
+    headers_of = {}
+
+    def delivered(error, message):
+        assert error is None, error
+        sent[(message.partition(), message.offset())] = (
+            message.key(), message.value(), message.timestamp()[1],
+            headers_of.get(message.key()))
+
+    for i in range(300):
+        value = json.dumps({"id": i, "amount": i * 10}).encode()
+        headers = [("source", b"web"), ("n", str(i).encode())] if i % 3 else None
+        headers_of[f"k{i}".encode()] = headers
+        producer.produce(topic, key=f"k{i}".encode(), value=value, headers=headers,
+                         on_delivery=delivered)
+    producer.produce(topic, key=b"tombstone", value=None, on_delivery=delivered)
+    assert producer.flush(20) == 0
+
+    rows = wait_for_rows(broker, topic, len(sent))
+    assert [(r["partition"], r["offset"]) for r in rows] == sorted(sent), "each once"
+    for row in rows:
+        key, value, timestamp_ms, headers = sent[(row["partition"], row["offset"])]
+        assert row["key"] == key
+        assert row["value"] == value
+        assert int(row["timestamp"].timestamp() * 1000) == timestamp_ms
+        assert [(h["key"], h["value"]) for h in row["headers"]] == (headers or [])
+    assert len({r["partition"] for r in rows}) == 3
+
+    assert duckdb_rows(broker, topic) == [
+        (r["partition"], r["offset"], r["key"], r["value"]) for r in rows]
+
+    # What the brokers report: no lag, every row written, one commit or more.
+    deadline = time.time() + 10
+    while True:
+        info = table_info(broker, topic)
+        if info["lag_records"] == 0 and info["rows_written"] == len(sent) or time.time() > deadline:
+            break
+        time.sleep(0.3)
+    assert info["table"] == f"spool.{topic}"
+    assert info["lag_records"] == 0, info
+    assert info["rows_written"] == len(sent), info
+    assert info["errors"] == 0, info["last_error"]
+    assert info["commits"] >= 1
+    assert sorted(p["partition"] for p in info["partitions"]) == [0, 1, 2]
+    metrics = urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10).read().decode()
+    assert f'spool_table_lag_records{{topic="{topic}"}}' in metrics
+    described = subprocess_run([SPOOL_BIN, "topic", "describe", topic, "--brokers", broker.address,
+                                "--admin-url", broker.admin_url])
+    assert f"spool.{topic}" in described and "TABLE-OFFSET" in described, described
+
+
+def subprocess_run(args):
+    import subprocess
+    result = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_aborted_transactions_never_reach_the_table(broker):
+    topic = f"payments-{uuid.uuid4().hex[:6]}"
+    create_table_topic(broker, topic, partitions=2)
+    producer = Producer({"bootstrap.servers": broker.address,
+                         "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(15)
+    for outcome in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce(topic, key=f"{outcome}-{i}".encode(), value=outcome.encode(),
+                             partition=i % 2)
+        if outcome == "commit":
+            producer.commit_transaction(15)
+        else:
+            producer.abort_transaction(15)
+    rows = wait_for_rows(broker, topic, 20)
+    time.sleep(2 * INTERVAL_MS / 1000)
+    rows = table_rows(broker, topic)
+    assert len(rows) == 20, rows
+    assert {row["value"] for row in rows} == {b"commit"}
+    assert len({(r["partition"], r["offset"]) for r in rows}) == 20
+    # The markers' and the aborted records' offsets are passed over, not stuck on.
+    info = table_info(broker, topic)
+    assert info["lag_records"] == 0, info
+
+
+def test_a_topic_made_a_table_later_backfills_from_the_log_start_kafka_python(broker):
+    topic = f"clicks-{uuid.uuid4().hex[:6]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.address)
+    from kafka.admin import NewTopic as KafkaNewTopic
+    admin.create_topics([KafkaNewTopic(topic, 2, 1)])
+    producer = KafkaProducer(bootstrap_servers=broker.address)
+    for i in range(50):
+        producer.send(topic, key=f"k{i}".encode(), value=f"before-{i}".encode(),
+                      headers=[("i", str(i).encode())])
+    producer.flush(20)
+    admin.alter_configs([KafkaConfigResource(
+        ConfigResourceType.TOPIC, topic,
+        configs={"table.enable": "true", "table.commit.interval.ms": str(INTERVAL_MS)})])
+    for i in range(50):
+        producer.send(topic, key=f"k{i}".encode(), value=f"after-{i}".encode())
+    producer.flush(20)
+    producer.close()
+    rows = wait_for_rows(broker, topic, 100)
+    assert len(rows) == 100
+    values = sorted(row["value"].decode() for row in rows)
+    assert values == sorted([f"before-{i}" for i in range(50)] + [f"after-{i}" for i in range(50)])
+    assert len({(r["partition"], r["offset"]) for r in rows}) == 100
+    before = [row for row in rows if row["value"].startswith(b"before-")]
+    assert all(row["headers"] == [{"key": "i", "value": row["value"][7:]}] for row in before)
+    admin.close()
+
+
+def test_kill9_between_commits_repeats_nothing_and_loses_nothing():
+    with tempfile.TemporaryDirectory() as data_dir:
+        broker = Broker(data_dir).start()
+        topic = f"ledger-{uuid.uuid4().hex[:6]}"
+        create_table_topic(broker, topic, partitions=2, **{"table.commit.interval.ms": "1500"})
+        acknowledged = set()
+
+        def delivered(error, message):
+            if error is None:
+                acknowledged.add(message.value())
+
+        sent = 0
+        for _ in range(4):
+            producer = Producer({"bootstrap.servers": broker.address, "acks": "all",
+                                 "enable.idempotence": True, "linger.ms": 2})
+            for _ in range(100):
+                producer.produce(topic, value=f"r{sent}".encode(), on_delivery=delivered)
+                sent += 1
+            assert producer.flush(20) == 0
+            # Somewhere in the commit interval: before, while or after files are
+            # written and committed.
+            time.sleep(random.uniform(0, 1.6))
+            broker.kill9()
+            broker.start()
+        assert len(acknowledged) == sent
+        rows = wait_for_rows(broker, topic, sent)
+        time.sleep(2)
+        rows = table_rows(broker, topic)
+        values = [row["value"] for row in rows]
+        assert len(values) == sent, f"{len(values)} rows for {sent} records"
+        assert set(values) == acknowledged
+        assert len({(r["partition"], r["offset"]) for r in rows}) == sent
+        broker.stop()
