@@ -38,6 +38,10 @@ impl AvroSchema {
         Ok(AvroSchema { schema, canonical })
     }
 
+    pub(crate) fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
     pub(crate) fn canonical(&self) -> &str {
         &self.canonical
     }

@@ -22,6 +22,10 @@ pub(crate) struct JsonSchema {
 }
 
 impl JsonSchema {
+    pub(crate) fn document(&self) -> &Value {
+        &self.document
+    }
+
     pub(crate) fn parse(
         text: &str,
         references: &[Referenced],

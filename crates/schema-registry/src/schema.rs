@@ -105,6 +105,24 @@ impl ParsedSchema {
         self.schema_type
     }
 
+    /// The Avro schema, for an Avro one (its references resolved).
+    #[must_use]
+    pub fn avro(&self) -> Option<&apache_avro::Schema> {
+        match &self.form {
+            Form::Avro(parsed) => Some(parsed.schema()),
+            Form::Json(_) | Form::Protobuf(_) => None,
+        }
+    }
+
+    /// The JSON Schema document, for a JSON Schema one.
+    #[must_use]
+    pub fn json_document(&self) -> Option<&serde_json::Value> {
+        match &self.form {
+            Form::Json(parsed) => Some(parsed.document()),
+            Form::Avro(_) | Form::Protobuf(_) => None,
+        }
+    }
+
     /// The text stored and answered for it.
     #[must_use]
     pub fn canonical(&self) -> &str {

@@ -9,6 +9,9 @@ pub enum TableError {
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("the snapshot's offsets do not parse: {0}")]
     Offsets(String),
+    /// A registry schema the table cannot take.
+    #[error("{0}")]
+    Schema(String),
     /// Another commit came first: nothing was committed.
     #[error("another commit came first: {0}")]
     Conflict(String),

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use arrow_schema::SchemaRef;
+use arrow_array::{ArrayRef, RecordBatch, StringArray, StructArray};
+use arrow_schema::{ArrowError, DataType, SchemaRef};
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::spec::{DataFileFormat, serialize_data_file_to_json};
 use iceberg::table::Table;
@@ -19,8 +20,11 @@ use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use crate::arrays::{array, fits};
+use crate::datum::Datum;
 use crate::error::TableError;
-use crate::key_value::{Row, to_batch};
+use crate::key_value::{Row, columns_of, to_batch};
+use crate::registry::{KAFKA_COLUMN, REASON_COLUMN};
 
 /// Rows in a row group: bounds what a writer holds (about 32 MiB of 1 KiB records).
 const ROW_GROUP_ROWS: usize = 32 * 1024;
@@ -92,6 +96,97 @@ impl PartitionFile {
             return Ok(());
         }
         let batch = to_batch(&self.arrow_schema, rows)?;
+        Ok(self.writer.write(batch).await?)
+    }
+
+    /// Whether `value` (a record's decoded value) fits the file's value columns
+    /// (a `registry` table's); why not.
+    pub fn check(&self, value: &Datum) -> Result<(), String> {
+        let Datum::Fields(fields) = value else {
+            return if matches!(value, Datum::Null) {
+                Ok(())
+            } else {
+                Err("the value is no record".to_owned())
+            };
+        };
+        self.value_fields().try_for_each(|field| {
+            fields
+                .get(field.name())
+                .map_or(Ok(()), |datum| fits(field.data_type(), datum, field.name()))
+        })
+    }
+
+    fn value_fields(&self) -> impl Iterator<Item = &arrow_schema::FieldRef> {
+        self.arrow_schema
+            .fields()
+            .iter()
+            .filter(|field| field.name() != KAFKA_COLUMN)
+    }
+
+    /// Adds records of a `registry` table: `rows` (their values left out) with
+    /// their decoded `values`, each of which [`PartitionFile::check`] passed.
+    pub async fn write_decoded(
+        &mut self,
+        rows: &[Row],
+        values: &[Datum],
+    ) -> Result<(), TableError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let null = Datum::Null;
+        let mut columns = Vec::with_capacity(self.arrow_schema.fields().len());
+        for field in self.arrow_schema.fields() {
+            if field.name() == KAFKA_COLUMN {
+                let DataType::Struct(kafka) = field.data_type() else {
+                    return Err(ArrowError::SchemaError("kafka is no struct".to_owned()).into());
+                };
+                columns.push(Arc::new(StructArray::try_new(
+                    kafka.clone(),
+                    columns_of(kafka, rows)?,
+                    None,
+                )?) as ArrayRef);
+                continue;
+            }
+            let of_field: Vec<&Datum> = values
+                .iter()
+                .map(|value| match value {
+                    Datum::Fields(fields) => fields.get(field.name()).unwrap_or(&null),
+                    _ => &null,
+                })
+                .collect();
+            columns.push(array(field.data_type(), &of_field)?);
+        }
+        let batch = RecordBatch::try_new(self.arrow_schema.clone(), columns)?;
+        Ok(self.writer.write(batch).await?)
+    }
+
+    /// Adds dead letters (a dead-letter table's rows): each record whole, and why
+    /// it could not be written into the table.
+    pub async fn write_dead_letters(
+        &mut self,
+        rows: &[Row],
+        reasons: &[String],
+    ) -> Result<(), TableError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let record_fields: arrow_schema::Fields = self
+            .arrow_schema
+            .fields()
+            .iter()
+            .filter(|field| field.name() != REASON_COLUMN)
+            .cloned()
+            .collect();
+        let mut columns = columns_of(&record_fields, rows)?;
+        let position = self
+            .arrow_schema
+            .index_of(REASON_COLUMN)
+            .map_err(TableError::from)?;
+        columns.insert(
+            position,
+            Arc::new(StringArray::from_iter_values(reasons.iter())) as ArrayRef,
+        );
+        let batch = RecordBatch::try_new(self.arrow_schema.clone(), columns)?;
         Ok(self.writer.write(batch).await?)
     }
 

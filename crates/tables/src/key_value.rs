@@ -9,8 +9,10 @@ use arrow_array::{
     TimestampMicrosecondArray,
 };
 use arrow_buffer::OffsetBuffer;
-use arrow_schema::{DataType, SchemaRef};
-use iceberg::spec::{ListType, NestedField, PrimitiveType, Schema, StructType, Type};
+use arrow_schema::{DataType, Fields, SchemaRef};
+use iceberg::spec::{
+    ListType, NestedField, NestedFieldRef, PrimitiveType, Schema, StructType, Type,
+};
 
 use crate::error::TableError;
 
@@ -35,53 +37,80 @@ pub struct Header {
 
 /// The table's columns, with Iceberg's field ids.
 pub fn key_value_schema() -> Result<Schema, TableError> {
+    Ok(Schema::builder().with_fields(record_fields(true)).build()?)
+}
+
+/// A record's columns (ids 1 to 9): partition, offset, timestamp, key, the value
+/// when `with_value`, and headers.
+pub(crate) fn record_fields(with_value: bool) -> Vec<NestedFieldRef> {
     let primitive = Type::Primitive;
     let header = StructType::new(vec![
         NestedField::required(8, "key", primitive(PrimitiveType::String)).into(),
         NestedField::optional(9, "value", primitive(PrimitiveType::Binary)).into(),
     ]);
     let headers = ListType::new(NestedField::list_element(7, Type::Struct(header), true).into());
-    Ok(Schema::builder()
-        .with_fields(vec![
-            NestedField::required(1, "partition", primitive(PrimitiveType::Int)).into(),
-            NestedField::required(2, "offset", primitive(PrimitiveType::Long)).into(),
-            NestedField::required(3, "timestamp", primitive(PrimitiveType::Timestamptz)).into(),
-            NestedField::optional(4, "key", primitive(PrimitiveType::Binary)).into(),
-            NestedField::optional(5, "value", primitive(PrimitiveType::Binary)).into(),
-            NestedField::required(6, "headers", Type::List(headers)).into(),
-        ])
-        .build()?)
+    let mut fields: Vec<NestedFieldRef> = vec![
+        NestedField::required(1, "partition", primitive(PrimitiveType::Int)).into(),
+        NestedField::required(2, "offset", primitive(PrimitiveType::Long)).into(),
+        NestedField::required(3, "timestamp", primitive(PrimitiveType::Timestamptz)).into(),
+        NestedField::optional(4, "key", primitive(PrimitiveType::Binary)).into(),
+        NestedField::optional(5, "value", primitive(PrimitiveType::Binary)).into(),
+        NestedField::required(6, "headers", Type::List(headers)).into(),
+    ];
+    if !with_value {
+        fields.retain(|field| field.name != "value");
+    }
+    fields
 }
 
 /// `rows` as a batch of `schema` (the table's schema in Arrow's terms, field ids kept).
 pub(crate) fn to_batch(schema: &SchemaRef, rows: &[Row]) -> Result<RecordBatch, TableError> {
-    let timestamp_type = schema.field(2).data_type().clone();
-    let timestamps = TimestampMicrosecondArray::from_iter_values(
-        rows.iter().map(|row| row.timestamp_ms.saturating_mul(1000)),
-    )
-    .with_data_type(timestamp_type);
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(Int32Array::from_iter_values(
-            rows.iter().map(|row| row.partition),
-        )),
-        Arc::new(Int64Array::from_iter_values(
-            rows.iter().map(|row| row.offset),
-        )),
-        Arc::new(timestamps),
-        Arc::new(LargeBinaryArray::from_iter(
-            rows.iter().map(|row| row.key.as_deref()),
-        )),
-        Arc::new(LargeBinaryArray::from_iter(
-            rows.iter().map(|row| row.value.as_deref()),
-        )),
-        headers(schema, rows)?,
-    ];
-    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        columns_of(schema.fields(), rows)?,
+    )?)
+}
+
+/// The columns `fields` name (partition, offset, timestamp, key, value, headers) of
+/// `rows`: a `key_value` table's, or the `kafka` struct of a `registry` table.
+pub(crate) fn columns_of(fields: &Fields, rows: &[Row]) -> Result<Vec<ArrayRef>, TableError> {
+    fields
+        .iter()
+        .map(|field| -> Result<ArrayRef, TableError> {
+            Ok(match field.name().as_str() {
+                "partition" => Arc::new(Int32Array::from_iter_values(
+                    rows.iter().map(|row| row.partition),
+                )),
+                "offset" => Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|row| row.offset),
+                )),
+                "timestamp" => Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(
+                        rows.iter().map(|row| row.timestamp_ms.saturating_mul(1000)),
+                    )
+                    .with_data_type(field.data_type().clone()),
+                ),
+                "key" => Arc::new(LargeBinaryArray::from_iter(
+                    rows.iter().map(|row| row.key.as_deref()),
+                )),
+                "value" => Arc::new(LargeBinaryArray::from_iter(
+                    rows.iter().map(|row| row.value.as_deref()),
+                )),
+                "headers" => headers(field.data_type(), rows)?,
+                other => {
+                    return Err(arrow_schema::ArrowError::SchemaError(format!(
+                        "no column {other} of a record"
+                    ))
+                    .into());
+                }
+            })
+        })
+        .collect()
 }
 
 /// The headers column: a list of (key, value) structs per row.
-fn headers(schema: &SchemaRef, rows: &[Row]) -> Result<ArrayRef, TableError> {
-    let DataType::List(element) = schema.field(5).data_type() else {
+fn headers(data_type: &DataType, rows: &[Row]) -> Result<ArrayRef, TableError> {
+    let DataType::List(element) = data_type else {
         return Err(
             arrow_schema::ArrowError::SchemaError("headers is not a list".to_owned()).into(),
         );

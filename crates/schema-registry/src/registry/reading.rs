@@ -136,8 +136,9 @@ impl<S: SchemaRegistryStore + Send + Sync + ?Sized> Registry<S> {
         Ok(found)
     }
 
-    /// Schema `id`, parsed (once).
-    pub(super) async fn parsed(&self, id: i32) -> Result<ParsedSchema, RegistryError> {
+    /// Schema `id`, parsed (once): for the broker's own readers of records (table
+    /// topics decode values with it).
+    pub async fn parsed(&self, id: i32) -> Result<ParsedSchema, RegistryError> {
         if let Some(parsed) = self.cache().get(&id) {
             return Ok(parsed.clone());
         }
