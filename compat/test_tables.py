@@ -14,13 +14,16 @@ import urllib.request
 import uuid
 
 import duckdb
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka import KafkaProducer
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 
-from conftest import SPOOL_BIN, STORAGE, Broker, metadata_url
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from conftest import CLUSTER, SPOOL_BIN, STORAGE, Broker, free_port, metadata_url
 
 INTERVAL_MS = 1000
 
@@ -51,10 +54,13 @@ def create_table_topic(broker, topic, partitions=3, **configs):
 
 
 def table_rows(broker, topic):
-    """The table's rows (pyiceberg's scan), sorted by partition and offset."""
-    table = catalog(broker).load_table(f"spool.{topic}")
+    """The table's rows (pyiceberg's scan), sorted by partition and offset (a
+    `registry` table's are in its `kafka` column)."""
+    table = catalog(broker).load_table(("spool", topic))
     rows = table.scan().to_arrow().to_pylist()
-    return sorted(rows, key=lambda row: (row["partition"], row["offset"]))
+    return sorted(rows, key=lambda row: (
+        (row["partition"], row["offset"]) if "partition" in row
+        else (row["kafka"]["partition"], row["kafka"]["offset"])))
 
 
 def wait_for_rows(broker, topic, count, timeout=60):
@@ -247,3 +253,130 @@ def test_kill9_between_commits_repeats_nothing_and_loses_nothing():
         assert set(values) == acknowledged
         assert len({(r["partition"], r["offset"]) for r in rows}) == sent
         broker.stop()
+
+
+ORDER_V1 = json.dumps({"type": "record", "name": "Order", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "customer", "type": "string"},
+    {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
+        {"name": "city", "type": "string"}]}},
+]})
+# Compatible: a field added at the top and one in the nested record, with defaults.
+ORDER_V2 = json.dumps({"type": "record", "name": "Order", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "customer", "type": "string"},
+    {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
+        {"name": "city", "type": "string"},
+        {"name": "zip", "type": ["null", "string"], "default": None}]}},
+    {"name": "email", "type": ["null", "string"], "default": None},
+]})
+
+
+@pytest.fixture(scope="module")
+def registry_broker():
+    """A broker (or cluster) serving the schema registry on every member."""
+    ports = [free_port() for _ in range(CLUSTER)]
+    with tempfile.TemporaryDirectory() as data_dir:
+        started = Broker(data_dir, node_args=lambda node: [
+            "--set", f"schema.registry.listen=127.0.0.1:{ports[node - 1]}"]).start()
+        started.registry_url = f"http://127.0.0.1:{ports[0]}"
+        yield started
+        started.stop()
+
+
+def produce_serialized(broker, topic, serialize, values):
+    producer = Producer({"bootstrap.servers": broker.address})
+    for value in values:
+        producer.produce(topic, key=str(value.get("id", "")).encode(),
+                         value=serialize(value, SerializationContext(topic, MessageField.VALUE)))
+    assert producer.flush(20) == 0
+
+
+def produce_raw(broker, topic, values):
+    producer = Producer({"bootstrap.servers": broker.address})
+    for value in values:
+        producer.produce(topic, value=value)
+    assert producer.flush(20) == 0
+
+
+def test_avro_fields_are_typed_columns_a_new_version_adds_some_and_misfits_are_dead_letters(
+        registry_broker):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    broker = registry_broker
+    topic = f"orders-{uuid.uuid4().hex[:6]}"
+    create_table_topic(broker, topic, partitions=2, **{"table.schema": "registry"})
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    v1 = [{"id": i, "customer": f"c{i}", "address": {"city": "Oslo"}} for i in range(20)]
+    produce_serialized(broker, topic, AvroSerializer(client, ORDER_V1), v1)
+    # Values the table cannot take: no schema id, and an id no schema has.
+    produce_raw(broker, topic, [b"plain text", b"\x00\x00\x0f\x42\x40garbage"])
+    rows = wait_for_rows(broker, topic, 20)
+    assert sorted(row["id"] for row in rows) == list(range(20))
+    assert all(row["customer"] == f"c{row['id']}" for row in rows)
+    assert all(row["address"]["city"] == "Oslo" for row in rows)
+    assert len({(r["kafka"]["partition"], r["kafka"]["offset"]) for r in rows}) == 20
+
+    v2 = [{"id": 100 + i, "customer": "d", "address": {"city": "Lima", "zip": "15001"},
+           "email": f"u{i}@example.com"} for i in range(10)]
+    produce_serialized(broker, topic, AvroSerializer(client, ORDER_V2), v2)
+    rows = wait_for_rows(broker, topic, 30)
+    assert len(rows) == 30
+    newer = [row for row in rows if row["id"] >= 100]
+    assert sorted(row["email"] for row in newer) == sorted(v["email"] for v in v2)
+    assert all(row["address"]["zip"] == "15001" for row in newer)
+    older = [row for row in rows if row["id"] < 100]
+    assert all(row["email"] is None and row["address"]["zip"] is None for row in older)
+
+    letters = wait_for_rows(broker, f"{topic}_dead_letters", 2)
+    assert sorted(letter["value"] for letter in letters) == sorted(
+        [b"plain text", b"\x00\x00\x0f\x42\x40garbage"])
+    reasons = " | ".join(letter["reason"] for letter in letters)
+    assert "schema id" in reasons and "1000000" in reasons, reasons
+
+    # DuckDB reads the typed columns from the table's files.
+    table = catalog(broker).load_table(f"spool.{topic}")
+    assert {"kafka", "id", "customer", "address", "email"} <= {
+        field.name for field in table.schema().fields}
+
+
+def test_json_schema_properties_are_typed_columns(registry_broker):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    broker = registry_broker
+    topic = f"stock-{uuid.uuid4().hex[:6]}"
+    create_table_topic(broker, topic, partitions=1, **{"table.schema": "registry"})
+    schema = json.dumps({
+        "type": "object", "title": "Stock",
+        "properties": {"id": {"type": "integer"}, "sku": {"type": "string"},
+                       "price": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["id", "sku"]})
+    client = SchemaRegistryClient({"url": broker.registry_url})
+    serialize = JSONSerializer(schema, client)
+    items = [{"id": i, "sku": f"s-{i}", "price": i * 1.5, "tags": ["a"] * (i % 3)} for i in range(15)]
+    produce_serialized(broker, topic, serialize, items)
+    # The registered id, a value of the wrong type (the serializer would refuse it).
+    schema_id = client.get_latest_version(f"{topic}-value").schema_id
+    produce_raw(broker, topic, [b"\x00" + schema_id.to_bytes(4, "big") + b'{"id": "seven"}'])
+    rows = wait_for_rows(broker, topic, 15)
+    assert sorted((r["id"], r["sku"], r["price"], r["tags"]) for r in rows) == sorted(
+        (i["id"], i["sku"], i["price"], i["tags"]) for i in items)
+    letters = wait_for_rows(broker, f"{topic}_dead_letters", 1)
+    assert "id" in letters[0]["reason"], letters[0]["reason"]
+    assert duckdb_columns(broker, topic, '"id", sku, price') == sorted(
+        (i["id"], i["sku"], i["price"]) for i in items)
+
+
+def duckdb_columns(broker, topic, columns):
+    """`columns` of the table's current files, read by DuckDB, sorted."""
+    table = catalog(broker).load_table(f"spool.{topic}")
+    paths = table.inspect.files().column("file_path").to_pylist()
+    with tempfile.TemporaryDirectory() as local:
+        copies = []
+        for index, path in enumerate(paths):
+            copy = os.path.join(local, f"{index}.parquet")
+            with table.io.new_input(path).open() as source, open(copy, "wb") as target:
+                target.write(source.read())
+            copies.append(copy)
+        return sorted(duckdb.connect().sql(
+            f"SELECT {columns} FROM read_parquet({copies!r}, union_by_name=true)").fetchall())

@@ -18,13 +18,19 @@ mod commit;
 mod info;
 mod rows;
 mod status;
+mod values;
 mod write;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use spool_tables::{TableName, committed_offsets, key_value_schema};
+use spool_metadata::MetadataStore;
+use spool_schema_registry::Registry;
+use spool_tables::{
+    TableCatalog, TableName, committed_offsets, dead_letter_schema, key_value_schema,
+    registry_schema,
+};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -41,11 +47,13 @@ const REPORT_ROUNDS: u64 = 2;
 /// Writes and commits the tables of the topics that are tables until `stopped`.
 pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     let mut catalogue = catalogue::Catalogue::default();
+    let registry: Arc<Registry<dyn MetadataStore>> =
+        Arc::new(Registry::new(shared.metadata().clone()));
     let mut ticks: HashMap<Uuid, Ticks> = HashMap::new();
     let mut rounds = 0_u64;
     loop {
         tokio::select! {
-            () = round(&shared, &mut catalogue, &mut ticks) => {}
+            () = round(&shared, &registry, &mut catalogue, &mut ticks) => {}
             _ = stopped.changed() => break,
         }
         if rounds.is_multiple_of(REPORT_ROUNDS) {
@@ -70,6 +78,7 @@ struct Ticks {
 /// One look at every table topic.
 async fn round(
     shared: &Arc<Shared>,
+    registry: &Arc<Registry<dyn MetadataStore>>,
     catalogue: &mut catalogue::Catalogue,
     ticks: &mut HashMap<Uuid, Ticks>,
 ) {
@@ -99,7 +108,7 @@ async fn round(
     for topic in topics {
         let id = topic.record.id;
         let at = ticks.entry(id).or_default();
-        if let Err(error) = look_at(shared, &catalog, &topic, at).await {
+        if let Err(error) = look_at(shared, registry, &catalog, &topic, at).await {
             tracing::warn!(topic = %topic.record.name, %error, "a table topic's round failed");
             shared.tables().failed(id, &error);
         }
@@ -110,7 +119,8 @@ async fn round(
 /// table if this broker leads partition 0 and its tick came.
 async fn look_at(
     shared: &Arc<Shared>,
-    catalog: &spool_tables::TableCatalog,
+    registry: &Arc<Registry<dyn MetadataStore>>,
+    catalog: &TableCatalog,
     topic: &Arc<Topic>,
     ticks: &mut Ticks,
 ) -> Result<(), String> {
@@ -130,15 +140,38 @@ async fn look_at(
     let interval = i64::try_from(settings.commit_interval.as_millis()).unwrap_or(i64::MAX);
     let now = shared.clock().now_ms();
     let tick = now - now.rem_euclid(interval);
-    let name = TableName {
-        namespace: settings.namespace.clone(),
-        table: topic.record.name.to_string(),
+    let name = table_name(topic);
+    let mut values = None;
+    let mut dead_letters = None;
+    let table = if settings.from_registry {
+        let found = values::Values::latest(registry, topic.record.name.as_str()).await?;
+        let wanted =
+            registry_schema(found.schema().ok_or("no value schema")?).map_err(|e| e.to_string())?;
+        values = Some(found);
+        let table = catalog
+            .ensure_table(&name, wanted.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        dead_letters = Some(
+            catalog
+                .ensure_table(
+                    &dead_letter_name(topic),
+                    dead_letter_schema().map_err(|e| e.to_string())?,
+                )
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+        catalog
+            .evolve(&table, &wanted)
+            .await
+            .map_err(|e| e.to_string())?
+    } else {
+        let schema = key_value_schema().map_err(|e| e.to_string())?;
+        catalog
+            .ensure_table(&name, schema)
+            .await
+            .map_err(|e| e.to_string())?
     };
-    let schema = key_value_schema().map_err(|e| e.to_string())?;
-    let table = catalog
-        .ensure_table(&name, schema)
-        .await
-        .map_err(|e| e.to_string())?;
     let source = id.to_string();
     let due: Vec<i32> = led
         .iter()
@@ -166,7 +199,12 @@ async fn look_at(
                 waiting.iter().filter(|file| file.partition == index),
             )
             .1;
-            write::partition(shared, &table, topic, index, from).await?;
+            let target = write::Target {
+                table: &table,
+                dead_letters: dead_letters.as_ref(),
+                values: values.as_mut(),
+            };
+            write::partition(shared, target, topic, index, from).await?;
             ticks.written.insert(index, tick);
         }
     }
@@ -177,6 +215,24 @@ async fn look_at(
         ticks.committed = tick;
     }
     Ok(())
+}
+
+/// The table of `topic` (a table topic).
+fn table_name(topic: &Topic) -> TableName {
+    TableName {
+        namespace: topic
+            .table
+            .as_ref()
+            .map_or_else(|| "spool".to_owned(), |settings| settings.namespace.clone()),
+        table: topic.record.name.to_string(),
+    }
+}
+
+/// The dead-letter table of `topic` (a `registry` table topic): `TOPIC_dead_letters`.
+fn dead_letter_name(topic: &Topic) -> TableName {
+    let mut name = table_name(topic);
+    name.table.push_str("_dead_letters");
+    name
 }
 
 /// Puts what this broker sees of each table topic where the others read it (the

@@ -22,6 +22,11 @@ pub struct TableFileRecord {
     pub data_file: String,
     pub record_count: i64,
     pub size_bytes: i64,
+    /// The span's records that did not decode (a `registry` table's), in a file of
+    /// the dead-letter table: its location and description, empty when none.
+    pub dead_location: String,
+    pub dead_data_file: String,
+    pub dead_record_count: i64,
     pub written_ms: i64,
 }
 

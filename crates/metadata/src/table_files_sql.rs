@@ -1,11 +1,13 @@
 //! The SQL of [`TableFiles`](crate::TableFiles), shared by both backends.
 
 pub(crate) const ADD: &str = "INSERT INTO table_files (topic_id, partition, first_offset, \
-     next_offset, location, data_file, record_count, size_bytes, written_ms) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+     next_offset, location, data_file, record_count, size_bytes, dead_location, dead_data_file, \
+     dead_record_count, written_ms) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
      ON CONFLICT (topic_id, partition, first_offset) DO NOTHING";
 pub(crate) const OF_TOPIC: &str = "SELECT topic_id, partition, first_offset, next_offset, \
-     location, data_file, record_count, size_bytes, written_ms FROM table_files \
+     location, data_file, record_count, size_bytes, dead_location, dead_data_file, \
+     dead_record_count, written_ms FROM table_files \
      WHERE topic_id = $1 ORDER BY partition, first_offset";
 pub(crate) const REMOVE: &str = "DELETE FROM table_files \
      WHERE topic_id = $1 AND partition = $2 AND first_offset = $3";
@@ -26,6 +28,9 @@ pub(crate) struct Row {
     data_file: String,
     record_count: i64,
     size_bytes: i64,
+    dead_location: String,
+    dead_data_file: String,
+    dead_record_count: i64,
     written_ms: i64,
 }
 
@@ -40,6 +45,9 @@ impl Row {
             data_file: self.data_file,
             record_count: self.record_count,
             size_bytes: self.size_bytes,
+            dead_location: self.dead_location,
+            dead_data_file: self.dead_data_file,
+            dead_record_count: self.dead_record_count,
             written_ms: self.written_ms,
         }
     }
@@ -63,6 +71,9 @@ macro_rules! impl_table_files {
                     .bind(&record.data_file)
                     .bind(record.record_count)
                     .bind(record.size_bytes)
+                    .bind(&record.dead_location)
+                    .bind(&record.dead_data_file)
+                    .bind(record.dead_record_count)
                     .bind(record.written_ms)
                     .execute(&self.pool)
                     .await?;

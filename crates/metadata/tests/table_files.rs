@@ -23,6 +23,13 @@ fn file(topic_id: uuid::Uuid, partition: i32, first: i64, next: i64) -> TableFil
         data_file: "{\"content\":0}".to_owned(),
         record_count: next - first,
         size_bytes: 4_096,
+        dead_location: if first == 100 {
+            "s3://bucket/tables/spool/orders_dead_letters/data/p0-o100.parquet".to_owned()
+        } else {
+            String::new()
+        },
+        dead_data_file: String::new(),
+        dead_record_count: i64::from(first == 100),
         written_ms: 1_764_950_400_000,
     }
 }

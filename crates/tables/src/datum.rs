@@ -67,6 +67,17 @@ impl Datum {
         }
     }
 
+    /// An Avro value's bytes (no framing) written with `written`, read as `read`.
+    pub fn decode_avro(
+        written: &apache_avro::Schema,
+        read: &apache_avro::Schema,
+        mut body: &[u8],
+    ) -> Result<Datum, String> {
+        apache_avro::from_avro_datum(written, &mut body, Some(read))
+            .map(Datum::from_avro)
+            .map_err(|e| e.to_string())
+    }
+
     /// A JSON value as a datum.
     pub fn from_json(value: serde_json::Value) -> Datum {
         use serde_json::Value;

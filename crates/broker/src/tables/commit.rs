@@ -73,6 +73,17 @@ pub(super) async fn commit(
     if taken.is_empty() {
         return Ok(());
     }
+    if topic.table.as_ref().is_some_and(|t| t.from_registry)
+        && !commit_dead_letters(
+            catalog,
+            &super::dead_letter_name(topic),
+            &next.source,
+            &taken,
+        )
+        .await?
+    {
+        return Ok(());
+    }
     let moved = next.next_offsets.clone();
     match catalog.commit(&table, next).await {
         Ok(_) => {}
@@ -104,6 +115,41 @@ pub(super) async fn commit(
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Commits the dead letters of `taken` (the files the table is about to take) to
+/// the dead-letter table first, each span once: those a commit of the table lost
+/// after theirs were committed are below the dead-letter table's offsets. Whether
+/// the table's commit may go on (`false`: another commit came first).
+async fn commit_dead_letters(
+    catalog: &TableCatalog,
+    name: &TableName,
+    source: &str,
+    taken: &[&TableFileRecord],
+) -> Result<bool, String> {
+    let dead = catalog.table(name).await.map_err(|e| e.to_string())?;
+    let committed = committed_offsets(&dead, source).map_err(|e| e.to_string())?;
+    let mut next = Commit {
+        source: source.to_owned(),
+        ..Commit::default()
+    };
+    for file in taken {
+        let start = committed.get(&file.partition).copied().unwrap_or(0);
+        if file.dead_data_file.is_empty() || file.first_offset < start {
+            continue;
+        }
+        next.data_files.push(file.dead_data_file.clone());
+        let end = next.next_offsets.entry(file.partition).or_insert(0);
+        *end = (*end).max(file.next_offset);
+    }
+    if next.data_files.is_empty() {
+        return Ok(true);
+    }
+    match catalog.commit(&dead, next).await {
+        Ok(_) => Ok(true),
+        Err(TableError::Conflict(_)) => Ok(false),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// The table's offsets after a commit that moved `moved`.
@@ -151,6 +197,9 @@ mod tests {
             data_file: "{}".to_owned(),
             record_count: next_offset - first_offset,
             size_bytes: 1,
+            dead_location: String::new(),
+            dead_data_file: String::new(),
+            dead_record_count: 0,
             written_ms: 0,
         }
     }

@@ -13,6 +13,11 @@ CREATE TABLE table_files (
     data_file     TEXT NOT NULL,
     record_count  INTEGER NOT NULL,
     size_bytes    INTEGER NOT NULL,
+    -- Records of the span that did not decode (registry tables), in a file of the
+    -- dead-letter table: '' and 0 when there were none.
+    dead_location      TEXT NOT NULL DEFAULT '',
+    dead_data_file     TEXT NOT NULL DEFAULT '',
+    dead_record_count  INTEGER NOT NULL DEFAULT 0,
     written_ms    INTEGER NOT NULL,
     PRIMARY KEY (topic_id, partition, first_offset)
 );
