@@ -213,3 +213,34 @@ fn the_acl_benchmark_lists_what_each_principal_may_describe() {
     assert_eq!(report["anonymous"]["listed"], 198);
     assert!(report["anonymous"]["median_ms"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn the_table_benchmark_writes_rows_in_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("tables");
+    let report = report_of(
+        env!("CARGO_BIN_EXE_spool-table-bench"),
+        &[
+            "--dir",
+            data.to_str().unwrap(),
+            "--records",
+            "5000",
+            "--json",
+        ],
+    );
+    assert_eq!(report["records"], 5000);
+    assert!(
+        report["value_bytes"].as_u64().unwrap() >= 5000 * 1000,
+        "{report}"
+    );
+    for mode in ["key_value", "registry"] {
+        assert!(
+            report[format!("{mode}_rows_per_s")].as_f64().unwrap() > 0.0,
+            "{report}"
+        );
+        assert!(
+            report[format!("{mode}_file_bytes")].as_u64().unwrap() > 0,
+            "{report}"
+        );
+    }
+}
