@@ -24,6 +24,7 @@ from kafka.admin import ConfigResourceType, KafkaAdminClient
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from conftest import CLUSTER, SPOOL_BIN, STORAGE, Broker, free_port, metadata_url
+from test_console import browser_page, shot  # noqa: F401
 
 INTERVAL_MS = 1000
 
@@ -104,7 +105,7 @@ def table_info(broker, topic):
         return json.load(answer)["table"]
 
 
-def test_every_committed_record_is_in_the_table_once_with_its_columns(broker):
+def test_every_committed_record_is_in_the_table_once_with_its_columns(broker, browser_page):
     topic = f"orders-{uuid.uuid4().hex[:6]}"
     create_table_topic(broker, topic)
     producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 5})
@@ -158,6 +159,14 @@ def test_every_committed_record_is_in_the_table_once_with_its_columns(broker):
     described = subprocess_run([SPOOL_BIN, "topic", "describe", topic, "--brokers", broker.address,
                                 "--admin-url", broker.admin_url])
     assert f"spool.{topic}" in described and "TABLE-OFFSET" in described, described
+    # The console's topic page shows the table.
+    from playwright.sync_api import expect
+    page = browser_page
+    page.set_default_timeout(20000)
+    page.goto(f"{broker.admin_url}/#/topics/{topic}")
+    expect(page.locator("#table")).to_contain_text(f"spool.{topic}")
+    expect(page.locator(".card", has_text="Rows")).to_contain_text(f"{len(sent):,}")
+    shot(page, "table-topic")
 
 
 def subprocess_run(args):
@@ -333,6 +342,9 @@ def test_avro_fields_are_typed_columns_a_new_version_adds_some_and_misfits_are_d
         [b"plain text", b"\x00\x00\x0f\x42\x40garbage"])
     reasons = " | ".join(letter["reason"] for letter in letters)
     assert "schema id" in reasons and "1000000" in reasons, reasons
+    # Waiting for the subject's first schema, and dead letters, are no errors.
+    info = table_info(broker, topic)
+    assert info["errors"] == 0, info["last_error"]
 
     # DuckDB reads the typed columns from the table's files.
     table = catalog(broker).load_table(f"spool.{topic}")
@@ -380,3 +392,18 @@ def duckdb_columns(broker, topic, columns):
             copies.append(copy)
         return sorted(duckdb.connect().sql(
             f"SELECT {columns} FROM read_parquet({copies!r}, union_by_name=true)").fetchall())
+
+
+def test_the_benchmark_script_runs_small():
+    """scripts/bench-tables, small: every measure is printed."""
+    import subprocess
+    import sys
+    done = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(__file__), "..", "scripts", "bench-tables"),
+         "--rounds", "1", "--produce-seconds", "2", "--seconds", "3", "--rate-mb", "1",
+         "--interval-ms", "1000", "--records", "2000"],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, SPOOL_BIN=os.path.abspath(SPOOL_BIN)))
+    assert done.returncode == 0, done.stderr
+    for said in ("rows per second, one core", "produce records/s", "steady lag"):
+        assert said in done.stdout, done.stdout

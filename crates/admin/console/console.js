@@ -191,6 +191,7 @@ async function topicPage(name) {
     h("p", { class: "muted" }, `id ${topic.id}`),
     h("h2", {}, "Partitions"),
     partitionTable(topic.partitions),
+    ...tableSection(topic.table),
     h("h2", {}, "Messages"), form, browser,
     h("h2", {}, "Configs"),
     h("p", { class: "muted" }, "Highlighted: set on this topic. Edit sets a value on the topic; Reset goes back to the broker's default."),
@@ -203,6 +204,25 @@ async function topicPage(name) {
   };
   from.addEventListener("change", followStart);
   followStart();
+}
+
+// A table topic's Iceberg table (docs/tables.md): its lag, what was written, errors,
+// and where each partition is; nothing for other topics.
+function tableSection(info) {
+  if (!info) return [];
+  return [
+    h("h2", { id: "table" }, "Table ", info.table),
+    h("div", { class: "cards" },
+      card("Lag (records)", info.lag_records.toLocaleString()),
+      card("Lag (seconds)", Math.round(info.lag_ms / 1000)),
+      card("Files", info.files_written.toLocaleString()),
+      card("Rows", info.rows_written.toLocaleString()),
+      card("Commits", info.commits.toLocaleString()),
+      card("Errors", info.errors.toLocaleString())),
+    info.last_error ? h("p", { class: "error" }, info.last_error) : null,
+    table(["Partition", "Table offset", "High watermark", "Lag"], info.partitions.map(p => [
+      p.partition, p.committed_offset, p.high_watermark, p.lag_records])),
+  ].filter(Boolean);
 }
 
 // A topic's configs: those set on the topic highlighted; each editable, and those set

@@ -144,7 +144,11 @@ async fn look_at(
     let mut values = None;
     let mut dead_letters = None;
     let table = if settings.from_registry {
-        let found = values::Values::latest(registry, topic.record.name.as_str()).await?;
+        let Some(found) = values::Values::latest(registry, topic.record.name.as_str()).await?
+        else {
+            tracing::debug!(topic = %topic.record.name, "a registry table waits for its subject's first schema");
+            return Ok(());
+        };
         let wanted =
             registry_schema(found.schema().ok_or("no value schema")?).map_err(|e| e.to_string())?;
         values = Some(found);
@@ -173,6 +177,13 @@ async fn look_at(
             .map_err(|e| e.to_string())?
     };
     let source = id.to_string();
+    for index in &led {
+        if let Ok(handle) = shared.partitions().open(topic.clone(), *index, -1).await {
+            shared
+                .tables()
+                .partition_ends(id, *index, handle.log.offsets().high_watermark.0, now);
+        }
+    }
     let due: Vec<i32> = led
         .iter()
         .copied()
@@ -190,9 +201,7 @@ async fn look_at(
             .await
             .map_err(|e| e.to_string())?;
         let committed = committed_offsets(&table, &source).map_err(|e| e.to_string())?;
-        shared
-            .tables()
-            .committed(id, &committed, false, shared.clock().now_ms());
+        shared.tables().committed(id, &committed, false);
         for index in due {
             let from = commit::chain(
                 committed.get(&index).copied().unwrap_or(0),

@@ -98,7 +98,17 @@ fn record(i: usize) -> Vec<u8> {
         "note": "",
     });
     let length = serde_json::to_vec(&order).map_or(0, |bytes| bytes.len());
-    order["note"] = json!("x".repeat(1024usize.saturating_sub(length)));
+    // Text that compresses as prose does, not as one repeated letter.
+    let mut seed = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let note: String = (0..1024usize.saturating_sub(length))
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            char::from(b"etaoin shrdlu"[(seed % 13) as usize])
+        })
+        .collect();
+    order["note"] = json!(note);
     serde_json::to_vec(&order).unwrap_or_default()
 }
 

@@ -101,12 +101,9 @@ pub(super) async fn commit(
         .filter(|file| !file.data_file.is_empty())
         .count();
     tracing::debug!(topic = %topic.record.name, files, rows, "table commit");
-    shared.tables().committed(
-        id,
-        &committed_now(&committed, &moved),
-        true,
-        shared.clock().now_ms(),
-    );
+    shared
+        .tables()
+        .committed(id, &committed_now(&committed, &moved), true);
     for file in taken {
         shared
             .metadata()

@@ -91,6 +91,7 @@ mod tests {
                 PartitionLag {
                     high_watermark,
                     behind_since_ms: since,
+                    ..PartitionLag::default()
                 },
             )])
         };

@@ -33,9 +33,17 @@ pub(crate) struct TopicTable {
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PartitionLag {
     pub(crate) high_watermark: i64,
-    /// Since when (ms) the table has lacked records the partition has.
+    /// Since when (ms) the table has lacked records the partition has: when the
+    /// oldest record the table lacks was first seen in the partition.
     pub(crate) behind_since_ms: Option<i64>,
+    /// The high watermarks seen (ms, offset), from the first the table lacks.
+    #[serde(skip)]
+    pub(crate) seen: std::collections::VecDeque<(i64, i64)>,
 }
+
+/// The most high watermarks kept per partition (an hour of rounds): a table further
+/// behind shows an hour.
+const SEEN: usize = 3_600;
 
 impl TopicTable {
     /// Records of the partitions led here that the table does not have yet.
@@ -58,14 +66,13 @@ impl TopicTable {
             .unwrap_or(0)
     }
 
-    fn refresh_lag(&mut self, now_ms: i64) {
+    fn refresh_lag(&mut self) {
         for (index, lag) in &mut self.partitions {
             let committed = self.committed.get(index).copied().unwrap_or(0);
-            if committed >= lag.high_watermark {
-                lag.behind_since_ms = None;
-            } else if lag.behind_since_ms.is_none() {
-                lag.behind_since_ms = Some(now_ms);
+            while lag.seen.front().is_some_and(|(_, end)| *end <= committed) {
+                lag.seen.pop_front();
             }
+            lag.behind_since_ms = lag.seen.front().map(|(since, _)| *since);
         }
     }
 }
@@ -100,23 +107,27 @@ impl TableStatus {
     /// The high watermark of a partition led here, at `now_ms`.
     pub(crate) fn partition_ends(&self, id: Uuid, index: i32, high_watermark: i64, now_ms: i64) {
         self.with(id, |table| {
-            table.partitions.entry(index).or_default().high_watermark = high_watermark;
-            table.refresh_lag(now_ms);
+            let lag = table.partitions.entry(index).or_default();
+            lag.high_watermark = high_watermark;
+            if lag.seen.back().is_none_or(|(_, end)| *end < high_watermark) {
+                if lag.seen.len() == SEEN {
+                    lag.seen.pop_front();
+                }
+                lag.seen.push_back((now_ms, high_watermark));
+            }
+            table.refresh_lag();
         });
     }
 
-    /// The table's offsets, as read (or committed) at `now_ms`.
-    pub(crate) fn committed(
-        &self,
-        id: Uuid,
-        offsets: &BTreeMap<i32, i64>,
-        made_here: bool,
-        now_ms: i64,
-    ) {
+    /// The table's offsets, as read (or committed) here.
+    pub(crate) fn committed(&self, id: Uuid, offsets: &BTreeMap<i32, i64>, made_here: bool) {
         self.with(id, |table| {
-            table.committed.clone_from(offsets);
+            for (index, offset) in offsets {
+                let known = table.committed.entry(*index).or_insert(*offset);
+                *known = (*known).max(*offset);
+            }
             table.commits += u64::from(made_here);
-            table.refresh_lag(now_ms);
+            table.refresh_lag();
         });
     }
 
@@ -144,5 +155,28 @@ impl TableStatus {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&id)
             .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lag_in_seconds_is_the_age_of_the_oldest_record_the_table_lacks() {
+        let status = TableStatus::default();
+        let id = Uuid::nil();
+        status.leads(id, &[0]);
+        status.partition_ends(id, 0, 10, 1_000);
+        status.partition_ends(id, 0, 20, 5_000);
+        status.partition_ends(id, 0, 30, 9_000);
+        let lag = |status: &TableStatus| status.of(id).unwrap().lag_ms(10_000);
+        assert_eq!(lag(&status), 9_000, "offsets 0-9 seen at 1 s");
+        status.committed(id, &BTreeMap::from([(0, 10)]), true);
+        assert_eq!(lag(&status), 5_000, "offset 10 first seen at 5 s");
+        assert_eq!(status.of(id).unwrap().lag_records(), 20);
+        status.committed(id, &BTreeMap::from([(0, 30)]), true);
+        assert_eq!(lag(&status), 0);
+        assert_eq!(status.of(id).unwrap().commits, 2);
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use spool_metadata::MetadataStore;
-use spool_schema_registry::{ParsedSchema, Registry, SchemaType, VersionSpec};
+use spool_schema_registry::{ParsedSchema, Registry, RegistryError, SchemaType, VersionSpec};
 use spool_tables::{Datum, Row, ValueSchema};
 
 /// The registry's view of one table topic's values.
@@ -21,16 +21,22 @@ pub(super) struct Values {
 }
 
 impl Values {
-    /// The latest schema of `topic`'s value subject.
+    /// The latest schema of `topic`'s value subject; `None` while the subject has
+    /// none (the table waits for its first schema).
     pub(super) async fn latest(
         registry: &Arc<Registry<dyn MetadataStore>>,
         topic: &str,
-    ) -> Result<Values, String> {
+    ) -> Result<Option<Values>, String> {
         let subject = format!("{topic}-value");
-        let version = registry
-            .version(&subject, VersionSpec::Latest, false)
-            .await
-            .map_err(|e| format!("table.schema=registry: the subject {subject}: {e}"))?;
+        let version = match registry.version(&subject, VersionSpec::Latest, false).await {
+            Ok(version) => version,
+            Err(RegistryError::SubjectNotFound(_)) => return Ok(None),
+            Err(error) => {
+                return Err(format!(
+                    "table.schema=registry: the subject {subject}: {error}"
+                ));
+            }
+        };
         let latest = registry
             .parsed(version.schema.id)
             .await
@@ -40,11 +46,11 @@ impl Values {
                 "table.schema=registry reads Avro and JSON Schema subjects; {subject} is Protobuf"
             ));
         }
-        Ok(Values {
+        Ok(Some(Values {
             registry: registry.clone(),
             latest,
             writers: HashMap::new(),
-        })
+        }))
     }
 
     /// The latest schema as the table's columns see it.
