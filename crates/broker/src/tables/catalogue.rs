@@ -60,9 +60,24 @@ impl Catalogue {
                 (format!("file://{}", local.display()), None)
             }
         };
-        let catalog = TableCatalog::open(&uri, &warehouse, objects)
-            .await
-            .map_err(|e| format!("the catalogue in {}: {e}", metadata.redacted()))?;
+        // Brokers starting together create the catalogue's tables at the same moment,
+        // and PostgreSQL may refuse all but one `CREATE TABLE IF NOT EXISTS`: the
+        // others open it again a moment later.
+        let mut attempt = 0_u64;
+        let catalog = loop {
+            match TableCatalog::open(&uri, &warehouse, objects.clone()).await {
+                Ok(catalog) => break catalog,
+                Err(error) if attempt < 4 => {
+                    tracing::debug!(%error, "opening the tables' catalogue failed; again");
+                    attempt += 1;
+                    let wait = 100 * attempt + u64::from(config.node_id.unsigned_abs() % 7) * 30;
+                    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                }
+                Err(error) => {
+                    return Err(format!("the catalogue in {}: {error}", metadata.redacted()));
+                }
+            }
+        };
         let catalog = Arc::new(catalog);
         self.opened = Some(catalog.clone());
         Ok(catalog)
