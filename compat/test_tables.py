@@ -81,18 +81,23 @@ def wait_for_rows(broker, topic, count, timeout=60):
     raise AssertionError(f"the table has {len(rows)} of {count} rows:\n{broker.log_tail()}")
 
 
-def duckdb_rows(broker, topic):
-    """The rows DuckDB reads from the Parquet files of the table's current snapshot
-    (copied here first: DuckDB reads local files without extensions)."""
+def local_copies(broker, topic, directory):
+    """The Parquet files of the table's current snapshot, copied into `directory`
+    (DuckDB reads local files without extensions)."""
     table = catalog(broker).load_table(f"spool.{topic}")
-    paths = table.inspect.files().column("file_path").to_pylist()
+    copies = []
+    for index, path in enumerate(table.inspect.files().column("file_path").to_pylist()):
+        copy = os.path.join(directory, f"{index}.parquet")
+        with table.io.new_input(path).open() as source, open(copy, "wb") as target:
+            target.write(source.read())
+        copies.append(copy)
+    return copies
+
+
+def duckdb_rows(broker, topic):
+    """The rows DuckDB reads from the Parquet files of the table's current snapshot."""
     with tempfile.TemporaryDirectory() as local:
-        copies = []
-        for index, path in enumerate(paths):
-            copy = os.path.join(local, f"{index}.parquet")
-            with table.io.new_input(path).open() as source, open(copy, "wb") as target:
-                target.write(source.read())
-            copies.append(copy)
+        copies = local_copies(broker, topic, local)
         if not copies:
             return []
         return duckdb.connect().sql(
@@ -381,15 +386,8 @@ def test_json_schema_properties_are_typed_columns(registry_broker):
 
 def duckdb_columns(broker, topic, columns):
     """`columns` of the table's current files, read by DuckDB, sorted."""
-    table = catalog(broker).load_table(f"spool.{topic}")
-    paths = table.inspect.files().column("file_path").to_pylist()
     with tempfile.TemporaryDirectory() as local:
-        copies = []
-        for index, path in enumerate(paths):
-            copy = os.path.join(local, f"{index}.parquet")
-            with table.io.new_input(path).open() as source, open(copy, "wb") as target:
-                target.write(source.read())
-            copies.append(copy)
+        copies = local_copies(broker, topic, local)
         return sorted(duckdb.connect().sql(
             f"SELECT {columns} FROM read_parquet({copies!r}, union_by_name=true)").fetchall())
 

@@ -140,43 +140,6 @@ async fn look_at(
     let interval = i64::try_from(settings.commit_interval.as_millis()).unwrap_or(i64::MAX);
     let now = shared.clock().now_ms();
     let tick = now - now.rem_euclid(interval);
-    let name = table_name(topic);
-    let mut values = None;
-    let mut dead_letters = None;
-    let table = if settings.from_registry {
-        let Some(found) = values::Values::latest(registry, topic.record.name.as_str()).await?
-        else {
-            tracing::debug!(topic = %topic.record.name, "a registry table waits for its subject's first schema");
-            return Ok(());
-        };
-        let wanted =
-            registry_schema(found.schema().ok_or("no value schema")?).map_err(|e| e.to_string())?;
-        values = Some(found);
-        let table = catalog
-            .ensure_table(&name, wanted.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        dead_letters = Some(
-            catalog
-                .ensure_table(
-                    &dead_letter_name(topic),
-                    dead_letter_schema().map_err(|e| e.to_string())?,
-                )
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-        catalog
-            .evolve(&table, &wanted)
-            .await
-            .map_err(|e| e.to_string())?
-    } else {
-        let schema = key_value_schema().map_err(|e| e.to_string())?;
-        catalog
-            .ensure_table(&name, schema)
-            .await
-            .map_err(|e| e.to_string())?
-    };
-    let source = id.to_string();
     for index in &led {
         if let Ok(handle) = shared.partitions().open(topic.clone(), *index, -1).await {
             shared
@@ -194,13 +157,18 @@ async fn look_at(
                 .is_none_or(|written| *written < tick)
         })
         .collect();
+    // The catalogue and the store are read only on a tick with something to write.
     if !due.is_empty() {
+        let Some(mut target) = targets(registry, catalog, topic).await? else {
+            return Ok(());
+        };
         let waiting = shared
             .metadata()
             .table_files(id)
             .await
             .map_err(|e| e.to_string())?;
-        let committed = committed_offsets(&table, &source).map_err(|e| e.to_string())?;
+        let committed =
+            committed_offsets(&target.table, &id.to_string()).map_err(|e| e.to_string())?;
         shared.tables().committed(id, &committed, false);
         for index in due {
             let from = commit::chain(
@@ -208,22 +176,78 @@ async fn look_at(
                 waiting.iter().filter(|file| file.partition == index),
             )
             .1;
-            let target = write::Target {
-                table: &table,
-                dead_letters: dead_letters.as_ref(),
-                values: values.as_mut(),
+            let into = write::Target {
+                table: &target.table,
+                dead_letters: target.dead_letters.as_ref(),
+                values: target.values.as_mut(),
             };
-            write::partition(shared, target, topic, index, from).await?;
+            write::partition(shared, into, topic, index, from).await?;
             ticks.written.insert(index, tick);
         }
     }
     // The other leaders write on the same tick: their files are waited for a moment.
     let settle = (interval / 10).min(2_000);
     if led.contains(&0) && ticks.committed < tick && now >= tick + settle {
-        commit::commit(shared, catalog, &name, topic).await?;
+        commit::commit(shared, catalog, &table_name(topic), topic).await?;
         ticks.committed = tick;
     }
     Ok(())
+}
+
+/// A table topic's tables as a tick's writes need them.
+struct Targets {
+    table: spool_tables::Table,
+    dead_letters: Option<spool_tables::Table>,
+    values: Option<values::Values>,
+}
+
+/// The table of `topic` (made if it is not there; with the columns the subject's
+/// latest schema adds, for a `registry` table, and its dead-letter table); `None`
+/// while a `registry` table's subject has no schema.
+async fn targets(
+    registry: &Arc<Registry<dyn MetadataStore>>,
+    catalog: &TableCatalog,
+    topic: &Topic,
+) -> Result<Option<Targets>, String> {
+    let name = table_name(topic);
+    if !topic.table.as_ref().is_some_and(|t| t.from_registry) {
+        let schema = key_value_schema().map_err(|e| e.to_string())?;
+        let table = catalog
+            .ensure_table(&name, schema)
+            .await
+            .map_err(|e| e.to_string())?;
+        return Ok(Some(Targets {
+            table,
+            dead_letters: None,
+            values: None,
+        }));
+    }
+    let Some(values) = values::Values::latest(registry, topic.record.name.as_str()).await? else {
+        tracing::debug!(topic = %topic.record.name, "a registry table waits for its subject's first schema");
+        return Ok(None);
+    };
+    let wanted =
+        registry_schema(values.schema().ok_or("no value schema")?).map_err(|e| e.to_string())?;
+    let table = catalog
+        .ensure_table(&name, wanted.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let dead_letters = catalog
+        .ensure_table(
+            &dead_letter_name(topic),
+            dead_letter_schema().map_err(|e| e.to_string())?,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let table = catalog
+        .evolve(&table, &wanted)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Some(Targets {
+        table,
+        dead_letters: Some(dead_letters),
+        values: Some(values),
+    }))
 }
 
 /// The table of `topic` (a table topic).
