@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
+use crate::bench_run;
 
 use serde_json::Value;
 use spool_testkit::TestBroker;

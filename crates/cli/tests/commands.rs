@@ -9,8 +9,7 @@ use serde_json::Value;
 use spool_testkit::TestBroker;
 use tokio::process::{Child, Command};
 
-#[path = "common/cli_run.rs"]
-mod cli_run;
+use crate::cli_run;
 use cli_run::{Run, finished, run, run_with_input, spool};
 
 #[tokio::test(flavor = "multi_thread")]

@@ -9,8 +9,7 @@ use std::time::Duration;
 use spool_testkit::TestBroker;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-#[path = "common/cli_run.rs"]
-mod cli_run;
+use crate::cli_run;
 use cli_run::{finished, run, run_with_input, spool};
 
 async fn broker_with_records(topic: &str) -> TestBroker {

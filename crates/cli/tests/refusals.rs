@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use spool_testkit::TestBroker;
 use tokio::io::AsyncWriteExt;
 
-#[path = "common/cli_run.rs"]
-mod cli_run;
+use crate::cli_run;
 use cli_run::run;
 
 /// The configs set on `topic`, as `topic describe` shows them.

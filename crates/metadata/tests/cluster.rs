@@ -8,7 +8,7 @@
     unreachable_pub
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

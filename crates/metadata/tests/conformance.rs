@@ -11,7 +11,7 @@
     unreachable_pub
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

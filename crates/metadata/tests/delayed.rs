@@ -9,7 +9,7 @@
     unreachable_pub
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -7,7 +7,7 @@
     unreachable_pub
 )]
 
-mod common;
+use crate::common;
 
 use spool_metadata::MirrorLinkRecord;
 

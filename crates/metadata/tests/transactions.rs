@@ -10,7 +10,7 @@
     unreachable_pub
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -30,17 +30,17 @@ pub(super) fn encode(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> st
     for (name, help, value) in [
         (
             "table_files_written",
-            "Parquet files this broker wrote for a table topic",
+            "Parquet files of a table topic committed to its table by this broker",
             (|t: &TopicTable| t.files_written) as fn(&_) -> u64,
         ),
         (
             "table_rows_written",
-            "Records this broker wrote into a table topic's files",
+            "Records of a table topic committed to its table by this broker",
             |t| t.rows_written,
         ),
         (
             "table_bytes_written",
-            "Bytes of Parquet this broker wrote for a table topic",
+            "Bytes of Parquet of a table topic committed to its table by this broker",
             |t| t.bytes_written,
         ),
         (

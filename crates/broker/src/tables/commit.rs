@@ -95,12 +95,17 @@ pub(super) async fn commit(
         }
         Err(error) => return Err(error.to_string()),
     }
-    let rows: i64 = taken.iter().map(|file| file.record_count).sum();
-    let files = taken
-        .iter()
-        .filter(|file| !file.data_file.is_empty())
-        .count();
-    tracing::debug!(topic = %topic.record.name, files, rows, "table commit");
+    // What the table took counts as written: a file a leader wrote that no commit
+    // takes (it lost a race) is deleted, and never counted.
+    for file in &taken {
+        shared.tables().wrote(
+            id,
+            file.record_count,
+            file.size_bytes,
+            !file.data_file.is_empty(),
+        );
+    }
+    tracing::debug!(topic = %topic.record.name, files = taken.len(), "table commit");
     shared
         .tables()
         .committed(id, &committed_now(&committed, &moved), true);

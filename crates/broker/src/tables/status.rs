@@ -131,7 +131,7 @@ impl TableStatus {
         });
     }
 
-    /// A file written (or a span with no record to write).
+    /// A file committed to the table (or a span with no record to write).
     pub(crate) fn wrote(&self, id: Uuid, rows: i64, bytes: i64, with_file: bool) {
         self.with(id, |table| {
             table.files_written += u64::from(with_file);

@@ -83,12 +83,6 @@ pub(super) async fn partition(
             }
             return Ok(());
         }
-        shared.tables().wrote(
-            id,
-            written.record_count,
-            written.size_bytes,
-            !location.is_empty(),
-        );
         from = next;
     }
 }

@@ -10,14 +10,14 @@ use sqlx::Connection;
 
 /// A database of one backend that a test can open several times (a reopen, or two
 /// brokers sharing it).
-pub struct Backend {
-    pub label: &'static str,
-    pub url: MetadataUrl,
+pub(crate) struct Backend {
+    pub(crate) label: &'static str,
+    pub(crate) url: MetadataUrl,
     _dir: Option<tempfile::TempDir>,
 }
 
 impl Backend {
-    pub async fn open(&self) -> Arc<dyn MetadataStore> {
+    pub(crate) async fn open(&self) -> Arc<dyn MetadataStore> {
         spool_metadata::open(&self.url)
             .await
             .unwrap_or_else(|e| panic!("{}: open: {e}", self.label))
@@ -25,7 +25,7 @@ impl Backend {
 }
 
 /// A fresh database on every backend there is.
-pub async fn backends() -> Vec<Backend> {
+pub(crate) async fn backends() -> Vec<Backend> {
     let dir = tempfile::tempdir().unwrap();
     let mut backends = vec![Backend {
         label: "sqlite",
@@ -48,7 +48,7 @@ pub async fn backends() -> Vec<Backend> {
 
 /// Creates a database of its own on the server at `server` (a URL naming any
 /// database there) and returns its URL.
-pub async fn fresh_postgres_database(server: &str) -> String {
+pub(crate) async fn fresh_postgres_database(server: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let name = format!(
         "conformance_{}_{}",
