@@ -24,9 +24,22 @@ from kafka.admin import ConfigResourceType, KafkaAdminClient
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from conftest import CLUSTER, SPOOL_BIN, STORAGE, Broker, free_port, metadata_url
+from iceberg_rest import RestCatalogue
 from test_console import browser_page, shot  # noqa: F401
 
 INTERVAL_MS = 1000
+
+
+def file_io_properties():
+    """What pyiceberg needs to read the tables' files (moto's S3 in s3 mode)."""
+    if STORAGE != "s3":
+        return {}
+    return {
+        "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
+        "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+        "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
+        "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+    }
 
 
 def catalog(broker):
@@ -37,15 +50,7 @@ def catalog(broker):
         uri = url.replace("postgres://", "postgresql+psycopg2://", 1)
     else:
         uri = f"sqlite:///{broker.data_dir}/data/metadata.db"
-    properties = {"uri": uri}
-    if STORAGE == "s3":
-        properties.update({
-            "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
-            "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
-            "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
-            "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
-        })
-    return SqlCatalog("spool", **properties)
+    return SqlCatalog("spool", uri=uri, **file_io_properties())
 
 
 def create_table_topic(broker, topic, partitions=3, **configs):
@@ -284,6 +289,55 @@ ORDER_V2 = json.dumps({"type": "record", "name": "Order", "fields": [
         {"name": "zip", "type": ["null", "string"], "default": None}]}},
     {"name": "email", "type": ["null", "string"], "default": None},
 ]})
+
+
+@pytest.mark.parametrize("login", ["token", "credential"])
+def test_a_rest_catalogue_named_by_table_catalog_url_holds_the_tables(make_broker, login):
+    """With `table.catalog.url`, the tables are in that Iceberg REST catalogue (logged
+    in with a bearer token, or an OAuth2 client credential exchanged for one), not in
+    the metadata store, and pyiceberg's REST client reads every record once."""
+    from pyiceberg.catalog.rest import RestCatalog
+    with tempfile.TemporaryDirectory() as directory:
+        if STORAGE == "s3":
+            warehouse = f"{os.environ['SPOOL_TEST_S3_URL'].rstrip('/')}/rest-{uuid.uuid4().hex}"
+        else:
+            warehouse = f"file://{directory}/warehouse"
+        with RestCatalogue(directory, warehouse=warehouse, **file_io_properties()) as rest:
+            rest.token = "spool-t0ken"
+            rest.credential = ("spool", "s3cret")
+            secret = os.path.join(directory, "secret")
+            with open(secret, "w") as f:
+                f.write((rest.token if login == "token" else "spool:s3cret") + "\n")
+            broker = make_broker(f"table.catalog.url={rest.url}/",
+                                 f"table.catalog.warehouse={warehouse}",
+                                 f"table.catalog.{login}.file={secret}")
+            topic = f"rest-{uuid.uuid4().hex[:8]}"
+            create_table_topic(broker, topic, partitions=2)
+            producer = Producer({"bootstrap.servers": broker.address})
+            for i in range(200):
+                producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
+            assert producer.flush(20) == 0
+
+            reader = RestCatalog("rest", uri=rest.url, token=rest.token, **file_io_properties())
+            deadline = time.time() + 60
+            rows = []
+            while time.time() < deadline:
+                if reader.table_exists(("spool", topic)):
+                    rows = reader.load_table(("spool", topic)).scan().to_arrow().to_pylist()
+                    if len(rows) >= 200:
+                        break
+                time.sleep(0.3)
+            assert sorted((r["key"], r["value"]) for r in rows) == sorted(
+                (f"k{i}".encode(), f"v{i}".encode()) for i in range(200)), (
+                    rest.failures, broker.log_tail())
+            assert len({(r["partition"], r["offset"]) for r in rows}) == 200, "each once"
+            assert not rest.failures, rest.failures
+            assert not catalog(broker).table_exists(("spool", topic)), "not in the SQL catalogue"
+            assert ("POST", f"/v1/namespaces/spool/tables/{topic}") in rest.requests, "committed"
+            assert (login == "credential") == (("POST", "/v1/oauth/tokens") in rest.requests)
+            assert all(path.startswith(warehouse) for path in
+                       reader.load_table(("spool", topic)).inspect.files()
+                       .column("file_path").to_pylist())
 
 
 @pytest.fixture(scope="module")

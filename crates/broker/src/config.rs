@@ -14,6 +14,9 @@ pub use spool_shared_storage::StorageConfig;
 mod consumer_group_settings;
 mod security_settings;
 mod share_group_settings;
+mod table_settings;
+
+pub use table_settings::TableCatalogConfig;
 
 use crate::topic_configs::{self, BrokerSynonym};
 use crate::topics::{check_config, default_config_values};
@@ -76,6 +79,8 @@ pub struct BrokerConfig {
     pub schema_registry: SchemaRegistryConfig,
     /// Listeners, TLS and SASL (`listeners`, `ssl.*`, `sasl.*`).
     pub security: spool_security::config::SecurityConfig,
+    /// Where table topics' tables are catalogued (`table.catalog.*`).
+    pub table_catalog: TableCatalogConfig,
 }
 
 /// The HTTP admin listener (health, `/metrics`, the REST API and the console).
@@ -201,6 +206,7 @@ impl Default for BrokerConfig {
             admin: AdminConfig::default(),
             schema_registry: SchemaRegistryConfig::default(),
             security: spool_security::config::SecurityConfig::default(),
+            table_catalog: TableCatalogConfig::default(),
         }
     }
 }
@@ -234,6 +240,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(security_settings::OAUTH_SETTINGS.iter())
         .chain(consumer_group_settings::CONSUMER_GROUP_SETTINGS.iter())
         .chain(share_group_settings::SHARE_GROUP_SETTINGS.iter())
+        .chain(table_settings::TABLE_SETTINGS.iter())
 }
 
 /// A listener's address setting: `host:port`, or `off` for none.

@@ -50,7 +50,7 @@ pub use builder::BrokerBuilder;
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{
     AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, SchemaRegistryConfig, StorageConfig,
-    setting_names,
+    TableCatalogConfig, setting_names,
 };
 pub use lag::PartitionLag;
 pub use server::Broker;

@@ -1,6 +1,7 @@
 //! The catalogue: Iceberg's SQL catalogue (its `iceberg_tables` and
 //! `iceberg_namespace_properties` tables) in a SQLite or PostgreSQL database — the
-//! metadata store's own, so that an engine given the same database finds the tables.
+//! metadata store's own, so that an engine given the same database finds the tables —
+//! or, as an option, an Iceberg REST catalogue.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -10,9 +11,12 @@ use iceberg::io::{LocalFsStorageFactory, StorageFactory};
 use iceberg::spec::Schema;
 use iceberg::table::Table;
 use iceberg::{Catalog, CatalogBuilder, NamespaceIdent, TableCreation, TableIdent};
+use iceberg_catalog_rest::{
+    REST_CATALOG_PROP_URI, REST_CATALOG_PROP_WAREHOUSE, RestCatalogBuilder,
+};
 use iceberg_catalog_sql::{
     SQL_CATALOG_PROP_BIND_STYLE, SQL_CATALOG_PROP_URI, SQL_CATALOG_PROP_WAREHOUSE, SqlBindStyle,
-    SqlCatalog, SqlCatalogBuilder,
+    SqlCatalogBuilder,
 };
 
 use crate::error::TableError;
@@ -40,7 +44,17 @@ impl TableName {
 /// The catalogue, with tables' files under a warehouse location.
 #[derive(Debug)]
 pub struct TableCatalog {
-    pub(crate) catalog: SqlCatalog,
+    pub(crate) catalog: Box<dyn Catalog>,
+}
+
+/// How a REST catalogue is reached: its URL, the warehouse named to it, and the
+/// client's login (a bearer `token`, or an OAuth2 `credential` as `id:secret`).
+#[derive(Debug, Clone, Default)]
+pub struct RestCatalogue {
+    pub url: String,
+    pub warehouse: String,
+    pub token: Option<String>,
+    pub credential: Option<String>,
 }
 
 impl TableCatalog {
@@ -57,12 +71,8 @@ impl TableCatalog {
         } else {
             SqlBindStyle::QMark
         };
-        let storage: Arc<dyn StorageFactory> = match objects {
-            Some(storage) => Arc::new(ObjectStorageFactory { storage }),
-            None => Arc::new(LocalFsStorageFactory),
-        };
         let catalog = SqlCatalogBuilder::default()
-            .with_storage_factory(storage)
+            .with_storage_factory(storage_factory(objects))
             .load(
                 CATALOG_NAME,
                 HashMap::from([
@@ -77,7 +87,41 @@ impl TableCatalog {
                 ]),
             )
             .await?;
-        Ok(TableCatalog { catalog })
+        Ok(TableCatalog {
+            catalog: Box::new(catalog),
+        })
+    }
+
+    /// Opens the Iceberg REST catalogue `rest` (asked for its config now, so that an
+    /// unreachable one fails here), with the tables' files read and written through
+    /// `objects` (or the local disk), as with the SQL catalogue: the locations the
+    /// catalogue gives must be in that storage.
+    pub async fn open_rest(
+        rest: &RestCatalogue,
+        objects: Option<ObjectStorage>,
+    ) -> Result<TableCatalog, TableError> {
+        let mut props = HashMap::from([
+            (REST_CATALOG_PROP_URI.to_owned(), rest.url.clone()),
+            (
+                REST_CATALOG_PROP_WAREHOUSE.to_owned(),
+                rest.warehouse.clone(),
+            ),
+        ]);
+        if let Some(token) = &rest.token {
+            props.insert("token".to_owned(), token.clone());
+        }
+        if let Some(credential) = &rest.credential {
+            props.insert("credential".to_owned(), credential.clone());
+        }
+        let catalog = RestCatalogBuilder::default()
+            .with_storage_factory(storage_factory(objects))
+            .load(CATALOG_NAME, props)
+            .await?;
+        // The first call fetches the catalogue's config (and logs in).
+        catalog.list_namespaces(None).await?;
+        Ok(TableCatalog {
+            catalog: Box::new(catalog),
+        })
     }
 
     /// The table `name`, made with `schema` (and its namespace) if it is not there.
@@ -136,4 +180,12 @@ pub async fn data_file_locations(table: &Table) -> Result<HashSet<String>, Table
 /// Removes a file written for the table but never committed.
 pub async fn delete_file(table: &Table, location: &str) -> Result<(), TableError> {
     Ok(table.file_io().delete(location).await?)
+}
+
+/// Where the tables' files are read and written: the object store, or the local disk.
+fn storage_factory(objects: Option<ObjectStorage>) -> Arc<dyn StorageFactory> {
+    match objects {
+        Some(storage) => Arc::new(ObjectStorageFactory { storage }),
+        None => Arc::new(LocalFsStorageFactory),
+    }
 }

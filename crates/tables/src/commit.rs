@@ -12,7 +12,6 @@ use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{
     Catalog, Error, ErrorKind, Namespace, NamespaceIdent, TableCommit, TableCreation, TableIdent,
 };
-use iceberg_catalog_sql::SqlCatalog;
 
 use crate::catalog::TableCatalog;
 use crate::error::TableError;
@@ -93,7 +92,7 @@ impl TableCatalog {
             ]));
         let transaction = append.apply(transaction)?;
         let on_snapshot = OnSnapshot {
-            catalog: &self.catalog,
+            catalog: self.catalog.as_ref(),
             snapshot_id: metadata.current_snapshot_id(),
         };
         transaction
@@ -113,10 +112,10 @@ impl TableCatalog {
 /// fails (not retried) where Iceberg's transaction would rebase it. (Iceberg's own
 /// actions are closed to other crates, so the check sits in the catalogue.) The
 /// commit's own requirement (the main branch at that snapshot) and the SQL
-/// catalogue's compare-and-swap cover a commit that comes in after the read.
+/// catalogue's compare-and-swap (a REST catalogue's requirement check) cover a commit that comes in after the read.
 #[derive(Debug)]
 struct OnSnapshot<'a> {
-    catalog: &'a SqlCatalog,
+    catalog: &'a dyn Catalog,
     snapshot_id: Option<i64>,
 }
 

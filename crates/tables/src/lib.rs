@@ -17,7 +17,9 @@ mod key_value;
 mod objects;
 mod registry;
 
-pub use catalog::{CATALOG_NAME, TableCatalog, TableName, data_file_locations, delete_file};
+pub use catalog::{
+    CATALOG_NAME, RestCatalogue, TableCatalog, TableName, data_file_locations, delete_file,
+};
 pub use columns::ValueSchema;
 pub use commit::{Commit, committed_offsets};
 pub use datum::Datum;

@@ -76,6 +76,6 @@ impl TableCatalog {
             update = update.add_column(column);
         }
         let transaction = update.apply(transaction)?;
-        Ok(transaction.commit(&self.catalog).await?)
+        Ok(transaction.commit(self.catalog.as_ref()).await?)
     }
 }

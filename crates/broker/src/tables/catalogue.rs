@@ -1,14 +1,15 @@
 //! The tables' catalogue: Iceberg's SQL catalogue in the metadata store's own
 //! database (SQLite in the data directory, or the cluster's PostgreSQL), with the
 //! tables' files in the object store under the storage URL's prefix (`tables/`) in
-//! shared-storage mode, else under the data directory (`tables/`). Opened at the
-//! first table topic, then kept.
+//! shared-storage mode, else under the data directory (`tables/`). With
+//! `table.catalog.url`, an Iceberg REST catalogue instead, the files still read and
+//! written through the broker's storage. Opened at the first table topic, then kept.
 
 use std::sync::Arc;
 
 use spool_metadata::MetadataUrl;
 use spool_objects::StorageUrl;
-use spool_tables::{ObjectStorage, TableCatalog};
+use spool_tables::{ObjectStorage, RestCatalogue, TableCatalog};
 
 use crate::shared::Shared;
 
@@ -60,6 +61,20 @@ impl Catalogue {
                 (format!("file://{}", local.display()), None)
             }
         };
+        if let Some(url) = &config.table_catalog.url {
+            let rest = RestCatalogue {
+                url: url.clone(),
+                warehouse: config.table_catalog.warehouse.clone().unwrap_or(warehouse),
+                token: secret(config.table_catalog.token_file.as_deref())?,
+                credential: secret(config.table_catalog.credential_file.as_deref())?,
+            };
+            let catalog = TableCatalog::open_rest(&rest, objects)
+                .await
+                .map_err(|e| format!("the REST catalogue at {url}: {e}"))?;
+            let catalog = Arc::new(catalog);
+            self.opened = Some(catalog.clone());
+            return Ok(catalog);
+        }
         // Brokers starting together create the catalogue's tables at the same moment,
         // and PostgreSQL may refuse all but one `CREATE TABLE IF NOT EXISTS`: the
         // others open it again a moment later.
@@ -82,4 +97,13 @@ impl Catalogue {
         self.opened = Some(catalog.clone());
         Ok(catalog)
     }
+}
+
+/// A secret read from `file` (its first line), when one is named.
+fn secret(file: Option<&std::path::Path>) -> Result<Option<String>, String> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(text.lines().next().map(|line| line.trim().to_owned()))
 }
