@@ -20,6 +20,7 @@ from pyiceberg.exceptions import (CommitFailedException, NamespaceAlreadyExistsE
                                   NoSuchNamespaceError, NoSuchTableError,
                                   TableAlreadyExistsError)
 from pyiceberg.table import CommitTableRequest
+from sqlalchemy.exc import IntegrityError
 
 # The error types of the REST specification, by exception.
 ERRORS = {
@@ -28,7 +29,17 @@ ERRORS = {
     NamespaceAlreadyExistsError: (409, "AlreadyExistsException"),
     TableAlreadyExistsError: (409, "AlreadyExistsException"),
     CommitFailedException: (409, "CommitFailedException"),
+    # Two brokers making the namespace at once: pyiceberg checks, then inserts.
+    IntegrityError: (409, "AlreadyExistsException"),
 }
+
+
+def error_of(e):
+    """The REST status and error type of exception `e`, if it is one of ERRORS."""
+    for kind, answer in ERRORS.items():
+        if isinstance(e, kind):
+            return answer
+    return None
 
 
 class RestCatalogue:
@@ -39,6 +50,8 @@ class RestCatalogue:
         self.credential = None  # (client_id, secret) exchanged for the token
         self.requests = []  # (method, path) of each request
         self.failures = []  # what the server failed on (answered 500)
+        # One request at a time, as the SQLite file behind it takes them.
+        self.lock = threading.Lock()
 
         catalogue = self
 
@@ -67,13 +80,15 @@ class RestCatalogue:
                 if catalogue.token and self.headers.get("Authorization") != f"Bearer {catalogue.token}":
                     return self.answer(401, error(401, "NotAuthorizedException", "no token"))
                 try:
-                    status, answer = catalogue.serve(method, path, body)
-                except tuple(ERRORS) as e:
-                    status, kind = ERRORS[type(e)]
-                    answer = error(status, kind, str(e))
+                    with catalogue.lock:
+                        status, answer = catalogue.serve(method, path, body)
                 except Exception as e:  # noqa: BLE001 - answered, as a server does
-                    catalogue.failures.append(repr(e))
-                    status, answer = 500, error(500, "ServerError", repr(e))
+                    known = error_of(e)
+                    if known:
+                        status, answer = known[0], error(known[0], known[1], str(e))
+                    else:
+                        catalogue.failures.append(repr(e))
+                        status, answer = 500, error(500, "ServerError", repr(e))
                 self.answer(status, answer, head=method == "HEAD")
 
             def answer(self, status, answer, head=False):

@@ -27,6 +27,8 @@ pub enum BrokerError {
     ConsumerGroups(String),
     #[error("share group settings: {0}")]
     ShareGroups(String),
+    #[error("table catalogue settings: {0}")]
+    TableCatalog(String),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: SocketAddr,

@@ -89,6 +89,10 @@ impl BrokerBuilder {
             .share_groups
             .check()
             .map_err(BrokerError::ShareGroups)?;
+        config
+            .table_catalog
+            .check()
+            .map_err(BrokerError::TableCatalog)?;
         match log_store {
             None => Broker::start_locked(config, objects, metadata).await,
             Some(store) => Broker::start_from(config, store, objects, metadata).await,

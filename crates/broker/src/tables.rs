@@ -111,6 +111,7 @@ async fn round(
         if let Err(error) = look_at(shared, registry, &catalog, &topic, at).await {
             tracing::warn!(topic = %topic.record.name, %error, "a table topic's round failed");
             shared.tables().failed(id, &error);
+            catalogue.forget();
         }
     }
 }

@@ -42,19 +42,35 @@ impl TableName {
 }
 
 /// The catalogue, with tables' files under a warehouse location.
-#[derive(Debug)]
 pub struct TableCatalog {
     pub(crate) catalog: Box<dyn Catalog>,
 }
 
+/// Not the catalogue's own `Debug`: a REST catalogue's shows its login.
+impl std::fmt::Debug for TableCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCatalog").finish_non_exhaustive()
+    }
+}
+
 /// How a REST catalogue is reached: its URL, the warehouse named to it, and the
 /// client's login (a bearer `token`, or an OAuth2 `credential` as `id:secret`).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RestCatalogue {
     pub url: String,
     pub warehouse: String,
     pub token: Option<String>,
     pub credential: Option<String>,
+}
+
+/// The login left out.
+impl std::fmt::Debug for RestCatalogue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestCatalogue")
+            .field("url", &self.url)
+            .field("warehouse", &self.warehouse)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TableCatalog {
@@ -92,10 +108,10 @@ impl TableCatalog {
         })
     }
 
-    /// Opens the Iceberg REST catalogue `rest` (asked for its config now, so that an
-    /// unreachable one fails here), with the tables' files read and written through
-    /// `objects` (or the local disk), as with the SQL catalogue: the locations the
-    /// catalogue gives must be in that storage.
+    /// Opens the Iceberg REST catalogue `rest` (asked for its config, and logged in,
+    /// at the first call), with the tables' files read and written through `objects`
+    /// (or the local disk), as with the SQL catalogue: the locations the catalogue
+    /// gives must be in that storage.
     pub async fn open_rest(
         rest: &RestCatalogue,
         objects: Option<ObjectStorage>,
@@ -117,8 +133,6 @@ impl TableCatalog {
             .with_storage_factory(storage_factory(objects))
             .load(CATALOG_NAME, props)
             .await?;
-        // The first call fetches the catalogue's config (and logs in).
-        catalog.list_namespaces(None).await?;
         Ok(TableCatalog {
             catalog: Box::new(catalog),
         })

@@ -112,7 +112,8 @@ impl TableCatalog {
 /// fails (not retried) where Iceberg's transaction would rebase it. (Iceberg's own
 /// actions are closed to other crates, so the check sits in the catalogue.) The
 /// commit's own requirement (the main branch at that snapshot) and the SQL
-/// catalogue's compare-and-swap (a REST catalogue's requirement check) cover a commit that comes in after the read.
+/// catalogue's compare-and-swap (a REST catalogue's requirement check) cover a
+/// commit that comes in after the read.
 #[derive(Debug)]
 struct OnSnapshot<'a> {
     catalog: &'a dyn Catalog,

@@ -6,6 +6,7 @@
 //! written through the broker's storage. Opened at the first table topic, then kept.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use spool_metadata::MetadataUrl;
 use spool_objects::StorageUrl;
@@ -13,16 +14,24 @@ use spool_tables::{ObjectStorage, RestCatalogue, TableCatalog};
 
 use crate::shared::Shared;
 
+/// How long a REST catalogue is kept open: its client logs in once (iceberg-catalog-rest
+/// 0.10 does not renew an OAuth2 token), so it is opened again — the secret files read
+/// again, a new token asked for — before common token lifetimes end.
+const REST_REOPEN: Duration = Duration::from_secs(10 * 60);
+
 /// The catalogue, once opened.
 #[derive(Debug, Default)]
 pub(super) struct Catalogue {
-    opened: Option<Arc<TableCatalog>>,
+    opened: Option<(Arc<TableCatalog>, Instant)>,
 }
 
 impl Catalogue {
-    /// The catalogue, opened now if it was not.
+    /// The catalogue, opened now if it was not (or a REST one was opened long ago).
     pub(super) async fn get(&mut self, shared: &Shared) -> Result<Arc<TableCatalog>, String> {
-        if let Some(catalog) = &self.opened {
+        if let Some((catalog, opened_at)) = &self.opened
+            && (shared.current_config().table_catalog.url.is_none()
+                || opened_at.elapsed() < REST_REOPEN)
+        {
             return Ok(catalog.clone());
         }
         let config = shared.current_config();
@@ -65,14 +74,14 @@ impl Catalogue {
             let rest = RestCatalogue {
                 url: url.clone(),
                 warehouse: config.table_catalog.warehouse.clone().unwrap_or(warehouse),
-                token: secret(config.table_catalog.token_file.as_deref())?,
-                credential: secret(config.table_catalog.credential_file.as_deref())?,
+                token: config.table_catalog.token()?,
+                credential: config.table_catalog.credential()?,
             };
             let catalog = TableCatalog::open_rest(&rest, objects)
                 .await
                 .map_err(|e| format!("the REST catalogue at {url}: {e}"))?;
             let catalog = Arc::new(catalog);
-            self.opened = Some(catalog.clone());
+            self.opened = Some((catalog.clone(), Instant::now()));
             return Ok(catalog);
         }
         // Brokers starting together create the catalogue's tables at the same moment,
@@ -94,16 +103,13 @@ impl Catalogue {
             }
         };
         let catalog = Arc::new(catalog);
-        self.opened = Some(catalog.clone());
+        self.opened = Some((catalog.clone(), Instant::now()));
         Ok(catalog)
     }
-}
 
-/// A secret read from `file` (its first line), when one is named.
-fn secret(file: Option<&std::path::Path>) -> Result<Option<String>, String> {
-    let Some(file) = file else {
-        return Ok(None);
-    };
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    Ok(text.lines().next().map(|line| line.trim().to_owned()))
+    /// Opens the catalogue again at the next round (after a failed one: an expired
+    /// login, a catalogue that moved).
+    pub(super) fn forget(&mut self) {
+        self.opened = None;
+    }
 }

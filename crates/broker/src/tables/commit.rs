@@ -105,7 +105,12 @@ pub(super) async fn commit(
             !file.data_file.is_empty(),
         );
     }
-    tracing::debug!(topic = %topic.record.name, files = taken.len(), "table commit");
+    let rows: i64 = taken.iter().map(|file| file.record_count).sum();
+    let files = taken
+        .iter()
+        .filter(|file| !file.data_file.is_empty())
+        .count();
+    tracing::debug!(topic = %topic.record.name, files, rows, "table commit");
     shared
         .tables()
         .committed(id, &committed_now(&committed, &moved), true);
