@@ -9,7 +9,6 @@ maintained ones ship as containers or JVM jars); the HTTP layer is what this fil
 """
 
 import json
-import os
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -173,11 +172,3 @@ def loaded(table):
 def error(code, kind, message):
     return {"error": {"message": message, "type": kind, "code": code}}
 
-
-if __name__ == "__main__":
-    import sys
-    import time
-    with RestCatalogue(sys.argv[1] if len(sys.argv) > 1 else os.getcwd()) as rest:
-        print(rest.url, flush=True)
-        while True:
-            time.sleep(3600)
