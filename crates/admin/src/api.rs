@@ -31,6 +31,7 @@ pub(crate) fn routes() -> axum::Router<Arc<AdminState>> {
             get(topic_configs).patch(alter_configs),
         )
         .route("/topics/{topic}/partitions", get(partitions))
+        .route("/topics/{topic}/messages", get(find_messages))
         .route(
             "/topics/{topic}/partitions/{partition}/messages",
             get(messages),
@@ -139,6 +140,15 @@ async fn messages(
 ) -> Reply {
     let query = message_query(topic, &partition, &params)?;
     json(api(&state)?.messages(query).await?)
+}
+
+async fn find_messages(
+    State(state): State<Arc<AdminState>>,
+    Path(topic): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Reply {
+    let search = crate::search::search_query(topic, &params)?;
+    json(api(&state)?.find_messages(search).await?)
 }
 
 /// Reads `?offset=N` or `?timestamp=MS` (or neither: the newest), `limit` (at most

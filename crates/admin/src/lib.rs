@@ -13,6 +13,7 @@ mod health;
 mod mirror_model;
 mod model;
 mod schema_model;
+mod search;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};

@@ -72,6 +72,7 @@ pub trait AdminApi: Send + Sync {
         changes: ConfigChanges,
     ) -> Result<Vec<ConfigEntry>, ApiError>;
     async fn messages(&self, query: MessageQuery) -> Result<MessagePage, ApiError>;
+    async fn find_messages(&self, search: MessageSearch) -> Result<FoundMessages, ApiError>;
     async fn groups(&self) -> Result<Vec<GroupSummary>, ApiError>;
     async fn group(&self, id: &str) -> Result<GroupDetail, ApiError>;
     /// Deletes a group without members, with its committed offsets.
@@ -312,6 +313,40 @@ pub struct MessagePage {
     pub next_offset: i64,
     pub log_start: i64,
     pub high_watermark: i64,
+}
+
+/// A search of a topic's index (`GET /api/topics/{topic}/messages?key=…`,
+/// docs/index.md): the committed records whose field has the value.
+#[derive(Debug, Clone)]
+pub struct MessageSearch {
+    pub topic: String,
+    /// `key`, `header:NAME` or `value:$.path`, as `index.fields` writes it.
+    pub field: String,
+    pub value: Vec<u8>,
+    /// Only this partition; `None`: every partition.
+    pub partition: Option<i32>,
+    /// Records at or after this time (epoch ms).
+    pub from: Option<i64>,
+    /// Records at or before this time (epoch ms).
+    pub to: Option<i64>,
+    pub limit: usize,
+    /// Newest first (by timestamp), else oldest first.
+    pub newest_first: bool,
+    pub encoding: Encoding,
+}
+
+/// What a search found, newest or oldest first, and what it read to find it.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct FoundMessages {
+    pub messages: Vec<Message>,
+    /// Index chunks whose entries were read (the others were skipped by their bloom
+    /// filter or time range).
+    pub chunks_read: u64,
+    /// Batches read to check the records the index named.
+    pub batches_read: u64,
+    /// Bytes of batches read where no index chunk covered the records (the newest
+    /// records, or chunks built before the field was indexed).
+    pub scanned_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -23,9 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use spool_admin::{
-    AdminApi, AdminSource, ApiError, ClusterInfo, ConfigChanges, ConfigEntry, GroupDetail,
-    GroupSummary, MessagePage, MessageQuery, NewTopic, NewTxnChecker, OffsetReset, Readiness,
-    StatusCode, TopicDetail, TopicSummary, TxnCheckerInfo,
+    AdminApi, AdminSource, ApiError, ClusterInfo, ConfigChanges, ConfigEntry, FoundMessages,
+    GroupDetail, GroupSummary, MessagePage, MessageQuery, MessageSearch, NewTopic, NewTxnChecker,
+    OffsetReset, Readiness, StatusCode, TopicDetail, TopicSummary, TxnCheckerInfo,
 };
 
 use crate::errors::code;
@@ -167,6 +167,10 @@ impl AdminApi for BrokerAdmin {
 
     async fn messages(&self, query: MessageQuery) -> Result<MessagePage, ApiError> {
         messages::read(&self.shared, query).await
+    }
+
+    async fn find_messages(&self, search: MessageSearch) -> Result<FoundMessages, ApiError> {
+        messages::find(&self.shared, search).await
     }
 
     async fn groups(&self) -> Result<Vec<GroupSummary>, ApiError> {

@@ -12,6 +12,7 @@ use spool_model::Clock;
 pub use spool_shared_storage::StorageConfig;
 
 mod consumer_group_settings;
+mod index_settings;
 mod security_settings;
 mod share_group_settings;
 mod table_settings;
@@ -81,6 +82,9 @@ pub struct BrokerConfig {
     pub security: spool_security::config::SecurityConfig,
     /// Where table topics' tables are catalogued (`table.catalog.*`).
     pub table_catalog: TableCatalogConfig,
+    /// `index.chunk.bytes`: bytes of batches a message index's chunk covers (the
+    /// most a new leader of a partition reads again to index it).
+    pub index_chunk_bytes: u64,
 }
 
 /// The HTTP admin listener (health, `/metrics`, the REST API and the console).
@@ -207,6 +211,7 @@ impl Default for BrokerConfig {
             schema_registry: SchemaRegistryConfig::default(),
             security: spool_security::config::SecurityConfig::default(),
             table_catalog: TableCatalogConfig::default(),
+            index_chunk_bytes: index_settings::DEFAULT_INDEX_CHUNK_BYTES,
         }
     }
 }
@@ -241,6 +246,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(consumer_group_settings::CONSUMER_GROUP_SETTINGS.iter())
         .chain(share_group_settings::SHARE_GROUP_SETTINGS.iter())
         .chain(table_settings::TABLE_SETTINGS.iter())
+        .chain(index_settings::INDEX_SETTINGS.iter())
 }
 
 /// A listener's address setting: `host:port`, or `off` for none.

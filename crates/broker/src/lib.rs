@@ -23,6 +23,7 @@ mod errors;
 mod group_configs;
 mod handlers;
 mod http_listeners;
+mod index;
 mod instance_id;
 mod lag;
 mod leader_hint;

@@ -349,6 +349,7 @@ impl Broker {
             mirror: Arc::default(),
             failovers: Arc::default(),
             tables: crate::tables::TableStatus::default(),
+            indexes: crate::index::Indexes::default(),
             producer_ids,
             cluster_id: "spool-cluster".to_owned(),
             metrics,
@@ -384,6 +385,7 @@ impl Broker {
         ));
         tokio::spawn(crate::mirror::run(shared.clone(), stopped.clone()));
         tokio::spawn(crate::tables::run(shared.clone(), stopped.clone()));
+        tokio::spawn(crate::index::run(shared.clone(), stopped.clone()));
         tokio::spawn(topics::follow_metadata_store(
             shared.clone(),
             topics_version,

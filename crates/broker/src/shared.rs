@@ -47,6 +47,8 @@ pub(crate) struct SharedParts {
     pub(crate) failovers: Arc<crate::mirror::Failovers>,
     /// The table topics whose partitions this broker leads.
     pub(crate) tables: crate::tables::TableStatus,
+    /// The message indexes built here, and where every index's chunks are.
+    pub(crate) indexes: crate::index::Indexes,
     pub(crate) producer_ids: Arc<ProducerIds>,
     pub(crate) cluster_id: String,
     /// What `/metrics` counts; `None` with `metrics.enable=false`.
@@ -146,6 +148,11 @@ impl Shared {
     /// The table topics whose partitions this broker leads.
     pub(crate) fn tables(&self) -> &crate::tables::TableStatus {
         &self.parts.tables
+    }
+
+    /// The message indexes built here, and their chunks' store.
+    pub(crate) fn indexes(&self) -> &crate::index::Indexes {
+        &self.parts.indexes
     }
 
     /// Failed-over mirror partitions: which are settled here.

@@ -509,6 +509,16 @@ pub(crate) const TOPIC_CONFIGS: &[TopicConfig] = &[
         doc: "Spool: the Iceberg namespace of the topic's table (the table is named after the topic).",
         effect: Effect::Honoured,
     },
+    // Spool's own: message indexes (docs/index.md).
+    TopicConfig {
+        name: "index.fields",
+        kind: ConfigType::List,
+        default: "",
+        valid: Valid::Any,
+        broker: &[],
+        doc: "Spool: what to index for finding records by value (GET /api/topics/T/messages, spool find): key, header:NAME, value:$.path (a JSON value's field), comma-separated; empty for none.",
+        effect: Effect::Honoured,
+    },
     // Spool's own: view topics (docs/views.md).
     TopicConfig {
         name: "view.filter",

@@ -13,6 +13,13 @@
 //! Reading goes on past gaps until the response budget holds data or
 //! [`SCAN_LIMIT`] bytes of the source were looked at, so that a sparse view still
 //! fills a fetch.
+//!
+//! When the source's message index covers a header the filter requires
+//! (`crate::index::views`), the read jumps: what the index says holds no candidate is
+//! a gap without being read, and each candidate's batch is read alone. A
+//! read_committed read then leaves aborted transactions' batches out itself (as gaps)
+//! rather than listing them for the client, since the markers that end them may lie
+//! in a stretch it jumped over.
 
 use spool_log::{AbortedTxn, Isolation, ReadChunk, ReadResult};
 use spool_metadata::PartitionKey;
@@ -20,6 +27,8 @@ use spool_model::{BATCH_HEADER_LEN, Offset, RecordBatchHeader, Timestamp};
 use spool_protocol::internal::skip_batch;
 use spool_protocol::keyed::{BatchRecords, RecordHeader, filtered_batch};
 
+use crate::index::Indexes;
+use crate::index::views::{Candidates, IndexedFilter};
 use crate::partitions::{PartitionError, PartitionHandle};
 use spool_views::filter::{Filter, TAG_HEADER, Verdict};
 use spool_views::tag_index::{BatchKey, BatchTags, TagIndex};
@@ -41,7 +50,14 @@ pub(crate) struct ViewReader<'a> {
     pub(crate) stats: &'a ViewStats,
     /// The source partition, for the tag index's keys.
     pub(crate) source: PartitionKey,
+    /// The source's message index, when it covers a header the filter requires.
+    pub(crate) indexed: Option<(&'a Indexes, IndexedFilter)>,
 }
+
+/// Candidates denser than one in this many offsets are read as without an index.
+const SPARSE: i64 = 8;
+/// Candidate batches one fetch reads alone, at most.
+const JUMP_READS: usize = 1_000;
 
 impl ViewReader<'_> {
     /// The view's records from `offset`, within `max_bytes` (the first batch whole
@@ -56,6 +72,13 @@ impl ViewReader<'_> {
     ) -> Result<ReadResult, PartitionError> {
         if self.filter.passes_everything() {
             return partition.read(offset, max_bytes, first_whole, isolation);
+        }
+        if let Some((indexes, filter)) = &self.indexed
+            && let Some(found) = indexes.candidates(self.source, filter, offset.0)
+            && i64::try_from(found.offsets.len()).unwrap_or(i64::MAX) * SPARSE
+                < found.covered - offset.0
+        {
+            return self.jump(partition, offset, max_bytes, first_whole, isolation, found);
         }
         let mut out = Output::new(max_bytes, first_whole);
         let mut cursor = offset;
@@ -94,6 +117,77 @@ impl ViewReader<'_> {
             high_watermark,
             last_stable,
             aborted,
+        })
+    }
+
+    /// The read with the index's candidates from `offset`: gaps up to each candidate,
+    /// its batch read alone and taken as usual; up to where the index covers, then as
+    /// far as a read without it would go.
+    fn jump(
+        &self,
+        partition: &PartitionHandle,
+        offset: Offset,
+        max_bytes: u64,
+        first_whole: bool,
+        isolation: Isolation,
+        found: Candidates,
+    ) -> Result<ReadResult, PartitionError> {
+        let mut out = Output::new(max_bytes, first_whole);
+        let mut cursor = offset;
+        let mut reads = 0;
+        for candidate in found.offsets.into_iter().map(Offset) {
+            if candidate < cursor {
+                continue;
+            }
+            if reads >= JUMP_READS || out.is_full() {
+                break;
+            }
+            if candidate > cursor {
+                if !out.gap(cursor, Offset(candidate.0 - 1)) {
+                    break;
+                }
+                self.stats.note_index_jump();
+            }
+            let read = partition.read(candidate, 1, true, isolation)?;
+            reads += 1;
+            let Some(chunk) = read.chunks.first() else {
+                cursor = candidate;
+                break;
+            };
+            let Some(piece) = Piece::at(chunk, 0)? else {
+                cursor = candidate;
+                break;
+            };
+            let header = piece.header;
+            // The batch holding the candidate may begin before it: the gap ends there.
+            out.trim_gap(header.base_offset);
+            let aborted = isolation == Isolation::ReadCommitted
+                && spool_log::is_aborted_batch(&read.aborted, &header);
+            let taken = if aborted {
+                self.skipped(&piece, &mut out)
+            } else {
+                self.take(&piece, offset, &mut out)?
+            };
+            if !taken {
+                cursor = header.base_offset.max(offset);
+                break;
+            }
+            cursor = header.next_offset();
+        }
+        if cursor.0 < found.covered
+            && reads < JUMP_READS
+            && !out.is_full()
+            && out.gap(cursor, Offset(found.covered - 1))
+        {
+            // No candidate left before the end of what the index covers.
+            self.stats.note_index_jump();
+        }
+        Ok(ReadResult {
+            chunks: out.finish(),
+            log_start: partition.log_start(),
+            high_watermark: partition.log.offsets().high_watermark,
+            last_stable: partition.log.stable_offset(),
+            aborted: Vec::new(),
         })
     }
 
@@ -384,6 +478,21 @@ impl Output {
                 self.len += self.skip_len;
                 self.gap = Some((first, last));
                 true
+            }
+        }
+    }
+
+    /// Ends the open gap before `offset` (a batch that begins there follows it); a
+    /// gap that would end before it begins is dropped.
+    fn trim_gap(&mut self, offset: Offset) {
+        if let Some((first, last)) = &mut self.gap
+            && *last >= offset
+        {
+            if offset > *first {
+                *last = Offset(offset.0 - 1);
+            } else {
+                self.gap = None;
+                self.len = self.len.saturating_sub(self.skip_len);
             }
         }
     }

@@ -121,6 +121,14 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Find records by key, header or JSON field through the topic's index
+    /// (`index.fields`, docs/index.md), newest first.
+    Find {
+        #[command(flatten)]
+        args: commands::find::FindArgs,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Kill a broker of this binary over and over under load (or crash its machine),
     /// then check that nothing it acknowledged was lost, duplicated or reordered.
     Faultcheck {
@@ -198,6 +206,7 @@ async fn run_client(command: Command) -> ExitCode {
         Command::Topic { command, client } => commands::topic::run(command, &client).await,
         Command::Produce { args, client } => commands::produce::run(args, &client).await,
         Command::Consume { args, client } => commands::consume::run(args, &client).await,
+        Command::Find { args, client } => commands::find::run(&args, &client),
         Command::Group { command, client } => commands::group::run(command, &client).await,
         Command::Cluster { command, client } => commands::cluster::run(command, &client).await,
         Command::Bench { command, client } => commands::bench::run(command, &client).await,

@@ -152,6 +152,12 @@ impl SharedPartition {
 }
 
 impl SharedStorage {
+    /// The object store and the prefix under which Spool keeps its objects (others
+    /// keep theirs beside `wal/` and `seg/`: the index's `index/`).
+    pub fn objects(&self) -> &ObjectStorage {
+        &self.objects
+    }
+
     /// The catalogue: what is where in object storage, per partition.
     pub fn catalogue(&self) -> &Arc<dyn MetadataStore> {
         &self.catalogue

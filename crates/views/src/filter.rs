@@ -80,6 +80,23 @@ impl Filter {
         }
     }
 
+    /// What every matching record's headers hold: per constraint, a header and the
+    /// values one of which it has (its last occurrence). A message index of one of
+    /// these headers names every record the view can show. From the tags, and from
+    /// the expression's top-level `AND` terms `h = 'text'` and `h IN ('a', 'b')`.
+    pub fn required_values(&self) -> Vec<(String, Vec<Vec<u8>>)> {
+        let mut required = Vec::new();
+        if let Tags::Any { names, .. } = &self.tags {
+            let mut names: Vec<Vec<u8>> = names.iter().cloned().collect();
+            names.sort();
+            required.push((TAG_HEADER.to_owned(), names));
+        }
+        if let Some(sql) = &self.sql {
+            conjuncts(sql, &mut required);
+        }
+        required
+    }
+
     /// Whether a record with these headers matches.
     pub fn matches(&self, headers: &[(&[u8], Option<&[u8]>)]) -> bool {
         let header = |name: &str| {
@@ -96,6 +113,30 @@ impl Filter {
             }
         }
         self.sql.as_ref().is_none_or(|sql| sql.matches(&header))
+    }
+}
+
+/// The header-equality terms of `expr`'s top-level conjunction.
+fn conjuncts(expr: &Expr, into: &mut Vec<(String, Vec<Vec<u8>>)>) {
+    match expr {
+        Expr::And(left, right) => {
+            conjuncts(left, into);
+            conjuncts(right, into);
+        }
+        Expr::Compare(header, sql::Op::Eq, sql::Constant::Text(value)) => {
+            into.push((header.clone(), vec![value.as_bytes().to_vec()]));
+        }
+        Expr::In {
+            header,
+            values,
+            negated: false,
+        } => {
+            into.push((
+                header.clone(),
+                values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+            ));
+        }
+        _ => {}
     }
 }
 
@@ -164,6 +205,27 @@ mod tests {
         let with_sql = Filter::parse("A", "x = 1").unwrap();
         assert_eq!(with_sql.judge(&summary(&["A"], false)), Verdict::Some);
         assert_eq!(with_sql.judge(&summary(&["C"], false)), Verdict::None);
+    }
+
+    #[test]
+    fn required_values_come_from_tags_and_equalities_anded() {
+        let values = |tags: &str, sql: &str| Filter::parse(tags, sql).unwrap().required_values();
+        let text = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(
+            values(
+                "B || A",
+                "region = 'eu' AND (tier IN ('gold', 'silver') AND amount > 1)"
+            ),
+            vec![
+                (TAG_HEADER.to_owned(), text(&["A", "B"])),
+                ("region".to_owned(), text(&["eu"])),
+                ("tier".to_owned(), text(&["gold", "silver"])),
+            ]
+        );
+        assert!(values("*", "region = 'eu' OR region = 'us'").is_empty());
+        assert!(values("*", "NOT region = 'eu'").is_empty());
+        assert!(values("*", "amount = 5").is_empty());
+        assert!(values("*", "region NOT IN ('eu')").is_empty());
     }
 
     #[test]

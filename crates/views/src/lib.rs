@@ -116,6 +116,8 @@ pub struct ViewStats {
     batches: [AtomicU64; 3],
     /// Batches whose records had to be read (the tag index could not decide).
     inflated: AtomicU64,
+    /// Stretches of the source jumped over with its message index, unread.
+    index_jumps: AtomicU64,
 }
 
 /// What a view made of a source batch.
@@ -162,6 +164,14 @@ impl ViewStats {
 
     pub fn inflated(&self) -> u64 {
         self.inflated.load(Ordering::Relaxed)
+    }
+
+    pub fn note_index_jump(&self) {
+        self.index_jumps.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn index_jumps(&self) -> u64 {
+        self.index_jumps.load(Ordering::Relaxed)
     }
 
     #[allow(clippy::cast_precision_loss)]

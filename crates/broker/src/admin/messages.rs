@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use base64::Engine;
 use spool_admin::{
-    ApiError, Bytes, Encoding, Header, Message, MessagePage, MessageQuery, MessageStart,
+    ApiError, Bytes, Encoding, FoundMessages, Header, Message, MessagePage, MessageQuery,
+    MessageSearch, MessageStart,
 };
 use spool_model::{Offset, Timestamp, TimestampType};
 use spool_protocol::batch::BatchFrames;
@@ -289,6 +290,55 @@ fn corrupt(error: &dyn std::fmt::Display) -> ApiError {
         code::CORRUPT_MESSAGE,
         format!("a stored batch cannot be read: {error}"),
     )
+}
+
+/// A search of a topic's index (docs/index.md), its records shown as the message
+/// browser shows them.
+pub(super) async fn find(
+    shared: &Arc<Shared>,
+    search: MessageSearch,
+) -> Result<FoundMessages, ApiError> {
+    let encoding = search.encoding;
+    let found = crate::index::search::find(
+        shared,
+        crate::index::search::Search {
+            topic: search.topic,
+            field: search.field,
+            value: search.value,
+            partition: search.partition,
+            from: search.from.unwrap_or(i64::MIN),
+            to: search.to.unwrap_or(i64::MAX),
+            limit: search.limit,
+            newest_first: search.newest_first,
+        },
+    )
+    .await
+    .map_err(|error| kafka_error(error.code, error.message))?;
+    Ok(FoundMessages {
+        messages: found
+            .records
+            .into_iter()
+            .map(|record| Message {
+                partition: record.partition,
+                offset: record.offset,
+                timestamp: record.timestamp,
+                timestamp_type: format!("{:?}", record.timestamp_type),
+                key: record.key.map(|key| shown(&key, encoding)),
+                value: record.value.map(|value| shown(&value, encoding)),
+                headers: record
+                    .headers
+                    .into_iter()
+                    .map(|(key, value)| Header {
+                        key: String::from_utf8_lossy(&key).into_owned(),
+                        value: value.map(|value| shown(&value, encoding)),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        chunks_read: found.chunks_read,
+        batches_read: found.batches_read,
+        scanned_bytes: found.scanned_bytes,
+    })
 }
 
 /// Bytes as the query asked: UTF-8 text when they are UTF-8 (and base64 was not

@@ -39,6 +39,7 @@ pub(crate) use self::encode::FetchBody;
 use self::encode::{PartitionOut, TopicOut};
 use super::api::ApiDecl;
 use crate::errors::code;
+use crate::index::views::IndexedFilter;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::response;
 use crate::shared::Shared;
@@ -236,6 +237,8 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
                             index: &shared.views().index,
                             stats: &shared.views().stats(known.record.id),
                             source: source.partition_key(wanted.partition),
+                            indexed: IndexedFilter::of(&source, &view.filter)
+                                .map(|filter| (shared.indexes(), filter)),
                         }
                         .read(
                             &partition,

@@ -396,6 +396,18 @@ fn views(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Resu
         };
         ConstCounter::new(stats.inflated()).encode(family.encode_family(&labels)?)?;
     }
+    let mut family = encoder.encode_descriptor(
+        "view_index_jumps",
+        "Stretches of the source a view jumped over with the source's message index, unread",
+        None,
+        MetricType::Counter,
+    )?;
+    for (topic, stats) in &views {
+        let labels = TopicLabels {
+            topic: Text(topic.record.name.as_str().to_owned()),
+        };
+        ConstCounter::new(stats.index_jumps()).encode(family.encode_family(&labels)?)?;
+    }
     gauge(
         encoder,
         "view_tag_index_batches",

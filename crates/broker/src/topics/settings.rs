@@ -181,6 +181,15 @@ pub(crate) fn resolve(
         values.text("view.filter.sql"),
     )
     .map_err(InvalidConfig)?;
+    let index = spool_index::IndexFields::parse(values.text("index.fields"))
+        .map_err(|error| InvalidConfig(error.to_string()))?;
+    let index = (!index.is_empty()).then(|| std::sync::Arc::new(index));
+    if view.is_some() && index.is_some() {
+        return Err(InvalidConfig(
+            "a view has no records of its own: index.fields is for its source (a view uses its index)"
+                .to_owned(),
+        ));
+    }
     if view.is_some() && table.is_some() {
         return Err(InvalidConfig(
             "a view has no records of its own: table.enable is for its source".to_owned(),
@@ -221,6 +230,7 @@ pub(crate) fn resolve(
         delay,
         schema_validation,
         table,
+        index,
         view,
         mirror,
         failed_over_floor,

@@ -29,6 +29,8 @@ pub(crate) struct Topic {
     pub(crate) schema_validation: crate::schema_registry::SchemaValidation,
     /// `table.enable` and the table's settings: `None` when the topic is no table.
     pub(crate) table: Option<super::settings::TableSettings>,
+    /// `index.fields`: what the topic's index holds; `None` when it has none.
+    pub(crate) index: Option<std::sync::Arc<spool_index::IndexFields>>,
     /// `view.source.topic`: a read-only view of another topic; `None` for a topic
     /// with records of its own.
     pub(crate) view: Option<spool_views::View>,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Headers};
+use rdkafka::message::Headers;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::{Value, json};
 
@@ -303,7 +303,7 @@ fn bytes_json(bytes: Option<&[u8]>) -> Value {
     }
 }
 
-fn record_json(message: &BorrowedMessage<'_>) -> Value {
+pub(crate) fn record_json<M: Message>(message: &M) -> Value {
     let headers: Vec<Value> = message
         .headers()
         .map(|headers| {

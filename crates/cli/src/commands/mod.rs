@@ -6,6 +6,7 @@ pub(crate) mod cluster;
 pub(crate) mod cluster_status;
 pub(crate) mod consume;
 pub(crate) mod faultcheck;
+pub(crate) mod find;
 pub(crate) mod group;
 pub(crate) mod group_epochs;
 mod group_share;

@@ -1,0 +1,154 @@
+//! Message indexes (`index.fields`, BMQ's Index; docs/index.md): find a topic's
+//! records by key, header or JSON field without reading the topic.
+//!
+//! Each partition's index is a run of immutable chunks, each the index of an offset
+//! range of committed records (`spool-index`'s format), kept where the partition's
+//! data is: object storage in shared-storage mode, `DATA_DIR/index` in embedded mode
+//! ([`store`]). The partition's leader builds them ([`build`]): every round it reads
+//! what its partition committed past the last chunk (read_committed, as a consumer
+//! would) into the tail, an index in memory, and writes the tail as a chunk once it
+//! covers `index.chunk.bytes` of batches (64 MiB), when it stops leading the
+//! partition, and when the broker stops. A crash loses only the tail, which the next
+//! leader builds again from the last chunk. Chunks below the log start are deleted
+//! (retention, DeleteRecords), and a deleted topic's with it; chunks built before a
+//! field was indexed are built again in the background.
+//!
+//! A search ([`search`]) looks the value up in the chunks (bloom filter, then one
+//! bucket's entries), in the tail, and reads what no chunk covers; it reads back
+//! every record named and compares its field, so the answer is exact whatever the
+//! index holds.
+
+mod batches;
+mod build;
+pub(crate) mod search;
+mod source;
+mod store;
+pub(crate) mod views;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use spool_index::IndexFields;
+use spool_index::chunk::ChunkBuilder;
+use spool_metadata::PartitionKey;
+use tokio::sync::watch;
+
+use self::store::{ChunkRef, ChunkStore};
+use crate::shared::Shared;
+
+/// How often the indexed topics are looked at.
+const ROUND: Duration = Duration::from_millis(500);
+
+/// The indexes this broker builds, and where every index's chunks are.
+#[derive(Debug, Default)]
+pub(crate) struct Indexes {
+    store: OnceLock<Arc<ChunkStore>>,
+    /// The runtime, for what blocking readers (views) ask of the store.
+    runtime: OnceLock<tokio::runtime::Handle>,
+    led: Mutex<HashMap<PartitionKey, Arc<Mutex<LedIndex>>>>,
+    /// What chunks named for views' filters.
+    kept: views::KeptCandidatesLock,
+}
+
+/// The index of a partition this broker leads: its chunks and its tail.
+#[derive(Debug)]
+pub(crate) struct LedIndex {
+    /// The leader epoch it is built under.
+    epoch: i32,
+    fields: Arc<IndexFields>,
+    /// By first offset, not overlapping.
+    chunks: Vec<ChunkRef>,
+    /// Tails finished and being written as chunks.
+    sealed: Vec<ChunkBuilder>,
+    /// What was read past the chunks.
+    tail: ChunkBuilder,
+}
+
+/// What a search sees of a partition led here.
+#[derive(Debug, Default)]
+pub(crate) struct LedView {
+    pub(crate) chunks: Vec<ChunkRef>,
+    /// The offsets found in memory: `(first, next, offsets)` per tail.
+    pub(crate) memory: Vec<(i64, i64, Vec<i64>)>,
+}
+
+impl Indexes {
+    pub(crate) fn store(&self) -> Option<&Arc<ChunkStore>> {
+        self.store.get()
+    }
+
+    fn runtime(&self) -> Option<tokio::runtime::Handle> {
+        self.runtime.get().cloned()
+    }
+
+    fn led_map(&self) -> std::sync::MutexGuard<'_, HashMap<PartitionKey, Arc<Mutex<LedIndex>>>> {
+        self.led
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn led(&self, key: PartitionKey) -> Option<Arc<Mutex<LedIndex>>> {
+        self.led_map().get(&key).cloned()
+    }
+
+    /// The index of a partition led here as a search of the field `name` for the
+    /// value hashed `hash` sees it; `None` when this broker builds no index of it or
+    /// its tail does not index the field.
+    pub(crate) fn led_view(&self, key: PartitionKey, name: &str, hash: u64) -> Option<LedView> {
+        let led = self.led(key)?;
+        let led = lock(&led);
+        let mut memory = Vec::with_capacity(led.sealed.len() + 1);
+        for tail in led.sealed.iter().chain(std::iter::once(&led.tail)) {
+            memory.push((tail.first(), tail.next(), tail.lookup_named(name, hash)?));
+        }
+        Some(LedView {
+            chunks: led.chunks.clone(),
+            memory,
+        })
+    }
+}
+
+fn lock(led: &Mutex<LedIndex>) -> std::sync::MutexGuard<'_, LedIndex> {
+    led.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Builds the indexes of the partitions led here until `stopped`, then writes their
+/// tails as chunks.
+pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+    let store = match open_store(&shared) {
+        Ok(store) => store,
+        Err(error) => {
+            tracing::error!(%error, "message indexes cannot be kept: none is built");
+            return;
+        }
+    };
+    let _ = shared.indexes().store.set(store.clone());
+    let _ = shared
+        .indexes()
+        .runtime
+        .set(tokio::runtime::Handle::current());
+    let mut rounds = 0_u64;
+    loop {
+        tokio::select! {
+            () = build::round(&shared, &store, rounds) => {}
+            _ = stopped.changed() => break,
+        }
+        rounds += 1;
+        tokio::select! {
+            () = tokio::time::sleep(ROUND) => {}
+            _ = stopped.changed() => break,
+        }
+    }
+    build::release_all(&shared, &store).await;
+}
+
+/// The chunks' store: the object store's `index/` in shared-storage mode, files
+/// under `DATA_DIR/index` in embedded mode.
+fn open_store(shared: &Shared) -> Result<Arc<ChunkStore>, String> {
+    match shared.storage() {
+        Some(storage) => Ok(Arc::new(ChunkStore::new(storage.objects().clone()))),
+        None => ChunkStore::local(&shared.current_config().data_dir).map(Arc::new),
+    }
+}
