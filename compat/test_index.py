@@ -22,6 +22,7 @@ from kafka import TopicPartition as KPTopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from conftest import CLUSTER, SPOOL_BIN, STORAGE, topic_dir
+from test_console import browser_page, shot  # noqa: F401
 
 # Embedded mode: the chunks are files in the data directory.
 LOCAL = STORAGE != "s3"
@@ -450,3 +451,34 @@ def test_a_view_of_an_indexed_header_jumps_to_its_matches(make_broker):
     assert metric(leader, "spool_view_index_jumps_total", f"{source}-eu") > 0
     assert metric(leader, "spool_view_index_jumps_total", f"{source}-rare") > 0
     assert metric(leader, "spool_view_index_jumps_total", f"{source}-eu-scan") == 0
+
+
+def test_the_console_finds_what_the_api_finds(make_broker, browser_page):
+    from playwright.sync_api import expect
+    broker = make_broker(*SETTINGS)
+    topic = f"console-{uuid.uuid4().hex[:6]}"
+    create(broker, topic, **{"index.fields": FIELDS})
+    produce(broker, topic, 0, 100)
+    wanted = find(broker, topic, **{"field.user.id": "4"}, limit=20)["messages"]
+    assert wanted
+    page = browser_page
+    page.set_default_timeout(20000)
+    page.goto(f"{broker.admin_url}/#/topics/{topic}")
+    expect(page.locator("h2", has_text="Find by value")).to_be_visible()
+    page.select_option("#search select[name=field]", "value:$.user.id")
+    page.fill("#search input[name=value]", "4")
+    page.fill("#search input[name=limit]", "20")
+    page.click("#search button[type=submit]")
+    rows = page.locator("#found tbody tr")
+    expect(rows).to_have_count(len(wanted))
+    for row, message in zip(rows.all(), wanted):
+        cells = row.locator("td")
+        expect(cells.nth(0)).to_have_text(str(message["partition"]))
+        expect(cells.nth(1)).to_have_text(str(message["offset"]))
+    expect(rows.first).to_contain_text(wanted[0]["key"]["data"])
+    shot(page, "topic-find")
+    # A topic without an index has no search box.
+    create(broker, f"{topic}-plain")
+    page.goto(f"{broker.admin_url}/#/topics/{topic}-plain")
+    expect(page.locator("h2", has_text="Configs")).to_be_visible()
+    expect(page.locator("#search")).to_have_count(0)

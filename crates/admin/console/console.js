@@ -193,6 +193,7 @@ async function topicPage(name) {
     partitionTable(topic.partitions),
     ...tableSection(topic.table),
     h("h2", {}, "Messages"), form, browser,
+    ...searchSection(topic),
     h("h2", {}, "Configs"),
     h("p", { class: "muted" }, "Highlighted: set on this topic. Edit sets a value on the topic; Reset goes back to the broker's default."),
     configTable(topic));
@@ -271,6 +272,52 @@ function partitionTable(partitions) {
     }
     return row;
   }), [0, 1, 2, 3, 4, 5, 6, 7]);
+}
+
+// A search of the topic's message index (docs/index.md), when it has one: the
+// committed records whose key, header or JSON field has a value.
+function searchSection(topic) {
+  const indexed = (topic.configs.find(c => c.name === "index.fields") || {}).value || "";
+  const fields = indexed.split(",").map(f => f.trim()).filter(Boolean);
+  if (!fields.length) return [];
+  const found = h("div", { id: "found" });
+  const form = h("form", { class: "inline", id: "search", onsubmit: event => { event.preventDefault(); search(topic.name, event.target, found); } },
+    h("label", {}, "Field", h("select", { name: "field" }, fields.map(f => h("option", { value: f }, f)))),
+    h("label", {}, "Value", h("input", { name: "value", required: true })),
+    h("label", {}, "Count", h("input", { name: "limit", type: "number", min: 1, max: 1000, value: 50 })),
+    h("label", {}, "Order", h("select", { name: "order" },
+      h("option", { value: "newest" }, "newest first"), h("option", { value: "oldest" }, "oldest first"))),
+    h("button", { type: "submit" }, "Find"));
+  return [h("h2", {}, "Find by value"), form, found];
+}
+
+// The query parameter of an index field: key, header.NAME or field.$.path.
+function searchParameter(field) {
+  if (field.startsWith("header:")) return `header.${field.slice(7)}`;
+  if (field.startsWith("value:")) return `field.${field.slice(6)}`;
+  return field;
+}
+
+async function search(topic, form, target) {
+  const data = new FormData(form);
+  const params = new URLSearchParams({ limit: data.get("limit") || 50, order: data.get("order") });
+  params.set(searchParameter(String(data.get("field"))), data.get("value"));
+  try {
+    const result = await api(`/topics/${encodeURIComponent(topic)}/messages?${params}`);
+    const rows = result.messages.map(m => [
+      m.partition, m.offset, new Date(m.timestamp).toISOString(), h("span", {}, shown(m.key)),
+      h("span", {}, shown(m.value)), m.headers.map(header => h("div", {}, `${header.key}: `, shown(header.value))),
+    ]);
+    const cells = table(["Partition", "Offset", "Timestamp", "Key", "Value", "Headers"], rows, [0, 1]);
+    for (const row of cells.querySelectorAll("tbody tr")) {
+      for (const cell of [...row.children].slice(3)) cell.classList.add("data");
+    }
+    target.replaceChildren(
+      h("p", { class: "muted" }, `${result.messages.length} found; ${result.chunks_read} index chunks and ${result.batches_read} batches read, ${result.scanned_bytes} bytes scanned`),
+      cells);
+  } catch (error) {
+    target.replaceChildren(h("p", { class: "error" }, error.message));
+  }
 }
 
 async function browse(topic, form, target, offset) {
