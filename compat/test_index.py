@@ -482,3 +482,33 @@ def test_the_console_finds_what_the_api_finds(make_broker, browser_page):
     page.goto(f"{broker.admin_url}/#/topics/{topic}-plain")
     expect(page.locator("h2", has_text="Configs")).to_be_visible()
     expect(page.locator("#search")).to_have_count(0)
+
+
+@pytest.mark.skipif(CLUSTER == 1, reason="a leader move needs a cluster")
+def test_a_new_leader_goes_on_from_the_chunks(make_broker):
+    broker = make_broker(*SETTINGS)
+    topic = f"moved-{uuid.uuid4().hex[:6]}"
+    create(broker, topic, partitions=1, **{"index.fields": FIELDS})
+    produce(broker, topic, 0, 200)
+    old = leader_admin(broker, topic, 0)
+    wait_for(lambda: find(broker, topic, old, key="order-3")["scanned_bytes"] == 0, "the index")
+    node = broker.admin_urls.index(old) + 1
+    broker.kill9_node(node)
+    survivor = next(url for url in broker.admin_urls if url != old)
+
+    def moved():
+        try:
+            with urllib.request.urlopen(f"{survivor}/api/topics/{topic}", timeout=5) as answer:
+                leader = json.load(answer)["partitions"][0]["leader"]
+            return leader not in (-1, node) and broker.admin_url_of(leader)
+        except (urllib.error.URLError, OSError):
+            return False
+    new = wait_for(moved, "a new leader", timeout=60)
+    # Clients bootstrap from a live broker.
+    broker.port = broker.ports[broker.admin_urls.index(new)]
+    produce(broker, topic, 1000, 50)
+    records = check_exact(broker, topic, new)
+    wait_for(lambda: find(broker, topic, new, key="order-3")["scanned_bytes"] == 0,
+             "the new leader's index")
+    assert found(find(broker, topic, new, key="order-3")) == expected(records, key="order-3")
+    broker.start_node(node)

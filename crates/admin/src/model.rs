@@ -200,6 +200,24 @@ pub struct TopicDetail {
     /// Table topics (`table.enable=true`): the table and how far behind it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<TableInfo>,
+    /// Topics with `index.fields`: the message index's chunks (docs/index.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexInfo>,
+}
+
+/// A topic's message index as its chunks in storage show it (the leaders' tails in
+/// memory are not counted).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IndexInfo {
+    /// `index.fields`.
+    pub fields: String,
+    pub chunks: u64,
+    /// Bytes of the chunks.
+    pub bytes: u64,
+    /// Bytes of the batches the chunks cover.
+    pub covered_bytes: u64,
+    /// Records the chunks cover.
+    pub records: u64,
 }
 
 /// A table topic's table, as its brokers report it (docs/tables.md).

@@ -114,6 +114,34 @@ fn lock(led: &Mutex<LedIndex>) -> std::sync::MutexGuard<'_, LedIndex> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// What the REST API shows of a topic's index: its chunks in storage, counted from
+/// their names and summaries. `None` for a topic without `index.fields`.
+pub(crate) async fn info(
+    shared: &Shared,
+    topic: &crate::topics::Topic,
+) -> Option<spool_admin::IndexInfo> {
+    let fields = topic.index.as_ref()?;
+    let mut info = spool_admin::IndexInfo {
+        fields: fields.to_string(),
+        ..spool_admin::IndexInfo::default()
+    };
+    let store = shared.indexes().store()?;
+    for index in 0..topic.record.partitions {
+        let Ok(chunks) = store.list(topic.partition_key(index)).await else {
+            continue;
+        };
+        for chunk in chunks {
+            info.chunks += 1;
+            info.bytes += chunk.size;
+            if let Ok(summary) = store.summary(&chunk).await {
+                info.covered_bytes += summary.data_bytes;
+                info.records += summary.records;
+            }
+        }
+    }
+    Some(info)
+}
+
 /// Builds the indexes of the partitions led here until `stopped`, then writes their
 /// tails as chunks.
 pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {

@@ -130,6 +130,7 @@ pub(super) async fn describe(shared: &Arc<Shared>, name: &str) -> Result<TopicDe
         partitions,
         configs: configs(shared, &topic),
         table: crate::tables::table_info(shared, &topic).await,
+        index: crate::index::info(shared, &topic).await,
     })
 }
 

@@ -28,6 +28,9 @@ pub(crate) enum BenchCommand {
     /// The schema registry: lookups by id and register-or-get calls per second, and
     /// their latencies, with many subjects registered.
     Registry(spool_loadgen::registry::RegistryBench),
+    /// Message indexes: produce throughput without and with an index, search
+    /// latency, the index's size, a view of one id with and without the index.
+    Index(super::bench_index::IndexBench),
     /// The machine's limits: disk writes with and without fsync, fsync latency,
     /// loopback TCP.
     Limits {
@@ -74,6 +77,11 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
                 }
                 BenchCommand::Registry(settings) => {
                     let report = spool_loadgen::registry::run(&settings)?;
+                    Ok((report.to_text(), serde_json::json!(report)))
+                }
+                BenchCommand::Index(bench) => {
+                    let report = super::bench_index::run(&bench, &brokers)
+                        .map_err(|e| BenchError::Failed(e.to_string()))?;
                     Ok((report.to_text(), serde_json::json!(report)))
                 }
                 BenchCommand::Limits { dir, bytes, chunk } => {

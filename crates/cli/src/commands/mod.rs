@@ -2,6 +2,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod bench;
+mod bench_index;
 pub(crate) mod cluster;
 pub(crate) mod cluster_status;
 pub(crate) mod consume;
