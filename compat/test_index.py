@@ -161,6 +161,11 @@ def leader_admin(broker, topic, partition):
     return broker.admin_url_of(leader)
 
 
+def index_info(broker, topic):
+    with urllib.request.urlopen(f"{broker.admin_url}/api/topics/{topic}", timeout=10) as answer:
+        return json.load(answer)["index"]
+
+
 def chunk_files(broker, topic):
     """Embedded mode: the topic's index chunks on disk."""
     topic_id = os.path.basename(topic_dir(broker, topic))
@@ -335,16 +340,21 @@ def _indexes(broker, topic, field="key"):
 def test_compaction_keeps_answers_exact(make_broker):
     broker = make_broker(*SETTINGS, "log.cleaner.backoff.ms=200")
     topic = f"latest-{uuid.uuid4().hex[:6]}"
-    create(broker, topic, partitions=1, **{
-        "index.fields": "key,header:v", "cleanup.policy": "compact", "segment.bytes": "1024",
-        "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"})
+    # Not compacted until the index has chunks: then the cleaner goes over them.
+    configs = {"index.fields": "key,header:v", "segment.bytes": "1024",
+               "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"}
+    create(broker, topic, partitions=1, **configs)
     producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 0})
     for version in range(30):
         for k in range(5):
             producer.produce(topic, key=f"k{k}".encode(), value=f"k{k}-v{version}".encode() * 8,
                              headers=[("v", str(version).encode())])
         producer.flush(10)
-    wait_for(lambda: find(broker, topic, key="k2")["scanned_bytes"] == 0, "the index")
+    wait_for(lambda: index_info(broker, topic)["records"] >= 100, "chunks")
+    before = index_info(broker, topic)["records"]
+    # AlterConfigs replaces the topic's configs: all of them again, compacted.
+    KafkaAdminClient(bootstrap_servers=broker.address).alter_configs([ConfigResource(
+        ConfigResourceType.TOPIC, topic, configs={**configs, "cleanup.policy": "compact"})])
 
     def cleaned():
         return len(scan(broker, topic)) < 60
@@ -353,7 +363,11 @@ def test_compaction_keeps_answers_exact(make_broker):
     for k in range(5):
         assert found(find(broker, topic, key=f"k{k}")) == expected(records, key=f"k{k}")
     assert found(find(broker, topic, **{"header.v": "3"})) == expected(records, header=("v", "3"))
-
+    # The chunks the cleaner went over are built again without the records it removed.
+    wait_for(lambda: index_info(broker, topic)["records"] <= len(records) < before,
+             "the chunks to be built again")
+    for k in range(5):
+        assert found(find(broker, topic, key=f"k{k}")) == expected(records, key=f"k{k}")
 
 def read_view_librdkafka(broker, topic, isolation="read_committed"):
     """(offset, value) of every record of partition 0 of `topic`, by confluent-kafka."""

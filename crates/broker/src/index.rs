@@ -63,6 +63,11 @@ pub(crate) struct LedIndex {
     sealed: Vec<ChunkBuilder>,
     /// What was read past the chunks.
     tail: ChunkBuilder,
+    /// A compacted partition: how far it was cleaned when last looked at.
+    cleaned: i64,
+    /// Chunks the cleaner went over since they were built, to build again (their
+    /// entries for records it removed go).
+    cleaned_over: Vec<String>,
 }
 
 /// What a search sees of a partition led here.

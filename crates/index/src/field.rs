@@ -187,19 +187,38 @@ impl IndexFields {
         self.0.iter().position(|field| field.to_string() == name)
     }
 
-    /// Every field's values of `record`, by field: `each(field index, value)`.
+    /// Every field's values of `record`, by field: `each(field index, value)`. Per
+    /// record on the index's build path: nothing is allocated but a JSON value's
+    /// document (and a number's text).
     pub fn each_value(&self, record: &RecordView<'_>, mut each: impl FnMut(usize, &[u8])) {
         let json = if self.0.iter().any(IndexField::reads_json) {
             parse_json(record.value)
         } else {
             None
         };
-        let mut values = Vec::new();
         for (index, field) in self.0.iter().enumerate() {
-            values.clear();
-            field.values(record, json.as_ref(), &mut values);
-            for value in &values {
-                each(index, value);
+            match field {
+                IndexField::Key => {
+                    if let Some(key) = record.key {
+                        each(index, key);
+                    }
+                }
+                IndexField::Header(name) => {
+                    for (key, value) in record.headers {
+                        if *key == name.as_bytes()
+                            && let Some(value) = value
+                        {
+                            each(index, value);
+                        }
+                    }
+                }
+                IndexField::Value(_) => {
+                    let mut values = Vec::new();
+                    field.values(record, json.as_ref(), &mut values);
+                    for value in &values {
+                        each(index, value);
+                    }
+                }
             }
         }
     }

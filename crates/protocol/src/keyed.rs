@@ -83,16 +83,37 @@ impl BatchRecords {
 
     /// The records, in order; fails on the first malformed one.
     pub fn records(&self) -> Result<Vec<KeyedRecord<'_>>, RecordsError> {
-        let mut rest: &[u8] = &self.bytes;
-        let claimed = usize::try_from(self.header.record_count).unwrap_or(0);
-        // Each record takes at least 7 bytes: the count cannot outrun the bytes.
-        let mut out = Vec::with_capacity(claimed.min(rest.len() / 7));
-        for index in 0..claimed {
-            let record = parse_record(&mut rest).ok_or(RecordsError::Malformed(index))?;
-            out.push(record);
-        }
-        Ok(out)
+        records_in(&self.bytes, self.header.record_count)
     }
+}
+
+/// The records of an uncompressed batch, read in place (no copy of its records
+/// section, as [`BatchRecords::read`] makes); `None` for a compressed batch, which
+/// [`BatchRecords::read`] inflates.
+pub fn uncompressed_records(batch: &[u8]) -> Option<Result<Vec<KeyedRecord<'_>>, RecordsError>> {
+    let header = RecordBatchHeader::parse(batch)?;
+    if header.compression() != spool_model::CompressionCodec::None {
+        return None;
+    }
+    Some(
+        batch
+            .get(BATCH_HEADER_LEN..header.total_len())
+            .ok_or(RecordsError::Header)
+            .and_then(|section| records_in(section, header.record_count)),
+    )
+}
+
+/// The `claimed` records of an inflated records section, in order.
+fn records_in(section: &[u8], claimed: i32) -> Result<Vec<KeyedRecord<'_>>, RecordsError> {
+    let mut rest = section;
+    let claimed = usize::try_from(claimed).unwrap_or(0);
+    // Each record takes at least 7 bytes: the count cannot outrun the bytes.
+    let mut out = Vec::with_capacity(claimed.min(rest.len() / 7));
+    for index in 0..claimed {
+        let record = parse_record(&mut rest).ok_or(RecordsError::Malformed(index))?;
+        out.push(record);
+    }
+    Ok(out)
 }
 
 fn parse_record<'a>(rest: &mut &'a [u8]) -> Option<KeyedRecord<'a>> {

@@ -6,7 +6,7 @@ use spool_index::RecordView;
 use spool_log::{AbortedTxn, is_aborted_batch};
 use spool_model::{RecordBatchHeader, TimestampType};
 use spool_protocol::batch::BatchFrames;
-use spool_protocol::keyed::{BatchRecords, KeyedRecord};
+use spool_protocol::keyed::{BatchRecords, KeyedRecord, uncompressed_records};
 
 /// The most one batch may inflate to (as the write path allows).
 const MAX_INFLATED_BATCH: usize = 256 << 20;
@@ -74,9 +74,17 @@ pub(crate) fn walk(
                     header.base_offset.0
                 )
             };
-            let inflated =
-                BatchRecords::read(batch, MAX_INFLATED_BATCH).map_err(|e| unreadable(&e))?;
-            let records = inflated.records().map_err(|e| unreadable(&e))?;
+            // An uncompressed batch is read in place; a compressed one inflated.
+            let inflated;
+            let records = match uncompressed_records(batch) {
+                Some(records) => records,
+                None => {
+                    inflated = BatchRecords::read(batch, MAX_INFLATED_BATCH)
+                        .map_err(|e| unreadable(&e))?;
+                    inflated.records()
+                }
+            }
+            .map_err(|e| unreadable(&e))?;
             let log_append_time = header.timestamp_type() == TimestampType::LogAppendTime;
             for record in &records {
                 let offset = header.base_offset.0 + record.offset_delta;

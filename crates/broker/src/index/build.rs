@@ -1,6 +1,7 @@
 //! A partition leader's part: read what the partition committed past its index into
 //! the tail, write the tail as a chunk when it is big enough, delete chunks below the
-//! log start, build again one chunk of fields no longer indexed per round; and the
+//! log start, build again per round one chunk that the cleaner went over, or of
+//! fields no longer indexed; and the
 //! broker's part: delete the chunks of topics deleted or no longer indexed.
 //!
 //! Records are indexed up to the last stable offset (and, in embedded mode, the
@@ -144,6 +145,21 @@ async fn partition(
         }
     }
     drop_below(store, &led, log_start).await?;
+    if topic.log.cleanup.compact {
+        let cleaned = cleaned_up_to(&handle).await?;
+        let mut led = lock(&led);
+        let seen = led.cleaned;
+        if cleaned > seen {
+            let over: Vec<String> = led
+                .chunks
+                .iter()
+                .filter(|chunk| chunk.first < cleaned && chunk.next > seen)
+                .map(|chunk| chunk.name.clone())
+                .collect();
+            led.cleaned_over.extend(over);
+            led.cleaned = cleaned;
+        }
+    }
     let chunk_bytes = shared.current_config().index_chunk_bytes;
     read_forward(chunk_bytes, store, &handle, &led, key).await?;
     rebuild_one(store, &handle, &led, key).await
@@ -176,7 +192,23 @@ async fn start(
         chunks,
         sealed: Vec::new(),
         tail: ChunkBuilder::new(fields, first),
+        // Chunks found here are taken as they are: only what the cleaner does from
+        // now on has them built again.
+        cleaned: cleaned_up_to(handle).await?,
+        cleaned_over: Vec::new(),
     })
+}
+
+/// How far a compacted partition is cleaned (zero for a partition never cleaned).
+async fn cleaned_up_to(handle: &PartitionHandle) -> Result<i64, String> {
+    if let Some(shared) = &handle.shared {
+        return Ok(shared.cleaned().0);
+    }
+    let log = handle.log.clone();
+    on_blocking_pool(move || log.cleaned_up_to().map(|offset| offset.0))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
 }
 
 /// Deletes the chunks wholly below the log start; a tail below it starts again there.
@@ -304,10 +336,27 @@ async fn rebuild_one(
     led: &Arc<Mutex<LedIndex>>,
     key: PartitionKey,
 ) -> Result<(), String> {
-    let (chunks, fields, tail_first) = {
-        let led = lock(led);
-        (led.chunks.clone(), led.fields.clone(), led.tail.first())
+    let (chunks, fields, tail_first, cleaned_over) = {
+        let mut led = lock(led);
+        let over = led.cleaned_over.pop();
+        (
+            led.chunks.clone(),
+            led.fields.clone(),
+            led.tail.first(),
+            over,
+        )
     };
+    if let Some(chunk) = cleaned_over.and_then(|name| chunks.iter().find(|c| c.name == name)) {
+        return rebuild(
+            store,
+            handle,
+            led,
+            key,
+            (chunk.first, chunk.next),
+            Some(chunk),
+        )
+        .await;
+    }
     let names: Vec<String> = fields.fields().iter().map(ToString::to_string).collect();
     let mut previous_end = None;
     for chunk in &chunks {

@@ -40,6 +40,10 @@ pub(crate) struct IndexBench {
     /// Searches timed.
     #[arg(long, default_value_t = 1_000)]
     lookups: u64,
+    /// Rounds of writing: each writes its share of the records into the plain topic,
+    /// then into the indexed one (the rates are each round's).
+    #[arg(long, default_value_t = 3)]
+    rounds: u64,
     /// The broker's admin API (default: the first broker's host, port 9644).
     #[arg(long)]
     admin_url: Option<String>,
@@ -56,8 +60,9 @@ pub(crate) struct IndexReport {
     topic: String,
     records: u64,
     keys: u64,
-    plain_produce: Option<Rate>,
-    indexed_produce: Option<Rate>,
+    /// Per round.
+    plain_produce: Vec<Rate>,
+    indexed_produce: Vec<Rate>,
     /// From the end of producing until the index held every record.
     index_caught_up_s: Option<f64>,
     lookups: Latencies,
@@ -90,11 +95,18 @@ struct ViewRead {
 
 impl IndexReport {
     pub(crate) fn to_text(&self) -> String {
-        let rate = |r: &Option<Rate>| {
-            r.as_ref().map_or_else(
-                || "—".to_owned(),
-                |r| format!("{:.0} records/s ({:.1} MB/s)", r.records_per_s, r.mb_per_s),
-            )
+        let rate = |rates: &[Rate]| {
+            if rates.is_empty() {
+                return "—".to_owned();
+            }
+            let mut sorted: Vec<f64> = rates.iter().map(|r| r.records_per_s).collect();
+            sorted.sort_by(f64::total_cmp);
+            let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+            let each: Vec<String> = rates
+                .iter()
+                .map(|r| format!("{:.0}", r.records_per_s))
+                .collect();
+            format!("median {median:.0} records/s (rounds: {})", each.join(", "))
         };
         let view = |v: &Option<ViewRead>| {
             v.as_ref().map_or_else(
@@ -149,8 +161,8 @@ pub(crate) fn run(bench: &IndexBench, brokers: &str) -> Result<IndexReport, CliE
             topic: topic.clone(),
             records: 0,
             keys,
-            plain_produce: None,
-            indexed_produce: None,
+            plain_produce: Vec::new(),
+            indexed_produce: Vec::new(),
             index_caught_up_s: None,
             lookups,
             found_per_lookup: found,
@@ -184,8 +196,24 @@ pub(crate) fn run(bench: &IndexBench, brokers: &str) -> Result<IndexReport, CliE
             ],
         )?;
     }
-    let plain_produce = produce(&config, &plain, bench, keys)?;
-    let indexed_produce = produce(&config, &indexed, bench, keys)?;
+    let rounds = bench.rounds.max(1);
+    let (mut plain_produce, mut indexed_produce) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        plain_produce.push(produce(
+            &config,
+            &plain,
+            bench,
+            keys,
+            bench.records / rounds,
+        )?);
+        indexed_produce.push(produce(
+            &config,
+            &indexed,
+            bench,
+            keys,
+            bench.records / rounds,
+        )?);
+    }
     let produced = Instant::now();
     wait_indexed(&admin, &indexed, bench.partitions)?;
     let caught_up = produced.elapsed().as_secs_f64();
@@ -202,8 +230,8 @@ pub(crate) fn run(bench: &IndexBench, brokers: &str) -> Result<IndexReport, CliE
         topic: indexed,
         records: bench.records,
         keys,
-        plain_produce: Some(plain_produce),
-        indexed_produce: Some(indexed_produce),
+        plain_produce,
+        indexed_produce,
         index_caught_up_s: Some(caught_up),
         lookups,
         found_per_lookup: found,
@@ -257,6 +285,7 @@ fn produce(
     topic: &str,
     bench: &IndexBench,
     keys: u64,
+    records: u64,
 ) -> Result<Rate, CliError> {
     let producer: BaseProducer = config
         .clone()
@@ -267,7 +296,7 @@ fn produce(
         .map_err(failed("a producer"))?;
     let mut value = vec![0_u8; bench.message_size];
     let started = Instant::now();
-    for _ in 0..bench.records {
+    for _ in 0..records {
         let id = format!("id-{}", fastrand::u64(..keys));
         value.iter_mut().for_each(|byte| *byte = fastrand::u8(..));
         let headers = OwnedHeaders::new().insert(Header {
@@ -302,8 +331,8 @@ fn produce(
         .map_err(failed("flush"))?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(Rate {
-        records_per_s: bench.records as f64 / seconds,
-        mb_per_s: (bench.records as f64 * bench.message_size as f64) / seconds / 1e6,
+        records_per_s: records as f64 / seconds,
+        mb_per_s: (records as f64 * bench.message_size as f64) / seconds / 1e6,
     })
 }
 
@@ -401,6 +430,7 @@ fn read_view(config: &ClientConfig, view: &str, partitions: i32) -> Result<ViewR
         .set("group.id", format!("{view}-reader"))
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "true")
+        .set("fetch.wait.max.ms", "10")
         .create()
         .map_err(failed("a consumer"))?;
     let mut assignment = TopicPartitionList::new();
