@@ -336,7 +336,6 @@ def _indexes(broker, topic, field="key"):
         return False
 
 
-@pytest.mark.skipif(CLUSTER > 1 or STORAGE == "s3", reason="the local cleaner's compaction")
 def test_compaction_keeps_answers_exact(make_broker):
     broker = make_broker(*SETTINGS, "log.cleaner.backoff.ms=200")
     topic = f"latest-{uuid.uuid4().hex[:6]}"
