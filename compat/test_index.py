@@ -295,6 +295,33 @@ def test_answers_stay_exact_after_kill9_and_delete_records(make_broker):
         wait_for(below_gone, "the chunk below the log start to be deleted")
 
 
+def test_retention_takes_records_and_chunks_away(make_broker):
+    broker = make_broker(*SETTINGS, "log.retention.check.interval.ms=300")
+    topic = f"retained-{uuid.uuid4().hex[:6]}"
+    create(broker, topic, partitions=1, **{"index.fields": "key", "segment.bytes": "2048",
+                                           "retention.bytes": "8192"})
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 0})
+    for i in range(400):
+        producer.produce(topic, key=f"k{i % 20}".encode(), value=f"{i:04d}".encode() * 20,
+                         partition=0)
+        if i % 10 == 9:
+            producer.flush(10)
+    producer.flush(10)
+
+    def trimmed():
+        start = KafkaConsumer(bootstrap_servers=broker.address).beginning_offsets(
+            [KPTopicPartition(topic, 0)])[KPTopicPartition(topic, 0)]
+        return start > 0 and start
+
+    start = wait_for(trimmed, "retention to move the log start", timeout=60)
+    records = scan(broker, topic)
+    assert min(r["offset"] for r in records) >= start
+    for key in ("k0", "k7", "k19"):
+        assert found(find(broker, topic, key=key)) == expected(records, key=key)
+    # Chunks wholly below the log start go.
+    wait_for(lambda: index_info(broker, topic)["records"] <= 400 - start, "old chunks to go")
+
+
 def test_fields_indexed_later_and_a_deleted_topics_index(make_broker):
     broker = make_broker(*SETTINGS)
     topic = f"later-{uuid.uuid4().hex[:6]}"
