@@ -135,10 +135,18 @@ impl ViewReader<'_> {
         let mut out = Output::new(max_bytes, first_whole);
         let mut cursor = offset;
         let mut reads = 0;
+        // Whether every candidate was taken: only then does the answer end with the
+        // gap to where the index covers (else the next fetch starts at the first one
+        // left).
+        let mut all_taken = true;
         for candidate in found.offsets.into_iter().map(Offset) {
             if candidate < cursor {
                 continue;
             }
+            if candidate.0 >= found.covered {
+                break;
+            }
+            all_taken = false;
             if reads >= JUMP_READS || out.is_full() {
                 break;
             }
@@ -151,11 +159,9 @@ impl ViewReader<'_> {
             let read = partition.read(candidate, 1, true, isolation)?;
             reads += 1;
             let Some(chunk) = read.chunks.first() else {
-                cursor = candidate;
                 break;
             };
             let Some(piece) = Piece::at(chunk, 0)? else {
-                cursor = candidate;
                 break;
             };
             let header = piece.header;
@@ -169,16 +175,12 @@ impl ViewReader<'_> {
                 self.take(&piece, offset, &mut out)?
             };
             if !taken {
-                cursor = header.base_offset.max(offset);
                 break;
             }
             cursor = header.next_offset();
+            all_taken = true;
         }
-        if cursor.0 < found.covered
-            && reads < JUMP_READS
-            && !out.is_full()
-            && out.gap(cursor, Offset(found.covered - 1))
-        {
+        if all_taken && cursor.0 < found.covered && out.gap(cursor, Offset(found.covered - 1)) {
             // No candidate left before the end of what the index covers.
             self.stats.note_index_jump();
         }

@@ -315,6 +315,8 @@ pub struct EntryRange {
     pub end: u64,
     hash_low: u32,
     first: i64,
+    /// `next − first`: an entry past it is damage, left out.
+    span: i64,
 }
 
 impl EntryRange {
@@ -325,6 +327,7 @@ impl EntryRange {
             .chunks_exact(8)
             .filter(|entry| entry.get(..4) == Some(&self.hash_low.to_be_bytes()[..]))
             .filter_map(|entry| entry.get(4..8)?.try_into().ok().map(u32::from_be_bytes))
+            .filter(|relative| i64::from(*relative) < self.span)
             .map(|relative| self.first + i64::from(relative))
             .collect();
         found.sort_unstable();
@@ -381,6 +384,9 @@ impl ChunkSummary {
             }
             let bloom_words = at.u32()?;
             let entries_at = at.u64()?;
+            if entries_at < summary_len {
+                return Err(IndexError::BadChunk("entries inside the summary"));
+            }
             heads.push((name, entries, bits, bloom_words, entries_at));
         }
         let header_end = at.at;
@@ -497,11 +503,19 @@ impl ChunkSummary {
         };
         #[allow(clippy::cast_possible_truncation)]
         let hash_low = hash as u32;
+        let at = |index: u32| {
+            u64::from(index)
+                .checked_mul(ENTRY_BYTES)?
+                .checked_add(field.entries_at)
+        };
+        // Out of range only in a chunk made to look whole: read its records instead.
+        let (start_at, end_at) = (at(start)?, at(end)?);
         Some((start < end).then_some(EntryRange {
-            start: field.entries_at + u64::from(start) * ENTRY_BYTES,
-            end: field.entries_at + u64::from(end) * ENTRY_BYTES,
+            start: start_at,
+            end: end_at,
             hash_low,
             first: self.first,
+            span: self.next.saturating_sub(self.first),
         }))
     }
 }

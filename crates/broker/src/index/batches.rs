@@ -21,13 +21,15 @@ pub(crate) struct Committed<'a> {
     pub(crate) view: RecordView<'a>,
 }
 
-/// How far a walk went: the offset after the last batch looked at, its bytes, and
-/// whether the visit stopped it before a batch.
+/// How far a walk went: the offset after the last batch looked at, its bytes,
+/// whether the visit stopped it before a batch, and whether it ended at a batch at
+/// or past the limit (else it ran out of bytes).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Walked {
     pub(crate) next: i64,
     pub(crate) bytes: u64,
     pub(crate) stopped: bool,
+    pub(crate) beyond: bool,
 }
 
 /// What a walk does per batch.
@@ -44,7 +46,7 @@ pub(crate) trait Visit {
 /// Walks the batches of `bytes` (whole batches read from `from`) whose base offset
 /// is below `limit`, calling `visit` for each committed record at or after `from`
 /// and after each batch. `headers`: whether records' headers are read. A batch that
-/// does not decode is an error naming its offset.
+/// does not frame or decode is an error naming its offset.
 pub(crate) fn walk(
     bytes: &[u8],
     aborted: &[AbortedTxn],
@@ -58,8 +60,15 @@ pub(crate) fn walk(
         ..Walked::default()
     };
     for frame in BatchFrames::new(bytes) {
-        let Ok((header, batch)) = frame else { break };
+        // Reads hold whole batches: a batch that does not frame is damage.
+        let (header, batch) = frame.map_err(|error| {
+            format!(
+                "a batch after offset {} does not frame: {error}",
+                walked.next
+            )
+        })?;
         if header.base_offset.0 >= limit {
+            walked.beyond = true;
             break;
         }
         if !visit.wants(&header) {

@@ -440,7 +440,12 @@ async fn rebuild(
                 return Err(format!("offsets {first} to {} span too many", range.1));
             }
             if walked.next <= from {
-                break;
+                // Nothing left before the range's end (the cleaner emptied it), or
+                // nothing read: the chunk would claim offsets it never saw.
+                if walked.beyond {
+                    break;
+                }
+                return Err(format!("nothing could be read at offset {from}"));
             }
         }
         Ok(builder)
@@ -453,20 +458,22 @@ async fn rebuild(
         .await
         .map_err(|e| e.to_string())?;
     let size = store.put(&name, bytes).await?;
-    if let Some(old) = replaced.filter(|old| old.name != name) {
+    {
+        let mut led = lock(led);
+        led.chunks
+            .retain(|chunk| Some(&chunk.name) != replaced.map(|r| &r.name));
+        led.chunks.push(ChunkRef {
+            first,
+            next,
+            size,
+            name,
+        });
+        led.chunks.sort_by_key(|chunk| chunk.first);
+    }
+    // A search that listed the old chunk a moment ago reads its range instead.
+    if let Some(old) = replaced {
         store.delete(&old.name).await?;
     }
-    store.forget_summary(&name);
-    let mut led = lock(led);
-    led.chunks
-        .retain(|chunk| Some(&chunk.name) != replaced.map(|r| &r.name) && chunk.name != name);
-    led.chunks.push(ChunkRef {
-        first,
-        next,
-        size,
-        name,
-    });
-    led.chunks.sort_by_key(|chunk| chunk.first);
     Ok(())
 }
 

@@ -18,7 +18,7 @@ use spool_model::TimestampType;
 
 use super::batches::{Committed, Visit, walk};
 use super::source::{Source, Unreadable};
-use super::store::ChunkRef;
+use super::store::{ChunkRef, ChunkStore};
 use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::shared::Shared;
@@ -253,16 +253,18 @@ async fn partition(
             Cover::Memory(_, _, offsets) => Some(offsets),
             Cover::Chunk(chunk) => {
                 let Some(store) = &store else { continue };
-                let summary = store.summary(&chunk).await.map_err(failed)?;
-                if !summary.may_hold_times(ask.from, ask.to) {
-                    continue;
-                }
-                match summary.entry_range(&ask.name, ask.hash) {
-                    None => None,
-                    Some(None) => continue,
-                    Some(Some(range)) => {
+                // A chunk that cannot be read (deleted as it was built again a
+                // moment ago, or damaged) is read through instead.
+                match chunk_offsets(store, &chunk, ask).await {
+                    Ok(ChunkAnswer::Skip) => continue,
+                    Ok(ChunkAnswer::Offsets(offsets)) => {
                         found.chunks_read += 1;
-                        Some(store.offsets(&chunk, range).await.map_err(failed)?)
+                        Some(offsets)
+                    }
+                    Ok(ChunkAnswer::Unindexed) => None,
+                    Err(error) => {
+                        tracing::debug!(%error, "an index chunk was read through");
+                        None
                     }
                 }
             }
@@ -283,6 +285,32 @@ async fn partition(
         record.partition = index;
     }
     Ok(found)
+}
+
+/// What a chunk says of a search.
+enum ChunkAnswer {
+    /// No record of it can match (bloom filter, time range).
+    Skip,
+    /// The offsets that may.
+    Offsets(Vec<i64>),
+    /// It does not index the field: its records are read.
+    Unindexed,
+}
+
+async fn chunk_offsets(
+    store: &ChunkStore,
+    chunk: &ChunkRef,
+    ask: &Ask,
+) -> Result<ChunkAnswer, String> {
+    let summary = store.summary(chunk).await?;
+    if !summary.may_hold_times(ask.from, ask.to) {
+        return Ok(ChunkAnswer::Skip);
+    }
+    Ok(match summary.entry_range(&ask.name, ask.hash) {
+        None => ChunkAnswer::Unindexed,
+        Some(None) => ChunkAnswer::Skip,
+        Some(Some(range)) => ChunkAnswer::Offsets(store.offsets(chunk, range).await?),
+    })
 }
 
 /// The covers of `[log_start, stable)`, by first offset: chunks and tails where there
@@ -345,7 +373,10 @@ fn read_cover(
                 let walked = walk(&bytes, &aborted, at, next, true, &mut visit)?;
                 found.scanned_bytes += walked.bytes;
                 if walked.next <= at {
-                    break;
+                    if walked.beyond {
+                        break;
+                    }
+                    return Err(format!("nothing could be read at offset {at}"));
                 }
                 at = walked.next;
             }

@@ -1,5 +1,7 @@
 //! Where index chunks live: objects under `index/<topic id>/<partition>/`, named by
-//! the offsets they cover (`<first>-<next>.spix`, 20 digits each), in the object
+//! the offsets they cover and a random part (`<first>-<next>-<nonce>.spix`, 20
+//! digits each, 8 hex digits: a chunk built again is another object, so a summary
+//! kept in memory is never that of other bytes), in the object
 //! store of shared-storage mode or, in embedded mode, in files under
 //! `DATA_DIR/index` (object_store's local store, fsynced: a chunk is written to a
 //! temporary file, synced and renamed, so a crash leaves it whole or absent). The
@@ -71,9 +73,13 @@ impl ChunkStore {
         format!("{ROOT}/{}/{}", key.topic_id.simple(), key.partition)
     }
 
-    /// The name of the chunk of `key` covering `[first, next)`.
+    /// A new name for a chunk of `key` covering `[first, next)`.
     pub(crate) fn name(key: PartitionKey, first: i64, next: i64) -> String {
-        format!("{}/{first:020}-{next:020}.spix", Self::partition_dir(key))
+        format!(
+            "{}/{first:020}-{next:020}-{:08x}.spix",
+            Self::partition_dir(key),
+            fastrand::u32(..)
+        )
     }
 
     /// The partition's chunks, by first offset (names that are no chunk's left out).
@@ -91,7 +97,8 @@ impl ChunkStore {
             .into_iter()
             .filter_map(|meta| {
                 let file = meta.location.filename()?;
-                let (first, next) = file.strip_suffix(".spix")?.split_once('-')?;
+                let mut parts = file.strip_suffix(".spix")?.split('-');
+                let (first, next) = (parts.next()?, parts.next()?);
                 Some(ChunkRef {
                     first: first.parse().ok()?,
                     next: next.parse().ok()?,

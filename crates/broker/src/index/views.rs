@@ -124,18 +124,23 @@ impl Indexes {
             let Some(offsets) = self.chunk_candidates(&runtime, &store, &chunk, filter) else {
                 break;
             };
-            found
-                .offsets
-                .extend(offsets.iter().copied().filter(|offset| *offset >= from));
+            found.offsets.extend(
+                offsets
+                    .iter()
+                    .copied()
+                    .filter(|offset| (from.max(chunk.first)..chunk.next).contains(offset)),
+            );
             found.covered = chunk.next;
         }
         for (first, next, offsets) in memory {
             if first > found.covered || found.offsets.len() >= LOOK_CANDIDATES {
                 break;
             }
-            found
-                .offsets
-                .extend(offsets.into_iter().filter(|offset| *offset >= from));
+            found.offsets.extend(
+                offsets
+                    .into_iter()
+                    .filter(|offset| (from.max(first)..next).contains(offset)),
+            );
             found.covered = next;
         }
         found.offsets.sort_unstable();
