@@ -22,102 +22,22 @@ mod batches;
 mod build;
 pub(crate) mod search;
 mod source;
+mod state;
 mod store;
 pub(crate) mod views;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use spool_index::IndexFields;
-use spool_index::chunk::ChunkBuilder;
-use spool_metadata::PartitionKey;
 use tokio::sync::watch;
 
-use self::store::{ChunkRef, ChunkStore};
+pub(crate) use self::state::Indexes;
+
+use self::store::ChunkStore;
 use crate::shared::Shared;
 
 /// How often the indexed topics are looked at.
 const ROUND: Duration = Duration::from_millis(500);
-
-/// The indexes this broker builds, and where every index's chunks are.
-#[derive(Debug, Default)]
-pub(crate) struct Indexes {
-    store: OnceLock<Arc<ChunkStore>>,
-    /// The runtime, for what blocking readers (views) ask of the store.
-    runtime: OnceLock<tokio::runtime::Handle>,
-    led: Mutex<HashMap<PartitionKey, Arc<Mutex<LedIndex>>>>,
-    /// What chunks named for views' filters.
-    kept: views::KeptCandidatesLock,
-}
-
-/// The index of a partition this broker leads: its chunks and its tail.
-#[derive(Debug)]
-pub(crate) struct LedIndex {
-    /// The leader epoch it is built under.
-    epoch: i32,
-    fields: Arc<IndexFields>,
-    /// By first offset, not overlapping.
-    chunks: Vec<ChunkRef>,
-    /// Tails finished and being written as chunks.
-    sealed: Vec<ChunkBuilder>,
-    /// What was read past the chunks.
-    tail: ChunkBuilder,
-    /// A compacted partition: how far it was cleaned when last looked at.
-    cleaned: i64,
-    /// Chunks the cleaner went over since they were built, to build again (their
-    /// entries for records it removed go).
-    cleaned_over: Vec<String>,
-}
-
-/// What a search sees of a partition led here.
-#[derive(Debug, Default)]
-pub(crate) struct LedView {
-    pub(crate) chunks: Vec<ChunkRef>,
-    /// The offsets found in memory: `(first, next, offsets)` per tail.
-    pub(crate) memory: Vec<(i64, i64, Vec<i64>)>,
-}
-
-impl Indexes {
-    pub(crate) fn store(&self) -> Option<&Arc<ChunkStore>> {
-        self.store.get()
-    }
-
-    fn runtime(&self) -> Option<tokio::runtime::Handle> {
-        self.runtime.get().cloned()
-    }
-
-    fn led_map(&self) -> std::sync::MutexGuard<'_, HashMap<PartitionKey, Arc<Mutex<LedIndex>>>> {
-        self.led
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn led(&self, key: PartitionKey) -> Option<Arc<Mutex<LedIndex>>> {
-        self.led_map().get(&key).cloned()
-    }
-
-    /// The index of a partition led here as a search of the field `name` for the
-    /// value hashed `hash` sees it; `None` when this broker builds no index of it or
-    /// its tail does not index the field.
-    pub(crate) fn led_view(&self, key: PartitionKey, name: &str, hash: u64) -> Option<LedView> {
-        let led = self.led(key)?;
-        let led = lock(&led);
-        let mut memory = Vec::with_capacity(led.sealed.len() + 1);
-        for tail in led.sealed.iter().chain(std::iter::once(&led.tail)) {
-            memory.push((tail.first(), tail.next(), tail.lookup_named(name, hash)?));
-        }
-        Some(LedView {
-            chunks: led.chunks.clone(),
-            memory,
-        })
-    }
-}
-
-fn lock(led: &Mutex<LedIndex>) -> std::sync::MutexGuard<'_, LedIndex> {
-    led.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// What the REST API shows of a topic's index: its chunks in storage, counted from
 /// their names and summaries. `None` for a topic without `index.fields`.
@@ -157,11 +77,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
             return;
         }
     };
-    let _ = shared.indexes().store.set(store.clone());
-    let _ = shared
+    shared
         .indexes()
-        .runtime
-        .set(tokio::runtime::Handle::current());
+        .started(store.clone(), tokio::runtime::Handle::current());
     let mut rounds = 0_u64;
     loop {
         tokio::select! {

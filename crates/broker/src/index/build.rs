@@ -20,8 +20,8 @@ use spool_model::RecordBatchHeader;
 
 use super::batches::{Committed, Visit, walk};
 use super::source::Source;
+use super::state::{LedIndex, lock};
 use super::store::{ChunkRef, ChunkStore};
-use super::{LedIndex, lock};
 use crate::partitions::{PartitionHandle, on_blocking_pool};
 use crate::shared::Shared;
 use crate::topics::Topic;

@@ -11,15 +11,14 @@
 //! candidates a chunk names for a filter are kept in memory, so that a consumer's
 //! fetches do not read the chunk again.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use spool_index::value_hash;
 use spool_metadata::PartitionKey;
 use spool_views::filter::Filter;
 
+use super::state::{Indexes, KeptCandidates, lock};
 use super::store::{ChunkRef, ChunkStore};
-use super::{Indexes, lock};
 use crate::topics::Topic;
 
 /// Offsets of candidates kept in memory over every view, at most (8 bytes each).
@@ -35,13 +34,6 @@ pub(crate) struct IndexedFilter {
     hashes: Vec<u64>,
     /// A digest of the values, to key the kept candidates.
     digest: u64,
-}
-
-/// The candidates a chunk names for a filter, by (chunk, field, values).
-#[derive(Debug, Default)]
-pub(crate) struct KeptCandidates {
-    by_chunk: HashMap<(String, String, u64), Arc<Vec<i64>>>,
-    offsets: usize,
 }
 
 /// Where the next records that may match are.
@@ -175,12 +167,6 @@ impl Indexes {
         kept.by_chunk.insert(key, offsets.clone());
         Some(offsets)
     }
-
-    fn kept(&self) -> std::sync::MutexGuard<'_, KeptCandidates> {
-        self.kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 async fn read_candidates(
@@ -199,6 +185,3 @@ async fn read_candidates(
     offsets.dedup();
     Some(offsets)
 }
-
-/// Kept candidates, shared by the views of every partition.
-pub(crate) type KeptCandidatesLock = Mutex<KeptCandidates>;
