@@ -50,14 +50,17 @@ pub(super) async fn round(shared: &Arc<Shared>, store: &Arc<ChunkStore>, rounds:
             };
             let key = topic.partition_key(index);
             led_now.insert(key);
+            // What failed is tried again next round, from where the index is: the
+            // tail goes on from the last batch it took (a batch taken in part is
+            // taken again: a duplicate entry costs nothing), a chunk to build again
+            // stays to build.
             if let Err(error) = partition(shared, store, &topic, &fields, index, epoch).await {
                 tracing::warn!(
                     topic = %topic.record.name,
                     partition = index,
                     %error,
-                    "indexing a partition failed; it starts again from its chunks"
+                    "indexing a partition failed; it is tried again"
                 );
-                shared.indexes().led_map().remove(&key);
             }
         }
     }
