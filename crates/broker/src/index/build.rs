@@ -52,8 +52,9 @@ pub(super) async fn round(shared: &Arc<Shared>, store: &Arc<ChunkStore>, rounds:
             led_now.insert(key);
             // What failed is tried again next round, from where the index is: the
             // tail goes on from the last batch it took (a batch taken in part is
-            // taken again: a duplicate entry costs nothing), a chunk to build again
-            // stays to build.
+            // taken again: a duplicate entry costs nothing). A chunk the cleaner went
+            // over whose rebuild failed is not tried again (best effort, docs/index.md):
+            // its stale entries cost a read each, never a wrong answer.
             if let Err(error) = partition(shared, store, &topic, &fields, index, epoch).await {
                 tracing::warn!(
                     topic = %topic.record.name,
