@@ -384,29 +384,26 @@ fn views(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Resu
             ConstCounter::new(stats.batches(outcome)).encode(family.encode_family(&labels)?)?;
         }
     }
-    let mut family = encoder.encode_descriptor(
-        "view_batches_inflated",
-        "Source batches a view had to read the records of (the tag index could not decide)",
-        None,
-        MetricType::Counter,
-    )?;
-    for (topic, stats) in &views {
-        let labels = TopicLabels {
-            topic: Text(topic.record.name.as_str().to_owned()),
-        };
-        ConstCounter::new(stats.inflated()).encode(family.encode_family(&labels)?)?;
-    }
-    let mut family = encoder.encode_descriptor(
-        "view_index_jumps",
-        "Stretches of the source a view jumped over with the source's message index, unread",
-        None,
-        MetricType::Counter,
-    )?;
-    for (topic, stats) in &views {
-        let labels = TopicLabels {
-            topic: Text(topic.record.name.as_str().to_owned()),
-        };
-        ConstCounter::new(stats.index_jumps()).encode(family.encode_family(&labels)?)?;
+    let per_view: [(&str, &str, ViewCount); 2] = [
+        (
+            "view_batches_inflated",
+            "Source batches a view had to read the records of (the tag index could not decide)",
+            spool_views::ViewStats::inflated,
+        ),
+        (
+            "view_index_jumps",
+            "Stretches of the source a view jumped over with the source's message index, unread",
+            spool_views::ViewStats::index_jumps,
+        ),
+    ];
+    for (name, help, count) in per_view {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for (topic, stats) in &views {
+            let labels = TopicLabels {
+                topic: Text(topic.record.name.as_str().to_owned()),
+            };
+            ConstCounter::new(count(stats)).encode(family.encode_family(&labels)?)?;
+        }
     }
     gauge(
         encoder,
@@ -604,3 +601,6 @@ fn cluster(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::fmt::Re
         view.live_brokers().len(),
     )
 }
+
+/// A per-view counter of [`spool_views::ViewStats`].
+type ViewCount = fn(&spool_views::ViewStats) -> u64;
