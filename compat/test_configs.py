@@ -65,8 +65,12 @@ def test_describe_and_alter_topic_configs(make_broker):
 
 
 def broker_entries(admin, name="1"):
+    # librdkafka sends a BROKER resource's request to that node, which it must know
+    # first: a fresh client that has no metadata yet waits for a wake-up that, once in
+    # a CI run on a loaded machine, came after 10 s. Metadata first, and room to wait.
+    admin.list_topics(timeout=30)
     resource = ConfigResource(ResourceType.BROKER, name)
-    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    entries = admin.describe_configs([resource])[resource].result(timeout=30)
     return {key: (entry.value, ConfigSource(entry.source), entry.is_read_only) for key, entry in entries.items()}
 
 
