@@ -102,17 +102,20 @@ def free_port():
 
 
 class Broker:
-    """The broker of a test: one spool process, or CLUSTER of them."""
+    """The broker of a test: one spool process, or CLUSTER of them (or `count`, for a
+    test that needs a cluster of its own shape in shared-storage mode)."""
 
-    def __init__(self, data_dir, settings=(), args=(), env=None, node_args=None, client=None):
+    def __init__(self, data_dir, settings=(), args=(), env=None, node_args=None, client=None,
+                 count=None):
         self.data_dir = data_dir
         # What a client needs besides the address (SASL settings, say).
         self.client = dict(client or {})
-        self.ports = [free_port() for _ in range(CLUSTER)]
+        self.count = count or CLUSTER
+        self.ports = [free_port() for _ in range(self.count)]
         # Each broker's HTTP admin listener (health, /metrics, REST API, console).
-        self.admin_ports = [free_port() for _ in range(CLUSTER)]
+        self.admin_ports = [free_port() for _ in range(self.count)]
         # The broker clients bootstrap from.
-        self.port = self.ports[next(_brokers_made) % CLUSTER]
+        self.port = self.ports[next(_brokers_made) % self.count]
         self.settings = list(settings)
         self.extra_args = list(args)
         # node id -> arguments for that broker alone (say, its --advertise).
@@ -152,7 +155,7 @@ class Broker:
         data = os.path.join(self.data_dir, "data" if node == 1 else f"data-{node}")
         args = [SPOOL_BIN, "--listen", f"127.0.0.1:{port}", "--data-dir", data,
                 "--admin-listen", f"127.0.0.1:{self.admin_ports[node - 1]}"]
-        if CLUSTER > 1:
+        if self.count > 1:
             args += ["--node-id", str(node)]
         url = metadata_url(self.data_dir)
         if url:
@@ -184,7 +187,7 @@ class Broker:
                     time.sleep(0.05)
         for node in range(1, len(self.ports) + 1):
             self.wait_until_ready(node)
-        if CLUSTER > 1:
+        if self.count > 1:
             self._wait_for_members()
         return self
 
@@ -216,7 +219,7 @@ class Broker:
         deadline = time.time() + 20
         for port in self.ports:
             admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", **self.client})
-            while len(admin.list_topics(timeout=10).brokers) < CLUSTER:
+            while len(admin.list_topics(timeout=10).brokers) < self.count:
                 if time.time() > deadline:
                     raise RuntimeError("the brokers did not form one cluster")
                 time.sleep(0.05)
@@ -274,8 +277,8 @@ def make_broker():
     """Starts brokers with settings; all are stopped at the end."""
     started = []
     with tempfile.TemporaryDirectory() as data_dir:
-        def make(*settings, args=(), env=None, node_args=None, client=None):
-            b = Broker(data_dir, settings, args, env, node_args, client).start()
+        def make(*settings, args=(), env=None, node_args=None, client=None, count=None):
+            b = Broker(data_dir, settings, args, env, node_args, client, count).start()
             started.append(b)
             return b
         yield make

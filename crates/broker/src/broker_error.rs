@@ -29,6 +29,10 @@ pub enum BrokerError {
     ShareGroups(String),
     #[error("table catalogue settings: {0}")]
     TableCatalog(String),
+    #[error(
+        "broker.roles=reader needs shared storage (--storage-url): an embedded broker leads every partition itself"
+    )]
+    ReaderWithoutSharedStorage,
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: SocketAddr,

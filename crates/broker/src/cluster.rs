@@ -60,7 +60,7 @@ pub(crate) async fn assign_new(shared: &Arc<Shared>, view: &ClusterView, keys: &
     let mut load: HashMap<i32, usize> = view
         .live_brokers()
         .iter()
-        .filter(|broker| !broker.draining)
+        .filter(|broker| broker.takes_work())
         .map(|broker| (broker.node_id, 0))
         .collect();
     for leadership in view

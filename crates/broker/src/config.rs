@@ -13,10 +13,12 @@ pub use spool_shared_storage::StorageConfig;
 
 mod consumer_group_settings;
 mod index_settings;
+mod read_settings;
 mod security_settings;
 mod share_group_settings;
 mod table_settings;
 
+pub use read_settings::ReadConfig;
 pub use table_settings::TableCatalogConfig;
 
 use crate::topic_configs::{self, BrokerSynonym};
@@ -85,6 +87,8 @@ pub struct BrokerConfig {
     /// `index.chunk.bytes`: bytes of batches a message index's chunk covers (the
     /// most a new leader of a partition reads again to index it).
     pub index_chunk_bytes: u64,
+    /// `broker.rack`, `broker.roles`, `broker.read.preferred`: where reads are served.
+    pub reads: ReadConfig,
 }
 
 /// The HTTP admin listener (health, `/metrics`, the REST API and the console).
@@ -212,6 +216,10 @@ impl Default for BrokerConfig {
             security: spool_security::config::SecurityConfig::default(),
             table_catalog: TableCatalogConfig::default(),
             index_chunk_bytes: index_settings::DEFAULT_INDEX_CHUNK_BYTES,
+            reads: ReadConfig {
+                preferred_replicas: true,
+                ..ReadConfig::default()
+            },
         }
     }
 }
@@ -247,6 +255,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(share_group_settings::SHARE_GROUP_SETTINGS.iter())
         .chain(table_settings::TABLE_SETTINGS.iter())
         .chain(index_settings::INDEX_SETTINGS.iter())
+        .chain(read_settings::READ_SETTINGS.iter())
 }
 
 /// A listener's address setting: `host:port`, or `off` for none.

@@ -33,6 +33,7 @@ mod metrics;
 mod mirror;
 mod partitions;
 mod producer_ids;
+mod replica_reads;
 mod response;
 mod schema_registry;
 mod server;
@@ -50,8 +51,8 @@ pub use broker_error::BrokerError;
 pub use builder::BrokerBuilder;
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{
-    AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, SchemaRegistryConfig, StorageConfig,
-    TableCatalogConfig, setting_names,
+    AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, ReadConfig, SchemaRegistryConfig,
+    StorageConfig, TableCatalogConfig, setting_names,
 };
 pub use lag::PartitionLag;
 pub use server::Broker;

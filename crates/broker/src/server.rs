@@ -271,6 +271,9 @@ impl Broker {
         // In shared-storage mode, this broker joins the cluster of the brokers
         // sharing the metadata store.
         let shared_storage = objects.is_some();
+        if config.reads.reader && !shared_storage {
+            return Err(BrokerError::ReaderWithoutSharedStorage);
+        }
         let cluster = if shared_storage {
             let instance = crate::instance_id::of(&config.data_dir)?;
             let view = ClusterView::join(
@@ -279,6 +282,7 @@ impl Broker {
                 instance,
                 &endpoints,
                 config.cluster,
+                &config.reads,
                 config.clock.clone(),
             )
             .await?;
@@ -299,6 +303,7 @@ impl Broker {
             tracing::info!(objects = %objects.prefix, "partition data in object storage");
             SharedStorage::start(objects, metadata.clone(), &config.storage)
         });
+        let storage_for_replicas = storage.clone();
         let partitions = Arc::new(Partitions::new(
             config.node_id,
             topics,
@@ -358,6 +363,8 @@ impl Broker {
             authorizer,
             quotas,
             token_verifier,
+            replicas: storage_for_replicas
+                .map(|storage| Arc::new(crate::replica_reads::ReplicaReads::new(storage))),
         }));
         crate::group_configs::adopt(&shared, metadata.group_configs().await?);
         if let Some(view) = shared.cluster() {
@@ -391,6 +398,9 @@ impl Broker {
             topics_version,
             stopped.clone(),
         ));
+        if let Some(replicas) = shared.replicas() {
+            tokio::spawn(replicas.clone().run(stopped.clone()));
+        }
         if shared.storage().is_some() {
             tokio::spawn(crate::maintenance::run(shared.clone(), stopped.clone()));
             tokio::spawn(crate::cleaner::run(shared.clone(), stopped.clone()));

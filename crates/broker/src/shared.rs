@@ -63,6 +63,9 @@ pub(crate) struct SharedParts {
     pub(crate) quotas: spool_security::quotas::Quotas,
     /// OAUTHBEARER's key set, when a listener offers the mechanism.
     pub(crate) token_verifier: Option<Arc<spool_security::oauth::TokenVerifier>>,
+    /// Shared-storage mode: the committed marks of the partitions consumers fetch
+    /// here that another broker leads.
+    pub(crate) replicas: Option<Arc<crate::replica_reads::ReplicaReads>>,
 }
 
 /// What every connection and background task shares, each part through its accessor.
@@ -196,6 +199,11 @@ impl Shared {
     }
 
     /// Shared-storage mode's objects and uploader; `None` in embedded mode.
+    /// Shared-storage mode: what serves reads of partitions another broker leads.
+    pub(crate) fn replicas(&self) -> Option<&Arc<crate::replica_reads::ReplicaReads>> {
+        self.parts.replicas.as_ref()
+    }
+
     pub(crate) fn storage(&self) -> Option<&Arc<SharedStorage>> {
         self.parts.partitions.storage()
     }

@@ -37,6 +37,20 @@ pub struct PartitionState {
     pub epochs: Vec<(i32, i64)>,
 }
 
+/// What a broker that does not lead a partition reads of it to serve its committed
+/// records (see [`Catalogue::committed_marks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedMarks {
+    pub key: PartitionKey,
+    pub leader_epoch: i32,
+    pub log_start: i64,
+    pub high_watermark: i64,
+    pub cleaned_offset: i64,
+    /// The producer state as of the high watermark (its transactions give the last
+    /// stable offset and the aborted ones), when asked for and committed.
+    pub producer_state: Option<Vec<u8>>,
+}
+
 /// One partition's part of an object being committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RangeCommit {
@@ -89,6 +103,13 @@ pub trait Catalogue: Send + Sync {
     async fn commit_object(&self, commit: &ObjectCommit) -> Result<Vec<bool>>;
     /// The partition's row, with its epoch history; `None` if it does not exist.
     async fn partition_state(&self, key: PartitionKey) -> Result<Option<PartitionState>>;
+    /// The committed marks of the partitions of `keys` that exist, in one lookup per
+    /// few hundred partitions; with their producer states if `producer_states`.
+    async fn committed_marks(
+        &self,
+        keys: &[PartitionKey],
+        producer_states: bool,
+    ) -> Result<Vec<CommittedMarks>>;
     /// Records that `epoch` began at `start_offset` (kept if already recorded).
     async fn begin_epoch(&self, key: PartitionKey, epoch: i32, start_offset: i64) -> Result<()>;
     /// The ranges holding offsets from `offset` on, in order, as many as cover

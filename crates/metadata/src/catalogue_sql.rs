@@ -168,6 +168,41 @@ pub(crate) fn known_objects(rows: usize) -> String {
     )
 }
 
+/// The committed marks of the partitions listed in `VALUES` (topic id, partition),
+/// with their producer states or (a NULL of the column's type) without.
+pub(crate) fn committed_marks(rows: usize, producer_states: bool) -> String {
+    let state = if producer_states {
+        "p.producer_state"
+    } else {
+        "CASE WHEN 1 = 0 THEN p.producer_state END"
+    };
+    format!(
+        "SELECT p.topic_id, p.partition, p.leader_epoch, p.log_start_offset, \
+         p.high_watermark, p.cleaned_offset, {state} AS producer_state \
+         FROM partitions p JOIN (VALUES {}) AS v \
+         ON p.topic_id = v.column1 AND p.partition = v.column2",
+        placeholders(rows, 2)
+    )
+}
+
+/// A row of [`committed_marks`].
+pub(crate) type MarksRow = (uuid::Uuid, i32, i32, i64, i64, i64, Option<Vec<u8>>);
+
+pub(crate) fn marks(row: MarksRow) -> crate::CommittedMarks {
+    let (topic_id, partition, leader_epoch, log_start, high_watermark, cleaned_offset, state) = row;
+    crate::CommittedMarks {
+        key: crate::PartitionKey {
+            topic_id,
+            partition,
+        },
+        leader_epoch,
+        log_start,
+        high_watermark,
+        cleaned_offset,
+        producer_state: state,
+    }
+}
+
 #[derive(sqlx::FromRow)]
 pub(crate) struct PartitionRow {
     pub(crate) leader_epoch: i32,
@@ -318,6 +353,30 @@ macro_rules! impl_catalogue {
                     cleaned_offset: row.cleaned_offset,
                     epochs,
                 }))
+            }
+
+            async fn committed_marks(
+                &self,
+                keys: &[$crate::PartitionKey],
+                producer_states: bool,
+            ) -> $crate::Result<Vec<$crate::CommittedMarks>> {
+                use $crate::catalogue_sql as sql;
+                let mut found = Vec::with_capacity(keys.len());
+                for chunk in keys.chunks(sql::ROWS_PER_STATEMENT) {
+                    let text = sql::committed_marks(chunk.len(), producer_states);
+                    let mut query = sqlx::query_as::<_, sql::MarksRow>(&text);
+                    for key in chunk {
+                        query = query.bind(key.topic_id).bind(key.partition);
+                    }
+                    found.extend(
+                        query
+                            .fetch_all(&self.pool)
+                            .await?
+                            .into_iter()
+                            .map(sql::marks),
+                    );
+                }
+                Ok(found)
             }
 
             async fn begin_epoch(

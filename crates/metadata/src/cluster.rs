@@ -31,6 +31,8 @@ pub struct BrokerLease {
     pub host: String,
     pub port: i32,
     pub rack: Option<String>,
+    /// A reader broker (`broker.roles=reader`): it serves reads and Metadata only.
+    pub reader: bool,
     /// Its endpoint on each of its listeners.
     pub listeners: Vec<BrokerEndpoint>,
 }
@@ -93,9 +95,17 @@ pub struct BrokerRecord {
     /// Its endpoint on each of its listeners; empty for a broker registered before
     /// they were recorded.
     pub listeners: Vec<BrokerEndpoint>,
+    /// A reader broker: it leads no partition and coordinates no group.
+    pub reader: bool,
 }
 
 impl BrokerRecord {
+    /// Whether the broker may be given partitions and groups: a writer, not draining.
+    #[must_use]
+    pub fn takes_work(&self) -> bool {
+        !self.draining && !self.reader
+    }
+
     /// The broker as a client on `listener` reaches it: `host` and `port` are its
     /// endpoint on that listener. `None` if it has no such listener (Kafka leaves such
     /// a broker out of Metadata); one registered before listeners were recorded is

@@ -7,10 +7,11 @@
 /// were kept (NULL) is replaced.
 pub(crate) const UPSERT_BROKER: &str = "INSERT INTO brokers \
      (node_id, incarnation, host, port, rack, lease_expires_ms, draining, listeners, \
-     instance) \
-     VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7, $8) \
+     instance, reader) \
+     VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7, $8, $10) \
      ON CONFLICT (node_id) DO UPDATE SET incarnation = excluded.incarnation, \
      host = excluded.host, port = excluded.port, rack = excluded.rack, \
+     reader = excluded.reader, \
      listeners = excluded.listeners, instance = excluded.instance, \
      lease_expires_ms = excluded.lease_expires_ms, draining = FALSE, \
      topics_seen = 0, assignments_seen = 0 \
@@ -35,7 +36,8 @@ pub(crate) const SET_DRAINING: &str = "UPDATE brokers SET draining = $2 WHERE no
 pub(crate) const DELETE_BROKER: &str =
     "DELETE FROM brokers WHERE node_id = $1 AND incarnation = $2";
 pub(crate) const BROKERS: &str = "SELECT node_id, incarnation, host, port, rack, \
-     lease_expires_ms, draining, topics_seen, assignments_seen, listeners FROM brokers \
+     lease_expires_ms, draining, topics_seen, assignments_seen, listeners, reader \
+     FROM brokers \
      ORDER BY node_id";
 /// Raises what node `$1` (incarnation `$2`) has followed to topics version `$3` and
 /// assignments version `$4`, never lowering either.
@@ -123,7 +125,7 @@ pub(crate) const COMPLETE_HANDOVER: &str = "UPDATE partitions \
      AND handover_to >= 0 AND EXISTS (SELECT 1 FROM brokers b \
        WHERE b.node_id = $3 AND b.incarnation = $5) \
      AND EXISTS (SELECT 1 FROM brokers t \
-       WHERE t.node_id = partitions.handover_to AND NOT t.draining) \
+       WHERE t.node_id = partitions.handover_to AND NOT t.draining AND NOT t.reader) \
      RETURNING topic_id, partition, leader, leader_epoch, handover_to, leader_since_ms";
 
 #[derive(sqlx::FromRow)]
@@ -138,6 +140,7 @@ pub(crate) struct BrokerRow {
     pub(crate) topics_seen: i64,
     pub(crate) assignments_seen: i64,
     pub(crate) listeners: String,
+    pub(crate) reader: bool,
 }
 
 impl From<BrokerRow> for crate::BrokerRecord {
@@ -153,6 +156,7 @@ impl From<BrokerRow> for crate::BrokerRecord {
             topics_seen: row.topics_seen,
             assignments_seen: row.assignments_seen,
             listeners: crate::cluster::decode_endpoints(&row.listeners),
+            reader: row.reader,
         }
     }
 }
@@ -222,6 +226,7 @@ macro_rules! impl_cluster {
                     .bind($crate::cluster::encode_endpoints(&lease.listeners))
                     .bind(lease.instance)
                     .bind(now)
+                    .bind(lease.reader)
                     .execute(&mut *tx)
                     .await?;
                 if registered.rows_affected() == 0 {

@@ -95,6 +95,15 @@ impl Catalogue for FaultyMetadata {
         self.inner.partition_state(key).await
     }
 
+    async fn committed_marks(
+        &self,
+        keys: &[PartitionKey],
+        producer_states: bool,
+    ) -> Result<Vec<crate::CommittedMarks>> {
+        self.check_up()?;
+        self.inner.committed_marks(keys, producer_states).await
+    }
+
     async fn begin_epoch(&self, key: PartitionKey, epoch: i32, start_offset: i64) -> Result<()> {
         self.check_up()?;
         self.inner.begin_epoch(key, epoch, start_offset).await

@@ -54,7 +54,7 @@ mod url;
 
 pub use acls::{AclRecord, Acls};
 pub use catalogue::{
-    Catalogue, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
+    Catalogue, CommittedMarks, ObjectCommit, PartitionKey, PartitionState, RangeCommit, StoredRange,
 };
 pub use cluster::{
     BrokerEndpoint, BrokerLease, BrokerRecord, Cluster, ControllerLease, Leadership, PartitionMove,

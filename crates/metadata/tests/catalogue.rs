@@ -52,6 +52,71 @@ fn object(name: &str, ranges: Vec<RangeCommit>) -> ObjectCommit {
 }
 
 #[tokio::test]
+async fn committed_marks_of_many_partitions_in_one_lookup() {
+    for backend in common::backends().await {
+        let store = backend.open().await;
+        let id = topic(store.as_ref(), 3).await;
+        let key = |partition| PartitionKey {
+            topic_id: id,
+            partition,
+        };
+        let epoch = store.bump_leader_epochs(id).await.unwrap()[0];
+        let commit = object(
+            "wal/m",
+            vec![
+                range(key(0), epoch, 0, 10, 0),
+                range(key(2), epoch, 0, 4, 1_000),
+            ],
+        );
+        store.commit_object(&commit).await.unwrap();
+        store.advance_log_start(key(0), 3).await.unwrap();
+        // Partition 9 does not exist: left out.
+        let mut marks = store
+            .committed_marks(&[key(0), key(1), key(2), key(9)], false)
+            .await
+            .unwrap();
+        marks.sort_by_key(|m| m.key.partition);
+        let seen: Vec<(i32, i32, i64, i64, bool)> = marks
+            .iter()
+            .map(|m| {
+                (
+                    m.key.partition,
+                    m.leader_epoch,
+                    m.log_start,
+                    m.high_watermark,
+                    m.producer_state.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (0, epoch, 3, 10, false),
+                (1, epoch, 0, 0, false),
+                (2, epoch, 0, 4, false)
+            ],
+            "{}",
+            backend.label
+        );
+        let with_states = store.committed_marks(&[key(2)], true).await.unwrap();
+        assert_eq!(
+            with_states[0].producer_state.as_deref(),
+            Some(&b"producers@4"[..]),
+            "{}",
+            backend.label
+        );
+        // More partitions than one statement holds.
+        let many: Vec<PartitionKey> = (0..600).map(|p| key(p % 3)).collect();
+        assert_eq!(
+            store.committed_marks(&many, true).await.unwrap().len(),
+            600,
+            "{}",
+            backend.label
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_commit_moves_the_high_watermark_only_of_partitions_at_their_epoch_and_end() {
     for backend in common::backends().await {
         let store = backend.open().await;

@@ -40,6 +40,7 @@ fn lease(node_id: i32) -> BrokerLease {
         host: "127.0.0.1".to_owned(),
         port: 9000 + node_id,
         rack: None,
+        reader: false,
         listeners: vec![
             BrokerEndpoint {
                 listener: "PLAINTEXT".to_owned(),
@@ -70,6 +71,35 @@ async fn a_brokers_endpoints_on_each_listener_are_kept() {
             ("broker.example", 9103)
         );
         assert!(record.clone().on_listener("SSL").is_none());
+        assert_eq!((record.rack.as_deref(), record.reader), (None, false));
+        // A reader in a rack, registered again as a writer elsewhere: both kept.
+        let reader = BrokerLease {
+            rack: Some("zone-b".to_owned()),
+            reader: true,
+            ..lease(5)
+        };
+        store.register_broker(&reader, LEASE_MS).await.unwrap();
+        let find = |brokers: Vec<spool_metadata::BrokerRecord>| {
+            let b = brokers.into_iter().find(|b| b.node_id == 5).unwrap();
+            (b.rack.clone(), b.reader, b.takes_work())
+        };
+        assert_eq!(
+            find(store.brokers().await.unwrap()),
+            (Some("zone-b".to_owned()), true, false),
+            "{}",
+            backend.label
+        );
+        let writer = BrokerLease {
+            rack: Some("zone-c".to_owned()),
+            ..lease(5)
+        };
+        store.register_broker(&writer, LEASE_MS).await.unwrap();
+        assert_eq!(
+            find(store.brokers().await.unwrap()),
+            (Some("zone-c".to_owned()), false, true),
+            "{}",
+            backend.label
+        );
         // A broker registered before listeners were recorded: its one endpoint.
         let old = lease(4);
         let old = BrokerLease {

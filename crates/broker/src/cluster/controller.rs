@@ -31,9 +31,14 @@ pub(crate) async fn tick(shared: &Arc<Shared>, view: &ClusterView) -> Result<boo
     // created), so that two rounds never plan the same moves.
     let _round = view.controller_round.lock().await;
     let metadata = shared.metadata();
-    let lease = metadata
-        .claim_controller(view.node_id, view.incarnation, lease_ms(&view.settings))
-        .await?;
+    // A reader never takes the lease; it only notes who holds it (for Metadata).
+    let lease = if view.reader {
+        metadata.controller().await?
+    } else {
+        metadata
+            .claim_controller(view.node_id, view.incarnation, lease_ms(&view.settings))
+            .await?
+    };
     if let Some(lease) = &lease {
         view.note_controller(lease.node_id);
     }
@@ -51,11 +56,11 @@ pub(crate) async fn tick(shared: &Arc<Shared>, view: &ClusterView) -> Result<boo
         .await?
         .into_iter()
         .filter(|broker| broker.lease_expires_ms > now)
-        .map(|broker| (broker.node_id, broker.draining))
+        .map(|broker| (broker.node_id, broker.takes_work()))
         .collect();
     let eligible: Vec<i32> = live
         .iter()
-        .filter(|(_, draining)| !draining)
+        .filter(|(_, takes_work)| *takes_work)
         .map(|(node, _)| *node)
         .collect();
     let live: HashSet<i32> = live.into_iter().map(|(node, _)| node).collect();

@@ -36,7 +36,7 @@ pub(crate) fn start_asked(shared: &Arc<Shared>, view: &Arc<ClusterView>) {
     let takers: Vec<i32> = view
         .live_brokers()
         .iter()
-        .filter(|b| !b.draining)
+        .filter(|b| b.takes_work())
         .map(|b| b.node_id)
         .collect();
     for asked in view.handovers_asked_of_me() {

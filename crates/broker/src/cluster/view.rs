@@ -16,7 +16,7 @@ use spool_metadata::{
 use spool_model::Clock;
 use uuid::Uuid;
 
-use crate::config::ClusterConfig;
+use crate::config::{ClusterConfig, ReadConfig};
 use crate::listener_endpoint::ListenerEndpoint;
 
 /// A handover asked of a live leader, as the controller first saw it.
@@ -56,6 +56,9 @@ pub(crate) struct ClusterView {
     pub(super) asked: std::sync::Mutex<HashMap<PartitionKey, Asked>>,
     /// The broker's clock: lease renewals and what they are compared with.
     pub(super) clock: Clock,
+    /// `broker.roles=reader`: this broker leads nothing, coordinates nothing and
+    /// does not take the controller lease.
+    pub(crate) reader: bool,
 }
 
 impl ClusterView {
@@ -68,6 +71,7 @@ impl ClusterView {
         instance: Uuid,
         listeners: &[ListenerEndpoint],
         settings: ClusterConfig,
+        reads: &ReadConfig,
         clock: Clock,
     ) -> Result<ClusterView, MetadataError> {
         let endpoints: Vec<BrokerEndpoint> = listeners
@@ -88,7 +92,8 @@ impl ClusterView {
             instance,
             host,
             port,
-            rack: None,
+            rack: reads.rack.clone(),
+            reader: reads.reader,
             listeners: endpoints,
         };
         let taken = register(metadata, &lease, &settings).await?;
@@ -96,9 +101,12 @@ impl ClusterView {
             node = node_id,
             incarnation = %lease.incarnation,
             partitions = taken.len(),
+            rack = reads.rack.as_deref().unwrap_or("-"),
+            reader = reads.reader,
             "joined the cluster"
         );
-        let view = ClusterView::new(node_id, lease.incarnation, settings, clock);
+        let mut view = ClusterView::new(node_id, lease.incarnation, settings, clock);
+        view.reader = reads.reader;
         view.refresh_brokers(metadata).await?;
         view.reload_leaders(metadata).await?;
         Ok(view)
@@ -124,6 +132,7 @@ impl ClusterView {
             renewed_ms: std::sync::atomic::AtomicI64::new(clock.now_ms()),
             asked: std::sync::Mutex::new(HashMap::new()),
             clock,
+            reader: false,
         }
     }
 
@@ -294,7 +303,7 @@ impl ClusterView {
             let others = self
                 .live_brokers()
                 .iter()
-                .any(|broker| broker.node_id != self.node_id && !broker.draining);
+                .any(|broker| broker.node_id != self.node_id && broker.takes_work());
             if !leads_some || !others || std::time::Instant::now() > deadline {
                 if !leads_some && others {
                     // Still up a moment, answering NOT_LEADER_OR_FOLLOWER and fresh
@@ -338,9 +347,11 @@ impl spool_coordinator::GroupOwnership for ClusterView {
 /// The coordinator of a group among `live` brokers (see
 /// [`ClusterView::coordinator_of`]); `spool cluster status` asks it too.
 pub fn coordinator_among<'a>(group_id: &str, live: &'a [BrokerRecord]) -> Option<&'a BrokerRecord> {
-    let serving: Vec<&BrokerRecord> = live.iter().filter(|b| !b.draining).collect();
+    // Readers coordinate nothing, even when every writer drains.
+    let writers = live.iter().filter(|b| !b.reader);
+    let serving: Vec<&BrokerRecord> = writers.clone().filter(|b| !b.draining).collect();
     let candidates = if serving.is_empty() {
-        live.iter().collect()
+        writers.collect()
     } else {
         serving
     };
@@ -411,6 +422,7 @@ mod tests {
                 host: "127.0.0.1".to_owned(),
                 port: 9000 + node_id,
                 rack: None,
+                reader: false,
                 lease_expires_ms: i64::MAX,
                 draining: false,
                 topics_seen: 0,
@@ -436,6 +448,22 @@ mod tests {
             }
         }
         assert!(counts.values().all(|count| *count > 60), "{counts:?}");
+    }
+
+    #[test]
+    fn readers_coordinate_no_group_even_when_every_writer_drains() {
+        let view = view_with(&[1, 2, 3], Clock::System);
+        for broker in view.brokers.write().unwrap().iter_mut() {
+            broker.reader = broker.node_id == 3;
+            broker.draining = broker.node_id == 1;
+        }
+        for group in (0..100).map(|g| format!("g{g}")) {
+            assert_eq!(view.coordinator_of(&group).unwrap().node_id, 2, "{group}");
+        }
+        view.brokers.write().unwrap()[1].draining = true;
+        for group in (0..100).map(|g| format!("g{g}")) {
+            assert_ne!(view.coordinator_of(&group).unwrap().node_id, 3, "{group}");
+        }
     }
 
     #[test]

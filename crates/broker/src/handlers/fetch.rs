@@ -10,7 +10,10 @@
 //! for the disk; when it does, it stalls that thread for the read, as Kafka's network
 //! threads are stalled by theirs.
 //!
-//! From v13 on, topics are named by id. A partition another broker leads is refused
+//! From v13 on, topics are named by id. In shared-storage mode, a consumer's fetch
+//! (v11+) of a partition another broker leads is served here from its committed
+//! records, and a leader sends a consumer of another rack to a broker of that rack
+//! (KIP-392; see [`replica`]). Otherwise a partition another broker leads is refused
 //! with `NOT_LEADER_OR_FOLLOWER` and that leader named (KIP-951: its id and epoch from
 //! v12 on, its address from v16 on).
 //!
@@ -25,6 +28,7 @@
 //! allows).
 
 mod encode;
+mod replica;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +45,7 @@ use super::api::ApiDecl;
 use crate::errors::code;
 use crate::index::views::IndexedFilter;
 use crate::partitions::{PartitionError, on_blocking_pool};
+use crate::replica_reads;
 use crate::response;
 use crate::shared::Shared;
 use crate::topics::Topic;
@@ -73,17 +78,25 @@ pub(crate) async fn handle(
     loop {
         let started = std::time::Instant::now();
         open_tails(&shared, &request, version, access).await;
+        let known: Vec<Option<Arc<Topic>>> = request
+            .topics
+            .iter()
+            .map(|topic| readable_topic(&shared, topic, version, access).0)
+            .collect();
+        replica::prepare(&shared, &request, &known, version).await;
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
-            on_blocking_pool(move || read_all(&shared, &request, version, &access)).await
+            let listener = listener.to_owned();
+            on_blocking_pool(move || read_all(&shared, &request, version, &access, &listener)).await
         };
         busy += started.elapsed();
         let pass = match pass {
             Ok(pass) => pass,
             Err(error) => return failed(&request, error.code()),
         };
-        let enough =
-            pass.bytes >= u64::try_from(request.min_bytes.max(0)).unwrap_or(0) || pass.errors;
+        let enough = pass.bytes >= u64::try_from(request.min_bytes.max(0)).unwrap_or(0)
+            || pass.errors
+            || pass.redirected;
         if enough || tokio::time::Instant::now() >= deadline || pass.watches.is_empty() {
             // Leaders elsewhere, at their endpoints on the request's listener.
             let leaders = shared.hinted_brokers(pass.hinted, listener);
@@ -120,14 +133,43 @@ fn failed(request: &FetchRequest, error: i16) -> FetchBody {
     }
 }
 
+/// What a waiting fetch is woken by: a partition's high watermark, where it leads
+/// it; its committed marks, where another broker does.
+enum Watch {
+    Leader(watch::Receiver<Offset>),
+    Replica(watch::Receiver<replica_reads::Committed>),
+}
+
+impl Watch {
+    fn mark_seen(&mut self) {
+        match self {
+            Watch::Leader(watch) => {
+                watch.borrow_and_update();
+            }
+            Watch::Replica(watch) => {
+                watch.borrow_and_update();
+            }
+        }
+    }
+
+    async fn changed(&mut self) {
+        let _ = match self {
+            Watch::Leader(watch) => watch.changed().await,
+            Watch::Replica(watch) => watch.changed().await,
+        };
+    }
+}
+
 /// One read of every requested partition.
 struct Pass {
     body: FetchBody,
     bytes: u64,
     errors: bool,
-    watches: Vec<watch::Receiver<Offset>>,
+    watches: Vec<Watch>,
     /// The leaders named in refusals, by node id.
     hinted: Vec<i32>,
+    /// A partition was sent to its preferred read replica: answered at once.
+    redirected: bool,
 }
 
 /// The topic of the request's `topic` if it is known here and may be read, else the
@@ -178,7 +220,13 @@ async fn open_tails(shared: &Shared, request: &FetchRequest, version: i16, acces
 }
 
 /// One pass over the partitions asked for.
-fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Access) -> Pass {
+fn read_all(
+    shared: &Shared,
+    request: &FetchRequest,
+    version: i16,
+    access: &Access,
+    listener: &str,
+) -> Pass {
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
         body: FetchBody::default(),
@@ -186,6 +234,7 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
         errors: false,
         watches: Vec::new(),
         hinted: Vec::new(),
+        redirected: false,
     };
     let isolation = if request.isolation_level == super::api::READ_COMMITTED {
         Isolation::ReadCommitted
@@ -208,6 +257,26 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
             );
             let partition = match found {
                 Ok(partition) => partition,
+                Err(PartitionError::NotLeader) if replica::serves(shared, version, known) => {
+                    let partition_budget = u64::try_from(wanted.partition_max_bytes.max(0))
+                        .unwrap_or(0)
+                        .min(budget);
+                    let read = replica::read(
+                        shared,
+                        known,
+                        wanted,
+                        partition_budget,
+                        pass.bytes == 0,
+                        isolation,
+                    );
+                    pass.errors |= read.is_error();
+                    pass.bytes += read.bytes;
+                    budget = budget.saturating_sub(read.bytes);
+                    pass.watches.extend(read.watch.map(Watch::Replica));
+                    pass.hinted.extend(read.hinted);
+                    partitions.push(read.out);
+                    continue;
+                }
                 Err(error) => {
                     pass.errors = true;
                     let mut out = PartitionOut::error(wanted.partition, error.code());
@@ -254,6 +323,16 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
             out.high_watermark = log.offsets().high_watermark.0;
             out.log_start = partition.log_start().0;
+            if let Some(other) =
+                replica::preferred(shared, request, version, known, wanted.partition, listener)
+            {
+                // KIP-392: no records; the consumer fetches from `other` from now on.
+                out.preferred_replica = other;
+                out.last_stable = log.stable_offset().0;
+                pass.redirected = true;
+                partitions.push(out);
+                continue;
+            }
             match read {
                 Ok(result) => {
                     out.last_stable = result.last_stable.0;
@@ -261,7 +340,8 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
                     let len = result.len();
                     pass.bytes += len;
                     budget = budget.saturating_sub(len);
-                    pass.watches.push(log.subscribe_high_watermark());
+                    pass.watches
+                        .push(Watch::Leader(log.subscribe_high_watermark()));
                     out.records = result.chunks;
                     out.aborted = result.aborted;
                 }
@@ -287,9 +367,9 @@ fn read_all(shared: &Shared, request: &FetchRequest, version: i16, access: &Acce
 const TOPIC_IDS: i16 = 13;
 
 /// Waits until any watched high watermark moves, or the deadline.
-async fn wait_for_data(mut watches: Vec<watch::Receiver<Offset>>, deadline: tokio::time::Instant) {
+async fn wait_for_data(mut watches: Vec<Watch>, deadline: tokio::time::Instant) {
     for watch in &mut watches {
-        watch.borrow_and_update();
+        watch.mark_seen();
     }
     let changed = async {
         let futures = watches.iter_mut().map(|w| Box::pin(w.changed()));

@@ -169,7 +169,15 @@ fn brokers(shared: &Shared, listener: &str) -> Vec<MetadataResponseBroker> {
     let me = MetadataResponseBroker::default()
         .with_node_id(BrokerId(node))
         .with_host(StrBytes::from_string(host))
-        .with_port(port);
+        .with_port(port)
+        .with_rack(
+            shared
+                .started_config()
+                .reads
+                .rack
+                .clone()
+                .map(StrBytes::from_string),
+        );
     let Some(view) = shared.cluster() else {
         return vec![me];
     };

@@ -204,6 +204,91 @@ pub(crate) fn record_in(bytes: &[u8], offset: i64) -> Option<PlainRecord> {
     })
 }
 
+/// What bounds a read of a partition's committed records in objects: the leader's
+/// marks, or those a broker that does not lead it read from the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CommittedBounds {
+    pub(crate) log_start: Offset,
+    pub(crate) high_watermark: Offset,
+    pub(crate) last_stable: Offset,
+}
+
+/// A read from objects as a fetch asks it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ObjectRead {
+    pub(crate) offset: Offset,
+    pub(crate) max_bytes: u64,
+    /// The first batch whole, past `max_bytes`.
+    pub(crate) first_whole: bool,
+    pub(crate) isolation: Isolation,
+}
+
+/// Whole batches of the partition `key` from objects, from the one holding the
+/// offset up to the high watermark (read_committed: the last stable offset), with the
+/// aborted transactions (`aborted_between(from, to)`) that have records in them.
+/// Blocking. The leader reads below its tail this way, and every other broker the
+/// whole partition, so both serve the same bytes at the same offsets.
+pub(crate) fn read_from_objects(
+    storage: &Arc<spool_shared_storage::SharedStorage>,
+    key: PartitionKey,
+    bounds: &CommittedBounds,
+    wanted: ObjectRead,
+    aborted_between: impl FnOnce(Offset, Offset) -> Vec<spool_log::AbortedTxn>,
+) -> Result<ReadResult, PartitionError> {
+    let CommittedBounds {
+        log_start,
+        high_watermark,
+        last_stable,
+    } = *bounds;
+    let offset = wanted.offset;
+    if offset < log_start {
+        return Err(LogError::OffsetBelowLogStart {
+            requested: offset,
+            log_start,
+        }
+        .into());
+    }
+    let limit = match wanted.isolation {
+        Isolation::ReadUncommitted => high_watermark,
+        Isolation::ReadCommitted => last_stable,
+    };
+    // Taken before the read: retention may trim the index meanwhile.
+    let mut aborted = match wanted.isolation {
+        Isolation::ReadCommitted if offset < limit => aborted_between(offset, limit),
+        _ => Vec::new(),
+    };
+    if offset >= limit {
+        return Ok(ReadResult {
+            chunks: Vec::new(),
+            log_start,
+            high_watermark,
+            last_stable,
+            aborted,
+        });
+    }
+    let reader = storage.reader.clone();
+    let (max_bytes, first_whole) = (wanted.max_bytes, wanted.first_whole);
+    let read = storage.wait_for(async move {
+        reader
+            .read(key, offset, limit, max_bytes, first_whole)
+            .await
+    })??;
+    // Only those with records in what was read.
+    let end = read
+        .batches
+        .last()
+        .and_then(|batch| spool_model::RecordBatchHeader::parse(batch))
+        .map_or(offset, |header| header.next_offset());
+    aborted.retain(|txn| txn.first_offset < end);
+    Ok(ReadResult {
+        chunks: read.batches.into_iter().map(ReadChunk::Memory).collect(),
+        log_start,
+        high_watermark,
+        last_stable,
+        aborted,
+    })
+}
+
 impl PartitionHandle {
     /// The bytes of whole batches from the one holding `offset`, about `max_bytes` of
     /// them (the first whole): for the broker's own readers (the admin API, delayed
@@ -319,54 +404,19 @@ impl PartitionHandle {
         first_whole: bool,
         isolation: Isolation,
     ) -> Result<ReadResult, PartitionError> {
-        let log_start = shared.log_start();
-        if offset < log_start {
-            return Err(LogError::OffsetBelowLogStart {
-                requested: offset,
-                log_start,
-            }
-            .into());
-        }
-        let high_watermark = self.log.offsets().high_watermark;
-        let last_stable = self.log.stable_offset();
-        let limit = match isolation {
-            Isolation::ReadUncommitted => high_watermark,
-            Isolation::ReadCommitted => last_stable,
+        let bounds = CommittedBounds {
+            log_start: shared.log_start(),
+            high_watermark: self.log.offsets().high_watermark,
+            last_stable: self.log.stable_offset(),
         };
-        // Taken before the read: retention may trim the index meanwhile.
-        let mut aborted = match isolation {
-            Isolation::ReadCommitted if offset < limit => self.log.aborted_between(offset, limit),
-            _ => Vec::new(),
+        let wanted = ObjectRead {
+            offset,
+            max_bytes,
+            first_whole,
+            isolation,
         };
-        if offset >= limit {
-            return Ok(ReadResult {
-                chunks: Vec::new(),
-                log_start,
-                high_watermark,
-                last_stable,
-                aborted,
-            });
-        }
-        let reader = shared.storage.reader.clone();
-        let key = shared.key;
-        let read = shared.storage.wait_for(async move {
-            reader
-                .read(key, offset, limit, max_bytes, first_whole)
-                .await
-        })??;
-        // Only those with records in what was read.
-        let end = read
-            .batches
-            .last()
-            .and_then(|batch| spool_model::RecordBatchHeader::parse(batch))
-            .map_or(offset, |header| header.next_offset());
-        aborted.retain(|txn| txn.first_offset < end);
-        Ok(ReadResult {
-            chunks: read.batches.into_iter().map(ReadChunk::Memory).collect(),
-            log_start,
-            high_watermark,
-            last_stable,
-            aborted,
+        read_from_objects(&shared.storage, shared.key, &bounds, wanted, |from, to| {
+            self.log.aborted_between(from, to)
         })
     }
 

@@ -26,6 +26,10 @@ struct BrokerStatus {
     lease_left_ms: i64,
     live: bool,
     draining: bool,
+    /// `broker.rack`, if set.
+    rack: Option<String>,
+    /// `writer` (leads partitions, coordinates groups) or `reader` (serves reads).
+    role: &'static str,
     partitions: usize,
     groups: usize,
 }
@@ -68,7 +72,7 @@ pub(crate) async fn drain(metadata_url: &str, node: i32, draining: bool) -> Resu
             .await
             .map_err(&read)?
             .into_iter()
-            .filter(|b| b.node_id != node && b.lease_expires_ms > now && !b.draining)
+            .filter(|b| b.node_id != node && b.lease_expires_ms > now && b.takes_work())
             .count();
         if takers == 0 {
             eprintln!(
@@ -107,7 +111,7 @@ pub(crate) async fn move_partition(
     let brokers = store.brokers().await.map_err(&read)?;
     if !brokers
         .iter()
-        .any(|b| b.node_id == node && b.lease_expires_ms > now && !b.draining)
+        .any(|b| b.node_id == node && b.lease_expires_ms > now && b.takes_work())
     {
         return Err(CliError::Failed(format!(
             "broker {node} is not a live broker taking partitions"
@@ -200,6 +204,8 @@ pub(crate) async fn status(metadata_url: &str, format: Format) -> Result<(), Cli
                 lease_left_ms: b.lease_expires_ms.saturating_sub(now),
                 live: live_ids.contains(&b.node_id),
                 draining: b.draining,
+                rack: b.rack.clone(),
+                role: if b.reader { "reader" } else { "writer" },
                 partitions: led.get(&b.node_id).copied().unwrap_or(0),
                 groups: coordinated.get(&b.node_id).copied().unwrap_or(0),
             })
@@ -233,6 +239,8 @@ fn print_status(status: &Status) {
         "PORT",
         "LEASE",
         "STATE",
+        "RACK",
+        "ROLE",
         "PARTITIONS",
         "GROUPS",
     ]);
@@ -248,6 +256,8 @@ fn print_status(status: &Status) {
             b.port.to_string(),
             format!("{} ms", b.lease_left_ms),
             state.to_owned(),
+            b.rack.clone().unwrap_or_else(|| "-".to_owned()),
+            b.role.to_owned(),
             b.partitions.to_string(),
             b.groups.to_string(),
         ]);

@@ -63,6 +63,9 @@ pub(crate) struct PartitionOut {
     pub(crate) records: Vec<ReadChunk>,
     /// Refused because another broker leads it: that broker (KIP-951).
     pub(crate) leader: Option<LeaderHint>,
+    /// KIP-392 (v11+): the broker the consumer is to fetch this partition from
+    /// instead (one of its rack); -1 for none.
+    pub(crate) preferred_replica: i32,
 }
 
 impl PartitionOut {
@@ -77,6 +80,7 @@ impl PartitionOut {
             aborted: Vec::new(),
             records: Vec::new(),
             leader: None,
+            preferred_replica: -1,
         }
     }
 }
@@ -207,7 +211,7 @@ fn encode_partition(
         put_no_tags(out, flexible);
     }
     if version >= 11 {
-        out.buffer().put_i32(-1); // preferred_read_replica: none
+        out.buffer().put_i32(partition.preferred_replica);
     }
     let len: u64 = partition.records.iter().map(ReadChunk::len).sum();
     let len = i32::try_from(len).map_err(|_| EncodeError("records too large"))?;
@@ -322,6 +326,7 @@ mod tests {
                             log_start: 3,
                             aborted: Vec::new(),
                             leader: None,
+                            preferred_replica: -1,
                             records: vec![
                                 ReadChunk::Memory(Bytes::from_static(b"memory-first|")),
                                 ReadChunk::File {
@@ -341,6 +346,7 @@ mod tests {
                             aborted: Vec::new(),
                             records: Vec::new(),
                             leader: None,
+                            preferred_replica: 4,
                         },
                         PartitionOut::error(9, 3),
                         refused,
@@ -371,6 +377,7 @@ mod tests {
             topics_seen: 0,
             assignments_seen: 0,
             listeners: Vec::new(),
+            reader: false,
         }
     }
 
@@ -411,6 +418,15 @@ mod tests {
             assert_eq!(
                 orders.partitions[1].records.as_deref(),
                 Some(&[][..]),
+                "v{version}"
+            );
+            let preferred = if version >= 11 { 4 } else { -1 };
+            assert_eq!(
+                (
+                    first.preferred_read_replica.0,
+                    orders.partitions[1].preferred_read_replica.0
+                ),
+                (-1, preferred),
                 "v{version}"
             );
             let failed = &orders.partitions[2];

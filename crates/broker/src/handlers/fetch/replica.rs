@@ -1,0 +1,208 @@
+//! The fetch of a partition another broker leads (shared-storage mode), served here
+//! from its committed records (`crate::replica_reads`), and KIP-392's preferred read
+//! replica, which a leader names to a consumer of another rack.
+//!
+//! As in Kafka, a consumer's fetch from v11 on (which carries its rack, so the broker
+//! knows it as a client) may be served by any broker, not only the leader; earlier
+//! versions, and views, are refused with `NOT_LEADER_OR_FOLLOWER` there as before.
+//! The consumer's leader epoch is checked against the partition's: an older one is
+//! fenced, with the leader named (KIP-951), so a client whose partition moved finds
+//! its new leader.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::FetchRequest;
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use spool_log::Isolation;
+use spool_model::Offset;
+use tokio::sync::watch;
+
+use super::encode::PartitionOut;
+use crate::errors::code;
+use crate::partitions::{ObjectRead, PartitionError};
+use crate::replica_reads::Committed;
+use crate::replica_reads::preferred::preferred_replica;
+use crate::shared::Shared;
+use crate::topics::Topic;
+
+/// The first Fetch version that names the client's rack: from it on, any broker
+/// serves consumers (Kafka's rule: earlier ones read from the leader only).
+pub(super) const CLIENT_METADATA: i16 = 11;
+
+/// Whether this broker serves `version` fetches of `topic`'s partitions it does not
+/// lead.
+pub(super) fn serves(shared: &Shared, version: i16, topic: &Topic) -> bool {
+    version >= CLIENT_METADATA && topic.view.is_none() && shared.replicas().is_some()
+}
+
+/// Reads the committed marks of the partitions of `topics` that this broker serves
+/// and does not lead, so that the pass finds them; a failure leaves them unread, and
+/// the pass refuses them as before (the leader serves them).
+pub(super) async fn prepare(
+    shared: &Shared,
+    request: &FetchRequest,
+    topics: &[Option<Arc<Topic>>],
+    version: i16,
+) {
+    let Some(replicas) = shared.replicas() else {
+        return;
+    };
+    let wanted: Vec<_> = request
+        .topics
+        .iter()
+        .zip(topics)
+        .filter_map(|(asked, known)| Some((asked, known.as_ref()?)))
+        .filter(|(_, topic)| serves(shared, version, topic))
+        .flat_map(|(asked, topic)| {
+            asked
+                .partitions
+                .iter()
+                .filter(|p| (0..topic.record.partitions).contains(&p.partition))
+                .filter(|p| shared.partitions().led_epoch(topic, p.partition).is_none())
+                .map(|p| (topic.partition_key(p.partition), Offset(p.fetch_offset)))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    if let Err(error) = replicas.prepare(&wanted).await {
+        tracing::debug!(%error, "cannot read committed marks; fetches go to the leaders");
+    }
+}
+
+/// One partition served from its committed records.
+pub(super) struct ReplicaRead {
+    pub(super) out: PartitionOut,
+    /// Bytes of records in `out`.
+    pub(super) bytes: u64,
+    /// Woken when the marks move: for a fetch that waits.
+    pub(super) watch: Option<watch::Receiver<Committed>>,
+    /// A leader to name in the response's endpoints (a fenced epoch, or marks that
+    /// could not be read).
+    pub(super) hinted: Option<i32>,
+}
+
+impl ReplicaRead {
+    fn failed(out: PartitionOut) -> ReplicaRead {
+        ReplicaRead {
+            out,
+            bytes: 0,
+            watch: None,
+            hinted: None,
+        }
+    }
+
+    pub(super) fn is_error(&self) -> bool {
+        self.out.error != code::NONE
+    }
+}
+
+/// The partition `wanted` of `topic`, which this broker does not lead, read from its
+/// committed records within `budget` (the first batch whole when `first`). Blocking.
+pub(super) fn read(
+    shared: &Shared,
+    topic: &Topic,
+    wanted: &FetchPartition,
+    budget: u64,
+    first: bool,
+    isolation: Isolation,
+) -> ReplicaRead {
+    let key = topic.partition_key(wanted.partition);
+    let index = wanted.partition;
+    let refused = |error: i16| {
+        let mut out = PartitionOut::error(index, error);
+        out.leader = shared.leader_hint(topic, index);
+        let hinted = out.leader.map(|hint| hint.leader);
+        ReplicaRead {
+            hinted,
+            ..ReplicaRead::failed(out)
+        }
+    };
+    let Some((committed, watch)) = shared.replicas().and_then(|r| r.committed(key)) else {
+        return refused(code::NOT_LEADER_OR_FOLLOWER);
+    };
+    // The epoch as this broker knows it from the assignments (what its Metadata
+    // says), else as the catalogue has it.
+    let epoch = shared
+        .partitions()
+        .leadership(topic, index)
+        .map_or(committed.leader_epoch, |(_, epoch)| epoch);
+    if wanted.current_leader_epoch >= 0 && wanted.current_leader_epoch < epoch {
+        return refused(code::FENCED_LEADER_EPOCH);
+    }
+    if wanted.current_leader_epoch > epoch {
+        return ReplicaRead::failed(PartitionOut::error(index, code::UNKNOWN_LEADER_EPOCH));
+    }
+    let bounds = committed.bounds;
+    let mut out = PartitionOut::error(index, code::NONE);
+    out.high_watermark = bounds.high_watermark.0;
+    out.last_stable = bounds.last_stable.0;
+    out.log_start = bounds.log_start.0;
+    let offset = Offset(wanted.fetch_offset);
+    if offset > bounds.high_watermark {
+        // Past what the catalogue (read for this fetch) has committed.
+        out.error = code::OFFSET_OUT_OF_RANGE;
+        return ReplicaRead::failed(out);
+    }
+    let asked = ObjectRead {
+        offset,
+        max_bytes: budget,
+        first_whole: first,
+        isolation,
+    };
+    let Some(replicas) = shared.replicas() else {
+        return refused(code::NOT_LEADER_OR_FOLLOWER);
+    };
+    match replicas.read(key, &committed, asked) {
+        Ok(result) => {
+            let bytes = result.len();
+            out.records = result.chunks;
+            out.aborted = result.aborted;
+            ReplicaRead {
+                out,
+                bytes,
+                watch: Some(watch),
+                hinted: None,
+            }
+        }
+        Err(error) => {
+            out.error = error.code();
+            if matches!(
+                error,
+                PartitionError::Catalogue(_) | PartitionError::ObjectRead(_)
+            ) {
+                tracing::debug!(%error, partition = index, "a read of committed records failed");
+            }
+            ReplicaRead::failed(out)
+        }
+    }
+}
+
+/// KIP-392, on the leader: the broker a consumer of `request`'s rack is to fetch the
+/// partition from instead of this one, if any.
+pub(super) fn preferred(
+    shared: &Shared,
+    request: &FetchRequest,
+    version: i16,
+    topic: &Topic,
+    index: i32,
+    listener: &str,
+) -> Option<i32> {
+    let rack = request.rack_id.as_str();
+    if rack.is_empty() || !serves(shared, version, topic) {
+        return None;
+    }
+    let config = shared.current_config();
+    if !config.reads.preferred_replicas {
+        return None;
+    }
+    let view = shared.cluster()?;
+    preferred_replica(
+        topic.partition_key(index),
+        rack,
+        view.node_id,
+        config.reads.rack.as_deref(),
+        &view.live_brokers(),
+        listener,
+    )
+}

@@ -1,0 +1,124 @@
+//! KIP-392's rack-aware replica selection, as a leader answers a consumer's fetch:
+//! a consumer that names a rack (`client.rack`) the leader is not in is sent to a
+//! live broker of that rack, which serves it the same committed records (see
+//! [`super::ReplicaReads`]); one in the leader's rack, or in a rack no live broker is
+//! in, reads from the leader. The partitions of a rack's clients are spread over the
+//! rack's brokers by a hash of the partition, the same on every leader.
+
+use spool_metadata::{BrokerRecord, PartitionKey};
+
+/// The broker a consumer in `client_rack` is to fetch the partition `key` from, if
+/// not this one (`me`, in `my_rack`): of the `live` brokers not draining that are in
+/// that rack and reachable on the client's `listener`, the one the partition hashes
+/// to. `None`: the consumer reads from the leader.
+pub(crate) fn preferred_replica(
+    key: PartitionKey,
+    client_rack: &str,
+    me: i32,
+    my_rack: Option<&str>,
+    live: &[BrokerRecord],
+    listener: &str,
+) -> Option<i32> {
+    if client_rack.is_empty() || my_rack == Some(client_rack) {
+        return None;
+    }
+    let mut in_rack: Vec<i32> = live
+        .iter()
+        .filter(|broker| broker.node_id != me && !broker.draining)
+        .filter(|broker| broker.rack.as_deref() == Some(client_rack))
+        // One registered before listeners were recorded is on every listener.
+        .filter(|broker| {
+            broker.listeners.is_empty() || broker.listeners.iter().any(|e| e.listener == listener)
+        })
+        .map(|broker| broker.node_id)
+        .collect();
+    if in_rack.is_empty() {
+        return None;
+    }
+    in_rack.sort_unstable();
+    let spread = crc32c::crc32c_append(
+        crc32c::crc32c(key.topic_id.as_bytes()),
+        &key.partition.to_be_bytes(),
+    );
+    let index = usize::try_from(spread).unwrap_or(0) % in_rack.len();
+    in_rack.get(index).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn broker(node_id: i32, rack: Option<&str>) -> BrokerRecord {
+        BrokerRecord {
+            node_id,
+            incarnation: Uuid::nil(),
+            host: "127.0.0.1".to_owned(),
+            port: 9000 + node_id,
+            rack: rack.map(str::to_owned),
+            lease_expires_ms: i64::MAX,
+            draining: false,
+            topics_seen: 0,
+            assignments_seen: 0,
+            listeners: Vec::new(),
+            reader: node_id > 3,
+        }
+    }
+
+    fn key(partition: i32) -> PartitionKey {
+        PartitionKey {
+            topic_id: Uuid::from_u128(7),
+            partition,
+        }
+    }
+
+    #[test]
+    fn a_client_of_another_rack_goes_to_a_broker_of_its_rack() {
+        let live = [
+            broker(1, Some("a")),
+            broker(2, Some("b")),
+            broker(4, Some("b")),
+            broker(5, None),
+        ];
+        let choose = |partition, rack| {
+            preferred_replica(key(partition), rack, 1, Some("a"), &live, "PLAINTEXT")
+        };
+        // The leader's own rack, no rack, a rack without a live broker: the leader.
+        assert_eq!(choose(0, "a"), None);
+        assert_eq!(choose(0, ""), None);
+        assert_eq!(choose(0, "c"), None);
+        // Rack b: brokers 2 and 4 (a reader), spread by partition.
+        let chosen: Vec<Option<i32>> = (0..64).map(|p| choose(p, "b")).collect();
+        assert!(
+            chosen.iter().all(|c| matches!(c, Some(2 | 4))),
+            "{chosen:?}"
+        );
+        assert!(
+            chosen.contains(&Some(2)) && chosen.contains(&Some(4)),
+            "{chosen:?}"
+        );
+        // The same answer every time (every leader computes the same).
+        assert_eq!(choose(5, "b"), choose(5, "b"));
+    }
+
+    #[test]
+    fn draining_brokers_and_brokers_without_the_clients_listener_are_not_chosen() {
+        let mut draining = broker(2, Some("b"));
+        draining.draining = true;
+        let mut elsewhere = broker(3, Some("b"));
+        elsewhere.listeners = vec![spool_metadata::BrokerEndpoint {
+            listener: "SASL_SSL".to_owned(),
+            host: "h".to_owned(),
+            port: 1,
+        }];
+        let live = [broker(1, None), draining, elsewhere];
+        assert_eq!(
+            preferred_replica(key(0), "b", 1, None, &live, "PLAINTEXT"),
+            None
+        );
+        assert_eq!(
+            preferred_replica(key(0), "b", 1, None, &live, "SASL_SSL"),
+            Some(3)
+        );
+    }
+}
