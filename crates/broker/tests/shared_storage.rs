@@ -157,6 +157,56 @@ async fn a_broker_on_an_empty_data_dir_serves_everything_committed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_of_the_same_cold_data_share_each_get() {
+    let cluster = Cluster::new();
+    let broker = cluster.broker(&[("storage.flush.ms", "5")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(client.create_topic("popular", 1).await, 0);
+    let mut expected = Vec::new();
+    for round in 0..12 {
+        let tag = format!("r{round}");
+        assert_eq!(client.produce("popular", 0, batch(&tag, 5)).await.0, 0);
+        expected.extend((0..5).map(|i| format!("{tag}-{i}")));
+    }
+    drop(client);
+    drop(broker.stop().await);
+    let objects = wal_objects(&cluster).await;
+
+    // A broker with a cold cache, and slow GETs: eight consumers read the same data
+    // at once.
+    let broker = cluster.broker(&[]).await;
+    cluster
+        .objects
+        .delay_gets(std::time::Duration::from_millis(50));
+    let before = cluster.objects.counts().gets;
+    let mut readers = Vec::new();
+    for _ in 0..8 {
+        let mut client = broker.client().await;
+        readers.push(tokio::spawn(async move {
+            values(&mut client, "popular", 0, 1 << 20).await
+        }));
+    }
+    for reader in readers {
+        let got: Vec<String> = reader
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|v| String::from_utf8(v.to_vec()).unwrap())
+            .collect();
+        assert_eq!(got, expected);
+    }
+    cluster.objects.heal();
+    let gets = cluster.objects.counts().gets - before;
+    // At most one GET per range (one per WAL object here), not one per consumer.
+    assert!(
+        gets <= u64::try_from(objects).unwrap(),
+        "{gets} GETs for {objects} objects"
+    );
+    let stats = broker.broker().unwrap().storage_stats().unwrap();
+    assert!(stats.cache_hits > stats.cache_misses, "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_put_is_a_retriable_error_that_writes_nothing() {
     let cluster = Cluster::new();
     let broker = cluster.broker(&[("storage.flush.ms", "5")]).await;

@@ -33,6 +33,8 @@ struct Faults {
     put_delay_ms: AtomicU64,
     /// GETs still to fail.
     failing_gets: AtomicU64,
+    /// How long each GET waits before it is made, in ms.
+    get_delay_ms: AtomicU64,
     puts: AtomicU64,
     put_bytes: AtomicU64,
     gets: AtomicU64,
@@ -86,6 +88,12 @@ impl FaultyObjectStore {
         self.faults.put_delay_ms.store(ms, Ordering::SeqCst);
     }
 
+    /// Every GET waits `delay` before it is made.
+    pub fn delay_gets(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.faults.get_delay_ms.store(ms, Ordering::SeqCst);
+    }
+
     /// The next `n` GETs fail.
     pub fn fail_next_gets(&self, n: u64) {
         self.faults.failing_gets.store(n, Ordering::SeqCst);
@@ -97,6 +105,7 @@ impl FaultyObjectStore {
         self.faults.lost_put_answers.store(0, Ordering::SeqCst);
         self.faults.put_delay_ms.store(0, Ordering::SeqCst);
         self.faults.failing_gets.store(0, Ordering::SeqCst);
+        self.faults.get_delay_ms.store(0, Ordering::SeqCst);
     }
 
     #[must_use]
@@ -156,6 +165,10 @@ impl ObjectStore for FaultyObjectStore {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         self.faults.gets.fetch_add(1, Ordering::SeqCst);
+        let delay = self.faults.get_delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         if take_one(&self.faults.failing_gets) {
             return Err(injected("GET failure"));
         }

@@ -26,6 +26,8 @@ pub struct StorageCounts {
     pub gets: AtomicU64,
     pub get_bytes: AtomicU64,
     pub cache_hits: AtomicU64,
+    /// Reads of a consumer that made a GET (not in the cache, none under way).
+    pub cache_misses: AtomicU64,
     /// Objects deleted (retention, collection, orphans).
     pub deletes: AtomicU64,
     pub commits: AtomicU64,
@@ -61,6 +63,7 @@ impl Default for StorageCounts {
             gets: AtomicU64::new(0),
             get_bytes: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
+            cache_misses: AtomicU64::new(0),
             deletes: AtomicU64::new(0),
             commits: AtomicU64::new(0),
             commit_failures: AtomicU64::new(0),
@@ -142,6 +145,7 @@ pub struct StorageStats {
     pub gets: u64,
     pub get_bytes: u64,
     pub cache_hits: u64,
+    pub cache_misses: u64,
     pub deletes: u64,
     pub commits: u64,
     pub commit_failures: u64,
@@ -205,6 +209,7 @@ impl StorageCounts {
             gets: get(&self.gets),
             get_bytes: get(&self.get_bytes),
             cache_hits: get(&self.cache_hits),
+            cache_misses: get(&self.cache_misses),
             deletes: get(&self.deletes),
             commits: get(&self.commits),
             commit_failures: get(&self.commit_failures),

@@ -440,6 +440,7 @@ async fn log_stats(counts: Arc<StorageCounts>, mut closing: watch::Receiver<bool
                 gets = stats.gets,
                 get_bytes = stats.get_bytes,
                 cache_hits = stats.cache_hits,
+                cache_misses = stats.cache_misses,
                 commits = stats.commits,
                 commit_failures = stats.commit_failures,
                 fenced_ranges = stats.fenced_ranges,

@@ -6,7 +6,10 @@
 //! sequentially finds its next fetch in the cache.
 //!
 //! The cache is in memory, keyed by object and byte range: objects are never
-//! rewritten under the same name, so a cached range is never stale.
+//! rewritten under the same name, so a cached range is never stale. A range being
+//! fetched is fetched once: reads that want it meanwhile (other consumers of the same
+//! data, a read catching up with its read-ahead) wait for that GET instead of making
+//! their own, so many consumers of the same data cost one GET.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -31,7 +34,13 @@ pub struct ObjectReader {
     catalogue: Arc<dyn MetadataStore>,
     counts: Arc<StorageCounts>,
     cache: Arc<RangeCache>,
+    /// The GETs under way, by range: a read wanting a range being fetched waits for
+    /// that GET's answer.
+    in_flight: Arc<Mutex<HashMap<CacheKey, Arc<InFlight>>>>,
 }
+
+/// One GET's answer, once it has one (a failure as its message).
+type InFlight = tokio::sync::OnceCell<Result<Bytes, String>>;
 
 /// Whole batches read from objects, in offset order.
 #[derive(Debug, Default)]
@@ -51,6 +60,7 @@ impl ObjectReader {
             catalogue,
             counts,
             cache: Arc::new(RangeCache::new(cache_bytes)),
+            in_flight: Arc::default(),
         }
     }
 
@@ -162,16 +172,66 @@ impl ObjectReader {
         Ok(None)
     }
 
-    /// A range's bytes, from the cache or a ranged GET.
+    /// A range's bytes, from the cache, the GET of it under way, or a ranged GET of
+    /// its own (a miss), which fills the cache.
     pub async fn range_bytes(&self, range: &StoredRange) -> Result<Bytes, StorageError> {
         let key = CacheKey::of(range);
         if let Some(bytes) = self.cache.get(&key) {
             StorageCounts::add(&self.counts.cache_hits, 1);
             return Ok(bytes);
         }
-        let bytes = fetch(&self.objects, &self.counts, range).await?;
-        self.cache.insert(key, bytes.clone());
-        Ok(bytes)
+        self.fetch_once(key, range, true).await
+    }
+
+    /// The range's bytes by the one GET of it under way, or a new one (into the
+    /// cache before it is forgotten as under way, so a later read finds it there).
+    /// `counted`: a read of a consumer, counted as a hit or a miss.
+    async fn fetch_once(
+        &self,
+        key: CacheKey,
+        range: &StoredRange,
+        counted: bool,
+    ) -> Result<Bytes, StorageError> {
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let mut fetched_here = false;
+        let answer = in_flight
+            .get_or_init(|| async {
+                fetched_here = true;
+                let fetched = fetch(&self.objects, &self.counts, range).await;
+                if let Ok(bytes) = &fetched {
+                    self.cache.insert(key.clone(), bytes.clone());
+                }
+                fetched.map_err(|error| error.to_string())
+            })
+            .await
+            .clone();
+        {
+            let mut under_way = self
+                .in_flight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if under_way
+                .get(&key)
+                .is_some_and(|entry| Arc::ptr_eq(entry, &in_flight))
+            {
+                under_way.remove(&key);
+            }
+        }
+        if counted {
+            let count = if fetched_here {
+                &self.counts.cache_misses
+            } else {
+                &self.counts.cache_hits
+            };
+            StorageCounts::add(count, 1);
+        }
+        answer.map_err(StorageError::ObjectRead)
     }
 
     /// A range's bytes for a reader that goes through a whole log once (the cleaner):
@@ -198,8 +258,8 @@ impl ObjectReader {
         let reader = self.clone();
         tokio::spawn(async move {
             for range in ranges {
-                match fetch(&reader.objects, &reader.counts, &range).await {
-                    Ok(bytes) => reader.cache.insert(CacheKey::of(&range), bytes),
+                match reader.fetch_once(CacheKey::of(&range), &range, false).await {
+                    Ok(_) => {}
                     Err(error) => {
                         tracing::debug!(object = %range.object, %error, "read-ahead failed");
                         return;

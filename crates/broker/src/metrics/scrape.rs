@@ -508,8 +508,14 @@ fn object_storage(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::
     counter(
         encoder,
         "object_cache_hits",
-        "Reads of object bytes served by the local cache",
+        "Reads of object bytes served by the local cache (or by a GET of the same bytes under way)",
         &counts.cache_hits,
+    )?;
+    counter(
+        encoder,
+        "object_cache_misses",
+        "Reads of object bytes that made a GET of their own",
+        &counts.cache_misses,
     )?;
     counter(
         encoder,
@@ -530,7 +536,7 @@ fn object_storage(encoder: &mut DescriptorEncoder<'_>, shared: &Shared) -> std::
         &counts.commit_failures,
     )?;
     let hits = counts.cache_hits.load(Ordering::Relaxed);
-    let reads = hits + counts.gets.load(Ordering::Relaxed);
+    let reads = hits + counts.cache_misses.load(Ordering::Relaxed);
     let metric = encoder.encode_descriptor(
         "object_cache_hit_ratio",
         "Share of object reads served by the local cache since start",
