@@ -22,7 +22,7 @@ const LEADER_NOT_AVAILABLE: i16 = 5;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 
 /// The shared stores, and the brokers running on them by node id.
-struct Cluster {
+pub(crate) struct Cluster {
     objects: Arc<InMemory>,
     metadata: MetadataUrl,
     brokers: BTreeMap<i32, (Broker, tempfile::TempDir)>,
@@ -30,7 +30,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn new() -> Cluster {
+    pub(crate) fn new() -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         Cluster {
             objects: Arc::new(InMemory::new()),
@@ -40,12 +40,12 @@ impl Cluster {
         }
     }
 
-    async fn start(&mut self, node_id: i32) {
+    pub(crate) async fn start(&mut self, node_id: i32) {
         self.start_with(node_id, &[]).await;
     }
 
     /// Starts broker `node_id` with `settings` over the test's defaults.
-    async fn start_with(&mut self, node_id: i32, settings: &[(&str, &str)]) {
+    pub(crate) async fn start_with(&mut self, node_id: i32, settings: &[(&str, &str)]) {
         let data = tempfile::tempdir().unwrap();
         let mut config = BrokerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -73,7 +73,7 @@ impl Cluster {
         self.brokers.insert(node_id, (broker, data));
     }
 
-    async fn stop(&mut self, node_id: i32) {
+    pub(crate) async fn stop(&mut self, node_id: i32) {
         let (broker, _data) = self.brokers.remove(&node_id).unwrap();
         broker.shutdown().await.unwrap();
     }
@@ -82,12 +82,12 @@ impl Cluster {
         self.brokers[&node_id].0.local_addr()
     }
 
-    async fn client(&self, node_id: i32) -> RawClient {
+    pub(crate) async fn client(&self, node_id: i32) -> RawClient {
         RawClient::connect(self.addr(node_id)).await
     }
 }
 
-async fn metadata(client: &mut RawClient, topic: &str) -> MetadataResponse {
+pub(crate) async fn metadata(client: &mut RawClient, topic: &str) -> MetadataResponse {
     let request = MetadataRequest::default()
         .with_allow_auto_topic_creation(false)
         .with_topics(Some(vec![
@@ -143,7 +143,7 @@ fn counts(leaders: &[(i32, i32)]) -> BTreeMap<i32, usize> {
     counts
 }
 
-fn batch(tag: &str) -> Vec<u8> {
+pub(crate) fn batch(tag: &str) -> Vec<u8> {
     BatchBuilder::new()
         .record(spool_testkit::TestRecord::value(tag.as_bytes().to_vec()))
         .build()

@@ -18,6 +18,7 @@ mod list_offsets;
 mod oauthbearer;
 mod produce;
 mod quotas;
+mod read_replicas;
 mod security;
 mod shared_metadata;
 mod shared_storage;

@@ -12,8 +12,9 @@
 //!
 //! From v13 on, topics are named by id. In shared-storage mode, a consumer's fetch
 //! (v11+) of a partition another broker leads is served here from its committed
-//! records, and a leader sends a consumer of another rack to a broker of that rack
-//! (KIP-392; see [`replica`]). Otherwise a partition another broker leads is refused
+//! records when the consumer names its rack or this broker is a reader, and a leader
+//! sends a consumer of another rack to a broker of that rack (KIP-392; see
+//! [`replica`]). Otherwise a partition another broker leads is refused
 //! with `NOT_LEADER_OR_FOLLOWER` and that leader named (KIP-951: its id and epoch from
 //! v12 on, its address from v16 on).
 //!
@@ -257,7 +258,9 @@ fn read_all(
             );
             let partition = match found {
                 Ok(partition) => partition,
-                Err(PartitionError::NotLeader) if replica::serves(shared, version, known) => {
+                Err(PartitionError::NotLeader)
+                    if replica::serves(shared, request, version, known) =>
+                {
                     let partition_budget = u64::try_from(wanted.partition_max_bytes.max(0))
                         .unwrap_or(0)
                         .min(budget);

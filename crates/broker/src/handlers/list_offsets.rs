@@ -4,6 +4,11 @@
 //! `read_committed` (v2+), the latest offset is the last stable offset, and a lookup
 //! finds nothing at or past it.
 //!
+//! In shared-storage mode a reader broker (`broker.roles=reader`), which leads
+//! nothing, answers from the catalogue (what is committed, as the leader would: see
+//! `crate::replica_reads`); a writer that does not lead the partition refuses it, so
+//! that a client with stale metadata finds the leader.
+//!
 //! Not advertised: v9's latest tiered offset (-5) and v10's timeout, which only mean
 //! something with tiered storage.
 
@@ -67,11 +72,25 @@ pub(crate) async fn handle(
             if !access.topic(Operation::Describe, name.0.as_str()) {
                 return Err(code::TOPIC_AUTHORIZATION_FAILED);
             }
-            let partition = shared
+            let found = shared
                 .partitions()
-                .partition(name.0.as_str(), index, current_leader_epoch)
-                .map_err(|error| error.code())?;
-            lookup(&partition, timestamp, committed)
+                .partition(name.0.as_str(), index, current_leader_epoch);
+            match found {
+                Ok(partition) => lookup(&partition, timestamp, committed),
+                Err(PartitionError::NotLeader)
+                    if shared.replicas().is_some()
+                        && shared.cluster().is_some_and(|view| view.reader) =>
+                {
+                    let asked = Asked {
+                        index,
+                        current_leader_epoch,
+                        timestamp,
+                        committed,
+                    };
+                    lookup_committed(shared, name.0.as_str(), asked)
+                }
+                Err(error) => Err(error.code()),
+            }
         },
     )
     .await;
@@ -113,6 +132,98 @@ struct Found {
     leader_epoch: i32,
 }
 
+/// One partition's lookup as asked.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    index: i32,
+    current_leader_epoch: i32,
+    timestamp: i64,
+    committed: bool,
+}
+
+/// A lookup on a broker that does not lead the partition: from the catalogue's
+/// committed state (one read) and the objects. Blocking.
+fn lookup_committed(shared: &Shared, topic: &str, asked: Asked) -> Result<Found, i16> {
+    let topic = shared
+        .topics()
+        .get(topic)
+        .filter(|topic| topic.view.is_none())
+        .ok_or(code::NOT_LEADER_OR_FOLLOWER)?;
+    let storage = shared.storage().ok_or(code::NOT_LEADER_OR_FOLLOWER)?;
+    let key = topic.partition_key(asked.index);
+    let catalogue = storage.catalogue().clone();
+    let state = storage
+        .wait_for(async move { catalogue.partition_state(key).await })
+        .map_err(|error| PartitionError::from(error).code())?
+        .map_err(|error| PartitionError::Catalogue(error).code())?
+        .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)?;
+    let current = shared
+        .partitions()
+        .leadership(&topic, asked.index)
+        .map_or(state.leader_epoch, |(_, epoch)| epoch);
+    if asked.current_leader_epoch >= 0 && asked.current_leader_epoch < current {
+        return Err(code::FENCED_LEADER_EPOCH);
+    }
+    if asked.current_leader_epoch > current {
+        return Err(code::UNKNOWN_LEADER_EPOCH);
+    }
+    let high_watermark = Offset(state.high_watermark);
+    let log_start = Offset(state.log_start);
+    let visible_end = match (&state.producer_state, asked.committed) {
+        (Some(encoded), true) => {
+            spool_log::stable_offset_in(encoded, high_watermark).unwrap_or(log_start)
+        }
+        _ => high_watermark,
+    };
+    let epoch_at = |offset: Offset| {
+        state
+            .epochs
+            .iter()
+            .rev()
+            .find(|(_, start)| *start <= offset.0)
+            .map_or(-1, |(epoch, _)| *epoch)
+    };
+    let at = |offset: Offset, timestamp: i64| Found {
+        offset: offset.0,
+        timestamp,
+        leader_epoch: epoch_at(offset),
+    };
+    let reader = storage.reader.clone();
+    let code_of = |error: spool_shared_storage::StorageError| PartitionError::from(error).code();
+    let found = match asked.timestamp {
+        EARLIEST | EARLIEST_LOCAL => Some(at(log_start, -1)),
+        LATEST => Some(Found {
+            offset: visible_end.0,
+            timestamp: -1,
+            leader_epoch: current,
+        }),
+        MAX_TIMESTAMP => storage
+            .wait_for(async move { reader.max_timestamp_offset(key, log_start).await })
+            .map_err(code_of)?
+            .map_err(code_of)?
+            .filter(|(offset, _)| *offset < visible_end)
+            .map(|(offset, t)| at(offset, t.0)),
+        t if t >= 0 => {
+            let target = Timestamp(t);
+            storage
+                .wait_for(async move { reader.offset_for_timestamp(key, target, log_start).await })
+                .map_err(code_of)?
+                .map_err(code_of)?
+                .filter(|(offset, _)| *offset < visible_end)
+                .map(|(offset, t)| at(offset, t.0))
+        }
+        _ => return Err(code::INVALID_REQUEST),
+    };
+    Ok(found.unwrap_or(NOT_FOUND))
+}
+
+/// Kafka's answer when nothing matches.
+const NOT_FOUND: Found = Found {
+    offset: -1,
+    timestamp: -1,
+    leader_epoch: -1,
+};
+
 fn lookup(partition: &PartitionHandle, timestamp: i64, committed: bool) -> Result<Found, i16> {
     let storage = |error: PartitionError| error.code();
     let log = &partition.log;
@@ -147,9 +258,5 @@ fn lookup(partition: &PartitionHandle, timestamp: i64, committed: bool) -> Resul
             .map(|(offset, t)| at(offset, t.0)),
         _ => return Err(code::INVALID_REQUEST),
     };
-    Ok(found.unwrap_or(Found {
-        offset: -1,
-        timestamp: -1,
-        leader_epoch: -1,
-    }))
+    Ok(found.unwrap_or(NOT_FOUND))
 }

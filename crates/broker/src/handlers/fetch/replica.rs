@@ -2,12 +2,14 @@
 //! from its committed records (`crate::replica_reads`), and KIP-392's preferred read
 //! replica, which a leader names to a consumer of another rack.
 //!
-//! As in Kafka, a consumer's fetch from v11 on (which carries its rack, so the broker
-//! knows it as a client) may be served by any broker, not only the leader; earlier
-//! versions, and views, are refused with `NOT_LEADER_OR_FOLLOWER` there as before.
-//! The consumer's leader epoch is checked against the partition's: an older one is
-//! fenced, with the leader named (KIP-951), so a client whose partition moved finds
-//! its new leader.
+//! A consumer's fetch from v11 on (which carries its rack) is served by a broker that
+//! does not lead the partition when the consumer names a rack (it takes part in
+//! rack-aware reads: a leader may have sent it here) or the broker is a reader.
+//! Others — no rack at a writer, earlier versions, views — are refused with
+//! `NOT_LEADER_OR_FOLLOWER` and the leader named, as before: a consumer whose
+//! partition moved learns the new leader at once rather than being served, a little
+//! later, by its old one. The consumer's leader epoch is checked against the
+//! partition's: an older one is fenced, with the leader named (KIP-951).
 
 use std::sync::Arc;
 
@@ -29,10 +31,14 @@ use crate::topics::Topic;
 /// serves consumers (Kafka's rule: earlier ones read from the leader only).
 pub(super) const CLIENT_METADATA: i16 = 11;
 
-/// Whether this broker serves `version` fetches of `topic`'s partitions it does not
-/// lead.
-pub(super) fn serves(shared: &Shared, version: i16, topic: &Topic) -> bool {
-    version >= CLIENT_METADATA && topic.view.is_none() && shared.replicas().is_some()
+/// Whether this broker serves the `version` fetch `request` of `topic`'s partitions
+/// it does not lead.
+pub(super) fn serves(shared: &Shared, request: &FetchRequest, version: i16, topic: &Topic) -> bool {
+    let reader = shared.cluster().is_some_and(|view| view.reader);
+    version >= CLIENT_METADATA
+        && topic.view.is_none()
+        && shared.replicas().is_some()
+        && (reader || !request.rack_id.is_empty())
 }
 
 /// Reads the committed marks of the partitions of `topics` that this broker serves
@@ -52,7 +58,7 @@ pub(super) async fn prepare(
         .iter()
         .zip(topics)
         .filter_map(|(asked, known)| Some((asked, known.as_ref()?)))
-        .filter(|(_, topic)| serves(shared, version, topic))
+        .filter(|(_, topic)| serves(shared, request, version, topic))
         .flat_map(|(asked, topic)| {
             asked
                 .partitions
@@ -189,7 +195,7 @@ pub(super) fn preferred(
     listener: &str,
 ) -> Option<i32> {
     let rack = request.rack_id.as_str();
-    if rack.is_empty() || !serves(shared, version, topic) {
+    if rack.is_empty() || !serves(shared, request, version, topic) {
         return None;
     }
     let config = shared.current_config();
