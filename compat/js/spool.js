@@ -78,31 +78,34 @@ function storageArgs(label) {
   return ['--storage-url', `${bucket.replace(/\/+$/, '')}/${label}-${process.pid}-${Date.now()}`];
 }
 
-// Starts the broker (or the cluster of CLUSTER brokers) with `settings` (name=value),
-// each with a schema registry listener of its own; `label` names its database and
-// bucket prefix. Its bootstrap address, each broker's registry URL, and stop().
-async function startBrokers(label, settings = []) {
+// Starts the broker (or the cluster of CLUSTER brokers, or of `count`) with
+// `settings` (name=value) and each node's own (`nodeSettings(node)`), each with a
+// schema registry listener of its own; `label` names its database and bucket prefix.
+// Its bootstrap address, every broker's address, each broker's registry URL, and
+// stop().
+async function startBrokers(label, settings = [], { count = CLUSTER, nodeSettings = () => [] } = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `spool-${label}-`));
   const shared = [...metadataArgs(label), ...storageArgs(label), ...settings.flatMap((s) => ['--set', s])];
   const brokers = [];
   const addresses = [];
   const registryUrls = [];
-  for (let node = 1; node <= CLUSTER; node++) {
+  for (let node = 1; node <= count; node++) {
     const port = await freePort();
     const registryPort = await freePort();
     addresses.push(`127.0.0.1:${port}`);
     registryUrls.push(`http://127.0.0.1:${registryPort}`);
-    const cluster = CLUSTER > 1 ? ['--node-id', `${node}`] : [];
+    const cluster = count > 1 ? ['--node-id', `${node}`] : [];
+    const own = nodeSettings(node).flatMap((s) => ['--set', s]);
     brokers.push(spawn(SPOOL_BIN, ['--listen', addresses[node - 1],
-      '--data-dir', path.join(dataDir, `data-${node}`), ...cluster, ...shared,
+      '--data-dir', path.join(dataDir, `data-${node}`), ...cluster, ...shared, ...own,
       '--set', `schema.registry.listen=127.0.0.1:${registryPort}`], { stdio: 'ignore' }));
     await waitForPort(port);
   }
-  const address = addresses[CLUSTER > 1 ? 1 : 0];
+  const address = addresses[count > 1 ? 1 : 0];
   // Until the bootstrap broker lists them all: topics made next spread over them.
-  for (let i = 0; CLUSTER > 1; i++) {
+  for (let i = 0; count > 1; i++) {
     const listed = spawnSync('kcat', ['-b', address, '-L', '-J'], { encoding: 'utf8' });
-    if (listed.status === 0 && JSON.parse(listed.stdout).brokers.length === CLUSTER) break;
+    if (listed.status === 0 && JSON.parse(listed.stdout).brokers.length === count) break;
     assert.ok(i < 200, 'the brokers did not form one cluster');
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -115,7 +118,7 @@ async function startBrokers(label, settings = []) {
     fs.rmSync(dataDir, { recursive: true, force: true });
     assert.deepStrictEqual(codes, brokers.map(() => 0), 'clean shutdown');
   };
-  return { address, registryUrls, stop };
+  return { address, addresses, registryUrls, stop };
 }
 
 async function waitFor(predicate, what, timeoutMs = 30000) {
