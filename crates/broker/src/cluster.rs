@@ -18,9 +18,9 @@
 pub(crate) mod controller;
 mod handover;
 mod membership;
+mod placement;
 mod view;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use spool_metadata::PartitionKey;
@@ -46,9 +46,10 @@ pub(crate) async fn assign_now(shared: &Arc<Shared>, view: &ClusterView) {
 }
 
 /// Gives the partitions this broker just made their first leaders at once, each to
-/// the live broker (not draining) leading fewest as this broker sees them, so that
-/// they are served as soon as the request that made them is answered; the
-/// controller balances them later. One the controller assigned meanwhile stays.
+/// the live writer (not draining) leading fewest as this broker sees them (spread
+/// over racks, see [`placement`]), so that they are served as soon as the request
+/// that made them is answered; the controller balances them later. One the controller
+/// assigned meanwhile stays.
 pub(crate) async fn assign_new(shared: &Arc<Shared>, view: &ClusterView, keys: &[PartitionKey]) {
     // As the store has them now, not as of the last heartbeat: a broker that just
     // joined gets its share from the start.
@@ -57,34 +58,26 @@ pub(crate) async fn assign_new(shared: &Arc<Shared>, view: &ClusterView, keys: &
         tracing::warn!(%error, "cannot read the brokers; the controller assigns the new partitions");
         return;
     }
-    let mut load: HashMap<i32, usize> = view
-        .live_brokers()
+    let live = view.live_brokers();
+    let eligible: Vec<i32> = live
         .iter()
         .filter(|broker| broker.takes_work())
-        .map(|broker| (broker.node_id, 0))
+        .map(|broker| broker.node_id)
         .collect();
-    for leadership in view
+    let racks: placement::Racks = live
+        .iter()
+        .map(|broker| (broker.node_id, broker.rack.clone()))
+        .collect();
+    let leaderships: Vec<spool_metadata::Leadership> = view
         .leaders
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .values()
-    {
-        if let Some(count) = load.get_mut(&leadership.leader) {
-            *count += 1;
-        }
-    }
-    let mut assignments = Vec::with_capacity(keys.len());
-    for key in keys {
-        // No broker may take it now: the controller assigns it when one can.
-        let Some((&node, count)) = load
-            .iter_mut()
-            .min_by_key(|(node, count)| (**count, **node))
-        else {
-            break;
-        };
-        *count += 1;
-        assignments.push((*key, node));
-    }
+        .copied()
+        .collect();
+    // No broker may take them now (none eligible): the controller assigns them when
+    // one can.
+    let assignments = placement::first_leaders(keys, &leaderships, &eligible, &racks);
     if !assignments.is_empty()
         && let Err(error) = shared.metadata().assign_new_partitions(&assignments).await
     {
