@@ -280,6 +280,7 @@ impl Bench {
             metadata_url: self.metadata_url.clone(),
             node_id,
             settings: self.settings.clone(),
+            admin: None,
         };
         let dir = self.dir.join(format!("node-{node_id}"));
         let mut host = Host::new(

@@ -72,6 +72,8 @@ pub(crate) struct SharedStorage {
     /// The broker's node id in the cluster, and `--set` settings for it.
     pub(crate) node_id: i32,
     pub(crate) settings: Vec<String>,
+    /// Where its admin listener (`/metrics`) is; none by default.
+    pub(crate) admin: Option<SocketAddr>,
 }
 
 #[derive(Debug)]
@@ -148,6 +150,7 @@ impl Host {
                 let log = self.data_dir.join("broker.log");
                 let broker_dir = self.data_dir.join("broker");
                 let mut shared_args = Vec::new();
+                let mut admin = "off".to_owned();
                 if let Some(shared) = shared {
                     // Nothing of the last life's data directory is kept but its
                     // instance id: the same machine back after a crash takes its
@@ -175,6 +178,9 @@ impl Host {
                     for setting in &shared.settings {
                         shared_args.extend(["--set".to_owned(), setting.clone()]);
                     }
+                    if let Some(address) = shared.admin {
+                        admin = address.to_string();
+                    }
                 }
                 let open_log = || {
                     std::fs::OpenOptions::new()
@@ -194,7 +200,7 @@ impl Host {
                     .arg("--data-dir")
                     .arg(&broker_dir)
                     .arg("--admin-listen")
-                    .arg("off")
+                    .arg(&admin)
                     .args(&shared_args)
                     .arg("--set")
                     .arg("group.initial.rebalance.delay.ms=0")
@@ -386,7 +392,7 @@ fn start_in_process(config: BrokerConfig, store: &FaultyStore) -> Result<Life, C
     }
 }
 
-fn free_port() -> Result<SocketAddr, CheckError> {
+pub(crate) fn free_port() -> Result<SocketAddr, CheckError> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .map_err(CheckError::io("bind", Path::new("127.0.0.1:0")))?;
     listener

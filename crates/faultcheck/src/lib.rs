@@ -19,6 +19,7 @@ pub mod history;
 mod host;
 mod members;
 mod producer;
+pub mod reads;
 mod report;
 mod transactions;
 
@@ -238,6 +239,7 @@ pub fn run(check: &FaultCheck) -> Result<Report, CheckError> {
                 } else {
                     Vec::new()
                 },
+                admin: None,
             });
         let dir = if nodes == 1 {
             data_dir.clone()

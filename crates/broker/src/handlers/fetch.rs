@@ -291,6 +291,21 @@ fn read_all(
                     continue;
                 }
             };
+            if let Some(other) =
+                replica::preferred(shared, request, version, known, wanted.partition, listener)
+            {
+                // KIP-392: nothing read, no records; the consumer fetches from `other`
+                // from now on.
+                let log = &partition.log;
+                let mut out = PartitionOut::error(wanted.partition, code::NONE);
+                out.high_watermark = log.offsets().high_watermark.0;
+                out.log_start = partition.log_start().0;
+                out.last_stable = log.stable_offset().0;
+                out.preferred_replica = other;
+                pass.redirected = true;
+                partitions.push(out);
+                continue;
+            }
             // The first partition with data gets at least one whole batch, even past
             // the budgets, so consumers always make progress; every later one only
             // what fits the rest of the response budget (Kafka's rule: one batch at
@@ -326,16 +341,6 @@ fn read_all(
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
             out.high_watermark = log.offsets().high_watermark.0;
             out.log_start = partition.log_start().0;
-            if let Some(other) =
-                replica::preferred(shared, request, version, known, wanted.partition, listener)
-            {
-                // KIP-392: no records; the consumer fetches from `other` from now on.
-                out.preferred_replica = other;
-                out.last_stable = log.stable_offset().0;
-                pass.redirected = true;
-                partitions.push(out);
-                continue;
-            }
             match read {
                 Ok(result) => {
                     out.last_stable = result.last_stable.0;

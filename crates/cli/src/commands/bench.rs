@@ -25,6 +25,11 @@ pub(crate) enum BenchCommand {
     /// when their leader is killed, stopped (SIGTERM) or drained, and when a broker
     /// joins. Starts its own brokers (`spool serve` processes).
     Failover(spool_faultcheck::failover::Failover),
+    /// Reads anywhere in a cluster over shared storage: read rate, GETs per MB and
+    /// bytes served by each broker with 0, 1, 2 reader brokers, the share served
+    /// across racks, and end-to-end latency from a reader against from the leaders.
+    /// Starts its own brokers (`spool serve` processes).
+    Reads(spool_faultcheck::reads::Reads),
     /// The schema registry: lookups by id and register-or-get calls per second, and
     /// their latencies, with many subjects registered.
     Registry(spool_loadgen::registry::RegistryBench),
@@ -73,6 +78,15 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
                             }
                             other => BenchError::Failed(other.to_string()),
                         })?;
+                    Ok((report.to_text(), serde_json::json!(report)))
+                }
+                BenchCommand::Reads(reads) => {
+                    let report = spool_faultcheck::reads::run(&reads).map_err(|e| match e {
+                        spool_faultcheck::CheckError::Invalid(message) => {
+                            BenchError::Invalid(message)
+                        }
+                        other => BenchError::Failed(other.to_string()),
+                    })?;
                     Ok((report.to_text(), serde_json::json!(report)))
                 }
                 BenchCommand::Registry(settings) => {
