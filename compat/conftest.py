@@ -36,6 +36,13 @@ STORAGE = os.environ.get("SPOOL_COMPAT_STORAGE", "local")
 # own data directory. Clients bootstrap from one of them, a different one for each
 # Broker made, and must find partition leaders and group coordinators from there.
 CLUSTER = int(os.environ.get("SPOOL_COMPAT_CLUSTER", "1")) if STORAGE == "s3" else 1
+# With a cluster, SPOOL_COMPAT_READERS=N adds N reader brokers (`broker.roles=reader`:
+# they lead nothing and serve reads and Metadata), node ids after the writers', so
+# that every test also runs with a reader in the cluster, and the clients of one
+# test in every CLUSTER + N bootstrap from a reader.
+READERS = int(os.environ.get("SPOOL_COMPAT_READERS", "0")) if CLUSTER > 1 else 0
+# Every broker process of a test's cluster.
+BROKERS = CLUSTER + READERS
 _brokers_made = itertools.count()
 
 
@@ -102,15 +109,18 @@ def free_port():
 
 
 class Broker:
-    """The broker of a test: one spool process, or CLUSTER of them (or `count`, for a
-    test that needs a cluster of its own shape in shared-storage mode)."""
+    """The broker of a test: one spool process, or CLUSTER writers and READERS readers
+    (or `count` brokers, for a test that needs a cluster of its own shape in
+    shared-storage mode)."""
 
     def __init__(self, data_dir, settings=(), args=(), env=None, node_args=None, client=None,
                  count=None):
         self.data_dir = data_dir
         # What a client needs besides the address (SASL settings, say).
         self.client = dict(client or {})
-        self.count = count or CLUSTER
+        self.count = count or BROKERS
+        # Node ids above this one are readers.
+        self.writers = count or CLUSTER
         self.ports = [free_port() for _ in range(self.count)]
         # Each broker's HTTP admin listener (health, /metrics, REST API, console).
         self.admin_ports = [free_port() for _ in range(self.count)]
@@ -157,6 +167,8 @@ class Broker:
                 "--admin-listen", f"127.0.0.1:{self.admin_ports[node - 1]}"]
         if self.count > 1:
             args += ["--node-id", str(node)]
+        if node > self.writers:
+            args += ["--set", "broker.roles=reader"]
         url = metadata_url(self.data_dir)
         if url:
             args += ["--metadata-url", url]

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
-from conftest import CLUSTER, free_port, server_certificate
+from conftest import BROKERS, CLUSTER, free_port, server_certificate
 
 pytestmark = pytest.mark.skipif(CLUSTER < 2, reason="a cluster's listeners")
 
@@ -26,7 +26,7 @@ def cluster(tmp_path_factory):
     from conftest import Broker
     tmp = str(tmp_path_factory.mktemp("listeners"))
     ca_path, cert_path, key_path = server_certificate(tmp)
-    sasl_ports = {node: free_port() for node in range(1, CLUSTER + 1)}
+    sasl_ports = {node: free_port() for node in range(1, BROKERS + 1)}
     broker = Broker(
         tmp,
         settings=["sasl.enabled.mechanisms=SCRAM-SHA-512",

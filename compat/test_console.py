@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import CLUSTER, METADATA, STORAGE
+from conftest import BROKERS, CLUSTER, METADATA, STORAGE
 from test_admin_http import group_admin
 
 CHROMIUM = os.environ.get("SPOOL_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
@@ -45,7 +45,7 @@ def test_console_pages_forms_and_message_browser(broker, browser_page):
 
     page.goto(broker.admin_url + "/")
     expect(page.locator("h1")).to_have_text("Overview")
-    expect(page.locator(".card", has_text="Brokers")).to_contain_text(str(CLUSTER))
+    expect(page.locator(".card", has_text="Brokers")).to_contain_text(str(BROKERS))
     expect(page.locator("#rate-in")).not_to_have_text("…")
     shot(page, "overview")
 

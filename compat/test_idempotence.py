@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 
 from chaos_proxy import ChaosProxy
-from conftest import CLUSTER, kcat
+from conftest import BROKERS, CLUSTER, kcat
 
 PARTITIONS = 2
 
@@ -126,7 +126,7 @@ CLIENTS = {"librdkafka": ConfluentClient, "kafka-python": KafkaPythonClient}
 @pytest.mark.parametrize("client", CLIENTS)
 def test_retries_through_dropped_responses_and_cut_connections(make_broker, client):
     # A proxy in front of each broker, which advertises it.
-    proxies = [ChaosProxy(upstream_port=None) for _ in range(CLUSTER)]
+    proxies = [ChaosProxy(upstream_port=None) for _ in range(BROKERS)]
     broker = make_broker(node_args=lambda node: ["--advertise", proxies[node - 1].address])
     for proxy, port in zip(proxies, broker.ports):
         proxy.upstream_port = port

@@ -597,7 +597,8 @@ def test_a_mirror_partition_whose_leader_dies_is_copied_on_by_its_next_leader(cl
     link(target, source, "moves", "--topics", "moving")
     wait_until(caught_up(source, target, "moving", 3))
     # A broker other than the one clients bootstrap from (the readers here need it).
-    victim = next(node for node, port in enumerate(target.ports, start=1) if port != target.port)
+    victim = next(node for node, port in enumerate(target.ports[:CLUSTER], start=1)
+                  if port != target.port)
     target.kill9_node(victim)
     produce(source, "moving", 30, 3, prefix="after")
     wait_until(caught_up(source, target, "moving", 3), timeout=90,

@@ -119,6 +119,12 @@ def test_racks_and_roles_show_in_metadata_and_the_reader_leads_nothing(cluster):
     assert {n: (b["rack"], b["role"]) for n, b in brokers.items()} == {
         1: ("a", "writer"), 2: ("b", "writer"), READER: ("r", "reader")}
     assert brokers[READER]["partitions"] == 0 and brokers[READER]["groups"] == 0
+    # The REST API the console draws its Brokers table from, asked of the reader.
+    with urllib.request.urlopen(cluster.admin_url_of(READER) + "/api/cluster", timeout=5) as answer:
+        shown = json.load(answer)
+    assert {b["node_id"]: (b["rack"], b["reader"], b["partitions_led"] > 0)
+            for b in shown["brokers"]} == {1: ("a", False, True), 2: ("b", False, True),
+                                           READER: ("r", True, False)}
 
 
 def test_a_consumer_of_the_readers_rack_reads_there_what_the_leaders_serve(cluster):

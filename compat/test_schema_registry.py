@@ -21,7 +21,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from conftest import CLUSTER, SPOOL_BIN, Broker, free_port
+from conftest import BROKERS, CLUSTER, SPOOL_BIN, Broker, free_port
 # The console test's browser (its page errors fail the test) and screenshots.
 from test_console import browser_page, shot  # noqa: F401
 
@@ -52,7 +52,7 @@ ORDER_JSON = {
 @pytest.fixture(scope="module")
 def broker():
     """A broker (or cluster) whose every member serves the registry on a port of its own."""
-    registry_ports = [free_port() for _ in range(CLUSTER)]
+    registry_ports = [free_port() for _ in range(BROKERS)]
     with tempfile.TemporaryDirectory() as data_dir:
         started = Broker(data_dir, node_args=lambda node: [
             "--set", f"schema.registry.listen=127.0.0.1:{registry_ports[node - 1]}"]).start()
@@ -356,7 +356,7 @@ def test_a_secured_registry_takes_scram_logins_over_tls_and_checks_acls(make_bro
     ca, certificate, key = server_certificate(str(tmp_path))
     admin_sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
                   "sasl.username": "admin", "sasl.password": "admin-secret"}
-    ports = [free_port() for _ in range(CLUSTER)]
+    ports = [free_port() for _ in range(BROKERS)]
     broker = make_broker(
         "listeners=SASL_PLAINTEXT://127.0.0.1:{port}", "authorizer.enabled=true",
         "super.users=User:admin", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",

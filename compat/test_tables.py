@@ -23,7 +23,7 @@ from kafka.admin import ConfigResourceType, KafkaAdminClient
 
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from conftest import CLUSTER, SPOOL_BIN, STORAGE, Broker, free_port, metadata_url
+from conftest import BROKERS, CLUSTER, SPOOL_BIN, STORAGE, Broker, free_port, metadata_url
 from iceberg_rest import RestCatalogue
 from test_console import browser_page, shot  # noqa: F401
 
@@ -343,7 +343,7 @@ def test_a_rest_catalogue_named_by_table_catalog_url_holds_the_tables(make_broke
 @pytest.fixture(scope="module")
 def registry_broker():
     """A broker (or cluster) serving the schema registry on every member."""
-    ports = [free_port() for _ in range(CLUSTER)]
+    ports = [free_port() for _ in range(BROKERS)]
     with tempfile.TemporaryDirectory() as data_dir:
         started = Broker(data_dir, node_args=lambda node: [
             "--set", f"schema.registry.listen=127.0.0.1:{ports[node - 1]}"]).start()

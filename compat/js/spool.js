@@ -15,6 +15,9 @@ const SPOOL_BIN = process.env.SPOOL_BIN || path.resolve(__dirname, '../../target
 // clients bootstrap from node 2 and find leaders and coordinators from there.
 const CLUSTER = process.env.SPOOL_COMPAT_STORAGE === 's3'
   ? Number(process.env.SPOOL_COMPAT_CLUSTER || '1') : 1;
+// With a cluster, SPOOL_COMPAT_READERS=N adds N reader brokers (`broker.roles=reader`)
+// after the writers (compat/conftest.py does the same).
+const READERS = CLUSTER > 1 ? Number(process.env.SPOOL_COMPAT_READERS || '0') : 0;
 
 // Brokers' ports come from 30000-32767: below the kernel's ephemeral range, where no
 // client's outgoing connection takes one between this check and the broker's bind,
@@ -83,7 +86,11 @@ function storageArgs(label) {
 // schema registry listener of its own; `label` names its database and bucket prefix.
 // Its bootstrap address, every broker's address, each broker's registry URL, and
 // stop().
-async function startBrokers(label, settings = [], { count = CLUSTER, nodeSettings = () => [] } = {}) {
+async function startBrokers(label, settings = [], { count, nodeSettings } = {}) {
+  // The suite's cluster (its writers, then its readers) unless the test shapes its own.
+  const writers = count || CLUSTER;
+  count = count || CLUSTER + READERS;
+  nodeSettings = nodeSettings || ((node) => (node > writers ? ['broker.roles=reader'] : []));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `spool-${label}-`));
   const shared = [...metadataArgs(label), ...storageArgs(label), ...settings.flatMap((s) => ['--set', s])];
   const brokers = [];

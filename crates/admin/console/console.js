@@ -108,11 +108,12 @@ async function overview() {
       card("Consumer groups", groups.length)),
     h("h2", {}, "Throughput (this broker)"), rates,
     h("h2", {}, "Brokers"),
-    table(["Node", "Address", "Partitions led", "Role"], cluster.brokers.map(broker => [
-      broker.node_id, `${broker.host}:${broker.port}`, broker.partitions_led,
-      [broker.node_id === cluster.node_id ? "this broker" : null,
+    table(["Node", "Address", "Rack", "Partitions led", "Role"], cluster.brokers.map(broker => [
+      broker.node_id, `${broker.host}:${broker.port}`, broker.rack || "-", broker.partitions_led,
+      [broker.reader ? "reader" : "writer",
+       broker.node_id === cluster.node_id ? "this broker" : null,
        broker.node_id === cluster.controller ? "controller" : null].filter(Boolean).join(", "),
-    ]), [2]));
+    ]), [3]));
   // Rates from two scrapes a second apart.
   const first = await metrics();
   if (!first) { rates.replaceChildren(h("p", { class: "muted" }, "Metrics are off on this broker.")); return; }

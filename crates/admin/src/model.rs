@@ -176,6 +176,10 @@ pub struct BrokerInfo {
     pub node_id: i32,
     pub host: String,
     pub port: i32,
+    /// `broker.rack`, if set.
+    pub rack: Option<String>,
+    /// A reader (`broker.roles=reader`): it leads nothing and serves reads.
+    pub reader: bool,
     /// Partitions it leads.
     pub partitions_led: usize,
 }

@@ -39,6 +39,8 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
                 node_id,
                 host,
                 port,
+                rack: shared.started_config().reads.rack.clone(),
+                reader: false,
                 partitions_led: led,
             }],
         };
@@ -59,6 +61,8 @@ pub(super) fn cluster(shared: &Shared) -> ClusterInfo {
             partitions_led: led.get(&broker.node_id).copied().unwrap_or(0),
             host: broker.host,
             port: broker.port,
+            rack: broker.rack,
+            reader: broker.reader,
         })
         .collect();
     brokers.sort_by_key(|broker| broker.node_id);

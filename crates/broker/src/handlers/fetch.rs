@@ -79,12 +79,7 @@ pub(crate) async fn handle(
     loop {
         let started = std::time::Instant::now();
         open_tails(&shared, &request, version, access).await;
-        let known: Vec<Option<Arc<Topic>>> = request
-            .topics
-            .iter()
-            .map(|topic| readable_topic(&shared, topic, version, access).0)
-            .collect();
-        replica::prepare(&shared, &request, &known, version).await;
+        replica::prepare(&shared, &request, version, access).await;
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
             let listener = listener.to_owned();

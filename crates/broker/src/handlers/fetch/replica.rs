@@ -11,8 +11,6 @@
 //! later, by its old one. The consumer's leader epoch is checked against the
 //! partition's: an older one is fenced, with the leader named (KIP-951).
 
-use std::sync::Arc;
-
 use kafka_protocol::messages::FetchRequest;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use spool_log::Isolation;
@@ -26,6 +24,7 @@ use crate::replica_reads::Committed;
 use crate::replica_reads::preferred::preferred_replica;
 use crate::shared::Shared;
 use crate::topics::Topic;
+use spool_security::authorizer::Access;
 
 /// The first Fetch version that names the client's rack: from it on, any broker
 /// serves consumers (Kafka's rule: earlier ones read from the leader only).
@@ -41,14 +40,15 @@ pub(super) fn serves(shared: &Shared, request: &FetchRequest, version: i16, topi
         && (reader || !request.rack_id.is_empty())
 }
 
-/// Reads the committed marks of the partitions of `topics` that this broker serves
-/// and does not lead, so that the pass finds them; a failure leaves them unread, and
-/// the pass refuses them as before (the leader serves them).
+/// Reads the committed marks of the partitions the request may read that this broker
+/// serves and does not lead, so that the pass finds them; a failure leaves them
+/// unread, and the pass refuses them as before (the leader serves them). Nothing to
+/// do in embedded mode.
 pub(super) async fn prepare(
     shared: &Shared,
     request: &FetchRequest,
-    topics: &[Option<Arc<Topic>>],
     version: i16,
+    access: &Access,
 ) {
     let Some(replicas) = shared.replicas() else {
         return;
@@ -56,16 +56,21 @@ pub(super) async fn prepare(
     let wanted: Vec<_> = request
         .topics
         .iter()
-        .zip(topics)
-        .filter_map(|(asked, known)| Some((asked, known.as_ref()?)))
+        .filter_map(|asked| {
+            Some((
+                asked,
+                super::readable_topic(shared, asked, version, access).0?,
+            ))
+        })
         .filter(|(_, topic)| serves(shared, request, version, topic))
         .flat_map(|(asked, topic)| {
             asked
                 .partitions
                 .iter()
                 .filter(|p| (0..topic.record.partitions).contains(&p.partition))
-                .filter(|p| shared.partitions().led_epoch(topic, p.partition).is_none())
+                .filter(|p| shared.partitions().led_epoch(&topic, p.partition).is_none())
                 .map(|p| (topic.partition_key(p.partition), Offset(p.fetch_offset)))
+                .collect::<Vec<_>>()
         })
         .collect();
     if wanted.is_empty() {
