@@ -112,6 +112,11 @@ def test_racks_and_roles_show_in_metadata_and_the_reader_leads_nothing(cluster):
     assert {b["node_id"]: b["rack"] for b in described["brokers"]} == RACKS
     leaders = {p.leader for p in metadata.topics["placed"].partitions.values()}
     assert leaders == {1, 2}, "spread over both racks, none on the reader"
+    # Replicas: the leader, then the broker it names to each other rack (Java clients
+    # follow a preferred read replica only if it is one).
+    for partition in metadata.topics["placed"].partitions.values():
+        assert partition.replicas[0] == partition.leader
+        assert sorted(partition.replicas) == [1, 2, READER], partition.replicas
     status = subprocess.run([SPOOL_BIN, "cluster", "status", "--metadata-url",
                              metadata_url(cluster.data_dir), "--format", "json"],
                             capture_output=True, text=True, check=True)

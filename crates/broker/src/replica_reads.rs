@@ -78,6 +78,30 @@ impl Committed {
     fn same_marks(&self, other: &Committed) -> bool {
         self.leader_epoch == other.leader_epoch && self.bounds == other.bounds
     }
+
+    /// Whether `self` was read no earlier than `other`: marks only move forward, so a
+    /// slower refresh that read them first never replaces a newer one.
+    fn not_older_than(&self, other: &Committed) -> bool {
+        let marks = |c: &Committed| {
+            (
+                c.leader_epoch,
+                c.bounds.high_watermark,
+                c.bounds.log_start,
+                c.bounds.last_stable,
+            )
+        };
+        let (mine, theirs) = (marks(self), marks(other));
+        mine.0 > theirs.0
+            || (mine.0 == theirs.0
+                && mine.1 >= theirs.1
+                && mine.2 >= theirs.2
+                && mine.3 >= theirs.3)
+    }
+
+    /// When the marks were read from the catalogue.
+    pub(crate) fn read_at(&self) -> Instant {
+        self.read_at
+    }
 }
 
 impl ReplicaReads {
@@ -216,6 +240,9 @@ impl ReplicaReads {
             match watched.get(&mark.key) {
                 Some(known) => {
                     known.marks.send_if_modified(|current| {
+                        if !fresh.not_older_than(current) {
+                            return false;
+                        }
                         let moved = !current.same_marks(&fresh);
                         *current = fresh;
                         moved

@@ -198,12 +198,12 @@ impl Shared {
         self.parts.partitions.logs()
     }
 
-    /// Shared-storage mode's objects and uploader; `None` in embedded mode.
     /// Shared-storage mode: what serves reads of partitions another broker leads.
     pub(crate) fn replicas(&self) -> Option<&Arc<crate::replica_reads::ReplicaReads>> {
         self.parts.replicas.as_ref()
     }
 
+    /// Shared-storage mode's objects and uploader; `None` in embedded mode.
     pub(crate) fn storage(&self) -> Option<&Arc<SharedStorage>> {
         self.parts.partitions.storage()
     }

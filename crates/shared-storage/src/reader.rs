@@ -199,9 +199,19 @@ impl ObjectReader {
             .entry(key.clone())
             .or_default()
             .clone();
+        // Forgotten as under way once answered, or when this read is dropped first.
+        let _forget = Forget {
+            in_flight: &self.in_flight,
+            key: &key,
+            cell: &in_flight,
+        };
         let mut fetched_here = false;
         let answer = in_flight
             .get_or_init(|| async {
+                // A GET that ended since this read missed the cache filled it.
+                if let Some(bytes) = self.cache.get(&key) {
+                    return Ok(bytes);
+                }
                 fetched_here = true;
                 let fetched = fetch(&self.objects, &self.counts, range).await;
                 if let Ok(bytes) = &fetched {
@@ -211,18 +221,6 @@ impl ObjectReader {
             })
             .await
             .clone();
-        {
-            let mut under_way = self
-                .in_flight
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if under_way
-                .get(&key)
-                .is_some_and(|entry| Arc::ptr_eq(entry, &in_flight))
-            {
-                under_way.remove(&key);
-            }
-        }
         if counted {
             let count = if fetched_here {
                 &self.counts.cache_misses
@@ -267,6 +265,28 @@ impl ObjectReader {
                 }
             }
         });
+    }
+}
+
+/// Forgets a GET as under way when dropped, unless another took its place.
+struct Forget<'a> {
+    in_flight: &'a Mutex<HashMap<CacheKey, Arc<InFlight>>>,
+    key: &'a CacheKey,
+    cell: &'a Arc<InFlight>,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        let mut under_way = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if under_way
+            .get(self.key)
+            .is_some_and(|entry| Arc::ptr_eq(entry, self.cell))
+        {
+            under_way.remove(self.key);
+        }
     }
 }
 

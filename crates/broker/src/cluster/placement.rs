@@ -2,9 +2,10 @@
 //! balanced by count, and spread over racks (`broker.rack`). Partitions of dead or
 //! draining brokers (and new ones) go to the least loaded — among equals, one of the
 //! same rack as the broker they leave (a drain keeps what it can in its rack) — or to
-//! the broker an operator asked for; then, while one broker leads two more than another, one partition moves from
-//! the most to the least loaded (the one led longest, so that a partition just moved
-//! stays). Among equally loaded brokers, the one whose rack leads fewest is chosen.
+//! the broker an operator asked for; then, while one broker leads two more than
+//! another, one partition moves from the most to the least loaded (the one led
+//! longest, so that a partition just moved stays). Among equally loaded brokers, the
+//! one whose rack leads fewest is chosen.
 
 use std::collections::{BTreeMap, HashMap};
 

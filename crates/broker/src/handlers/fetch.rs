@@ -79,11 +79,15 @@ pub(crate) async fn handle(
     loop {
         let started = std::time::Instant::now();
         open_tails(&shared, &request, version, access).await;
+        let prepared_at = std::time::Instant::now();
         replica::prepare(&shared, &request, version, access).await;
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
-            let listener = listener.to_owned();
-            on_blocking_pool(move || read_all(&shared, &request, version, &access, &listener)).await
+            let preferring = replica::preferring(&shared, &request, version, listener);
+            on_blocking_pool(move || {
+                read_all(&shared, &request, version, &access, preferring, prepared_at)
+            })
+            .await
         };
         busy += started.elapsed();
         let pass = match pass {
@@ -137,14 +141,15 @@ enum Watch {
 }
 
 impl Watch {
+    /// From now on only a later change wakes the fetch. A replica's watch is left as
+    /// it was subscribed, at the marks the pass read by: a refresh during the pass
+    /// (while it read objects) wakes it at once.
     fn mark_seen(&mut self) {
         match self {
             Watch::Leader(watch) => {
                 watch.borrow_and_update();
             }
-            Watch::Replica(watch) => {
-                watch.borrow_and_update();
-            }
+            Watch::Replica(_) => {}
         }
     }
 
@@ -215,13 +220,16 @@ async fn open_tails(shared: &Shared, request: &FetchRequest, version: i16, acces
     shared.partitions().open_tails(wanted).await;
 }
 
-/// One pass over the partitions asked for.
+/// One pass over the partitions asked for. `preferring`: where the consumer's rack
+/// is served, if leaders name preferred read replicas to it; `prepared_at`: when the
+/// committed marks of the partitions led elsewhere were made ready.
 fn read_all(
     shared: &Shared,
     request: &FetchRequest,
     version: i16,
     access: &Access,
-    listener: &str,
+    preferring: Option<replica::Preferring>,
+    prepared_at: std::time::Instant,
 ) -> Pass {
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
@@ -259,14 +267,13 @@ fn read_all(
                     let partition_budget = u64::try_from(wanted.partition_max_bytes.max(0))
                         .unwrap_or(0)
                         .min(budget);
-                    let read = replica::read(
-                        shared,
-                        known,
-                        wanted,
-                        partition_budget,
-                        pass.bytes == 0,
+                    let ask = replica::ReplicaAsk {
+                        budget: partition_budget,
+                        first: pass.bytes == 0,
                         isolation,
-                    );
+                        asked_since: prepared_at,
+                    };
+                    let read = replica::read(shared, known, wanted, &ask);
                     pass.errors |= read.is_error();
                     pass.bytes += read.bytes;
                     budget = budget.saturating_sub(read.bytes);
@@ -286,8 +293,9 @@ fn read_all(
                     continue;
                 }
             };
-            if let Some(other) =
-                replica::preferred(shared, request, version, known, wanted.partition, listener)
+            if let Some(other) = preferring
+                .as_ref()
+                .and_then(|preferring| preferring.of(known, wanted.partition))
             {
                 // KIP-392: nothing read, no records; the consumer fetches from `other`
                 // from now on.

@@ -2,7 +2,10 @@
 //! broker for every partition in embedded mode, the cluster's leaders in
 //! shared-storage mode. Unknown topics are auto-created when allowed. Topics the
 //! principal may not DESCRIBE are left out of "all topics" and refused when named;
-//! auto-creation needs CREATE on the cluster or the topic.
+//! auto-creation needs CREATE on the cluster or the topic. A partition's replicas (and
+//! in-sync replicas) are its leader and, in a cluster with racks, the broker the
+//! leader names to each other rack's consumers (KIP-392): a client may only be sent to
+//! a replica.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
+use crate::replica_reads::preferred::ReplicaLists;
 use crate::shared::Shared;
 use crate::topics::{self, Topic};
 use spool_security::acl::{CLUSTER_NAME, Operation, ResourceType};
@@ -39,6 +43,7 @@ pub(crate) async fn handle(
     // A partition whose leader is not among them is told leaderless, as Kafka does
     // (its leader died and the controller has not moved it yet).
     let listed: HashSet<i32> = brokers.iter().map(|broker| broker.node_id.0).collect();
+    let replica_lists = replica_lists(&shared, &listed, &context.listener);
     // v0: an empty list means all topics; v1+: a null list means all topics.
     let requested = match request.topics {
         None => None,
@@ -61,6 +66,7 @@ pub(crate) async fn handle(
                     topics.push(describe(
                         &shared,
                         &listed,
+                        &replica_lists,
                         &topic,
                         version,
                         operations(&topic),
@@ -116,7 +122,14 @@ pub(crate) async fn handle(
                     by_id.is_none() && name.is_some_and(|n| topics::is_illegal_name(n.0.as_str()))
                 };
                 let response = match found {
-                    Some(topic) => describe(&shared, &listed, &topic, version, operations(&topic)),
+                    Some(topic) => describe(
+                        &shared,
+                        &listed,
+                        &replica_lists,
+                        &topic,
+                        version,
+                        operations(&topic),
+                    ),
                     None if illegal(wanted.name.as_ref()) => MetadataResponseTopic::default()
                         .with_name(wanted.name)
                         .with_error_code(code::INVALID_TOPIC_EXCEPTION),
@@ -199,9 +212,28 @@ fn brokers(shared: &Shared, listener: &str) -> Vec<MetadataResponseBroker> {
     brokers
 }
 
+/// The brokers each partition's replicas may include besides its leader: the live
+/// ones listed, when leaders name preferred read replicas (a cluster, with
+/// `broker.read.preferred`).
+fn replica_lists(shared: &Shared, listed: &HashSet<i32>, listener: &str) -> ReplicaLists {
+    let Some(view) = shared
+        .cluster()
+        .filter(|_| shared.current_config().reads.preferred_replicas)
+    else {
+        return ReplicaLists::default();
+    };
+    let live = view
+        .live_brokers()
+        .into_iter()
+        .filter(|broker| listed.contains(&broker.node_id))
+        .collect();
+    ReplicaLists::new(live, listener)
+}
+
 fn describe(
     shared: &Shared,
     listed: &HashSet<i32>,
+    replica_lists: &ReplicaLists,
     topic: &Topic,
     version: i16,
     operations: Option<i32>,
@@ -214,11 +246,18 @@ fn describe(
                 .leadership(topic, index)
                 .filter(|(leader, _)| listed.contains(leader))
             {
-                Some((leader, epoch)) => described
-                    .with_leader_id(BrokerId(leader))
-                    .with_leader_epoch(epoch)
-                    .with_replica_nodes(vec![BrokerId(leader)])
-                    .with_isr_nodes(vec![BrokerId(leader)]),
+                Some((leader, epoch)) => {
+                    let replicas: Vec<BrokerId> = replica_lists
+                        .of(topic.partition_key(index), leader)
+                        .into_iter()
+                        .map(BrokerId)
+                        .collect();
+                    described
+                        .with_leader_id(BrokerId(leader))
+                        .with_leader_epoch(epoch)
+                        .with_replica_nodes(replicas.clone())
+                        .with_isr_nodes(replicas)
+                }
                 // Not assigned yet (a new partition the controller has not seen), or
                 // its leader is gone.
                 None => described

@@ -5,7 +5,52 @@
 //! in, reads from the leader. The partitions of a rack's clients are spread over the
 //! rack's brokers by a hash of the partition, the same on every leader.
 
+use std::collections::BTreeSet;
+
 use spool_metadata::{BrokerRecord, PartitionKey};
+
+/// A partition's replicas as Metadata lists them: its leader, then the broker the
+/// leader names to the consumers of each other rack. Java clients follow a preferred
+/// read replica only if it is among the partition's replicas.
+#[derive(Debug, Default)]
+pub(crate) struct ReplicaLists {
+    /// The live brokers reachable on the request's listener; empty when leaders name
+    /// no preferred replicas (embedded mode, `broker.read.preferred=false`).
+    live: Vec<BrokerRecord>,
+    listener: String,
+}
+
+impl ReplicaLists {
+    pub(crate) fn new(live: Vec<BrokerRecord>, listener: &str) -> ReplicaLists {
+        ReplicaLists {
+            live,
+            listener: listener.to_owned(),
+        }
+    }
+
+    /// The replicas of `key`, led by `leader`: the leader first.
+    pub(crate) fn of(&self, key: PartitionKey, leader: i32) -> Vec<i32> {
+        let mut replicas = vec![leader];
+        let leader_rack = self
+            .live
+            .iter()
+            .find(|broker| broker.node_id == leader)
+            .and_then(|broker| broker.rack.as_deref());
+        let racks: BTreeSet<&str> = self
+            .live
+            .iter()
+            .filter_map(|broker| broker.rack.as_deref())
+            .collect();
+        for rack in racks {
+            let named =
+                preferred_replica(key, rack, leader, leader_rack, &self.live, &self.listener);
+            if let Some(node) = named.filter(|node| !replicas.contains(node)) {
+                replicas.push(node);
+            }
+        }
+        replicas
+    }
+}
 
 /// The broker a consumer in `client_rack` is to fetch the partition `key` from, if
 /// not this one (`me`, in `my_rack`): of the `live` brokers not draining that are in
@@ -99,6 +144,34 @@ mod tests {
         );
         // The same answer every time (every leader computes the same).
         assert_eq!(choose(5, "b"), choose(5, "b"));
+    }
+
+    #[test]
+    fn metadata_lists_the_leader_and_the_broker_it_names_to_each_other_rack() {
+        let live = vec![
+            broker(1, Some("a")),
+            broker(2, Some("a")),
+            broker(3, Some("b")),
+            broker(4, Some("c")),
+            broker(5, None),
+        ];
+        let lists = ReplicaLists::new(live.clone(), "PLAINTEXT");
+        for partition in 0..16 {
+            let replicas = lists.of(key(partition), 1);
+            // Rack a is the leader's own; b and c have one broker each.
+            assert_eq!(replicas, vec![1, 3, 4], "partition {partition}");
+            for (rack, node) in [("b", 3), ("c", 4)] {
+                assert_eq!(
+                    preferred_replica(key(partition), rack, 1, Some("a"), &live, "PLAINTEXT"),
+                    Some(node)
+                );
+            }
+        }
+        assert_eq!(
+            ReplicaLists::default().of(key(0), 7),
+            vec![7],
+            "off: the leader alone"
+        );
     }
 
     #[test]

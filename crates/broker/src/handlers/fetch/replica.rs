@@ -24,6 +24,7 @@ use crate::replica_reads::Committed;
 use crate::replica_reads::preferred::preferred_replica;
 use crate::shared::Shared;
 use crate::topics::Topic;
+use spool_metadata::BrokerRecord;
 use spool_security::authorizer::Access;
 
 /// The first Fetch version that names the client's rack: from it on, any broker
@@ -108,16 +109,30 @@ impl ReplicaRead {
     }
 }
 
+/// How a partition is read from its committed records: within `budget`, the first
+/// batch whole when `first`; `asked_since`: when this fetch's marks were prepared.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReplicaAsk {
+    pub(super) budget: u64,
+    pub(super) first: bool,
+    pub(super) isolation: Isolation,
+    pub(super) asked_since: std::time::Instant,
+}
+
 /// The partition `wanted` of `topic`, which this broker does not lead, read from its
-/// committed records within `budget` (the first batch whole when `first`). Blocking.
+/// committed records as `ask` says. Blocking.
 pub(super) fn read(
     shared: &Shared,
     topic: &Topic,
     wanted: &FetchPartition,
-    budget: u64,
-    first: bool,
-    isolation: Isolation,
+    ask: &ReplicaAsk,
 ) -> ReplicaRead {
+    let ReplicaAsk {
+        budget,
+        first,
+        isolation,
+        asked_since,
+    } = *ask;
     let key = topic.partition_key(wanted.partition);
     let index = wanted.partition;
     let refused = |error: i16| {
@@ -132,12 +147,14 @@ pub(super) fn read(
     let Some((committed, watch)) = shared.replicas().and_then(|r| r.committed(key)) else {
         return refused(code::NOT_LEADER_OR_FOLLOWER);
     };
-    // The epoch as this broker knows it from the assignments (what its Metadata
-    // says), else as the catalogue has it.
+    // The newer of the epochs this broker knows: from the assignments (what its
+    // Metadata says) and from the catalogue (which may be a moment ahead).
     let epoch = shared
         .partitions()
         .leadership(topic, index)
-        .map_or(committed.leader_epoch, |(_, epoch)| epoch);
+        .map_or(committed.leader_epoch, |(_, epoch)| {
+            epoch.max(committed.leader_epoch)
+        });
     if wanted.current_leader_epoch >= 0 && wanted.current_leader_epoch < epoch {
         return refused(code::FENCED_LEADER_EPOCH);
     }
@@ -151,9 +168,20 @@ pub(super) fn read(
     out.log_start = bounds.log_start.0;
     let offset = Offset(wanted.fetch_offset);
     if offset > bounds.high_watermark {
-        // Past what the catalogue (read for this fetch) has committed.
-        out.error = code::OFFSET_OUT_OF_RANGE;
-        return ReplicaRead::failed(out);
+        if committed.read_at() >= asked_since {
+            // Past what the catalogue, read for this fetch, has committed.
+            out.error = code::OFFSET_OUT_OF_RANGE;
+            return ReplicaRead::failed(out);
+        }
+        // The marks could not be read again for this fetch (the catalogue did not
+        // answer): no records, and a wait for the next refresh, rather than a verdict
+        // on old marks.
+        return ReplicaRead {
+            out,
+            bytes: 0,
+            watch: Some(watch),
+            hinted: None,
+        };
     }
     let asked = ObjectRead {
         offset,
@@ -189,18 +217,26 @@ pub(super) fn read(
     }
 }
 
-/// KIP-392, on the leader: the broker a consumer of `request`'s rack is to fetch the
-/// partition from instead of this one, if any.
-pub(super) fn preferred(
+/// KIP-392, on the leader, for one fetch: where its consumer's rack is served.
+pub(super) struct Preferring {
+    rack: String,
+    me: i32,
+    my_rack: Option<String>,
+    live: Vec<BrokerRecord>,
+    listener: String,
+}
+
+/// What a leader needs to name preferred read replicas to the consumer of `request`,
+/// if it names any (the consumer names a rack, Fetch v11+, a cluster, and
+/// `broker.read.preferred`).
+pub(super) fn preferring(
     shared: &Shared,
     request: &FetchRequest,
     version: i16,
-    topic: &Topic,
-    index: i32,
     listener: &str,
-) -> Option<i32> {
+) -> Option<Preferring> {
     let rack = request.rack_id.as_str();
-    if rack.is_empty() || !serves(shared, request, version, topic) {
+    if rack.is_empty() || version < CLIENT_METADATA || shared.replicas().is_none() {
         return None;
     }
     let config = shared.current_config();
@@ -208,12 +244,29 @@ pub(super) fn preferred(
         return None;
     }
     let view = shared.cluster()?;
-    preferred_replica(
-        topic.partition_key(index),
-        rack,
-        view.node_id,
-        config.reads.rack.as_deref(),
-        &view.live_brokers(),
-        listener,
-    )
+    Some(Preferring {
+        rack: rack.to_owned(),
+        me: view.node_id,
+        my_rack: config.reads.rack.clone(),
+        live: view.live_brokers(),
+        listener: listener.to_owned(),
+    })
+}
+
+impl Preferring {
+    /// The broker the consumer is to fetch `topic`'s partition `index` from instead
+    /// of this one, if any (never for a view: only leaders serve those).
+    pub(super) fn of(&self, topic: &Topic, index: i32) -> Option<i32> {
+        if topic.view.is_some() {
+            return None;
+        }
+        preferred_replica(
+            topic.partition_key(index),
+            &self.rack,
+            self.me,
+            self.my_rack.as_deref(),
+            &self.live,
+            &self.listener,
+        )
+    }
 }
