@@ -65,7 +65,12 @@ def topic_with_records(cluster, name, count=400):
     """A topic of PARTITIONS partitions with `count` records (acks=all), keyed so
     that every partition has some."""
     admin = AdminClient({"bootstrap.servers": cluster.address})
-    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(15)
+    try:
+        # Three brokers of this test beside the other workers' on two cores: room to
+        # wait, and the brokers' log if even that is not enough.
+        admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
+    except Exception as error:
+        raise AssertionError(f"creating {name} failed: {error!r}\n{cluster.log_tail(60)}") from error
     producer = Producer({"bootstrap.servers": cluster.address, "acks": "all", "linger.ms": 5})
     for i in range(count):
         producer.produce(name, key=b"k%d" % i, value=b"v%d" % i, headers=[("h", b"%d" % i)],
@@ -146,7 +151,7 @@ def test_a_consumer_of_the_readers_rack_reads_there_what_the_leaders_serve(clust
 
 def test_read_committed_through_the_reader_hides_aborted_transactions(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.address})
-    admin.create_topics([NewTopic("txns", PARTITIONS, 1)])["txns"].result(15)
+    admin.create_topics([NewTopic("txns", PARTITIONS, 1)])["txns"].result(30)
     producer = Producer({"bootstrap.servers": cluster.address, "transactional.id": "t-reader"})
     producer.init_transactions(15)
     for round_ in range(6):
