@@ -260,6 +260,24 @@ impl ClusterView {
         self.controller.load(Ordering::Acquire)
     }
 
+    /// The controller as Metadata tells clients: the one last seen if it is live,
+    /// else a live writer (the lowest node id; this broker if none is known), never
+    /// -1. Clients send admin requests there, and any writer takes them; librdkafka
+    /// asked to wait for an unknown controller may not ask again before its request
+    /// times out (Kafka's KRaft brokers likewise name a live broker).
+    pub(crate) fn controller_for_clients(&self) -> i32 {
+        let noted = self.controller();
+        let live = self.live_brokers();
+        if noted >= 0 && live.iter().any(|broker| broker.node_id == noted) {
+            return noted;
+        }
+        live.iter()
+            .filter(|broker| !broker.reader)
+            .map(|broker| broker.node_id)
+            .min()
+            .unwrap_or(self.node_id)
+    }
+
     pub(crate) fn note_controller(&self, node_id: i32) {
         self.controller.store(node_id, Ordering::Release);
     }
@@ -448,6 +466,21 @@ mod tests {
             }
         }
         assert!(counts.values().all(|count| *count > 60), "{counts:?}");
+    }
+
+    #[test]
+    fn clients_are_told_a_live_writer_as_controller_before_one_is_known() {
+        let view = view_with(&[1, 2, 3], Clock::System);
+        view.brokers.write().unwrap()[0].reader = true;
+        assert_eq!(
+            view.controller_for_clients(),
+            2,
+            "unknown: the lowest writer"
+        );
+        view.note_controller(3);
+        assert_eq!(view.controller_for_clients(), 3);
+        view.note_controller(9);
+        assert_eq!(view.controller_for_clients(), 2, "not live: a writer");
     }
 
     #[test]

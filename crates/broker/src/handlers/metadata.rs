@@ -156,7 +156,7 @@ pub(crate) async fn handle(
     if version >= 1 {
         let controller = shared
             .cluster()
-            .map_or(node, |view| BrokerId(view.controller()));
+            .map_or(node, |view| BrokerId(view.controller_for_clients()));
         response = response.with_controller_id(controller);
     }
     if version >= 2 {
