@@ -76,6 +76,23 @@ impl TableCatalog {
             update = update.add_column(column);
         }
         let transaction = update.apply(transaction)?;
-        Ok(transaction.commit(self.catalog.as_ref()).await?)
+        match transaction.commit(self.catalog.as_ref()).await {
+            Ok(evolved) => Ok(evolved),
+            Err(error) => {
+                // Another broker's leader of the topic may have added them first
+                // (the retried update then finds them there): then nothing lacks.
+                let current = self.catalog.load_table(table.identifier()).await?;
+                let still = missing(
+                    current.metadata().current_schema().as_struct(),
+                    wanted.as_struct(),
+                    None,
+                );
+                if still.is_empty() {
+                    Ok(current)
+                } else {
+                    Err(error.into())
+                }
+            }
+        }
     }
 }
