@@ -3,6 +3,7 @@ directory, drives it with kcat, confluent-kafka (librdkafka) and kafka-python, a
 stops it."""
 
 import itertools
+import logging
 import os
 import random
 import signal
@@ -366,3 +367,29 @@ def kcat(*args, input=None, timeout=30):
     result = subprocess.run(["kcat", *args], input=input, capture_output=True, timeout=timeout)
     assert result.returncode == 0, result.stderr.decode()
     return result.stdout
+
+
+class ClientLines(logging.Handler):
+    """The log lines of a librdkafka client (its `logger`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def any_has(self, text):
+        """Whether a line holds `text` (case-insensitive)."""
+        return any(text.lower() in line.lower() for line in self.lines)
+
+
+def client_logger(name):
+    """A logger for a librdkafka client's `logger` setting, and its lines: each
+    call's own, whatever `name`."""
+    lines = ClientLines()
+    logger = logging.getLogger(f"{name}-{uuid.uuid4().hex}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(lines)
+    return logger, lines

@@ -4,41 +4,21 @@ with NOT_LEADER_OR_FOLLOWER and names the new one (KIP-951: Produce v10, Fetch v
 and librdkafka follows the hint at once, before any metadata refresh; nothing is lost
 or read twice."""
 
-import logging
 import subprocess
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import CLUSTER, SPOOL_BIN, metadata_url
+from conftest import CLUSTER, SPOOL_BIN, client_logger, metadata_url
 
 pytestmark = pytest.mark.skipif(CLUSTER < 2, reason="needs a cluster (SPOOL_COMPAT_CLUSTER)")
 
 
-class Lines(logging.Handler):
-    """The log lines of a librdkafka client."""
-
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-    def hinted_to(self, node):
-        """Whether the client took a leader from a Produce or Fetch answer: librdkafka
-        logs that it updated the partition's leader outside a Metadata response."""
-        return any("updated with leader %d" % node in line for line in self.lines)
-
-
-def client_logger(name):
-    lines = Lines()
-    logger = logging.getLogger(name)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    logger.addHandler(lines)
-    return logger, lines
+def hinted_to(lines, node):
+    """Whether the client took a leader from a Produce or Fetch answer: librdkafka
+    logs that it updated the partition's leader outside a Metadata response."""
+    return lines.any_has("updated with leader %d" % node)
 
 
 def test_a_moved_partition_is_followed_by_the_leader_hint(broker):
@@ -82,5 +62,5 @@ def test_a_moved_partition_is_followed_by_the_leader_hint(broker):
     produce(50, 50)
     assert consume(50) == list(range(50, 100)), "nothing lost or read twice"
     consumer.close()
-    assert produced.hinted_to(target), "the producer followed the Produce v10 hint"
-    assert consumed.hinted_to(target), "the consumer followed the Fetch v16 hint"
+    assert hinted_to(produced, target), "the producer followed the Produce v10 hint"
+    assert hinted_to(consumed, target), "the consumer followed the Fetch v16 hint"

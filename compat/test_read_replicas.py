@@ -9,7 +9,6 @@ kafka-python, which reads from leaders) join groups and commit, coordinated by a
 writer. KafkaJS's `rackId` is tested in compat/js."""
 
 import json
-import logging
 import subprocess
 import time
 import urllib.request
@@ -20,33 +19,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer
 
-from conftest import SPOOL_BIN, STORAGE, metadata_url
+from conftest import SPOOL_BIN, STORAGE, client_logger, metadata_url
 
 pytestmark = pytest.mark.skipif(STORAGE != "s3", reason="reads anywhere need shared storage")
 
 READER = 3
 RACKS = {1: "a", 2: "b", READER: "r"}
 PARTITIONS = 4
-
-
-class Lines(logging.Handler):
-    """The log lines of a librdkafka client."""
-
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
-def client_logger(name):
-    lines = Lines()
-    logger = logging.getLogger(f"{name}-{uuid.uuid4().hex}")
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    logger.addHandler(lines)
-    return logger, lines
 
 
 def node_settings(node):
@@ -145,7 +124,7 @@ def test_a_consumer_of_the_readers_rack_reads_there_what_the_leaders_serve(clust
     from_reader, lines = read_all({"bootstrap.servers": cluster.address, "client.rack": "r",
                                    "debug": "fetch"}, "anywhere", 400)
     assert from_reader == from_leaders, "the same records, offsets, headers and timestamps"
-    assert any("preferred replica" in line.lower() for line in lines.lines), lines.lines[-20:]
+    assert lines.any_has("preferred replica"), lines.lines[-20:]
     assert served_fetch_bytes(cluster, READER) > before, "the reader served the records"
 
 
@@ -167,7 +146,7 @@ def test_read_committed_through_the_reader_hides_aborted_transactions(cluster):
                               "txns", 60, timeout=20)
     values = sorted(r[3] for r in records)
     assert values == sorted(b"r%d-%d" % (r, i) for r in (0, 2, 4) for i in range(20))
-    assert any("preferred replica" in line.lower() for line in lines.lines)
+    assert lines.any_has("preferred replica")
 
 
 def test_a_reader_killed_mid_read_sends_its_consumers_back_to_the_leaders(cluster):

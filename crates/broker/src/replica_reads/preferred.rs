@@ -17,13 +17,20 @@ pub(crate) struct ReplicaLists {
     /// The live brokers reachable on the request's listener; empty when leaders name
     /// no preferred replicas (embedded mode, `broker.read.preferred=false`).
     live: Vec<BrokerRecord>,
+    /// Their racks, each once (none without racks: every partition's leader alone).
+    racks: BTreeSet<String>,
     listener: String,
 }
 
 impl ReplicaLists {
     pub(crate) fn new(live: Vec<BrokerRecord>, listener: &str) -> ReplicaLists {
+        let racks = live
+            .iter()
+            .filter_map(|broker| broker.rack.clone())
+            .collect();
         ReplicaLists {
             live,
+            racks,
             listener: listener.to_owned(),
         }
     }
@@ -31,17 +38,15 @@ impl ReplicaLists {
     /// The replicas of `key`, led by `leader`: the leader first.
     pub(crate) fn of(&self, key: PartitionKey, leader: i32) -> Vec<i32> {
         let mut replicas = vec![leader];
+        if self.racks.is_empty() {
+            return replicas;
+        }
         let leader_rack = self
             .live
             .iter()
             .find(|broker| broker.node_id == leader)
             .and_then(|broker| broker.rack.as_deref());
-        let racks: BTreeSet<&str> = self
-            .live
-            .iter()
-            .filter_map(|broker| broker.rack.as_deref())
-            .collect();
-        for rack in racks {
+        for rack in &self.racks {
             let named =
                 preferred_replica(key, rack, leader, leader_rack, &self.live, &self.listener);
             if let Some(node) = named.filter(|node| !replicas.contains(node)) {
