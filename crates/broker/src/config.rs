@@ -13,11 +13,13 @@ pub use spool_shared_storage::StorageConfig;
 
 mod consumer_group_settings;
 mod index_settings;
+mod lane_settings;
 mod read_settings;
 mod security_settings;
 mod share_group_settings;
 mod table_settings;
 
+pub use lane_settings::LaneConfig;
 pub use read_settings::ReadConfig;
 pub use table_settings::TableCatalogConfig;
 
@@ -89,6 +91,8 @@ pub struct BrokerConfig {
     pub index_chunk_bytes: u64,
     /// `broker.rack`, `broker.roles`, `broker.read.preferred`: where reads are served.
     pub reads: ReadConfig,
+    /// `lane.*`: how clients join lanes and what base consumers see.
+    pub lanes: LaneConfig,
 }
 
 /// The HTTP admin listener (health, `/metrics`, the REST API and the console).
@@ -220,6 +224,7 @@ impl Default for BrokerConfig {
                 preferred_replicas: true,
                 ..ReadConfig::default()
             },
+            lanes: LaneConfig::default(),
         }
     }
 }
@@ -256,6 +261,7 @@ fn all_settings() -> impl Iterator<Item = &'static Setting> {
         .chain(table_settings::TABLE_SETTINGS.iter())
         .chain(index_settings::INDEX_SETTINGS.iter())
         .chain(read_settings::READ_SETTINGS.iter())
+        .chain(lane_settings::LANE_SETTINGS.iter())
 }
 
 /// A listener's address setting: `host:port`, or `off` for none.

@@ -26,6 +26,7 @@ mod http_listeners;
 mod index;
 mod instance_id;
 mod lag;
+mod lanes;
 mod leader_hint;
 mod listener_endpoint;
 mod maintenance;
@@ -51,8 +52,8 @@ pub use broker_error::BrokerError;
 pub use builder::BrokerBuilder;
 pub use cluster::coordinator_among as group_coordinator;
 pub use config::{
-    AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, ReadConfig, SchemaRegistryConfig,
-    StorageConfig, TableCatalogConfig, setting_names,
+    AdminConfig, BrokerConfig, CleanerConfig, ClusterConfig, LaneConfig, ReadConfig,
+    SchemaRegistryConfig, StorageConfig, TableCatalogConfig, setting_names,
 };
 pub use lag::PartitionLag;
 pub use server::Broker;

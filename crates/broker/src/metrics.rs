@@ -14,6 +14,7 @@
 //! [`BrokerMetrics`]) and `/metrics` answers 404.
 
 mod labels;
+mod lanes;
 mod mirror;
 mod response_errors;
 pub(crate) mod scrape;

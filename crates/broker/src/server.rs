@@ -360,6 +360,7 @@ impl Broker {
             metrics,
             delayed: crate::delayed::DelayedStats::default(),
             views: spool_views::Views::default(),
+            lanes: crate::lanes::Lanes::default(),
             authorizer,
             quotas,
             token_verifier,
@@ -393,6 +394,7 @@ impl Broker {
         tokio::spawn(crate::mirror::run(shared.clone(), stopped.clone()));
         tokio::spawn(crate::tables::run(shared.clone(), stopped.clone()));
         tokio::spawn(crate::index::run(shared.clone(), stopped.clone()));
+        tokio::spawn(crate::lanes::presence::run(shared.clone(), stopped.clone()));
         tokio::spawn(topics::follow_metadata_store(
             shared.clone(),
             topics_version,

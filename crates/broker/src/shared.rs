@@ -57,6 +57,8 @@ pub(crate) struct SharedParts {
     pub(crate) delayed: crate::delayed::DelayedStats,
     /// The views' tag index and match counts.
     pub(crate) views: spool_views::Views,
+    /// Lanes: who is in which lane, and what lane reads and writes counted.
+    pub(crate) lanes: crate::lanes::Lanes,
     /// The ACLs and what decides with them.
     pub(crate) authorizer: spool_security::authorizer::Authorizer,
     /// Client quotas and what each entity has used.
@@ -166,6 +168,11 @@ impl Shared {
     /// Pending delayed records of the partitions this broker leads.
     pub(crate) fn delayed(&self) -> &crate::delayed::DelayedStats {
         &self.parts.delayed
+    }
+
+    /// Who is in which lane, and what lane reads and writes counted.
+    pub(crate) fn lanes(&self) -> &crate::lanes::Lanes {
+        &self.parts.lanes
     }
 
     /// The views' tag index and match counts.

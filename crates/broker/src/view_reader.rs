@@ -1,5 +1,6 @@
-//! A fetch from a view: the source partition's batches from the fetch offset, each
-//! sent as stored when all its records match, rewritten with its offsets kept when
+//! A fetch from a view, or by a consumer in a lane or standing in for fewer than all
+//! of them (`docs/lanes.md`): the source partition's batches from the fetch offset,
+//! each sent as stored when all its records match, rewritten with its offsets kept when
 //! some do, and folded into a gap when none does. A gap goes out as one skip marker
 //! (a control batch whose one record sits on the gap's last offset) that every
 //! client steps past; see `spool_protocol::internal` for why that shape.
@@ -30,8 +31,9 @@ use spool_protocol::keyed::{BatchRecords, RecordHeader, filtered_batch};
 use crate::index::Indexes;
 use crate::index::views::{Candidates, IndexedFilter};
 use crate::partitions::{PartitionError, PartitionHandle};
-use spool_views::filter::{Filter, TAG_HEADER, Verdict};
-use spool_views::tag_index::{BatchKey, BatchTags, TagIndex};
+use spool_views::filter::Verdict;
+use spool_views::selection::Selection;
+use spool_views::tag_index::{BatchKey, BatchSummary, TagIndex};
 use spool_views::{Outcome, ViewStats};
 
 /// The most source bytes one fetch of one partition looks at.
@@ -43,11 +45,12 @@ const SCAN_STEP: u64 = 4 << 20;
 /// The most a batch may inflate to when its records are read.
 const INFLATE_LIMIT: usize = 256 << 20;
 
-/// What a view read needs besides the source partition.
+/// What a filtered read needs besides the source partition.
 pub(crate) struct ViewReader<'a> {
-    pub(crate) filter: &'a Filter,
+    pub(crate) filter: Selection<'a>,
     pub(crate) index: &'a TagIndex,
-    pub(crate) stats: &'a ViewStats,
+    /// The view's counts and the lane's, as the read has them.
+    pub(crate) stats: &'a [std::sync::Arc<ViewStats>],
     /// The source partition, for the tag index's keys.
     pub(crate) source: PartitionKey,
     /// The source's message index, when it covers a header the filter requires.
@@ -154,7 +157,7 @@ impl ViewReader<'_> {
                 if !out.gap(cursor, Offset(candidate.0 - 1)) {
                     break;
                 }
-                self.stats.note_index_jump();
+                self.stats.iter().for_each(|stats| stats.note_index_jump());
             }
             let read = partition.read(candidate, 1, true, isolation)?;
             reads += 1;
@@ -182,7 +185,7 @@ impl ViewReader<'_> {
         }
         if all_taken && cursor.0 < found.covered && out.gap(cursor, Offset(found.covered - 1)) {
             // No candidate left before the end of what the index covers.
-            self.stats.note_index_jump();
+            self.stats.iter().for_each(|stats| stats.note_index_jump());
         }
         Ok(ReadResult {
             chunks: out.finish(),
@@ -226,7 +229,7 @@ impl ViewReader<'_> {
             return Ok(taken);
         }
         let bytes = piece.bytes()?;
-        self.stats.note_inflated();
+        self.stats.iter().for_each(|stats| stats.note_inflated());
         let inflated = BatchRecords::read(&bytes, INFLATE_LIMIT)
             .map_err(|error| unreadable(header, &error))?;
         let records = inflated
@@ -237,17 +240,12 @@ impl ViewReader<'_> {
             .map(|record| record.headers().unwrap_or_default())
             .collect();
         if known.is_none() {
-            let mut tags = BatchTags::default();
+            let mut summary = BatchSummary::default();
             for record in &headers {
-                let tag = record
-                    .iter()
-                    .rev()
-                    .find(|(name, _)| *name == TAG_HEADER.as_bytes())
-                    .and_then(|(_, value)| *value);
-                tags.add(tag);
+                summary.add(record);
             }
-            let verdict = self.filter.judge(&tags);
-            self.index.insert(key, std::sync::Arc::new(tags));
+            let verdict = self.filter.judge(&summary);
+            self.index.insert(key, std::sync::Arc::new(summary));
             if let Some(taken) = self.by_verdict(verdict, piece, out) {
                 return Ok(taken);
             }
@@ -314,7 +312,9 @@ impl ViewReader<'_> {
     /// was.
     fn counted(&self, taken: bool, outcome: Outcome, records: u64, matched: u64) -> bool {
         if taken {
-            self.stats.note(outcome, records, matched);
+            for stats in self.stats {
+                stats.note(outcome, records, matched);
+            }
         }
         taken
     }

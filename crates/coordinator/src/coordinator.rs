@@ -33,6 +33,13 @@ mod migration;
 /// A group's offsets by (topic, partition).
 type Offsets = BTreeMap<(String, i32), CommittedOffset>;
 
+/// A group with members, and each member's client id and host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupClients {
+    pub group_id: String,
+    pub clients: Vec<(String, String)>,
+}
+
 /// The coordinator of every group on this broker.
 #[derive(Debug)]
 pub struct GroupCoordinator {
@@ -400,6 +407,30 @@ impl GroupCoordinator {
             listed.insert(group_id, consumer);
         }
         listed.into_values().collect()
+    }
+
+    /// Every group coordinated here that has members, with each member's client id
+    /// and host (what lanes need to know which group a fetching consumer is in).
+    #[must_use]
+    pub fn member_clients(&self) -> Vec<GroupClients> {
+        let state = self.lock();
+        let classic = (state.groups.iter())
+            .filter(|(_, group)| group.has_members())
+            .map(|(id, group)| (id, group.member_clients().collect::<Vec<_>>()));
+        let consumer = (state.consumer_groups.iter())
+            .filter(|(_, group)| group.has_members())
+            .map(|(id, group)| (id, group.member_clients().collect::<Vec<_>>()));
+        classic
+            .chain(consumer)
+            .filter(|(id, _)| self.owns(id))
+            .map(|(id, clients)| GroupClients {
+                group_id: id.clone(),
+                clients: clients
+                    .into_iter()
+                    .map(|(client_id, host)| (client_id.to_owned(), host.to_owned()))
+                    .collect(),
+            })
+            .collect()
     }
 
     /// The members of a group of either protocol (0 for a group it does not know).

@@ -257,6 +257,13 @@ impl Group {
         self.members.len()
     }
 
+    /// Each member's client id and host.
+    pub(crate) fn member_clients(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.members
+            .values()
+            .map(|m| (m.client_id.as_str(), m.client_host.as_str()))
+    }
+
     /// Nothing left to remember: no members, none about to join.
     pub(crate) fn is_unused(&self) -> bool {
         self.state == GroupState::Empty && self.members.is_empty() && self.pending.is_empty()

@@ -25,7 +25,7 @@ mod ownership;
 mod transactions;
 
 pub use config::CoordinatorConfig;
-pub use coordinator::GroupCoordinator;
+pub use coordinator::{GroupClients, GroupCoordinator};
 pub use error::{GroupError, TxnError};
 pub use group::{
     GroupDescription, GroupState, JoinRequest, JoinResponse, JoinedMember, MemberDescription,

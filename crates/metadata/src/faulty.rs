@@ -12,12 +12,12 @@ use uuid::Uuid;
 
 use crate::{
     AclRecord, Acls, BrokerLease, BrokerRecord, Catalogue, ClientQuotas, Cluster, CommittedOffset,
-    ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, GroupStates, Leadership,
-    MetadataError, MetadataStore, MirrorLinkRecord, MirrorLinks, ObjectCommit, PartitionKey,
-    PartitionMove, PartitionState, PendingHolds, QueuedDeadLetter, QuotaEntity, QuotaRecord,
-    Result, ScramCredentialRecord, ScramCredentials, SharePartitionRecord, SharePartitions,
-    StoredRange, TopicRecord, TransactionRecord, Transactions, TxnCheckerRecord, TxnCheckers,
-    TxnMarker, TxnUpdate,
+    ConfigChange, ControllerLease, DelayedRecord, DelayedRecords, GroupStates, LanePresences,
+    Leadership, MetadataError, MetadataStore, MirrorLinkRecord, MirrorLinks, ObjectCommit,
+    PartitionKey, PartitionMove, PartitionState, PendingHolds, QueuedDeadLetter, QuotaEntity,
+    QuotaRecord, Result, ScramCredentialRecord, ScramCredentials, SharePartitionRecord,
+    SharePartitions, StoredRange, TopicRecord, TransactionRecord, Transactions, TxnCheckerRecord,
+    TxnCheckers, TxnMarker, TxnUpdate,
 };
 
 /// Wraps a store; see the module doc.
@@ -652,6 +652,19 @@ impl TxnCheckers for FaultyMetadata {
     async fn remove_txn_checker(&self, prefix: &str) -> Result<bool> {
         self.check_up()?;
         self.inner.remove_txn_checker(prefix).await
+    }
+}
+
+#[async_trait::async_trait]
+impl LanePresences for FaultyMetadata {
+    async fn put_lane_presence(&self, broker_id: i32, presence: &str) -> Result<()> {
+        self.check_up()?;
+        self.inner.put_lane_presence(broker_id, presence).await
+    }
+
+    async fn lane_presences(&self) -> Result<Vec<(i32, String)>> {
+        self.check_up()?;
+        self.inner.lane_presences().await
     }
 }
 

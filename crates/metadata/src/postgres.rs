@@ -41,6 +41,7 @@ crate::quotas_sql::impl_client_quotas!(PostgresStore);
 crate::group_states_sql::impl_group_states!(PostgresStore);
 crate::share_partitions_sql::impl_share_partitions!(PostgresStore);
 crate::txn_checkers_sql::impl_txn_checkers!(PostgresStore);
+crate::lane_presence_sql::impl_lane_presences!(PostgresStore);
 crate::mirror_links_sql::impl_mirror_links!(PostgresStore);
 crate::table_files_sql::impl_table_files!(PostgresStore);
 crate::schema_registry_sql::impl_schema_registry!(

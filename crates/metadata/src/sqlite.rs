@@ -61,6 +61,7 @@ crate::quotas_sql::impl_client_quotas!(SqliteStore);
 crate::group_states_sql::impl_group_states!(SqliteStore);
 crate::share_partitions_sql::impl_share_partitions!(SqliteStore);
 crate::txn_checkers_sql::impl_txn_checkers!(SqliteStore);
+crate::lane_presence_sql::impl_lane_presences!(SqliteStore);
 crate::mirror_links_sql::impl_mirror_links!(SqliteStore);
 crate::table_files_sql::impl_table_files!(SqliteStore);
 crate::schema_registry_sql::impl_schema_registry!(SqliteStore, None);

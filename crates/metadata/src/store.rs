@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use crate::{
     Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
-    GroupStates, MirrorLinks, Result, SchemaRegistryStore, ScramCredentials, SharePartitions,
-    TableFiles, TopicRecord, Transactions, TxnCheckers,
+    GroupStates, LanePresences, MirrorLinks, Result, SchemaRegistryStore, ScramCredentials,
+    SharePartitions, TableFiles, TopicRecord, Transactions, TxnCheckers,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -24,6 +24,7 @@ pub trait MetadataStore:
     + GroupStates
     + SharePartitions
     + TxnCheckers
+    + LanePresences
     + MirrorLinks
     + SchemaRegistryStore
     + TableFiles

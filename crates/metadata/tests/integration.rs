@@ -11,6 +11,7 @@ mod conformance;
 mod credentials;
 mod delayed;
 mod group_states;
+mod lane_presence;
 mod mirror_links;
 mod quotas;
 mod schema_registry;

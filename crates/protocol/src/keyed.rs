@@ -54,6 +54,11 @@ impl KeyedRecord<'_> {
         self.value.is_none()
     }
 
+    /// The headers section as stored: a count, then each header.
+    pub(crate) fn headers_section(&self) -> &[u8] {
+        self.headers
+    }
+
     /// The record's headers, in order (a key may repeat); `None` if malformed.
     #[must_use]
     pub fn headers(&self) -> Option<Vec<RecordHeader<'_>>> {

@@ -17,6 +17,7 @@ pub mod consumer_protocol;
 pub mod control;
 pub mod error_names;
 pub mod frame;
+pub mod headers;
 pub mod internal;
 pub mod keyed;
 pub mod plain;

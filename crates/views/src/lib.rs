@@ -4,7 +4,9 @@
 //!
 //! - [`filter`]: what a view lets through (tags, and an expression over headers);
 //! - [`sql`]: the expression language;
-//! - [`tag_index`]: the per-batch tag summaries that spare reading records;
+//! - [`tag_index`]: the per-batch tag and lane summaries that spare reading records;
+//! - [`lanes`]: a record's and a client's lane, and what a lane's consumers see;
+//! - [`selection`]: a read's filters together (a view's and a consumer's lanes);
 //! - a fetch from a view is the broker's (`view_reader`), which reads the source.
 //!
 //! A view has no data of its own: each of its partitions is its source's partition of
@@ -16,6 +18,8 @@
 //! writes are refused.
 
 pub mod filter;
+pub mod lanes;
+pub mod selection;
 pub mod sql;
 pub mod tag_index;
 
@@ -172,6 +176,11 @@ impl ViewStats {
 
     pub fn index_jumps(&self) -> u64 {
         self.index_jumps.load(Ordering::Relaxed)
+    }
+
+    /// The records let through.
+    pub fn matched(&self) -> u64 {
+        self.matched.load(Ordering::Relaxed)
     }
 
     #[allow(clippy::cast_precision_loss)]

@@ -1,8 +1,8 @@
-//! The per-batch tag index: for each source batch a view has read, the hashes of the
-//! tags its records carry (RocketMQ keeps a tag hash per message in its consume queue
-//! for the same purpose). With it, a batch no record of which matches a view's tags is
-//! skipped, and one every record of which matches is sent as stored, without
-//! inflating either.
+//! The per-batch tag index: for each source batch a view (or a lane's filter) has
+//! read, the hashes of the tags and of the lanes its records carry (RocketMQ keeps a
+//! tag hash per message in its consume queue for the same purpose). With it, a batch
+//! no record of which matches a view's tags or a consumer's lane is skipped, and one
+//! every record of which matches is sent as stored, without inflating either.
 //!
 //! The index lives in memory, bounded ([`TagIndex::CAPACITY`] batches, the oldest
 //! dropped first), and is filled the first time any view reads a batch: the first
@@ -16,6 +16,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use spool_metadata::PartitionKey;
+
+use crate::filter::TAG_HEADER;
+use crate::lanes::LANE_HEADER;
 
 /// The distinct tags a summary keeps; a batch with more is read whenever a view with
 /// tags reads it.
@@ -62,6 +65,32 @@ pub fn tag_hash(tag: &[u8]) -> u64 {
     hasher.finish()
 }
 
+/// What one batch's records carry: their tags (`spool.tag`) and their lanes
+/// (`spool.lane`), each the last of its header in a record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchSummary {
+    pub tags: BatchTags,
+    /// "Untagged" here: some record is in the base lane.
+    pub lanes: BatchTags,
+}
+
+impl BatchSummary {
+    /// Notes one record's headers.
+    pub fn add(&mut self, headers: &[(&[u8], Option<&[u8]>)]) {
+        self.tags.add(last_value(headers, TAG_HEADER));
+        self.lanes.add(last_value(headers, LANE_HEADER));
+    }
+}
+
+/// The value of a record's last header `name`, if it has one with a value.
+pub fn last_value<'a>(headers: &[(&[u8], Option<&'a [u8]>)], name: &str) -> Option<&'a [u8]> {
+    headers
+        .iter()
+        .rev()
+        .find(|(key, _)| *key == name.as_bytes())
+        .and_then(|(_, value)| *value)
+}
+
 /// Which batch a summary is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BatchKey {
@@ -78,20 +107,20 @@ pub struct TagIndex {
 
 #[derive(Debug, Default)]
 struct Entries {
-    by_batch: HashMap<BatchKey, Arc<BatchTags>>,
+    by_batch: HashMap<BatchKey, Arc<BatchSummary>>,
     /// In the order they were added, for dropping the oldest.
     order: VecDeque<BatchKey>,
 }
 
 impl TagIndex {
-    /// The batches kept: at about 100 bytes each, some 25 MB.
+    /// The batches kept: at about 150 bytes each, some 40 MB.
     pub const CAPACITY: usize = 250_000;
 
-    pub fn get(&self, key: &BatchKey) -> Option<Arc<BatchTags>> {
+    pub fn get(&self, key: &BatchKey) -> Option<Arc<BatchSummary>> {
         self.lock().by_batch.get(key).cloned()
     }
 
-    pub fn insert(&self, key: BatchKey, tags: Arc<BatchTags>) {
+    pub fn insert(&self, key: BatchKey, tags: Arc<BatchSummary>) {
         let mut entries = self.lock();
         if entries.by_batch.insert(key, tags).is_none() {
             entries.order.push_back(key);
@@ -136,7 +165,7 @@ mod tests {
             crc: 7,
         };
         for offset in 0..=i64::try_from(TagIndex::CAPACITY).unwrap() {
-            index.insert(key(offset), Arc::new(BatchTags::default()));
+            index.insert(key(offset), Arc::new(BatchSummary::default()));
         }
         assert_eq!(index.len(), TagIndex::CAPACITY);
         assert!(index.get(&key(0)).is_none());

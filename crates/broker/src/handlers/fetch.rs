@@ -23,7 +23,9 @@
 //! records (see `docs/transactions.md`).
 //!
 //! A view topic's partition is read from its source's and filtered (see
-//! `crate::view_reader`).
+//! `crate::view_reader`), and so is any partition for a consumer in a lane, or a
+//! base consumer whose group has live members in a lane (`crate::lanes`); such reads
+//! are the leader's only, as views' are.
 //!
 //! Not yet: fetch sessions (Spool answers session id 0: no session, which KIP-227
 //! allows).
@@ -36,16 +38,17 @@ use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::{ApiKey, FetchRequest};
-use spool_log::Isolation;
+use spool_log::{Isolation, ReadResult};
 use spool_model::Offset;
 use tokio::sync::watch;
 
 pub(crate) use self::encode::FetchBody;
 use self::encode::{PartitionOut, TopicOut};
-use super::api::ApiDecl;
+use super::api::{ApiDecl, RequestContext};
 use crate::errors::code;
 use crate::index::views::IndexedFilter;
-use crate::partitions::{PartitionError, on_blocking_pool};
+use crate::lanes::LaneRead;
+use crate::partitions::{PartitionError, PartitionHandle, on_blocking_pool};
 use crate::replica_reads;
 use crate::response;
 use crate::shared::Shared;
@@ -53,6 +56,7 @@ use crate::topics::Topic;
 use crate::view_reader::ViewReader;
 use spool_security::acl::Operation;
 use spool_security::authorizer::Access;
+use spool_views::selection::Selection;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Fetch,
@@ -65,11 +69,10 @@ const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
 
 pub(crate) async fn handle(
     request: FetchRequest,
-    version: i16,
-    access: &Access,
-    listener: &str,
+    context: &RequestContext,
     shared: Arc<Shared>,
 ) -> FetchBody {
+    let (version, access, listener) = (context.version, &context.access, &context.listener);
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0))
         .min(MAX_WAIT_CAP);
     let deadline = tokio::time::Instant::now() + wait;
@@ -81,13 +84,30 @@ pub(crate) async fn handle(
         open_tails(&shared, &request, version, access).await;
         let prepared_at = std::time::Instant::now();
         replica::prepare(&shared, &request, version, access).await;
+        // Each pass asks again: a lane member that joined while this fetch waited
+        // changes what a base consumer may see.
+        let lanes = (shared.lanes())
+            .filter_for(
+                &shared.current_config(),
+                &context.client_id,
+                &context.client_host,
+            )
+            .map(Arc::new);
         let pass = {
             let (shared, request, access) = (shared.clone(), request.clone(), access.clone());
-            let preferring = replica::preferring(&shared, &request, version, listener);
-            on_blocking_pool(move || {
-                read_all(&shared, &request, version, &access, preferring, prepared_at)
-            })
-            .await
+            let preferring = if lanes.is_none() {
+                replica::preferring(&shared, &request, version, listener)
+            } else {
+                None
+            };
+            let asked = Asked {
+                version,
+                access,
+                preferring,
+                prepared_at,
+                lanes,
+            };
+            on_blocking_pool(move || read_all(&shared, &request, &asked)).await
         };
         busy += started.elapsed();
         let pass = match pass {
@@ -220,17 +240,28 @@ async fn open_tails(shared: &Shared, request: &FetchRequest, version: i16, acces
     shared.partitions().open_tails(wanted).await;
 }
 
-/// One pass over the partitions asked for. `preferring`: where the consumer's rack
-/// is served, if leaders name preferred read replicas to it; `prepared_at`: when the
-/// committed marks of the partitions led elsewhere were made ready.
-fn read_all(
-    shared: &Shared,
-    request: &FetchRequest,
+/// What a pass needs besides the request.
+struct Asked {
     version: i16,
-    access: &Access,
+    access: Access,
+    /// Where the consumer's rack is served, if leaders name preferred read replicas
+    /// to it.
     preferring: Option<replica::Preferring>,
+    /// When the committed marks of the partitions led elsewhere were made ready.
     prepared_at: std::time::Instant,
-) -> Pass {
+    /// What the consumer's lanes let it see; `None`: everything.
+    lanes: Option<Arc<LaneRead>>,
+}
+
+/// One pass over the partitions asked for.
+fn read_all(shared: &Shared, request: &FetchRequest, asked: &Asked) -> Pass {
+    let Asked {
+        version,
+        ref access,
+        ref preferring,
+        prepared_at,
+        ref lanes,
+    } = *asked;
     let mut budget = u64::try_from(request.max_bytes.max(0)).unwrap_or(0);
     let mut pass = Pass {
         body: FetchBody::default(),
@@ -262,7 +293,7 @@ fn read_all(
             let partition = match found {
                 Ok(partition) => partition,
                 Err(PartitionError::NotLeader)
-                    if replica::serves(shared, request, version, known) =>
+                    if lanes.is_none() && replica::serves(shared, request, version, known) =>
                 {
                     let partition_budget = u64::try_from(wanted.partition_max_bytes.max(0))
                         .unwrap_or(0)
@@ -317,28 +348,13 @@ fn read_all(
                 .unwrap_or(0)
                 .min(budget);
             let offset = Offset(wanted.fetch_offset);
-            let read = match &known.view {
-                None => partition.read(offset, partition_budget, pass.bytes == 0, isolation),
-                Some(view) => shared.partitions().source_of(known).map_or(
-                    Err(PartitionError::UnknownTopicOrPartition),
-                    |source| {
-                        ViewReader {
-                            filter: &view.filter,
-                            index: &shared.views().index,
-                            stats: &shared.views().stats(known.record.id),
-                            source: source.partition_key(wanted.partition),
-                            indexed: IndexedFilter::of(&source, &view.filter)
-                                .map(|filter| (shared.indexes(), filter)),
-                        }
-                        .read(
-                            &partition,
-                            offset,
-                            partition_budget,
-                            pass.bytes == 0,
-                            isolation,
-                        )
-                    },
-                ),
+            let first = pass.bytes == 0;
+            let read = if known.view.is_none() && lanes.is_none() {
+                partition.read(offset, partition_budget, first, isolation)
+            } else {
+                let ask = (offset, partition_budget, first, isolation);
+                let at = (&partition, wanted.partition);
+                filtered_read(shared, known, lanes.as_deref(), at, ask)
             };
             let log = &partition.log;
             let mut out = PartitionOut::error(wanted.partition, code::NONE);
@@ -372,6 +388,47 @@ fn read_all(
         });
     }
     pass
+}
+
+/// A read through filters: a view's (of its source) and the consumer's lanes.
+fn filtered_read(
+    shared: &Shared,
+    known: &Arc<Topic>,
+    lane: Option<&LaneRead>,
+    (partition, index): (&PartitionHandle, i32),
+    (offset, budget, first, isolation): (Offset, u64, bool, Isolation),
+) -> Result<ReadResult, PartitionError> {
+    let source = match &known.view {
+        None => known.clone(),
+        Some(_) => {
+            (shared.partitions().source_of(known)).ok_or(PartitionError::UnknownTopicOrPartition)?
+        }
+    };
+    let mut stats = Vec::with_capacity(2);
+    if known.view.is_some() {
+        stats.push(shared.views().stats(known.record.id));
+    }
+    if let Some(lane) = lane {
+        stats.push(
+            shared
+                .lanes()
+                .read_stats(known.record.name.as_str(), &lane.lane),
+        );
+    }
+    let view = known.view.as_ref().map(|view| view.filter.as_ref());
+    ViewReader {
+        filter: Selection {
+            view,
+            lane: lane.map(|lane| &lane.filter),
+        },
+        index: &shared.views().index,
+        stats: &stats,
+        source: source.partition_key(index),
+        indexed: view
+            .and_then(|filter| IndexedFilter::of(&source, filter))
+            .map(|filter| (shared.indexes(), filter)),
+    }
+    .read(partition, offset, budget, first, isolation)
 }
 
 /// The first version naming topics by id.

@@ -68,6 +68,7 @@ use kafka_protocol::protocol::Encodable;
 use spool_protocol::request::{self, Envelope};
 
 use self::api::{ApiDecl, RequestContext};
+use crate::lanes::{self, Lanes};
 use crate::response::{Reply, ResponseWriter};
 use crate::shared::Shared;
 use spool_security::quotas::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, throttle_ms};
@@ -249,8 +250,15 @@ pub(crate) async fn handle(
             #[allow(clippy::cast_precision_loss)] // far below 2^52 bytes
             let bytes = bytes as f64;
             let charged = throttle::charge(&shared, &context, PRODUCER_BYTE_RATE, bytes);
-            let appended =
-                produce::append(request, &context.access, &context.listener, shared.clone()).await;
+            let lane = Lanes::lane_of(&shared.current_config(), &context.client_id).map(Arc::from);
+            let appended = produce::append(
+                request,
+                &context.access,
+                &context.listener,
+                lane,
+                shared.clone(),
+            )
+            .await;
             let throttle = charged.max(throttle::charge_time(&shared, &context, started.elapsed()));
             // KIP-219 from v6.
             let late = throttle::mute_or_delay(session, throttle, version >= 6);
@@ -277,14 +285,7 @@ pub(crate) async fn handle(
             // with the time it is throttled, and nothing is read for it.
             let owed = throttle::owed(&shared, &context, CONSUMER_BYTE_RATE);
             let mut body = if owed.is_zero() {
-                fetch::handle(
-                    request,
-                    version,
-                    &context.access,
-                    &context.listener,
-                    shared.clone(),
-                )
-                .await
+                fetch::handle(request, &context, shared.clone()).await
             } else {
                 fetch::FetchBody::default()
             };
@@ -302,13 +303,26 @@ pub(crate) async fn handle(
             }
             return encode_fetch(&envelope, version, &body);
         }
-        body => match dispatch(body, &context, &shared).await {
-            Ok(response) => response,
-            Err(other) => {
-                tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
-                return Reply::Close;
+        mut body => {
+            // A lane client's groups are its group's part in the lane.
+            let config = shared.current_config();
+            let lane = Lanes::lane_of(&config, &context.client_id);
+            if let Some(lane) = lane {
+                lanes::groups::enter(&mut body, lane);
             }
-        },
+            match dispatch(body, &context, &shared).await {
+                Ok(mut response) => {
+                    if let Some(lane) = lane {
+                        lanes::groups::leave(&mut response, lane);
+                    }
+                    response
+                }
+                Err(other) => {
+                    tracing::warn!(request = ?std::mem::discriminant(&other), "no handler");
+                    return Reply::Close;
+                }
+            }
+        }
     };
     let took = if throttle::waits(key) {
         Duration::ZERO

@@ -27,6 +27,7 @@ use spool_protocol::batch::BatchFrames;
 use super::api::ApiDecl;
 use super::per_partition::per_partition;
 use crate::errors::{self, code};
+use crate::lanes;
 use crate::leader_hint::LeaderHint;
 use crate::mirror::awaits_settling;
 use crate::partitions::PartitionHandle;
@@ -107,10 +108,13 @@ pub(crate) struct Appended {
 }
 
 /// The first phase: appends every partition's batches.
+/// `lane`: the producer's lane (its `client.id` names one), whose header its records
+/// get where they lack it.
 pub(crate) async fn append(
     request: ProduceRequest,
     access: &Access,
     listener: &str,
+    lane: Option<Arc<str>>,
     shared: Arc<Shared>,
 ) -> Appended {
     let acks = request.acks;
@@ -169,7 +173,7 @@ pub(crate) async fn append(
         &shared,
         planned,
         appends,
-        |shared, name: &TopicName, index, plan| {
+        move |shared, name: &TopicName, index, plan| {
             Ok(plan
                 .map_err(Refused::from)
                 .and_then(|work| {
@@ -177,9 +181,18 @@ pub(crate) async fn append(
                     let now = shared.clock().timestamp();
                     let Appending {
                         index,
-                        records,
+                        mut records,
                         topic,
                     } = work;
+                    if let Some(lane) = &lane {
+                        let (stamped, changed) = lanes::stamp::stamped(records, lane);
+                        records = stamped;
+                        if changed > 0 {
+                            shared
+                                .lanes()
+                                .note_stamped(topic.record.name.as_str(), lane);
+                        }
+                    }
                     (shared.partitions())
                         .append_produced(
                             topic,

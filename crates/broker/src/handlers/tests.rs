@@ -131,6 +131,7 @@ impl InProcess {
                 request,
                 &context.access,
                 &context.listener,
+                None,
                 self.shared().clone(),
             )
             .await;
@@ -225,14 +226,7 @@ async fn produce_list_offsets_and_fetch(broker: InProcess) {
         unreachable!("a Fetch request")
     };
     let context = broker.context(12);
-    let body = fetch::handle(
-        request,
-        12,
-        &context.access,
-        &context.listener,
-        broker.shared().clone(),
-    )
-    .await;
+    let body = fetch::handle(request, &context, broker.shared().clone()).await;
     let partition = &body.topics[0].partitions[0];
     assert_eq!(partition.error, code::NONE);
     assert_eq!(partition.high_watermark, 6);

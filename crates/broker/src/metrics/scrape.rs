@@ -99,6 +99,7 @@ impl Collector for StateCollector {
         partitions(&mut encoder, shared, self.partition_series_limit)?;
         delayed(&mut encoder, shared)?;
         views(&mut encoder, shared)?;
+        super::lanes::encode(&mut encoder, shared)?;
         groups(&mut encoder, shared)?;
         share_groups(&mut encoder, shared)?;
         transaction_checks(&mut encoder, shared)?;

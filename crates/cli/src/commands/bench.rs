@@ -36,6 +36,9 @@ pub(crate) enum BenchCommand {
     /// Message indexes: produce throughput without and with an index, search
     /// latency, the index's size, a view of one id with and without the index.
     Index(super::bench_index::IndexBench),
+    /// Lanes: a base consumer's read rate on a topic with lane traffic, its group
+    /// having a member in the lane, against a plain read of a topic without lanes.
+    Lanes(super::bench_lanes::LanesBench),
     /// The machine's limits: disk writes with and without fsync, fsync latency,
     /// loopback TCP.
     Limits {
@@ -95,6 +98,11 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
                 }
                 BenchCommand::Index(bench) => {
                     let report = super::bench_index::run(&bench, &brokers)
+                        .map_err(|e| BenchError::Failed(e.to_string()))?;
+                    Ok((report.to_text(), serde_json::json!(report)))
+                }
+                BenchCommand::Lanes(bench) => {
+                    let report = super::bench_lanes::run(&bench, &brokers)
                         .map_err(|e| BenchError::Failed(e.to_string()))?;
                     Ok((report.to_text(), serde_json::json!(report)))
                 }

@@ -241,11 +241,11 @@ pub(crate) fn run(bench: &IndexBench, brokers: &str) -> Result<IndexReport, CliE
     })
 }
 
-fn failed(what: &str) -> impl Fn(rdkafka::error::KafkaError) -> CliError + '_ {
+pub(super) fn failed(what: &str) -> impl Fn(rdkafka::error::KafkaError) -> CliError + '_ {
     move |error| CliError::Failed(format!("{what}: {error}"))
 }
 
-fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, CliError> {
+pub(super) fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, CliError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -253,7 +253,7 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, CliErr
         .map_err(|e| CliError::Failed(format!("a runtime: {e}")))
 }
 
-fn create(
+pub(super) fn create(
     config: &ClientConfig,
     name: &str,
     partitions: i32,
@@ -273,7 +273,7 @@ fn create(
     Ok(())
 }
 
-fn delete(config: &ClientConfig, names: &[&str]) {
+pub(super) fn delete(config: &ClientConfig, names: &[&str]) {
     if let Ok(admin) = config.create::<AdminClient<DefaultClientContext>>() {
         let _ = block_on(admin.delete_topics(names, &AdminOptions::new()));
     }

@@ -7,6 +7,7 @@ use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 use spool_protocol::consumer_protocol::assigned_partitions;
+use spool_views::lanes::split_group;
 
 use crate::client::{CliConsumer, ClientArgs};
 use crate::commands::consume::{Start, parse_start};
@@ -242,6 +243,42 @@ struct GroupDetail {
     consumer_protocol: Option<ConsumerView>,
     offsets: Vec<PartitionLag>,
     total_lag: i64,
+    /// The group's parts in lanes (`G;lane=X`), each with its own members and
+    /// offsets (docs/lanes.md).
+    lanes: Vec<LaneDetail>,
+}
+
+/// A group's part in one lane.
+#[derive(Debug, Serialize)]
+struct LaneDetail {
+    lane: String,
+    /// Its own id: `G;lane=X`.
+    group: String,
+    state: String,
+    members: usize,
+    total_lag: i64,
+}
+
+/// The parts of `group` in lanes, among the groups the cluster lists.
+fn lanes_of(client: &ClientArgs, group: &str) -> Result<Vec<LaneDetail>, CliError> {
+    let mut lanes = Vec::new();
+    for view in groups(client, None)? {
+        let (of, Some(lane)) = split_group(&view.group) else {
+            continue;
+        };
+        if of != group {
+            continue;
+        }
+        let offsets = lag(client, &view.group, &view.members)?;
+        lanes.push(LaneDetail {
+            lane: lane.to_owned(),
+            group: view.group.clone(),
+            state: view.state.clone(),
+            members: view.members.len(),
+            total_lag: offsets.iter().map(|o| o.lag).sum(),
+        });
+    }
+    Ok(lanes)
 }
 
 async fn describe(
@@ -265,7 +302,9 @@ async fn describe(
         return Err(CliError::NotFound(format!("group {group} does not exist")));
     }
     let consumer_protocol = consumer_view(client, group).await?;
+    let lanes = lanes_of(client, group)?;
     let detail = GroupDetail {
+        lanes,
         total_lag: offsets.iter().map(|o| o.lag).sum(),
         group: view,
         group_type: if consumer_protocol.is_some() {
@@ -342,6 +381,20 @@ fn print_detail(detail: &GroupDetail) {
             }
             output::print_table(&members, "none");
         }
+    }
+    if !detail.lanes.is_empty() {
+        output::heading("LANES");
+        let mut lanes = output::table(["LANE", "GROUP", "STATE", "MEMBERS", "TOTAL-LAG"]);
+        for lane in &detail.lanes {
+            lanes.add_row([
+                lane.lane.clone(),
+                lane.group.clone(),
+                lane.state.clone(),
+                lane.members.to_string(),
+                lane.total_lag.to_string(),
+            ]);
+        }
+        output::print_table(&lanes, "none");
     }
     output::heading("OFFSETS");
     let mut offsets = output::table([

@@ -3,6 +3,7 @@
 pub(crate) mod acl;
 pub(crate) mod bench;
 mod bench_index;
+mod bench_lanes;
 pub(crate) mod cluster;
 pub(crate) mod cluster_status;
 pub(crate) mod consume;

@@ -78,6 +78,13 @@ impl ConsumerGroup {
         self.members.len()
     }
 
+    /// Each member's client id and host.
+    pub(crate) fn member_clients(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.members
+            .values()
+            .map(|m| (m.client_id.as_str(), m.client_host.as_str()))
+    }
+
     #[cfg(test)]
     pub(crate) fn epoch(&self) -> i32 {
         self.epoch
