@@ -100,6 +100,15 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// A local agent speaking the Kafka protocol: many producers' small batches
+    /// merged per partition and compressed once, everything else forwarded to the
+    /// upstream cluster (`--brokers`).
+    Databus {
+        #[command(flatten)]
+        args: commands::databus::DatabusArgs,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Register, read, list, delete and check schemas in the schema registry.
     Schema {
         #[command(subcommand)]
@@ -147,7 +156,7 @@ fn main() -> ExitCode {
     // errors do (librdkafka's own log lines, target `librdkafka`, are there with
     // RUST_LOG=librdkafka=info).
     let default_filter = match cli.command {
-        None | Some(Command::Serve(_)) => "info",
+        None | Some(Command::Serve(_) | Command::Databus { .. }) => "info",
         // The broker of machine mode runs in this process, and its crashes log errors
         // by design; RUST_LOG=warn shows them.
         Some(Command::Faultcheck { .. }) => "off",
@@ -216,6 +225,7 @@ async fn run_client(command: Command) -> ExitCode {
         Command::TxnChecker { command, client } => commands::txn_checker::run(command, &client),
         Command::Mirror { command, client } => commands::mirror::run(command, &client),
         Command::Schema { command, client } => commands::schema::run(command, &client),
+        Command::Databus { args, client } => commands::databus::run(args, &client).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

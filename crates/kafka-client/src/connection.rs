@@ -6,7 +6,8 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, RequestKind, ResponseHeader,
+    ResponseKind,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -157,6 +158,15 @@ impl Connection {
         }
     }
 
+    /// The broker's API versions, (key, min, max) per API (asked once per
+    /// connection).
+    pub async fn versions(&mut self) -> Result<Vec<(i16, i16, i16)>, ClientError> {
+        if self.versions.is_none() {
+            self.versions = Some(self.api_versions().await?);
+        }
+        Ok(self.versions.clone().unwrap_or_default())
+    }
+
     /// The broker's API versions: asked at v2 (the last version whose answer the
     /// guard describes), and at v0 if the broker is older. An older broker answers
     /// v2 in v0's shape with UNSUPPORTED_VERSION (KIP-511): the error code, first in
@@ -200,17 +210,81 @@ impl Connection {
         R::Response: HeaderVersion,
     {
         let failed = failure::<R>(version);
+        let versions = (
+            R::header_version(version),
+            R::Response::header_version(version),
+        );
+        self.exchange_with(R::KEY, version, versions, None, |body| {
+            request.encode(body, version).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|(what, detail)| failed(what, detail))
+    }
+
+    /// Sends any request (`kind` of API `key`) at `version`, in the name of
+    /// `client_id` (else this connection's), and reads its answer, checked before it
+    /// is decoded where its structure is described (a proxy forwarding what its
+    /// clients sent).
+    pub async fn call_kind(
+        &mut self,
+        key: ApiKey,
+        kind: &RequestKind,
+        version: i16,
+        client_id: Option<&StrBytes>,
+    ) -> Result<ResponseKind, ClientError> {
+        let failed = |what: &str, detail: String| {
+            ClientError::Failed(format!("{what} ({key:?} v{version}): {detail}"))
+        };
+        let versions = (
+            key.request_header_version(version),
+            key.response_header_version(version),
+        );
+        let mut body = self
+            .exchange_with(key as i16, version, versions, client_id, |body| {
+                kind.encode(body, version).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|(what, detail)| failed(what, detail))?;
+        match response_shape_of(key as i16, version) {
+            Some(shape) => {
+                wire_guard::check(shape, version, &body)
+                    .map_err(|e| failed("the response is malformed", e.to_string()))?;
+            }
+            None if self.guarded_only => {
+                return Err(failed(
+                    "cannot check the response before decoding it",
+                    "this version is not described".to_owned(),
+                ));
+            }
+            None => {}
+        }
+        ResponseKind::decode(key, &mut body, version)
+            .map_err(|e| failed("cannot decode the response", e.to_string()))
+    }
+
+    /// Sends the request `encode` writes (API `key` at `version`, with the header
+    /// versions given) and answers the response's body; a failure as what failed and
+    /// why.
+    async fn exchange_with(
+        &mut self,
+        key: i16,
+        version: i16,
+        (request_header, response_header): (i16, i16),
+        client_id: Option<&StrBytes>,
+        encode: impl FnOnce(&mut BytesMut) -> Result<(), String>,
+    ) -> Result<Bytes, (&'static str, String)> {
         self.correlation = self.correlation.wrapping_add(1);
         let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
+            .with_request_api_key(key)
             .with_request_api_version(version)
             .with_correlation_id(self.correlation)
-            .with_client_id(Some(self.client_id.clone()));
+            .with_client_id(Some(client_id.unwrap_or(&self.client_id).clone()));
         let mut body = BytesMut::new();
         header
-            .encode(&mut body, R::header_version(version))
-            .and_then(|()| request.encode(&mut body, version))
-            .map_err(|e| failed("cannot encode the request", e.to_string()))?;
+            .encode(&mut body, request_header)
+            .map_err(|e| e.to_string())
+            .and_then(|()| encode(&mut body))
+            .map_err(|e| ("cannot encode the request", e))?;
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
         frame.put_slice(&body);
@@ -229,12 +303,12 @@ impl Connection {
         };
         let mut response = tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|_| failed("no answer", "timed out".to_string()))?
-            .map_err(|e| failed("the connection failed", e.to_string()))?;
-        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
-            .map_err(|e| failed("cannot decode the response header", e.to_string()))?;
+            .map_err(|_| ("no answer", "timed out".to_string()))?
+            .map_err(|e| ("the connection failed", e.to_string()))?;
+        let header = ResponseHeader::decode(&mut response, response_header)
+            .map_err(|e| ("cannot decode the response header", e.to_string()))?;
         if header.correlation_id != self.correlation {
-            return Err(failed(
+            return Err((
                 "the answer does not match the request",
                 format!("correlation id {}", header.correlation_id),
             ));

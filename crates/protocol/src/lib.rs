@@ -20,6 +20,7 @@ pub mod frame;
 pub mod headers;
 pub mod internal;
 pub mod keyed;
+pub mod merge;
 pub mod plain;
 pub mod recompress;
 pub mod records;

@@ -7,6 +7,7 @@ mod bench_lanes;
 pub(crate) mod cluster;
 pub(crate) mod cluster_status;
 pub(crate) mod consume;
+pub(crate) mod databus;
 pub(crate) mod faultcheck;
 pub(crate) mod find;
 pub(crate) mod group;
