@@ -39,6 +39,10 @@ pub(crate) enum BenchCommand {
     /// Lanes: a base consumer's read rate on a topic with lane traffic, its group
     /// having a member in the lane, against a plain read of a topic without lanes.
     Lanes(super::bench_lanes::LanesBench),
+    /// Databus: many small producers directly and through `spool databus`,
+    /// produce requests at the broker, its CPU and end-to-end latency. Starts its
+    /// own broker and Databus (processes of this binary).
+    Databus(super::bench_databus::DatabusBench),
     /// The machine's limits: disk writes with and without fsync, fsync latency,
     /// loopback TCP.
     Limits {
@@ -103,6 +107,11 @@ pub(crate) async fn run(command: BenchCommand, client: &ClientArgs) -> Result<()
                 }
                 BenchCommand::Lanes(bench) => {
                     let report = super::bench_lanes::run(&bench, &brokers)
+                        .map_err(|e| BenchError::Failed(e.to_string()))?;
+                    Ok((report.to_text(), serde_json::json!(report)))
+                }
+                BenchCommand::Databus(bench) => {
+                    let report = super::bench_databus::run(&bench)
                         .map_err(|e| BenchError::Failed(e.to_string()))?;
                     Ok((report.to_text(), serde_json::json!(report)))
                 }

@@ -2,6 +2,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod bench;
+mod bench_databus;
 mod bench_index;
 mod bench_lanes;
 pub(crate) mod cluster;
