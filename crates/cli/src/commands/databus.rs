@@ -28,8 +28,21 @@ pub(crate) async fn run(args: DatabusArgs, client: &ClientArgs) -> Result<(), Cl
             .ok_or_else(|| CliError::Usage(format!("--set {setting}: expected KEY=VALUE")))?;
         settings.push((key.trim().to_owned(), value.trim().to_owned()));
     }
-    if let Some(protocol) = &client.security_protocol {
-        settings.push(("security.protocol".to_owned(), protocol.clone()));
+    // The common TLS and SASL flags, as the upstream client's settings.
+    let path = |p: &std::path::PathBuf| p.display().to_string();
+    let flags = [
+        ("security.protocol", client.security_protocol.clone()),
+        ("sasl.mechanism", client.sasl_mechanism.clone()),
+        ("sasl.username", client.sasl_username.clone()),
+        ("sasl.password", client.sasl_password.clone()),
+        ("ssl.ca.location", client.ssl_ca_location.as_ref().map(path)),
+        ("ssl.certificate.location", client.ssl_certificate_location.as_ref().map(path)),
+        ("ssl.key.location", client.ssl_key_location.as_ref().map(path)),
+    ];
+    for (name, value) in flags {
+        if let Some(value) = value {
+            settings.push((name.to_owned(), value));
+        }
     }
     let config =
         DatabusConfig::new(args.listen, &client.brokers, &settings).map_err(CliError::Usage)?;
