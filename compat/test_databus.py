@@ -315,3 +315,24 @@ def test_databus_killed_with_acks0_batches_spilled_replays_them(make_broker):
             assert time.time() < deadline, "spill files not removed after the replay"
             time.sleep(0.2)
         bus.stop()
+
+
+def test_bad_frames_close_only_their_connection(broker, databus):
+    """Garbage, an oversized size and an unknown API close the sender's connection;
+    Databus goes on serving."""
+    host, port = databus.address.split(":")
+    for payload in (b"\x00\x00\x00\x08garbage!", b"\x7f\xff\xff\xff",
+                    b"\x00\x00\x00\x0c\x03\xe7\x00\x00\x00\x00\x00\x01\x00\x00"):
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(payload)
+            s.settimeout(5)
+            try:
+                assert s.recv(1024) == b"", "the connection is closed, nothing answered"
+            except ConnectionResetError:
+                pass
+    topic = f"bus-{uuid.uuid4().hex[:8]}"
+    create(broker, topic, 1)
+    producer = Producer({"bootstrap.servers": databus.address})
+    producer.produce(topic, value=b"still-served", partition=0)
+    assert producer.flush(30) == 0
+    assert [v for _, _, v in read_upstream(broker, topic, 1, 1)] == ["still-served"]

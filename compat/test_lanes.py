@@ -311,3 +311,36 @@ def test_a_bad_lane_pattern_is_refused_and_a_custom_one_names_lanes(broker):
             == [("not-a-lane-now", None), ("boe", "boe")]
     finally:
         set_everywhere(broker, "lane.client.id.pattern", ";lane=([A-Za-z0-9._-]+)")
+
+
+def test_a_consumer_protocol_lane_member_is_its_groups_lane_part(broker):
+    """KIP-848's ConsumerGroupHeartbeat from a lane client joins the lane's part."""
+    topic = f"lanes-{uuid.uuid4().hex[:8]}"
+    group = f"kip848-{uuid.uuid4().hex[:8]}"
+    create(broker, topic)
+    base = BaseMember(broker, group, topic, f"{group}-app")
+    lane_member = Consumer({"bootstrap.servers": broker.address, "group.id": group,
+                            "client.id": f"{group}-app;lane=ppe", "group.protocol": "consumer",
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    lane_member.subscribe([topic])
+    lane_values = []
+
+    def poll_both():
+        base.poll_until([], timeout=0.1, quiet=0)
+        message = lane_member.poll(0.1)
+        if message is not None and not message.error():
+            lane_values.append(message.value().decode())
+
+    wait_for_presence(broker, group, {"ppe": 1}, base_clients=1, meanwhile=poll_both)
+    confluent_produce(broker, topic, "svc;lane=ppe", ["ppe-0"])
+    confluent_produce(broker, topic, "svc", ["base-0"])
+    deadline = time.time() + 30
+    while lane_values != ["ppe-0"] and time.time() < deadline:
+        poll_both()
+    assert lane_values == ["ppe-0"]
+    assert base.poll_until(["base-0"]) == ["base-0"]
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    described = admin.describe_consumer_groups([f"{group};lane=ppe"])[f"{group};lane=ppe"].result(10)
+    assert [m.client_id for m in described.members] == [f"{group}-app;lane=ppe"]
+    lane_member.close()
+    base.consumer.close()

@@ -71,8 +71,9 @@ impl Found {
 pub(crate) struct Directory {
     /// Members in each lane, by group.
     lanes: HashMap<String, BTreeMap<String, usize>>,
-    /// The groups (with live lanes) each client is a base member of.
-    groups_of: HashMap<(String, String), Vec<String>>,
+    /// The groups (with live lanes) each client is a base member of, by host and
+    /// client id (looked up without allocating, on every fetch).
+    groups_of: HashMap<String, HashMap<String, Vec<String>>>,
     /// The base members' clients known of each group with live lanes.
     base_clients: HashMap<String, usize>,
 }
@@ -89,8 +90,10 @@ impl Directory {
             }
             for (group, clients) in &found.clients {
                 *directory.base_clients.entry(group.clone()).or_default() += clients.len();
-                for client in clients {
-                    let groups = directory.groups_of.entry(client.clone()).or_default();
+                for (client_id, host) in clients {
+                    let groups = (directory.groups_of.entry(host.clone()).or_default())
+                        .entry(client_id.clone())
+                        .or_default();
                     if !groups.contains(group) {
                         groups.push(group.clone());
                     }
@@ -106,8 +109,7 @@ impl Directory {
     /// in all of them: a record is kept from a base consumer only when its group is
     /// known to have that lane. `None`: none.
     pub(crate) fn lanes_standing_out(&self, client_id: &str, host: &str) -> Option<Vec<String>> {
-        let key = (client_id.to_owned(), host.to_owned());
-        let groups = self.groups_of.get(&key)?;
+        let groups = self.groups_of.get(host)?.get(client_id)?;
         let mut shared: Option<BTreeSet<&String>> = None;
         for group in groups {
             let lanes: BTreeSet<&String> = self

@@ -36,8 +36,14 @@ pub(crate) async fn run(args: DatabusArgs, client: &ClientArgs) -> Result<(), Cl
         ("sasl.username", client.sasl_username.clone()),
         ("sasl.password", client.sasl_password.clone()),
         ("ssl.ca.location", client.ssl_ca_location.as_ref().map(path)),
-        ("ssl.certificate.location", client.ssl_certificate_location.as_ref().map(path)),
-        ("ssl.key.location", client.ssl_key_location.as_ref().map(path)),
+        (
+            "ssl.certificate.location",
+            client.ssl_certificate_location.as_ref().map(path),
+        ),
+        (
+            "ssl.key.location",
+            client.ssl_key_location.as_ref().map(path),
+        ),
     ];
     for (name, value) in flags {
         if let Some(value) = value {
