@@ -8,12 +8,13 @@
 //! - a fetch shows a lane's consumer its lane, a base consumer the base lane and the
 //!   lanes its group has no live member in ([`Lanes::filter_for`], read through
 //!   `crate::view_reader`); which groups have live lanes, and which clients are their
-//!   base members, is [`presence`].
+//!   base members, is [`directory`], kept fresh by [`presence`].
 //!
 //! A base consumer is known by its `client.id` and host (a Fetch names no group): the
 //! same pair as its group membership shows. With no lane in use, or fallback for
 //! every lane its group has, a base consumer's fetch is a plain read.
 
+mod directory;
 pub(crate) mod groups;
 pub(crate) mod presence;
 pub(crate) mod stamp;
@@ -25,7 +26,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use spool_views::ViewStats;
 use spool_views::lanes::{Excluded, LaneFilter};
 
-use self::presence::Directory;
+use self::directory::Directory;
 use crate::config::BrokerConfig;
 
 /// The label of the base lane in `/metrics`.
