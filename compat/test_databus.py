@@ -83,9 +83,9 @@ def databus(broker):
         bus.stop()
 
 
-def create(broker, name, partitions):
+def create(broker, name, partitions, config=None):
     admin = AdminClient({"bootstrap.servers": broker.address})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+    admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(15)
     # Every broker knows it before a client asks through Databus.
     deadline = time.time() + 15
     while name not in admin.list_topics(timeout=10).topics:
@@ -322,7 +322,7 @@ def test_bad_frames_close_only_their_connection(broker, databus):
     Databus goes on serving."""
     host, port = databus.address.split(":")
     for payload in (b"\x00\x00\x00\x08garbage!", b"\x7f\xff\xff\xff",
-                    b"\x00\x00\x00\x0c\x03\xe7\x00\x00\x00\x00\x00\x01\x00\x00"):
+                    b"\x00\x00\x00\x0a\x03\xe7\x00\x00\x00\x00\x00\x01\x00\x00"):
         with socket.create_connection((host, int(port)), timeout=5) as s:
             s.sendall(payload)
             s.settimeout(5)
@@ -336,3 +336,35 @@ def test_bad_frames_close_only_their_connection(broker, databus):
     producer.produce(topic, value=b"still-served", partition=0)
     assert producer.flush(30) == 0
     assert [v for _, _, v in read_upstream(broker, topic, 1, 1)] == ["still-served"]
+
+
+def test_a_merged_batch_over_the_topics_limit_goes_one_producer_at_a_time(broker, databus):
+    topic = f"bus-{uuid.uuid4().hex[:8]}"
+    create(broker, topic, 1, {"max.message.bytes": "3000"})
+    acknowledged, errors, lock = {}, [], threading.Lock()
+
+    def producer(index):
+        p = Producer({"bootstrap.servers": databus.address, "linger.ms": 0,
+                      "compression.type": "none"})
+
+        def delivered(error, message):
+            with lock:
+                if error:
+                    errors.append(error)
+                else:
+                    acknowledged[message.value()[:8].decode()] = (0, message.offset())
+
+        # Each record fits the topic's limit; eight of them merged do not.
+        p.produce(topic, value=f"big-{index:04d}".encode() + b"x" * 1500, partition=0,
+                  on_delivery=delivered)
+        assert p.flush(30) == 0
+
+    threads = [threading.Thread(target=producer, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[:3]
+    assert len(acknowledged) == 8
+    records = read_upstream(broker, topic, 1, 8)
+    assert sorted(v[:8] for _, _, v in records) == sorted(acknowledged)

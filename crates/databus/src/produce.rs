@@ -48,6 +48,9 @@ mod code {
     /// Databus's producer is unknown or fenced upstream: a new one, and the batch
     /// merged again under it.
     pub(super) const PRODUCER_LOST: [i16; 4] = [45, 47, 49, 59];
+    /// MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE: the merged batch is over the topic's
+    /// limit; its producers' requests go again one at a time.
+    pub(super) const TOO_LARGE: [i16; 2] = [10, 18];
 }
 
 /// What a producer's partition got.
@@ -109,6 +112,9 @@ struct Queues {
 struct Work {
     pendings: Vec<Pending>,
     sealed: Option<Sealed>,
+    /// Sent without merging others into it: a merged batch over the topic's
+    /// `max.message.bytes` is sent again one producer request at a time.
+    alone: bool,
 }
 
 /// A merged batch as it was sent, and where each pending's records begin in it.
@@ -116,6 +122,8 @@ struct Work {
 struct Sealed {
     batch: Bytes,
     starts: Vec<i32>,
+    /// Its first sequence, when sent by Databus's idempotent producer.
+    base_sequence: Option<i32>,
 }
 
 /// Databus's own idempotent producer upstream.
@@ -195,6 +203,7 @@ impl Merger {
                                     deadline,
                                 }],
                                 sealed: None,
+                                alone: false,
                             });
                             answer
                         })
@@ -243,9 +252,10 @@ impl Merger {
             };
             let mut work = first;
             let mut bytes: usize = work.pendings.iter().map(|p| p.bytes).sum();
-            if work.sealed.is_none() {
+            if work.sealed.is_none() && !work.alone {
                 while queue.front().is_some_and(|next| {
                     next.sealed.is_none()
+                        && !next.alone
                         && bytes + next.pendings.iter().map(|p| p.bytes).sum::<usize>()
                             <= batch_bytes
                 }) {

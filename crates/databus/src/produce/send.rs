@@ -230,6 +230,7 @@ fn seal(bus: &Bus, key: &QueueKey, work: &Work) -> Result<Sealed, String> {
     Ok(Sealed {
         batch: Bytes::from(merged.batch),
         starts,
+        base_sequence: producer.map(|p| p.base_sequence),
     })
 }
 
@@ -285,6 +286,22 @@ fn settle(
         all_done = false;
         let acks_zero_only = work.pendings.iter().all(|p| p.acks == 0);
         if unreachable && acks_zero_only && replay::spill_work(bus, &key, &work) {
+            continue;
+        }
+        if code::TOO_LARGE.contains(&error) && work.pendings.len() > 1 {
+            // Over the topic's limit merged, not each: one at a time, from the
+            // sequence the refused batch had (the upstream did not take it).
+            if let Some(sequence) = work.sealed.as_ref().and_then(|s| s.base_sequence) {
+                (bus.merger.lock_idempotence().next).insert(key.clone(), sequence);
+            }
+            for pending in work.pendings {
+                let alone = Work {
+                    pendings: vec![pending],
+                    sealed: None,
+                    alone: true,
+                };
+                back.push((key.clone(), alone));
+            }
             continue;
         }
         if code::PRODUCER_LOST.contains(&error) {
