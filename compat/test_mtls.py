@@ -57,9 +57,14 @@ def librdkafka(broker, who=None):
 
 
 def delivery_errors(config, topic):
+    """The errors producing one record meets: in its delivery report, or at once
+    when librdkafka already knows the topic refused (its metadata said so)."""
     errors = []
     producer = Producer({**config, "message.timeout.ms": 10000})
-    producer.produce(topic, b"m", on_delivery=lambda err, msg: errors.append(err))
+    try:
+        producer.produce(topic, b"m", on_delivery=lambda err, msg: errors.append(err))
+    except KafkaException as refused:
+        errors.append(refused.args[0])
     producer.flush(20)
     return errors
 
