@@ -169,7 +169,10 @@ def test_config_file_and_environment(make_broker, tmp_path):
     config.write_text('[broker]\n"num.partitions" = 4\n"auto.create.topics.enable" = true\n')
     broker = make_broker(args=["--config", str(config)], env={"SPOOL_AUTO_CREATE_TOPICS_ENABLE": "false"})
     admin = AdminClient({"bootstrap.servers": broker.address})
+    # Metadata first, and room to wait: as `broker_entries` (a loaded cluster once
+    # kept librdkafka's request for node 1 waiting past 10 s).
+    admin.list_topics(timeout=30)
     resource = ConfigResource(ResourceType.BROKER, "1")
-    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    entries = admin.describe_configs([resource])[resource].result(timeout=30)
     assert entries["num.partitions"].value == "4", "from the file"
     assert entries["auto.create.topics.enable"].value == "false", "the environment wins over the file"
