@@ -121,6 +121,22 @@ def upstream_produce_requests(broker):
     return total
 
 
+class Deliveries:
+    """The delivery reports of producers on several threads: each acknowledged
+    record's (partition, offset) by `key(value)`, and the errors."""
+
+    def __init__(self, key=lambda value: value.decode()):
+        self.acknowledged, self.errors, self.lock = {}, [], threading.Lock()
+        self.key = key
+
+    def __call__(self, error, message):
+        with self.lock:
+            if error:
+                self.errors.append(error)
+            else:
+                self.acknowledged[self.key(message.value())] = (message.partition(), message.offset())
+
+
 def assert_once_in_order(records, acknowledged):
     """Every acknowledged value upstream once, at its acknowledged offset, and each
     producer's values in its sending order within a partition."""
@@ -142,19 +158,11 @@ def test_many_librdkafka_producers_are_merged_and_every_record_lands_once_in_ord
     topic = f"bus-{uuid.uuid4().hex[:8]}"
     create(broker, topic, 3)
     before = upstream_produce_requests(broker)
-    acknowledged, errors, lock = {}, [], threading.Lock()
+    delivered = Deliveries()
 
     def producer(index):
         p = Producer({"bootstrap.servers": databus.address, "client.id": f"app-{index}",
                       "linger.ms": 0, "acks": "all" if index % 2 else "1"})
-
-        def delivered(error, message):
-            with lock:
-                if error:
-                    errors.append(error)
-                else:
-                    acknowledged[message.value().decode()] = (message.partition(), message.offset())
-
         for sequence in range(100):
             p.produce(topic, value=f"p{index}-{sequence}".encode(), partition=sequence % 3,
                       on_delivery=delivered)
@@ -167,11 +175,11 @@ def test_many_librdkafka_producers_are_merged_and_every_record_lands_once_in_ord
         thread.start()
     for thread in threads:
         thread.join()
-    assert not errors, errors[:3]
-    assert len(acknowledged) == 1600
+    assert not delivered.errors, delivered.errors[:3]
+    assert len(delivered.acknowledged) == 1600
     records = read_upstream(broker, topic, 3, 1600)
     assert len(records) == 1600
-    assert_once_in_order(records, acknowledged)
+    assert_once_in_order(records, delivered.acknowledged)
     sent = upstream_produce_requests(broker) - before
     assert sent < 800, f"{sent} produce requests upstream for 1600 records: not merged"
 
@@ -232,15 +240,7 @@ def test_idempotent_and_transactional_producers_pass_through(broker, databus):
 def test_upstream_broker_killed_and_restarted_loses_no_acknowledged_record(broker, databus):
     topic = f"bus-{uuid.uuid4().hex[:8]}"
     create(broker, topic, 3)
-    acknowledged, errors, stop = {}, [], threading.Event()
-    lock = threading.Lock()
-
-    def delivered(error, message):
-        with lock:
-            if error:
-                errors.append(error)
-            else:
-                acknowledged[message.value().decode()] = (message.partition(), message.offset())
+    delivered, stop = Deliveries(), threading.Event()
 
     def produce(index):
         p = Producer({"bootstrap.servers": databus.address, "acks": "all", "linger.ms": 2,
@@ -273,12 +273,12 @@ def test_upstream_broker_killed_and_restarted_loses_no_acknowledged_record(broke
     stop.set()
     for thread in threads:
         thread.join()
-    with lock:
-        assert not errors, errors[:3]
-        count = len(acknowledged)
+    with delivered.lock:
+        assert not delivered.errors, delivered.errors[:3]
+        count = len(delivered.acknowledged)
     assert count > 400
     records = read_upstream(broker, topic, 3, count)
-    assert_once_in_order(records, acknowledged)
+    assert_once_in_order(records, delivered.acknowledged)
 
 
 def test_databus_killed_with_acks0_batches_spilled_replays_them(make_broker):
@@ -341,19 +341,11 @@ def test_bad_frames_close_only_their_connection(broker, databus):
 def test_a_merged_batch_over_the_topics_limit_goes_one_producer_at_a_time(broker, databus):
     topic = f"bus-{uuid.uuid4().hex[:8]}"
     create(broker, topic, 1, {"max.message.bytes": "3000"})
-    acknowledged, errors, lock = {}, [], threading.Lock()
+    delivered = Deliveries(key=lambda value: value[:8].decode())
 
     def producer(index):
         p = Producer({"bootstrap.servers": databus.address, "linger.ms": 0,
                       "compression.type": "none"})
-
-        def delivered(error, message):
-            with lock:
-                if error:
-                    errors.append(error)
-                else:
-                    acknowledged[message.value()[:8].decode()] = (0, message.offset())
-
         # Each record fits the topic's limit; eight of them merged do not.
         p.produce(topic, value=f"big-{index:04d}".encode() + b"x" * 1500, partition=0,
                   on_delivery=delivered)
@@ -364,7 +356,7 @@ def test_a_merged_batch_over_the_topics_limit_goes_one_producer_at_a_time(broker
         thread.start()
     for thread in threads:
         thread.join()
-    assert not errors, errors[:3]
-    assert len(acknowledged) == 8
+    assert not delivered.errors, delivered.errors[:3]
+    assert len(delivered.acknowledged) == 8
     records = read_upstream(broker, topic, 1, 8)
-    assert sorted(v[:8] for _, _, v in records) == sorted(acknowledged)
+    assert sorted(v[:8] for _, _, v in records) == sorted(delivered.acknowledged)

@@ -114,13 +114,13 @@ pub(crate) async fn answer(
             ResponseKind::Fetch(split::fetch(bus, request, version, client).await?)
         }
         RequestKind::ListOffsets(request) => {
-            ResponseKind::ListOffsets(split::list_offsets(bus, request, version, client).await?)
+            ResponseKind::ListOffsets(split::to_leaders(bus, request, version, client).await?)
         }
         RequestKind::OffsetForLeaderEpoch(request) => ResponseKind::OffsetForLeaderEpoch(
-            split::offset_for_leader_epoch(bus, request, version, client).await?,
+            split::to_leaders(bus, request, version, client).await?,
         ),
         RequestKind::DeleteRecords(request) => {
-            ResponseKind::DeleteRecords(split::delete_records(bus, request, version, client).await?)
+            ResponseKind::DeleteRecords(split::to_leaders(bus, request, version, client).await?)
         }
         RequestKind::ListGroups(request) => {
             let mut joined = ListGroupsResponse::default();
@@ -305,6 +305,22 @@ fn coordinator_moved(answer: &ResponseKind) -> bool {
     COORDINATOR_MOVED.contains(&code)
 }
 
+/// Requests naming one group each, each to its group's coordinator; the answers in
+/// their order.
+async fn one_group_each(
+    bus: &Arc<Bus>,
+    key: ApiKey,
+    version: i16,
+    client: Option<&StrBytes>,
+    requests: Vec<(String, RequestKind)>,
+) -> Result<Vec<ResponseKind>, UpstreamError> {
+    let mut answers = Vec::with_capacity(requests.len());
+    for (group, request) in requests {
+        answers.push(coordinated_call(bus, key, &request, version, GROUP, &group, client).await?);
+    }
+    Ok(answers)
+}
+
 /// DescribeGroups, one group at a time to its coordinator.
 async fn describe_groups(
     bus: &Arc<Bus>,
@@ -312,19 +328,14 @@ async fn describe_groups(
     version: i16,
     client: Option<&StrBytes>,
 ) -> Result<DescribeGroupsResponse, UpstreamError> {
+    let requests = (request.groups.iter())
+        .map(|group| {
+            let one = request.clone().with_groups(vec![group.clone()]);
+            (group.0.to_string(), RequestKind::DescribeGroups(one))
+        })
+        .collect();
     let mut joined = DescribeGroupsResponse::default();
-    for group in &request.groups {
-        let one = RequestKind::DescribeGroups(request.clone().with_groups(vec![group.clone()]));
-        let answer = coordinated_call(
-            bus,
-            ApiKey::DescribeGroups,
-            &one,
-            version,
-            GROUP,
-            &group.0,
-            client,
-        )
-        .await?;
+    for answer in one_group_each(bus, ApiKey::DescribeGroups, version, client, requests).await? {
         if let ResponseKind::DescribeGroups(answer) = answer {
             joined.groups.extend(answer.groups);
         }
@@ -339,19 +350,14 @@ async fn delete_groups(
     version: i16,
     client: Option<&StrBytes>,
 ) -> Result<DeleteGroupsResponse, UpstreamError> {
+    let requests = (request.groups_names.iter())
+        .map(|group| {
+            let one = request.clone().with_groups_names(vec![group.clone()]);
+            (group.0.to_string(), RequestKind::DeleteGroups(one))
+        })
+        .collect();
     let mut joined = DeleteGroupsResponse::default();
-    for group in &request.groups_names {
-        let one = RequestKind::DeleteGroups(request.clone().with_groups_names(vec![group.clone()]));
-        let answer = coordinated_call(
-            bus,
-            ApiKey::DeleteGroups,
-            &one,
-            version,
-            GROUP,
-            &group.0,
-            client,
-        )
-        .await?;
+    for answer in one_group_each(bus, ApiKey::DeleteGroups, version, client, requests).await? {
         if let ResponseKind::DeleteGroups(answer) = answer {
             joined.results.extend(answer.results);
         }
@@ -366,20 +372,15 @@ async fn consumer_group_describe(
     version: i16,
     client: Option<&StrBytes>,
 ) -> Result<ConsumerGroupDescribeResponse, UpstreamError> {
+    let requests = (request.group_ids.iter())
+        .map(|group| {
+            let one = request.clone().with_group_ids(vec![group.clone()]);
+            (group.0.to_string(), RequestKind::ConsumerGroupDescribe(one))
+        })
+        .collect();
+    let key = ApiKey::ConsumerGroupDescribe;
     let mut joined = ConsumerGroupDescribeResponse::default();
-    for group in &request.group_ids {
-        let one =
-            RequestKind::ConsumerGroupDescribe(request.clone().with_group_ids(vec![group.clone()]));
-        let answer = coordinated_call(
-            bus,
-            ApiKey::ConsumerGroupDescribe,
-            &one,
-            version,
-            GROUP,
-            &group.0,
-            client,
-        )
-        .await?;
+    for answer in one_group_each(bus, key, version, client, requests).await? {
         if let ResponseKind::ConsumerGroupDescribe(answer) = answer {
             joined.groups.extend(answer.groups);
         }
@@ -394,19 +395,14 @@ async fn offset_fetch_groups(
     version: i16,
     client: Option<&StrBytes>,
 ) -> Result<OffsetFetchResponse, UpstreamError> {
+    let requests = (request.groups.iter())
+        .map(|group| {
+            let one = request.clone().with_groups(vec![group.clone()]);
+            (group.group_id.0.to_string(), RequestKind::OffsetFetch(one))
+        })
+        .collect();
     let mut joined = OffsetFetchResponse::default();
-    for group in &request.groups {
-        let one = RequestKind::OffsetFetch(request.clone().with_groups(vec![group.clone()]));
-        let answer = coordinated_call(
-            bus,
-            ApiKey::OffsetFetch,
-            &one,
-            version,
-            GROUP,
-            &group.group_id.0,
-            client,
-        )
-        .await?;
+    for answer in one_group_each(bus, ApiKey::OffsetFetch, version, client, requests).await? {
         if let ResponseKind::OffsetFetch(answer) = answer {
             joined.groups.extend(answer.groups);
         }

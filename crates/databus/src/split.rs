@@ -33,7 +33,7 @@ type TopicKey = String;
 
 /// What one split request type needs: its partitions, a copy with some of them, the
 /// answers joined, and whether an answer says a leader moved.
-trait ByLeader: Sized + Send + 'static {
+pub(crate) trait ByLeader: Sized + Send + 'static {
     type Answer: Send + 'static;
     const KEY: ApiKey;
     fn partitions(&self) -> Vec<(TopicKey, i32)>;
@@ -254,30 +254,14 @@ pub(crate) async fn fetch(
     Ok(answer)
 }
 
-pub(crate) async fn list_offsets(
+/// A request of topics by name (ListOffsets, OffsetForLeaderEpoch, DeleteRecords),
+/// its partitions to their leaders.
+pub(crate) async fn to_leaders<R: ByLeader + Clone>(
     bus: &Arc<Bus>,
-    request: ListOffsetsRequest,
+    request: R,
     version: i16,
     client: Option<&StrBytes>,
-) -> Result<ListOffsetsResponse, UpstreamError> {
-    split(bus, request, version, &BTreeMap::new(), client).await
-}
-
-pub(crate) async fn offset_for_leader_epoch(
-    bus: &Arc<Bus>,
-    request: OffsetForLeaderEpochRequest,
-    version: i16,
-    client: Option<&StrBytes>,
-) -> Result<OffsetForLeaderEpochResponse, UpstreamError> {
-    split(bus, request, version, &BTreeMap::new(), client).await
-}
-
-pub(crate) async fn delete_records(
-    bus: &Arc<Bus>,
-    request: DeleteRecordsRequest,
-    version: i16,
-    client: Option<&StrBytes>,
-) -> Result<DeleteRecordsResponse, UpstreamError> {
+) -> Result<R::Answer, UpstreamError> {
     split(bus, request, version, &BTreeMap::new(), client).await
 }
 

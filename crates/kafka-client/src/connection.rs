@@ -245,19 +245,8 @@ impl Connection {
             })
             .await
             .map_err(|(what, detail)| failed(what, detail))?;
-        match response_shape_of(key as i16, version) {
-            Some(shape) => {
-                wire_guard::check(shape, version, &body)
-                    .map_err(|e| failed("the response is malformed", e.to_string()))?;
-            }
-            None if self.guarded_only => {
-                return Err(failed(
-                    "cannot check the response before decoding it",
-                    "this version is not described".to_owned(),
-                ));
-            }
-            None => {}
-        }
+        self.check_shape(key as i16, version, &body)
+            .map_err(|(what, detail)| failed(what, detail))?;
         ResponseKind::decode(key, &mut body, version)
             .map_err(|e| failed("cannot decode the response", e.to_string()))
     }
@@ -316,6 +305,27 @@ impl Connection {
         Ok(response)
     }
 
+    /// Walks a response body of API `key` at `version` where its structure is
+    /// described; an undescribed one passes unless this connection is
+    /// [`Connection::guarded_only`]. A failure as what failed and why.
+    fn check_shape(
+        &self,
+        key: i16,
+        version: i16,
+        body: &[u8],
+    ) -> Result<(), (&'static str, String)> {
+        match response_shape_of(key, version) {
+            Some(shape) => wire_guard::check(shape, version, body)
+                .map(|_| ())
+                .map_err(|e| ("the response is malformed", e.to_string())),
+            None if self.guarded_only => Err((
+                "cannot check the response before decoding it",
+                "this version is not described".to_owned(),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Decodes a response's body, its structure walked first where it is described:
     /// kafka-protocol sizes arrays from their counts on the wire, so no count may pass
     /// the bytes.
@@ -325,19 +335,8 @@ impl Connection {
         R::Response: Decodable,
     {
         let failed = failure::<R>(version);
-        match response_shape_of(R::KEY, version) {
-            Some(shape) => {
-                wire_guard::check(shape, version, &response)
-                    .map_err(|e| failed("the response is malformed", e.to_string()))?;
-            }
-            None if self.guarded_only => {
-                return Err(failed(
-                    "cannot check the response before decoding it",
-                    "this version is not described".to_owned(),
-                ));
-            }
-            None => {}
-        }
+        self.check_shape(R::KEY, version, &response)
+            .map_err(|(what, detail)| failed(what, detail))?;
         let decoded = R::Response::decode(&mut response, version)
             .map_err(|e| failed("cannot decode the response", e.to_string()))?;
         if response.has_remaining() {

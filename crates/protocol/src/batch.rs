@@ -354,7 +354,8 @@ impl BrokerBatch {
     }
 }
 
-fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) {
+/// Writes `bytes` into `batch` at `at` (nothing when they would not fit).
+pub(crate) fn write_at(batch: &mut [u8], at: usize, bytes: &[u8]) {
     if let Some(field) = batch.get_mut(at..at + bytes.len()) {
         field.copy_from_slice(bytes);
     }

@@ -9,7 +9,7 @@
 
 use spool_model::{BATCH_HEADER_LEN, CompressionCodec, RecordBatchHeader, batch_field};
 
-use crate::batch;
+use crate::batch::{self, write_at};
 use crate::compression;
 use crate::keyed::{BatchRecords, RecordsError};
 use crate::records::{put_bytes, put_varint};
@@ -84,23 +84,23 @@ pub fn merge_batches(
     }
     let packed = compression::compress(codec, None, &section)?;
     let mut header = vec![0_u8; BATCH_HEADER_LEN];
-    put_at(
+    write_at(
         &mut header,
         batch_field::PARTITION_LEADER_EPOCH,
         &(-1_i32).to_be_bytes(),
     );
-    put_at(&mut header, batch_field::MAGIC, &[2]);
-    put_at(
+    write_at(&mut header, batch_field::MAGIC, &[2]);
+    write_at(
         &mut header,
         batch_field::LAST_OFFSET_DELTA,
         &(count - 1).to_be_bytes(),
     );
-    put_at(
+    write_at(
         &mut header,
         batch_field::BASE_TIMESTAMP,
         &base_timestamp.to_be_bytes(),
     );
-    put_at(
+    write_at(
         &mut header,
         batch_field::MAX_TIMESTAMP,
         &max_timestamp.to_be_bytes(),
@@ -110,17 +110,17 @@ pub fn merge_batches(
         epoch: -1,
         base_sequence: -1,
     });
-    put_at(
+    write_at(
         &mut header,
         batch_field::PRODUCER_ID,
         &producer.id.to_be_bytes(),
     );
-    put_at(
+    write_at(
         &mut header,
         batch_field::PRODUCER_EPOCH,
         &producer.epoch.to_be_bytes(),
     );
-    put_at(
+    write_at(
         &mut header,
         batch_field::BASE_SEQUENCE,
         &producer.base_sequence.to_be_bytes(),
@@ -134,12 +134,6 @@ pub fn merge_batches(
 #[must_use]
 pub fn is_mergeable(header: &RecordBatchHeader) -> bool {
     !header.is_control() && header.producer_id.0 < 0 && !header.is_transactional()
-}
-
-fn put_at(header: &mut [u8], at: usize, bytes: &[u8]) {
-    if let Some(field) = header.get_mut(at..at + bytes.len()) {
-        field.copy_from_slice(bytes);
-    }
 }
 
 #[cfg(test)]

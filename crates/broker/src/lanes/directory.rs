@@ -13,34 +13,30 @@ use spool_views::lanes::split_group;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Found {
     /// Members in each lane, by group.
-    pub(crate) lanes: BTreeMap<String, BTreeMap<String, usize>>,
+    lanes: BTreeMap<String, BTreeMap<String, usize>>,
     /// The base members' clients (id, host) of the groups with a live lane.
     clients: BTreeMap<String, BTreeSet<(String, String)>>,
 }
 
 impl Found {
     /// What `groups` show: their lanes' members, and the clients of the base groups
-    /// in `live` (groups some broker found a lane member of).
-    pub(crate) fn of(groups: &[GroupClients], live: &HashSet<String>) -> Found {
+    /// with a live lane (found among `groups`, or `elsewhere`: by other brokers).
+    pub(crate) fn of(groups: &[GroupClients], elsewhere: &HashSet<String>) -> Found {
         let mut found = Found::default();
         for group in groups {
-            match split_group(&group.group_id) {
-                (base, Some(lane)) => {
-                    *found
-                        .lanes
-                        .entry(base.to_owned())
-                        .or_default()
-                        .entry(lane.to_owned())
-                        .or_default() += group.clients.len();
-                }
-                (base, None) if live.contains(base) => {
-                    found
-                        .clients
-                        .entry(base.to_owned())
-                        .or_default()
-                        .extend(group.clients.iter().cloned());
-                }
-                (_, None) => {}
+            if let (base, Some(lane)) = split_group(&group.group_id) {
+                *(found.lanes.entry(base.to_owned()).or_default())
+                    .entry(lane.to_owned())
+                    .or_default() += group.clients.len();
+            }
+        }
+        for group in groups {
+            let (base, None) = split_group(&group.group_id) else {
+                continue;
+            };
+            if elsewhere.contains(base) || found.lanes.contains_key(base) {
+                (found.clients.entry(base.to_owned()).or_default())
+                    .extend(group.clients.iter().cloned());
             }
         }
         found

@@ -23,13 +23,11 @@ pub(crate) async fn run(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>)
     let mut written: Option<Found> = None;
     loop {
         let groups = shared.groups().member_clients();
-        let mut live: HashSet<String> = others
-            .iter()
+        let elsewhere: HashSet<String> = (others.iter())
             .flat_map(Found::live_groups)
             .cloned()
             .collect();
-        live.extend(Found::of(&groups, &HashSet::new()).lanes.into_keys());
-        let mine = Found::of(&groups, &live);
+        let mine = Found::of(&groups, &elsewhere);
         if let Some(view) = shared.cluster() {
             if written.as_ref() != Some(&mine) && write(&shared, view.node_id, &mine).await {
                 written = Some(mine.clone());

@@ -241,6 +241,32 @@ pub(crate) fn run(bench: &IndexBench, brokers: &str) -> Result<IndexReport, CliE
     })
 }
 
+/// Sends `record`, waiting while the producer's queue is full.
+pub(super) fn send_waiting<K: rdkafka::message::ToBytes + ?Sized>(
+    producer: &BaseProducer,
+    mut record: BaseRecord<'_, K, [u8]>,
+) -> Result<(), CliError> {
+    loop {
+        match producer.send(record) {
+            Ok(()) => break,
+            Err((error, back)) => {
+                if !matches!(
+                    error,
+                    rdkafka::error::KafkaError::MessageProduction(
+                        rdkafka::types::RDKafkaErrorCode::QueueFull
+                    )
+                ) {
+                    return Err(CliError::Failed(format!("produce: {error}")));
+                }
+                record = back;
+                producer.poll(Duration::from_millis(5));
+            }
+        }
+    }
+    producer.poll(Duration::ZERO);
+    Ok(())
+}
+
 pub(super) fn failed(what: &str) -> impl Fn(rdkafka::error::KafkaError) -> CliError + '_ {
     move |error| CliError::Failed(format!("{what}: {error}"))
 }
@@ -303,28 +329,11 @@ fn produce(
             key: "id",
             value: Some(id.as_bytes()),
         });
-        let mut record = BaseRecord::<str, [u8]>::to(topic)
+        let record = BaseRecord::<str, [u8]>::to(topic)
             .key(id.as_str())
             .payload(&value[..])
             .headers(headers);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((error, back)) => {
-                    if !matches!(
-                        error,
-                        rdkafka::error::KafkaError::MessageProduction(
-                            rdkafka::types::RDKafkaErrorCode::QueueFull
-                        )
-                    ) {
-                        return Err(CliError::Failed(format!("produce: {error}")));
-                    }
-                    record = back;
-                    producer.poll(Duration::from_millis(5));
-                }
-            }
-        }
-        producer.poll(Duration::ZERO);
+        send_waiting(&producer, record)?;
     }
     producer
         .flush(Duration::from_secs(600))

@@ -16,7 +16,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 
-use super::bench_index::{create, delete, failed};
+use super::bench_index::{create, delete, failed, send_waiting};
 use crate::admin_api::admin_url;
 use crate::error::CliError;
 
@@ -166,25 +166,8 @@ fn produce(
             }
             _ => &base,
         };
-        let mut record = BaseRecord::<(), [u8]>::to(topic).payload(&value[..]);
-        loop {
-            match through.send(record) {
-                Ok(()) => break,
-                Err((error, back)) => {
-                    if !matches!(
-                        error,
-                        rdkafka::error::KafkaError::MessageProduction(
-                            rdkafka::types::RDKafkaErrorCode::QueueFull
-                        )
-                    ) {
-                        return Err(CliError::Failed(format!("produce: {error}")));
-                    }
-                    record = back;
-                    through.poll(Duration::from_millis(5));
-                }
-            }
-        }
-        through.poll(Duration::ZERO);
+        let record = BaseRecord::<(), [u8]>::to(topic).payload(&value[..]);
+        send_waiting(through, record)?;
     }
     for producer in std::iter::once(&base).chain(laned.as_ref()) {
         producer

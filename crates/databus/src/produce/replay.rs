@@ -8,12 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind, TopicName};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind};
 use spool_protocol::merge::merge_batches;
 
-use super::send::{INFLATE_LIMIT, MAX_PRODUCE_VERSION, codec_of};
+use super::send::{INFLATE_LIMIT, add_batch, codec_of, produce_version};
 use super::{QueueKey, Work, code};
 use crate::Bus;
 use crate::upstream::BrokerId;
@@ -117,21 +115,9 @@ async fn send_spilled(bus: &Arc<Bus>, by_partition: BTreeMap<QueueKey, Vec<Bytes
                 .with_acks(1)
                 .with_timeout_ms(timeout)
         });
-        request.topic_data.push(
-            TopicProduceData::default()
-                .with_name(TopicName(StrBytes::from_string(topic)))
-                .with_partition_data(vec![
-                    PartitionProduceData::default()
-                        .with_index(partition)
-                        .with_records(Some(Bytes::from(merged.batch))),
-                ]),
-        );
+        add_batch(request, &(topic, partition), Bytes::from(merged.batch));
     }
-    let version = bus
-        .upstream
-        .max_version(ApiKey::Produce)
-        .unwrap_or(MAX_PRODUCE_VERSION)
-        .min(MAX_PRODUCE_VERSION);
+    let version = produce_version(bus);
     for (leader, request) in by_leader {
         let kind = RequestKind::Produce(request);
         let Ok(ResponseKind::Produce(answer)) = bus

@@ -24,7 +24,7 @@ use crate::upstream::{BrokerId, UpstreamError};
 /// The most a client batch may inflate to when merged.
 pub(super) const INFLATE_LIMIT: usize = 256 << 20;
 /// The Produce version sent upstream at most (v13 names topics by id).
-pub(super) const MAX_PRODUCE_VERSION: i16 = 12;
+const MAX_PRODUCE_VERSION: i16 = 12;
 /// How long a round waits after a failed send before trying again.
 const BACKOFF: Duration = Duration::from_millis(100);
 
@@ -124,11 +124,7 @@ async fn send_round(bus: &Arc<Bus>, round: Vec<(QueueKey, Work)>) -> bool {
         };
         groups.entry((leader, acks)).or_default().push((key, work));
     }
-    let version = bus
-        .upstream
-        .max_version(ApiKey::Produce)
-        .unwrap_or(MAX_PRODUCE_VERSION)
-        .min(MAX_PRODUCE_VERSION);
+    let version = produce_version(bus);
     let mut sends = JoinSet::new();
     for ((leader, acks), works) in groups {
         let bus = bus.clone();
@@ -181,20 +177,34 @@ fn sealed_request(
         let Some(sealed) = &work.sealed else {
             continue;
         };
-        let data = PartitionProduceData::default()
-            .with_index(key.1)
-            .with_records(Some(sealed.batch.clone()));
-        match (request.topic_data.iter_mut()).find(|t| t.name.0.as_str() == key.0) {
-            Some(existing) => existing.partition_data.push(data),
-            None => request.topic_data.push(
-                TopicProduceData::default()
-                    .with_name(TopicName(StrBytes::from_string(key.0.clone())))
-                    .with_partition_data(vec![data]),
-            ),
-        }
+        add_batch(&mut request, &key, sealed.batch.clone());
         sent.push((key, work));
     }
     (request, sent)
+}
+
+/// Adds `batch` for the partition `key` to `request` (under its topic's entry).
+pub(super) fn add_batch(request: &mut ProduceRequest, key: &QueueKey, batch: Bytes) {
+    let data = PartitionProduceData::default()
+        .with_index(key.1)
+        .with_records(Some(batch));
+    match (request.topic_data.iter_mut()).find(|t| t.name.0.as_str() == key.0) {
+        Some(existing) => existing.partition_data.push(data),
+        None => request.topic_data.push(
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(key.0.clone())))
+                .with_partition_data(vec![data]),
+        ),
+    }
+}
+
+/// The Produce version sent upstream: the upstream's highest, at most
+/// [`MAX_PRODUCE_VERSION`].
+pub(super) fn produce_version(bus: &Bus) -> i16 {
+    bus.upstream
+        .max_version(ApiKey::Produce)
+        .unwrap_or(MAX_PRODUCE_VERSION)
+        .min(MAX_PRODUCE_VERSION)
 }
 
 /// `work`'s batches merged into one.
