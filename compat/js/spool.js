@@ -96,16 +96,20 @@ async function startBrokers(label, settings = [], { count, nodeSettings } = {}) 
   const brokers = [];
   const addresses = [];
   const registryUrls = [];
+  const adminUrls = [];
   for (let node = 1; node <= count; node++) {
     const port = await freePort();
     const registryPort = await freePort();
+    const adminPort = await freePort();
     addresses.push(`127.0.0.1:${port}`);
     registryUrls.push(`http://127.0.0.1:${registryPort}`);
+    adminUrls.push(`http://127.0.0.1:${adminPort}`);
     const cluster = count > 1 ? ['--node-id', `${node}`] : [];
     const own = nodeSettings(node).flatMap((s) => ['--set', s]);
     brokers.push(spawn(SPOOL_BIN, ['--listen', addresses[node - 1],
       '--data-dir', path.join(dataDir, `data-${node}`), ...cluster, ...shared, ...own,
-      '--set', `schema.registry.listen=127.0.0.1:${registryPort}`], { stdio: 'ignore' }));
+      '--set', `schema.registry.listen=127.0.0.1:${registryPort}`,
+      '--admin-listen', `127.0.0.1:${adminPort}`], { stdio: 'ignore' }));
     await waitForPort(port);
   }
   const address = addresses[count > 1 ? 1 : 0];
@@ -125,7 +129,7 @@ async function startBrokers(label, settings = [], { count, nodeSettings } = {}) 
     fs.rmSync(dataDir, { recursive: true, force: true });
     assert.deepStrictEqual(codes, brokers.map(() => 0), 'clean shutdown');
   };
-  return { address, addresses, registryUrls, stop };
+  return { address, addresses, registryUrls, adminUrls, stop };
 }
 
 async function waitFor(predicate, what, timeoutMs = 30000) {

@@ -16,7 +16,8 @@
 //! A search ([`search`]) looks the value up in the chunks (bloom filter, then one
 //! bucket's entries), in the tail, and reads what no chunk covers; it reads back
 //! every record named and compares its field, so the answer is exact whatever the
-//! index holds.
+//! index holds. Both read a value framed for the schema registry with its schema
+//! ([`values`]: Avro, Protobuf, JSON Schema).
 
 mod batches;
 mod build;
@@ -24,6 +25,7 @@ pub(crate) mod search;
 mod source;
 mod state;
 mod store;
+mod values;
 pub(crate) mod views;
 
 use std::sync::Arc;

@@ -21,7 +21,7 @@
 //! entries, 8 bytes each, with one ranged read.
 
 use crate::bloom::Bloom;
-use crate::field::{IndexFields, RecordView};
+use crate::field::{IndexFields, RecordView, ValueReader};
 use crate::{IndexError, value_hash};
 
 const MAGIC: &[u8; 4] = b"SPIX";
@@ -34,6 +34,17 @@ const ENTRIES_PER_BUCKET: usize = 16;
 const MAX_BUCKET_BITS: u32 = 24;
 /// Bytes a reader takes first: the header and, for a small chunk, the summary too.
 pub const FIRST_READ_BYTES: u64 = 16 << 10;
+
+/// Where a [`ChunkBuilder`] was, to go back to.
+#[derive(Debug, Clone)]
+pub struct BuilderMark {
+    next: i64,
+    records: u64,
+    data_bytes: u64,
+    min_timestamp: i64,
+    max_timestamp: i64,
+    entries: Vec<usize>,
+}
 
 /// The index of an offset range being built, from records read in offset order.
 #[derive(Debug, Clone)]
@@ -94,30 +105,60 @@ impl ChunkBuilder {
         offset >= self.first && u32::try_from(offset - self.first).is_ok()
     }
 
-    /// Takes a record: each indexed field's values. A record at an offset the
-    /// builder does not take ([`ChunkBuilder::takes`]) is left out.
+    /// Takes a record: each indexed field's values (`reader` reads its value). A
+    /// record at an offset the builder does not take ([`ChunkBuilder::takes`]) is
+    /// left out; a record whose value cannot be read now is not taken at all.
     pub fn add_record(
         &mut self,
         fields: &IndexFields,
         offset: i64,
         timestamp: i64,
         record: &RecordView<'_>,
-    ) {
+        reader: &dyn ValueReader,
+    ) -> Result<(), IndexError> {
         let Some(relative) = u32::try_from(offset - self.first)
             .ok()
             .filter(|_| offset >= self.first)
         else {
-            return;
+            return Ok(());
         };
-        self.records += 1;
-        self.min_timestamp = self.min_timestamp.min(timestamp);
-        self.max_timestamp = self.max_timestamp.max(timestamp);
         let entries = &mut self.entries;
-        fields.each_value(record, |field, value| {
+        // The reader is asked before any value is taken: a failure takes nothing.
+        fields.each_value(record, reader, |field, value| {
             if let Some(list) = entries.get_mut(field) {
                 list.push((value_hash(value), relative));
             }
-        });
+        })?;
+        self.records += 1;
+        self.min_timestamp = self.min_timestamp.min(timestamp);
+        self.max_timestamp = self.max_timestamp.max(timestamp);
+        Ok(())
+    }
+
+    /// Where the builder is now, to go back to with [`ChunkBuilder::rollback`] (a
+    /// batch read in part is taken again whole).
+    #[must_use]
+    pub fn mark(&self) -> BuilderMark {
+        BuilderMark {
+            next: self.next,
+            records: self.records,
+            data_bytes: self.data_bytes,
+            min_timestamp: self.min_timestamp,
+            max_timestamp: self.max_timestamp,
+            entries: self.entries.iter().map(Vec::len).collect(),
+        }
+    }
+
+    /// Forgets what was taken since `mark`.
+    pub fn rollback(&mut self, mark: &BuilderMark) {
+        self.next = mark.next;
+        self.records = mark.records;
+        self.data_bytes = mark.data_bytes;
+        self.min_timestamp = mark.min_timestamp;
+        self.max_timestamp = mark.max_timestamp;
+        for (entries, len) in self.entries.iter_mut().zip(&mark.entries) {
+            entries.truncate(*len);
+        }
     }
 
     /// Notes that the batches up to `next` (`bytes` of them) were taken.
@@ -566,6 +607,7 @@ impl Cursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::JsonValues;
     use proptest::prelude::*;
 
     fn fields() -> IndexFields {
@@ -585,7 +627,8 @@ mod tests {
                 value: None,
                 headers: &headers,
             };
-            builder.add_record(&fields, offset, 1_000 + offset, &record);
+            let taken = builder.add_record(&fields, offset, 1_000 + offset, &record, &JsonValues);
+            assert_eq!(taken, Ok(()));
             builder.covered(offset + 2, 100);
         }
         let bytes = builder.clone().finish();
@@ -600,6 +643,24 @@ mod tests {
             let end = usize::try_from(range.end).unwrap_or(0);
             range.offsets(bytes.get(start..end).unwrap_or_default())
         }))
+    }
+
+    #[test]
+    fn a_rollback_forgets_what_was_taken_since_the_mark() {
+        let keys: Vec<String> = (0..20).map(|i| format!("k{i}")).collect();
+        let (mut builder, _) = built(100, &keys[..10]);
+        let before = builder.clone().finish();
+        let mark = builder.mark();
+        let record = RecordView {
+            key: Some(b"later"),
+            value: None,
+            headers: &[],
+        };
+        let taken = builder.add_record(&fields(), 150, 9_999, &record, &JsonValues);
+        assert_eq!(taken, Ok(()));
+        builder.covered(151, 10);
+        builder.rollback(&mark);
+        assert_eq!(builder.clone().finish(), before);
     }
 
     #[test]

@@ -9,6 +9,10 @@ pub enum IndexError {
     /// Bytes that are not an index chunk of a version this build reads.
     #[error("not an index chunk: {0}")]
     BadChunk(&'static str),
+    /// A record's value whose document cannot be told now (its schema could not be
+    /// read): the record is read again later.
+    #[error("a record's value cannot be read now: {0}")]
+    Unread(String),
     /// A chunk whose checksum does not match its bytes.
     #[error("the index chunk is damaged (checksum mismatch)")]
     Damaged,

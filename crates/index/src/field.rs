@@ -3,10 +3,13 @@
 //! - `key`: the record's key, as its bytes;
 //! - `header:NAME`: the value of each header named NAME (a record with the header
 //!   twice has two values);
-//! - `value:$.path`: for a value that is a JSON object (or JSON in the schema
-//!   registry's wire format: a zero byte and a 4-byte schema id before it), the
-//!   scalar at the path, as text: a string's characters, a number as JSON writes it,
-//!   `true` or `false`. Null, objects and arrays are not indexed.
+//! - `value:$.path`: the scalar at the path of the value's document, as text: a
+//!   string's characters, a number as JSON writes it, `true` or `false`. Null,
+//!   objects and arrays are not indexed. What a value's document is, a
+//!   [`ValueReader`] says: [`JsonValues`] reads a value that is a JSON object or
+//!   array (or JSON in the schema registry's wire format: a zero byte and a 4-byte
+//!   schema id before it); the broker's reader also decodes values written with the
+//!   registry's Avro and Protobuf schemas.
 //!
 //! A query's value is compared with these bytes exactly.
 
@@ -20,6 +23,24 @@ use crate::json_path::JsonPath;
 
 /// The most fields a topic may index.
 pub const MAX_FIELDS: usize = 16;
+
+/// What a record's value is to the `value:` fields: a JSON document, or none.
+pub trait ValueReader {
+    /// The document of `value` (`None`: it has none, as a value that is not JSON);
+    /// an error when that cannot be told now (the registry its schema is in cannot be
+    /// read), so that the record is read again later rather than left out.
+    fn document(&self, value: &[u8]) -> Result<Option<Value>, IndexError>;
+}
+
+/// Values read as JSON objects or arrays, framed for the schema registry or not.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonValues;
+
+impl ValueReader for JsonValues {
+    fn document(&self, value: &[u8]) -> Result<Option<Value>, IndexError> {
+        Ok(parse_json(Some(value)))
+    }
+}
 
 /// One indexed field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,16 +113,21 @@ impl IndexField {
         }
     }
 
-    /// Whether `record` has `value` for this field.
-    #[must_use]
-    pub fn matches(&self, record: &RecordView<'_>, value: &[u8]) -> bool {
-        let json = match self {
-            IndexField::Value(_) => parse_json(record.value),
+    /// Whether `record` has `value` for this field (`reader` reads its value, for a
+    /// `value:` field).
+    pub fn matches(
+        &self,
+        record: &RecordView<'_>,
+        value: &[u8],
+        reader: &dyn ValueReader,
+    ) -> Result<bool, IndexError> {
+        let json = match (self, record.value) {
+            (IndexField::Value(_), Some(bytes)) => reader.document(bytes)?,
             _ => None,
         };
         let mut values = Vec::new();
         self.values(record, json.as_ref(), &mut values);
-        values.iter().any(|found| found.as_ref() == value)
+        Ok(values.iter().any(|found| found.as_ref() == value))
     }
 
     /// Whether the field reads the record's value as JSON.
@@ -187,14 +213,18 @@ impl IndexFields {
         self.0.iter().position(|field| field.to_string() == name)
     }
 
-    /// Every field's values of `record`, by field: `each(field index, value)`. Per
-    /// record on the index's build path: nothing is allocated but a JSON value's
-    /// document (and a number's text).
-    pub fn each_value(&self, record: &RecordView<'_>, mut each: impl FnMut(usize, &[u8])) {
-        let json = if self.0.iter().any(IndexField::reads_json) {
-            parse_json(record.value)
-        } else {
-            None
+    /// Every field's values of `record`, by field: `each(field index, value)`;
+    /// `reader` reads its value for the `value:` fields. Per record on the index's
+    /// build path: nothing is allocated but a value's document (and a number's text).
+    pub fn each_value(
+        &self,
+        record: &RecordView<'_>,
+        reader: &dyn ValueReader,
+        mut each: impl FnMut(usize, &[u8]),
+    ) -> Result<(), IndexError> {
+        let json = match record.value {
+            Some(value) if self.0.iter().any(IndexField::reads_json) => reader.document(value)?,
+            _ => None,
         };
         for (index, field) in self.0.iter().enumerate() {
             match field {
@@ -221,6 +251,7 @@ impl IndexFields {
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -273,9 +304,12 @@ mod tests {
             [(b"h", Some(b"1")), (b"x", Some(b"2")), (b"h", Some(b"3"))];
         let value = br#"{"n": 42, "s": "text", "o": {"a": 1}}"#;
         let mut seen = Vec::new();
-        fields.each_value(&record(Some(b"k"), Some(value), &headers), |i, v| {
-            seen.push((i, String::from_utf8_lossy(v).into_owned()));
-        });
+        let taken = fields.each_value(
+            &record(Some(b"k"), Some(value), &headers),
+            &JsonValues,
+            |i, v| seen.push((i, String::from_utf8_lossy(v).into_owned())),
+        );
+        assert_eq!(taken, Ok(()));
         assert_eq!(
             seen,
             [
@@ -293,9 +327,43 @@ mod tests {
         let field = IndexField::parse("value:$.id").unwrap_or(IndexField::Key);
         let mut framed = vec![0, 0, 0, 0, 7];
         framed.extend_from_slice(br#"{"id": "a1"}"#);
-        assert!(field.matches(&record(None, Some(&framed), &[]), b"a1"));
-        assert!(!field.matches(&record(None, Some(b"plain id a1"), &[]), b"a1"));
-        assert!(!field.matches(&record(None, None, &[]), b"a1"));
-        assert!(!field.matches(&record(None, Some(br#"{"id": "a12"}"#), &[]), b"a1"));
+        let matches =
+            |value: Option<&[u8]>| field.matches(&record(None, value, &[]), b"a1", &JsonValues);
+        assert_eq!(matches(Some(&framed)), Ok(true));
+        assert_eq!(matches(Some(b"plain id a1")), Ok(false));
+        assert_eq!(matches(None), Ok(false));
+        assert_eq!(matches(Some(br#"{"id": "a12"}"#)), Ok(false));
+    }
+
+    /// A reader that knows one document, and fails for a value `?`.
+    struct Known;
+
+    impl ValueReader for Known {
+        fn document(&self, value: &[u8]) -> Result<Option<Value>, IndexError> {
+            match value {
+                b"?" => Err(IndexError::Unread("the registry is away".to_owned())),
+                b"avro" => Ok(Some(serde_json::json!({"id": 7}))),
+                _ => Ok(None),
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_gives_the_document_and_its_failure_stops_the_record() {
+        let fields = IndexFields::parse("key,value:$.id").unwrap_or_default();
+        let mut seen = Vec::new();
+        let taken = fields.each_value(&record(Some(b"k"), Some(b"avro"), &[]), &Known, |i, v| {
+            seen.push((i, v.to_vec()));
+        });
+        assert_eq!(taken, Ok(()));
+        assert_eq!(seen, [(0, b"k".to_vec()), (1, b"7".to_vec())]);
+        let failed = fields.each_value(&record(Some(b"k"), Some(b"?"), &[]), &Known, |_, _| {});
+        assert!(failed.is_err());
+        // A field that does not read values does not ask the reader.
+        let keys = IndexFields::parse("key").unwrap_or_default();
+        assert_eq!(
+            keys.each_value(&record(None, Some(b"?"), &[]), &Known, |_, _| {}),
+            Ok(())
+        );
     }
 }

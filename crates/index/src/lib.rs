@@ -22,7 +22,7 @@ pub mod field;
 mod json_path;
 
 pub use self::error::IndexError;
-pub use self::field::{IndexField, IndexFields, RecordView};
+pub use self::field::{IndexField, IndexFields, JsonValues, RecordView, ValueReader};
 pub use self::json_path::JsonPath;
 
 /// The hash of an indexed value, as chunks store it.

@@ -123,6 +123,17 @@ impl ParsedSchema {
         }
     }
 
+    /// A value written with this schema — what follows the schema id in Confluent's
+    /// framing — as a JSON document: JSON Schema's as it is, Avro's and Protobuf's
+    /// decoded (docs/index.md says how each type reads).
+    pub fn value_document(&self, body: &[u8]) -> Result<serde_json::Value, String> {
+        match &self.form {
+            Form::Avro(parsed) => parsed.document(body),
+            Form::Protobuf(parsed) => parsed.document(body),
+            Form::Json(_) => serde_json::from_slice(body).map_err(|e| e.to_string()),
+        }
+    }
+
     /// The text stored and answered for it.
     #[must_use]
     pub fn canonical(&self) -> &str {

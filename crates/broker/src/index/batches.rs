@@ -40,7 +40,8 @@ pub(crate) trait Visit {
     }
     /// A batch was looked at: its records (if any were committed) came before.
     fn batch_done(&mut self, next: i64, bytes: u64);
-    fn record(&mut self, record: &Committed<'_>);
+    /// A committed record; an error stops the walk (the batch is not done).
+    fn record(&mut self, record: &Committed<'_>) -> Result<(), String>;
 }
 
 /// Walks the batches of `bytes` (whole batches read from `from`) whose base offset
@@ -123,7 +124,7 @@ pub(crate) fn walk(
                         value: record.value,
                         headers: &record_headers,
                     },
-                });
+                })?;
             }
         }
         walked.next = walked.next.max(header.next_offset().0.min(limit));

@@ -13,8 +13,8 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use spool_index::IndexFields;
 use spool_index::chunk::{ChunkBuilder, ChunkSummary};
+use spool_index::{IndexFields, ValueReader};
 use spool_metadata::PartitionKey;
 use spool_model::RecordBatchHeader;
 
@@ -22,6 +22,7 @@ use super::batches::{Committed, Visit, walk};
 use super::source::Source;
 use super::state::{LedIndex, lock};
 use super::store::{ChunkRef, ChunkStore};
+use super::values::RegisteredValues;
 use crate::partitions::{PartitionHandle, on_blocking_pool};
 use crate::shared::Shared;
 use crate::topics::Topic;
@@ -165,8 +166,9 @@ async fn partition(
         }
     }
     let chunk_bytes = shared.current_config().index_chunk_bytes;
-    read_forward(chunk_bytes, store, &handle, &led, key).await?;
-    rebuild_one(store, &handle, &led, key).await
+    let values = shared.indexes().values(shared.metadata());
+    read_forward(chunk_bytes, store, &handle, &led, key, &values).await?;
+    rebuild_one(store, &handle, &led, key, &values).await
 }
 
 /// The index of a partition this broker starts leading: its chunks (those that
@@ -247,6 +249,7 @@ async fn read_forward(
     handle: &PartitionHandle,
     led: &Arc<Mutex<LedIndex>>,
     key: PartitionKey,
+    values: &Arc<RegisteredValues>,
 ) -> Result<(), String> {
     let mut read = 0_u64;
     while read < ROUND_READ_BYTES {
@@ -258,15 +261,22 @@ async fn read_forward(
         if from >= end {
             break;
         }
-        let (reader, into) = (handle.clone(), led.clone());
+        let (reader, into, values) = (handle.clone(), led.clone(), values.clone());
         let walked = on_blocking_pool(move || {
             let (bytes, _) = Source::Led(reader).read(from, READ_BYTES)?;
             let mut led = lock(&into);
+            let mark = led.tail.mark();
             let mut visit = TailVisit {
                 fields: &fields,
                 tail: &mut led.tail,
+                values: &*values,
             };
-            walk(&bytes, &[], from, end, fields.reads_headers(), &mut visit)
+            let walked = walk(&bytes, &[], from, end, fields.reads_headers(), &mut visit);
+            if walked.is_err() {
+                // A batch taken in part is taken again whole in a later round.
+                led.tail.rollback(&mark);
+            }
+            walked
         })
         .await
         .map_err(|e| e.to_string())??;
@@ -339,6 +349,7 @@ async fn rebuild_one(
     handle: &PartitionHandle,
     led: &Arc<Mutex<LedIndex>>,
     key: PartitionKey,
+    values: &Arc<RegisteredValues>,
 ) -> Result<(), String> {
     let (chunks, fields, tail_first, cleaned_over) = {
         let mut led = lock(led);
@@ -358,6 +369,7 @@ async fn rebuild_one(
             key,
             (chunk.first, chunk.next),
             Some(chunk),
+            values,
         )
         .await;
     }
@@ -367,7 +379,7 @@ async fn rebuild_one(
         if let Some(end) = previous_end
             && end < chunk.first
         {
-            return rebuild(store, handle, led, key, (end, chunk.first), None).await;
+            return rebuild(store, handle, led, key, (end, chunk.first), None, values).await;
         }
         previous_end = Some(chunk.next);
         let summary = match store.summary(chunk).await {
@@ -381,6 +393,7 @@ async fn rebuild_one(
                     key,
                     (chunk.first, chunk.next),
                     Some(chunk),
+                    values,
                 )
                 .await;
             }
@@ -393,6 +406,7 @@ async fn rebuild_one(
                 key,
                 (chunk.first, chunk.next),
                 Some(chunk),
+                values,
             )
             .await;
         }
@@ -400,7 +414,7 @@ async fn rebuild_one(
     if let Some(end) = previous_end
         && end < tail_first
     {
-        return rebuild(store, handle, led, key, (end, tail_first), None).await;
+        return rebuild(store, handle, led, key, (end, tail_first), None, values).await;
     }
     Ok(())
 }
@@ -418,10 +432,11 @@ async fn rebuild(
     key: PartitionKey,
     range: (i64, i64),
     replaced: Option<&ChunkRef>,
+    values: &Arc<RegisteredValues>,
 ) -> Result<(), String> {
     let fields = lock(led).fields.clone();
     let first = range.0.max(handle.log_start().0);
-    let (reader, fields_read) = (handle.clone(), fields.clone());
+    let (reader, fields_read, values) = (handle.clone(), fields.clone(), values.clone());
     let builder = on_blocking_pool(move || {
         let source = Source::Led(reader);
         let mut builder = ChunkBuilder::new(&fields_read, first);
@@ -431,6 +446,7 @@ async fn rebuild(
             let mut visit = TailVisit {
                 fields: &fields_read,
                 tail: &mut builder,
+                values: &*values,
             };
             let walked = walk(
                 &bytes,
@@ -512,6 +528,7 @@ async fn sweep(shared: &Arc<Shared>, store: &ChunkStore) {
 struct TailVisit<'a> {
     fields: &'a IndexFields,
     tail: &'a mut ChunkBuilder,
+    values: &'a dyn ValueReader,
 }
 
 impl Visit for TailVisit<'_> {
@@ -523,8 +540,15 @@ impl Visit for TailVisit<'_> {
         self.tail.covered(next, bytes);
     }
 
-    fn record(&mut self, record: &Committed<'_>) {
+    fn record(&mut self, record: &Committed<'_>) -> Result<(), String> {
         self.tail
-            .add_record(self.fields, record.offset, record.timestamp, &record.view);
+            .add_record(
+                self.fields,
+                record.offset,
+                record.timestamp,
+                &record.view,
+                self.values,
+            )
+            .map_err(|error| format!("offset {}: {error}", record.offset))
     }
 }

@@ -19,6 +19,7 @@ use spool_model::TimestampType;
 use super::batches::{Committed, Visit, walk};
 use super::source::{Source, Unreadable};
 use super::store::{ChunkRef, ChunkStore};
+use super::values::RegisteredValues;
 use crate::errors::code;
 use crate::partitions::{PartitionError, on_blocking_pool};
 use crate::shared::Shared;
@@ -119,6 +120,8 @@ struct Ask {
     limit: usize,
     newest_first: bool,
     view_filter: Option<Arc<spool_views::filter::Filter>>,
+    /// How records' values are read (the build's way).
+    values: Arc<RegisteredValues>,
 }
 
 pub(crate) async fn find(shared: &Arc<Shared>, search: Search) -> Result<Found, SearchError> {
@@ -179,6 +182,7 @@ pub(crate) async fn find(shared: &Arc<Shared>, search: Search) -> Result<Found, 
         limit: search.limit,
         newest_first: search.newest_first,
         view_filter: topic.view.as_ref().map(|view| view.filter.clone()),
+        values: shared.indexes().values(shared.metadata()),
     });
     let searches = partitions
         .iter()
@@ -441,20 +445,23 @@ impl<'a> Matches<'a> {
 impl Visit for Matches<'_> {
     fn batch_done(&mut self, _next: i64, _bytes: u64) {}
 
-    fn record(&mut self, record: &Committed<'_>) {
+    fn record(&mut self, record: &Committed<'_>) -> Result<(), String> {
         let ask = self.ask;
         if self
             .wanted
             .is_some_and(|wanted| !wanted.contains(&record.offset))
             || record.timestamp < ask.from
             || record.timestamp > ask.to
-            || !ask.field.matches(&record.view, &ask.value)
             || ask
                 .view_filter
                 .as_ref()
                 .is_some_and(|filter| !filter.matches(record.view.headers))
+            || !ask
+                .field
+                .matches(&record.view, &ask.value, &*ask.values)
+                .map_err(|error| format!("offset {}: {error}", record.offset))?
         {
-            return;
+            return Ok(());
         }
         self.found.push(FoundRecord {
             partition: 0,
@@ -470,6 +477,7 @@ impl Visit for Matches<'_> {
                 .map(|(key, value)| (key.to_vec(), value.map(<[u8]>::to_vec)))
                 .collect(),
         });
+        Ok(())
     }
 }
 

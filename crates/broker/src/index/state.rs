@@ -1,7 +1,8 @@
 //! What the broker holds of message indexes while it runs (kept apart from the
 //! passes that use it, which name the broker's `Shared`, so that `Shared` can hold it
 //! without an import circle): the chunks' store, the index of each partition led
-//! here, and the candidates kept for views.
+//! here, the candidates kept for views, and the registry's schemas values are read
+//! with.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -11,6 +12,7 @@ use spool_index::chunk::ChunkBuilder;
 use spool_metadata::PartitionKey;
 
 use super::store::{ChunkRef, ChunkStore};
+use super::values::RegisteredValues;
 
 /// The candidates a chunk names for a view's filter, by (chunk, field, values).
 #[derive(Debug, Default)]
@@ -28,6 +30,8 @@ pub(crate) struct Indexes {
     led: Mutex<HashMap<PartitionKey, Arc<Mutex<LedIndex>>>>,
     /// What chunks named for views' filters.
     kept: Mutex<KeptCandidates>,
+    /// How builds and searches read values.
+    values: OnceLock<Arc<RegisteredValues>>,
 }
 
 /// The index of a partition this broker leads: its chunks and its tail.
@@ -67,6 +71,22 @@ impl Indexes {
     pub(super) fn started(&self, store: Arc<ChunkStore>, runtime: tokio::runtime::Handle) {
         let _ = self.store.set(store);
         let _ = self.runtime.set(runtime);
+    }
+
+    /// How builds and searches read records' values (made on first use, from a
+    /// task on the runtime).
+    pub(super) fn values(
+        &self,
+        metadata: &Arc<dyn spool_metadata::MetadataStore>,
+    ) -> Arc<RegisteredValues> {
+        self.values
+            .get_or_init(|| {
+                Arc::new(RegisteredValues::new(
+                    metadata.clone(),
+                    tokio::runtime::Handle::current(),
+                ))
+            })
+            .clone()
     }
 
     pub(super) fn kept(&self) -> std::sync::MutexGuard<'_, KeptCandidates> {
