@@ -24,8 +24,6 @@ use spool_index::{IndexError, JsonValues, ValueReader};
 use spool_metadata::MetadataStore;
 use spool_schema_registry::{ParsedSchema, Registry, RegistryError};
 
-use crate::schema_registry::BrokerRegistry;
-
 /// How long an id the registry did not have is read as JSON before it is asked again.
 const UNKNOWN_FOR: Duration = Duration::from_secs(60);
 /// The most unknown ids remembered.
@@ -53,7 +51,7 @@ impl RegisteredValues {
         runtime: tokio::runtime::Handle,
     ) -> RegisteredValues {
         RegisteredValues {
-            registry: BrokerRegistry::new(metadata),
+            registry: Registry::new(metadata),
             runtime,
             known: Mutex::new(HashMap::new()),
             unknown: Mutex::new(HashMap::new()),
@@ -130,7 +128,7 @@ mod tests {
                 .unwrap(),
         );
         let faulty = Arc::new(FaultyMetadata::new(store));
-        let registry = BrokerRegistry::new(faulty.clone());
+        let registry: Registry<dyn MetadataStore> = Registry::new(faulty.clone());
         let new = NewSchema {
             schema: ORDER.to_owned(),
             schema_type: SchemaType::Avro,
