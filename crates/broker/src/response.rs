@@ -89,9 +89,8 @@ pub(crate) struct Response {
 }
 
 impl Response {
-    /// Every byte of the response in one buffer (tests, and stores without a file
-    /// descriptor).
-    #[cfg(test)]
+    /// Every byte of the response in one buffer (a response converted for an older
+    /// version, tests).
     pub(crate) fn to_vec(&self) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
         for part in &self.parts {

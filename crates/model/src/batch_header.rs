@@ -176,6 +176,17 @@ impl RecordBatchHeader {
         }
     }
 
+    /// The timestamp of the batch's record whose delta is `timestamp_delta`: its
+    /// own (base + delta), or the batch's for a batch the log stamped
+    /// (LogAppendTime).
+    #[must_use]
+    pub fn record_timestamp(&self, timestamp_delta: i64) -> i64 {
+        match self.timestamp_type() {
+            TimestampType::LogAppendTime => self.max_timestamp.0,
+            TimestampType::CreateTime => self.base_timestamp.0.saturating_add(timestamp_delta),
+        }
+    }
+
     #[must_use]
     pub fn is_transactional(&self) -> bool {
         self.attributes & batch_attributes::TRANSACTIONAL != 0

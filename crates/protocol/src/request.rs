@@ -11,7 +11,11 @@ use crate::wire_guard::{self, GuardError};
 #[derive(Debug)]
 pub struct Envelope {
     pub api_key: ApiKey,
+    /// The version the body is decoded and handled as.
     pub version: i16,
+    /// The version the client sent, answered in: `version` unless the request is of
+    /// a version Kafka 4 removed ([`bridge`]).
+    pub client_version: i16,
     pub header: RequestHeader,
     pub body: Bytes,
 }
@@ -65,9 +69,38 @@ pub fn decode_header(mut frame: Bytes) -> Result<Envelope, RequestError> {
     Ok(Envelope {
         api_key,
         version,
+        client_version: version,
         header,
         body: frame,
     })
+}
+
+/// A request of a version Kafka 4 removed (KIP-896), checked by the wire guard at
+/// that version and converted to the lowest version decoded today
+/// ([`crate::legacy`]); `envelope.version` becomes that version, `client_version`
+/// stays. Other requests are left as they are.
+pub fn bridge(envelope: &mut Envelope) -> Result<(), RequestError> {
+    let (api_key, version) = (envelope.api_key, envelope.version);
+    if !crate::legacy::is_bridged(api_key, version) {
+        return Ok(());
+    }
+    let shape =
+        wire_guard::shapes::shape_of(api_key as i16).ok_or(RequestError::NoShape(api_key))?;
+    wire_guard::check(shape, version, &envelope.body).map_err(|source| RequestError::Guard {
+        api_key,
+        version,
+        source,
+    })?;
+    envelope.body =
+        crate::legacy::request_up(api_key, version, &envelope.body).map_err(|error| {
+            RequestError::MalformedBody {
+                api_key,
+                version,
+                reason: error.reason,
+            }
+        })?;
+    envelope.version = crate::legacy::handled_as(api_key, version);
+    Ok(())
 }
 
 /// The correlation id of a frame, if it has one, for answering requests whose header

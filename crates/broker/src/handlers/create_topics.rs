@@ -16,7 +16,8 @@ use spool_security::authorizer::Access;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::CreateTopics,
-    min: 2,
+    // Below v2: Kafka 3.9's versions, converted (spool_protocol::legacy).
+    min: 0,
     max: 7,
 };
 

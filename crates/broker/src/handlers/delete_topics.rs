@@ -16,7 +16,8 @@ use spool_security::acl::Operation;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DeleteTopics,
-    min: 1,
+    // Below v1: Kafka 3.9's versions, converted (spool_protocol::legacy).
+    min: 0,
     max: 6,
 };
 

@@ -26,7 +26,8 @@ use spool_security::acl::Operation;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::DescribeConfigs,
-    min: 1,
+    // Below v1: Kafka 3.9's versions, converted (spool_protocol::legacy).
+    min: 0,
     max: 4,
 };
 

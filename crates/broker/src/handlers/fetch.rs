@@ -60,7 +60,8 @@ use spool_views::selection::Selection;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Fetch,
-    min: 4,
+    // Below v4: Kafka 3.9's versions, converted (spool_protocol::legacy).
+    min: 0,
     max: 16,
 };
 

@@ -166,31 +166,37 @@ pub(crate) async fn handle(
     shared: Arc<Shared>,
 ) -> Reply {
     let started = Instant::now();
-    let envelope = match request::decode_header(frame) {
+    let mut envelope = match request::decode_header(frame) {
         Ok(envelope) => envelope,
         Err(error) => {
             tracing::warn!(%error, "closing connection: undecodable request header");
             return Reply::Close;
         }
     };
-    let (key, version) = (envelope.api_key, envelope.version);
+    let key = envelope.api_key;
     if let Gate::Close(reason) = session.gate(key, Instant::now()) {
         tracing::info!(%peer, api = ?key, reason, "closing connection");
         return Reply::Close;
     }
     let Some(api) = declared(key) else {
-        tracing::warn!(api = ?key, version, "closing connection: API not implemented");
+        tracing::warn!(api = ?key, version = envelope.version, "closing connection: API not implemented");
         return Reply::Close;
     };
-    if !(api.min..=api.max).contains(&version) {
+    if !(api.min..=api.max).contains(&envelope.version) {
         if key == ApiKey::ApiVersions {
             // Kafka answers an ApiVersions it cannot read with a v0 response naming
             // the versions it supports, so the client can retry with one of them.
             return encode(&envelope, 0, &api_versions::unsupported_version(APIS));
         }
-        tracing::warn!(api = ?key, version, "closing connection: unsupported version");
+        tracing::warn!(api = ?key, version = envelope.version, "closing connection: unsupported version");
         return Reply::Close;
     }
+    // A version Kafka 4 removed is handled as the lowest one it kept.
+    if let Err(error) = request::bridge(&mut envelope) {
+        tracing::warn!(%error, "closing connection: malformed request");
+        return Reply::Close;
+    }
+    let version = envelope.version;
     let metrics = shared.metrics().cloned();
     if let Some(metrics) = &metrics {
         metrics.request(key, version);
@@ -344,6 +350,13 @@ pub(crate) async fn handle(
 
 /// Frames a response: size, header (at the API's header version), body.
 fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
+    if envelope.client_version != version {
+        return encode_older(envelope, |writer| {
+            response
+                .encode(writer.buffer(), version)
+                .map_err(|e| e.to_string())
+        });
+    }
     frame(envelope, version, |writer| {
         response
             .encode(writer.buffer(), version)
@@ -353,9 +366,46 @@ fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
 
 /// Frames a Fetch response, whose records stay in the segment files until sent.
 fn encode_fetch(envelope: &Envelope, version: i16, body: &fetch::FetchBody) -> Reply {
+    if envelope.client_version != version {
+        return encode_older(envelope, |writer| {
+            body.encode(version, writer).map_err(|e| e.to_string())
+        });
+    }
     frame(envelope, version, |writer| {
         body.encode(version, writer).map_err(|e| e.to_string())
     })
+}
+
+/// A response to a request of a version Kafka 4 removed: encoded at the version it
+/// was handled as, read whole (records out of their files), converted for the
+/// client's version (`spool_protocol::legacy`), then framed.
+fn encode_older(
+    envelope: &Envelope,
+    body: impl FnOnce(&mut ResponseWriter) -> Result<(), String>,
+) -> Reply {
+    let api = envelope.api_key;
+    let mut writer = ResponseWriter::new();
+    let encoded = body(&mut writer).and_then(|()| {
+        let whole = writer
+            .finish()
+            .ok_or("response too large for a frame")?
+            .to_vec()
+            .map_err(|e| e.to_string())?;
+        // The size prefix goes; what follows is the body.
+        let handled = bytes::Bytes::copy_from_slice(whole.get(4..).unwrap_or_default());
+        spool_protocol::legacy::response_down(api, envelope.client_version, &handled)
+            .map_err(|e| e.to_string())
+    });
+    match encoded {
+        Ok(older) => frame(envelope, envelope.client_version, |writer| {
+            writer.buffer().extend_from_slice(&older);
+            Ok(())
+        }),
+        Err(error) => {
+            tracing::error!(?api, version = envelope.client_version, %error, "cannot convert a response for an older version; closing connection");
+            Reply::Close
+        }
+    }
 }
 
 /// The response header, then what `body` writes, framed; closes the connection if

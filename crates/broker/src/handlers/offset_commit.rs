@@ -18,7 +18,8 @@ use spool_security::acl::Operation;
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetCommit,
-    min: 2,
+    // Below v2: Kafka 3.9's versions, converted (spool_protocol::legacy).
+    min: 0,
     max: 9,
 };
 

@@ -28,7 +28,8 @@ use spool_security::authorizer::Access;
 /// v9 is the new (KIP-848) consumer protocol's; not implemented.
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::OffsetFetch,
-    min: 1,
+    // Below v1: Kafka 3.9's versions, converted (spool_protocol::legacy).
+    min: 0,
     max: 9,
 };
 

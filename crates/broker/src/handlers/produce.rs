@@ -40,7 +40,8 @@ use spool_shared_storage::SharedStorage;
 
 pub(crate) const API: ApiDecl = ApiDecl {
     key: ApiKey::Produce,
-    min: 3,
+    // Below v3: Kafka 3.9's versions, converted (spool_protocol::legacy).
+    min: 0,
     // v10 (KIP-951): a refusal names the partition's leader. v11 is KIP-890's
     // transactions, not built yet.
     max: 10,

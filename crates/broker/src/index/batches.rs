@@ -4,7 +4,7 @@
 
 use spool_index::RecordView;
 use spool_log::{AbortedTxn, is_aborted_batch};
-use spool_model::{RecordBatchHeader, TimestampType};
+use spool_model::RecordBatchHeader;
 use spool_protocol::batch::BatchFrames;
 use spool_protocol::keyed::{BatchRecords, KeyedRecord, uncompressed_records};
 
@@ -95,20 +95,12 @@ pub(crate) fn walk(
                 }
             }
             .map_err(|e| unreadable(&e))?;
-            let log_append_time = header.timestamp_type() == TimestampType::LogAppendTime;
             for record in &records {
                 let offset = header.base_offset.0 + record.offset_delta;
                 if offset < from || offset >= limit {
                     continue;
                 }
-                let timestamp = if log_append_time {
-                    header.max_timestamp.0
-                } else {
-                    header
-                        .base_timestamp
-                        .0
-                        .saturating_add(record.timestamp_delta)
-                };
+                let timestamp = header.record_timestamp(record.timestamp_delta);
                 let record_headers = if headers {
                     record.headers().unwrap_or_default()
                 } else {

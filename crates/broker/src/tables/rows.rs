@@ -4,7 +4,6 @@
 
 use spool_log::{AbortedTxn, is_aborted_batch};
 
-use spool_model::TimestampType;
 use spool_protocol::batch::BatchFrames;
 use spool_protocol::keyed::BatchRecords;
 use spool_tables::{Header, Row};
@@ -41,20 +40,12 @@ pub(super) fn decode(
         };
         let inflated = BatchRecords::read(batch, MAX_INFLATED_BATCH).map_err(|e| unreadable(&e))?;
         let records = inflated.records().map_err(|e| unreadable(&e))?;
-        let log_append_time = header.timestamp_type() == TimestampType::LogAppendTime;
         for record in &records {
             let offset = header.base_offset.0 + record.offset_delta;
             if offset < from {
                 continue;
             }
-            let timestamp_ms = if log_append_time {
-                header.max_timestamp.0
-            } else {
-                header
-                    .base_timestamp
-                    .0
-                    .saturating_add(record.timestamp_delta)
-            };
+            let timestamp_ms = header.record_timestamp(record.timestamp_delta);
             let headers = record
                 .headers()
                 .unwrap_or_default()

@@ -77,10 +77,11 @@ pub const LEAVE_GROUP: Shape = Shape {
 };
 
 const OFFSET_COMMIT_PARTITION: &[Field] = &[
-    from(0, INT32),  // partition_index
-    from(0, INT64),  // committed_offset
-    from(6, INT32),  // committed_leader_epoch
-    from(0, String), // committed_metadata
+    from(0, INT32),       // partition_index
+    from(0, INT64),       // committed_offset
+    from(6, INT32),       // committed_leader_epoch
+    between(1, 1, INT64), // commit_timestamp
+    from(0, String),      // committed_metadata
 ];
 const OFFSET_COMMIT_TOPIC: &[Field] = &[from(0, String), from(0, Structs(OFFSET_COMMIT_PARTITION))];
 
@@ -89,10 +90,10 @@ pub const OFFSET_COMMIT: Shape = Shape {
     flexible_since: 8,
     fields: &[
         from(0, String),                       // group_id
-        from(0, INT32),                        // generation_id_or_member_epoch
-        from(0, String),                       // member_id
+        from(1, INT32),                        // generation_id_or_member_epoch
+        from(1, String),                       // member_id
         from(7, String),                       // group_instance_id
-        between(0, 4, INT64),                  // retention_time_ms
+        between(2, 4, INT64),                  // retention_time_ms
         from(0, Structs(OFFSET_COMMIT_TOPIC)), // topics
     ],
 };

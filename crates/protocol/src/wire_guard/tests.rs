@@ -33,6 +33,7 @@ use proptest::prelude::*;
 use super::*;
 
 mod group_samples;
+mod legacy_samples;
 mod share_samples;
 
 fn name(s: &'static str) -> TopicName {
@@ -410,21 +411,45 @@ fn samples() -> Vec<(i16, i16, Vec<u8>)> {
     out
 }
 
+/// The guard's walk of a request ends exactly at its end; the API's shape.
+fn walks_to_the_end(key: i16, version: i16, bytes: &[u8]) -> &'static Shape {
+    let shape = shapes::shape_of(key).unwrap();
+    assert_eq!(
+        check(shape, version, bytes),
+        Ok(0),
+        "api {key} v{version}: the walk must end exactly at the end"
+    );
+    shape
+}
+
 #[test]
 fn every_encoded_request_passes_and_decodes() {
     let samples = samples();
     assert!(samples.len() > 50);
     for (key, version, bytes) in samples {
-        let shape = shapes::shape_of(key).unwrap();
-        assert_eq!(
-            check(shape, version, &bytes),
-            Ok(0),
-            "api {key} v{version}: the walk must end exactly at the end"
-        );
+        walks_to_the_end(key, version, &bytes);
         let mut buf = bytes::Bytes::from(bytes.clone());
         let api = ApiKey::try_from(key).unwrap();
         kafka_protocol::messages::RequestKind::decode(api, &mut buf, version)
             .unwrap_or_else(|e| panic!("api {key} v{version}: {e}"));
+    }
+}
+
+#[test]
+fn every_old_version_kafka_4_removed_passes_and_decodes_with_the_old_crate() {
+    let samples = legacy_samples::samples();
+    assert!(samples.len() >= 12);
+    for (key, version, bytes) in samples {
+        let shape = walks_to_the_end(key, version, &bytes);
+        let api = ApiKey::try_from(key).unwrap();
+        let up = crate::legacy::request_up(api, version, &bytes::Bytes::from(bytes))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let handled = crate::legacy::handled_as(api, version);
+        assert_eq!(
+            check(shape, handled, &up),
+            Ok(0),
+            "api {key} v{version} as v{handled}"
+        );
     }
 }
 
