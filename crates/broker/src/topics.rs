@@ -32,7 +32,7 @@ pub(crate) struct NewTopic {
     pub(crate) name: String,
     /// -1 for `num.partitions`.
     pub(crate) partitions: i32,
-    /// -1 or 1: there is one node.
+    /// -1 for the default (1); above 1 only in a cluster, up to its live writers.
     pub(crate) replication_factor: i16,
     pub(crate) configs: BTreeMap<String, String>,
 }
@@ -80,6 +80,35 @@ pub(crate) async fn create_mirror(
     create_any(shared, request, false).await
 }
 
+/// The replication factor a topic is created with: −1 is 1 (Kafka's
+/// `default.replication.factor`). Embedded mode keeps one copy; in a cluster the
+/// object store keeps the copies, and any factor up to the live brokers that lead
+/// partitions is taken (Metadata names that many replicas, all in sync).
+fn replication_factor(shared: &Shared, asked: i16) -> Result<i16, AdminError> {
+    let writers = shared.cluster().map_or(1, |view| {
+        view.live_brokers()
+            .iter()
+            .filter(|broker| !broker.reader)
+            .count()
+            .max(1)
+    });
+    match asked {
+        -1 => Ok(1),
+        n if n >= 1 && usize::try_from(n).is_ok_and(|n| n <= writers) => Ok(n),
+        n if shared.cluster().is_none() => Err(AdminError::new(
+            code::INVALID_REPLICATION_FACTOR,
+            format!("replication factor {n}: this broker stores one copy (use 1 or -1)"),
+        )),
+        n => Err(AdminError::new(
+            code::INVALID_REPLICATION_FACTOR,
+            format!(
+                "replication factor {n}: {writers} live broker(s) can hold replicas (the \
+                 object store keeps the copies; use 1 to {writers})"
+            ),
+        )),
+    }
+}
+
 async fn create_any(
     shared: &Arc<Shared>,
     request: NewTopic,
@@ -107,19 +136,12 @@ async fn create_any(
             ));
         }
     };
-    if !matches!(request.replication_factor, -1 | 1) {
-        return Err(AdminError::new(
-            code::INVALID_REPLICATION_FACTOR,
-            format!(
-                "replication factor {}: this broker stores one copy (use 1 or -1)",
-                request.replication_factor
-            ),
-        ));
-    }
+    let replication_factor = replication_factor(shared, request.replication_factor)?;
     let record = TopicRecord {
         name: name.clone(),
         id: Uuid::new_v4(),
         partitions,
+        replication_factor,
         configs: request.configs,
     };
     let mut topic = resolve(record, &settings.topic_defaults())

@@ -53,6 +53,7 @@ async fn store() -> Arc<dyn MetadataStore> {
         name: spool_model::TopicName::new("t").unwrap(),
         id: T_ID,
         partitions: 2,
+        replication_factor: 1,
         configs: BTreeMap::new(),
     };
     store.create_topic(&topic).await.unwrap();

@@ -25,6 +25,7 @@ async fn store_with_topics(path: &std::path::Path) -> Arc<dyn MetadataStore> {
             name: spool_model::TopicName::new(name).unwrap(),
             id,
             partitions: 2,
+            replication_factor: 1,
             configs: std::collections::BTreeMap::new(),
         };
         match store.create_topic(&topic).await {

@@ -14,6 +14,10 @@ pub struct TopicRecord {
     /// deleted and created again under the same name is another topic.
     pub id: Uuid,
     pub partitions: i32,
+    /// The replication factor it was created with: 1 in embedded mode; in
+    /// shared-storage mode the object store keeps the copies and Metadata names this
+    /// many live brokers as replicas (docs/cluster.md).
+    pub replication_factor: i16,
     /// Topic-level configs set explicitly, by their Kafka names.
     pub configs: BTreeMap<String, String>,
 }

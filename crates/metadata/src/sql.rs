@@ -17,12 +17,12 @@ pub(crate) const INIT_STORE_ID: &str =
     "UPDATE catalog SET store_id = $1 WHERE id = 1 AND store_id IS NULL";
 pub(crate) const STORE_ID: &str = "SELECT store_id FROM catalog WHERE id = 1";
 
-pub(crate) const INSERT_TOPIC: &str = "INSERT INTO topics (name, id, partitions, created_ms) \
-     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING";
+pub(crate) const INSERT_TOPIC: &str = "INSERT INTO topics (name, id, partitions, created_ms, replication_factor) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING";
 pub(crate) const DELETE_TOPIC: &str = "DELETE FROM topics WHERE id = $1";
 /// Topics with their configs, in one statement (so one snapshot on both backends).
 pub(crate) const TOPICS_WITH_CONFIGS: &str = "SELECT t.name, t.id, t.partitions, \
-     c.key, c.value FROM topics t LEFT JOIN topic_configs c ON c.topic_id = t.id \
+     t.replication_factor, c.key, c.value FROM topics t LEFT JOIN topic_configs c ON c.topic_id = t.id \
      ORDER BY t.name, c.key";
 pub(crate) const TOPIC_PARTITIONS: &str = "SELECT partitions FROM topics WHERE id = $1";
 pub(crate) const GROW_TOPIC: &str =
@@ -94,6 +94,7 @@ pub(crate) struct TopicConfigRow {
     pub(crate) name: String,
     pub(crate) id: Uuid,
     pub(crate) partitions: i32,
+    pub(crate) replication_factor: i32,
     /// `None` for a topic without explicit configs.
     pub(crate) key: Option<String>,
     pub(crate) value: Option<String>,
@@ -163,6 +164,7 @@ pub(crate) fn topic_records(rows: Vec<TopicConfigRow>) -> crate::Result<Vec<crat
                     .map_err(|e| crate::MetadataError::Fatal(format!("stored topic name: {e}")))?,
                 id: row.id,
                 partitions: row.partitions,
+                replication_factor: i16::try_from(row.replication_factor).unwrap_or(1),
                 configs: std::collections::BTreeMap::new(),
             });
         }
@@ -246,6 +248,7 @@ macro_rules! impl_metadata_store {
                     .bind(topic.id)
                     .bind(topic.partitions)
                     .bind(sql::now_ms())
+                    .bind(i32::from(topic.replication_factor))
                     .execute(&mut *tx)
                     .await?;
                 if inserted.rows_affected() == 0 {

@@ -24,6 +24,7 @@ async fn topic(store: &dyn MetadataStore, partitions: i32) -> Uuid {
         name: TopicName::new(format!("t{}", Uuid::new_v4().simple())).unwrap(),
         id: Uuid::new_v4(),
         partitions,
+        replication_factor: 1,
         configs: BTreeMap::new(),
     };
     store.create_topic(&record).await.unwrap();

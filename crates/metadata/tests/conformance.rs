@@ -26,6 +26,7 @@ fn topic(name: &str, partitions: i32) -> TopicRecord {
         name: TopicName::new(name).unwrap(),
         id: Uuid::new_v4(),
         partitions,
+        replication_factor: 1,
         configs: BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]),
     }
 }
@@ -62,7 +63,12 @@ async fn topics_are_created_grown_altered_and_deleted_by_id() {
     for backend in common::backends().await {
         let label = backend.label;
         let store = backend.open().await;
-        let orders = topic("orders", 3);
+        // A replication factor is kept as created (shared storage names that many
+        // replicas).
+        let orders = TopicRecord {
+            replication_factor: 3,
+            ..topic("orders", 3)
+        };
         let version = store.topics_version().await.unwrap();
         store.create_topic(&orders).await.unwrap();
         store.create_topic(&topic("payments", 1)).await.unwrap();

@@ -22,6 +22,7 @@ fn topic(name: &str) -> TopicRecord {
         name: TopicName::new(name).unwrap(),
         id: Uuid::new_v4(),
         partitions: 2,
+        replication_factor: 1,
         configs: BTreeMap::new(),
     }
 }

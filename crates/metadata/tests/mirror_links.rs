@@ -97,6 +97,7 @@ async fn the_first_settling_of_a_failed_over_partition_stands_and_goes_with_its_
             name: spool_model::TopicName::new("payments").unwrap(),
             id: uuid::Uuid::new_v4(),
             partitions: 2,
+            replication_factor: 1,
             configs: std::collections::BTreeMap::new(),
         };
         store.create_topic(&topic).await.unwrap();

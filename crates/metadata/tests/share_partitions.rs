@@ -27,6 +27,7 @@ async fn topic(store: &Arc<dyn MetadataStore>) -> Uuid {
         name: TopicName::new(format!("t{}", Uuid::new_v4().simple())).unwrap(),
         id: Uuid::new_v4(),
         partitions: 2,
+        replication_factor: 1,
         configs: BTreeMap::new(),
     };
     store.create_topic(&record).await.unwrap();

@@ -67,7 +67,7 @@ pub(crate) async fn handle(
                 if version >= 5 {
                     result = result
                         .with_num_partitions(created.record.partitions)
-                        .with_replication_factor(1);
+                        .with_replication_factor(created.record.replication_factor);
                 }
                 if version >= 7 {
                     result = result.with_topic_id(created.record.id);

@@ -212,22 +212,29 @@ fn brokers(shared: &Shared, listener: &str) -> Vec<MetadataResponseBroker> {
     brokers
 }
 
-/// The brokers each partition's replicas may include besides its leader: the live
-/// ones listed, when leaders name preferred read replicas (a cluster, with
-/// `broker.read.preferred`).
+/// The brokers each partition's replicas may include besides its leader: in a
+/// cluster, the live writers listed (up to the topic's replication factor) and, when
+/// leaders name preferred read replicas (`broker.read.preferred`), every live one.
 fn replica_lists(shared: &Shared, listed: &HashSet<i32>, listener: &str) -> ReplicaLists {
-    let Some(view) = shared
-        .cluster()
-        .filter(|_| shared.current_config().reads.preferred_replicas)
-    else {
+    let Some(view) = shared.cluster() else {
         return ReplicaLists::default();
     };
-    let live = view
+    let live: Vec<_> = view
         .live_brokers()
         .into_iter()
         .filter(|broker| listed.contains(&broker.node_id))
         .collect();
-    ReplicaLists::new(live, listener)
+    let writers = live
+        .iter()
+        .filter(|broker| !broker.reader)
+        .map(|broker| broker.node_id)
+        .collect();
+    let preferring = if shared.current_config().reads.preferred_replicas {
+        live
+    } else {
+        Vec::new()
+    };
+    ReplicaLists::new(preferring, writers, listener)
 }
 
 fn describe(
@@ -248,7 +255,11 @@ fn describe(
             {
                 Some((leader, epoch)) => {
                     let replicas: Vec<BrokerId> = replica_lists
-                        .of(topic.partition_key(index), leader)
+                        .of(
+                            topic.partition_key(index),
+                            leader,
+                            topic.record.replication_factor,
+                        )
                         .into_iter()
                         .map(BrokerId)
                         .collect();

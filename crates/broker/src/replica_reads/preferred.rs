@@ -10,8 +10,11 @@ use std::collections::BTreeSet;
 use spool_metadata::{BrokerRecord, PartitionKey};
 
 /// A partition's replicas as Metadata lists them: its leader, then the broker the
-/// leader names to the consumers of each other rack. Java clients follow a preferred
-/// read replica only if it is among the partition's replicas.
+/// leader names to the consumers of each other rack (Java clients follow a preferred
+/// read replica only if it is among the partition's replicas), then live writers
+/// after the leader, in node order, up to the topic's replication factor (shared
+/// storage keeps the copies: each of them can serve and take over the partition, so
+/// all are in sync).
 #[derive(Debug, Default)]
 pub(crate) struct ReplicaLists {
     /// The live brokers reachable on the request's listener; empty when leaders name
@@ -20,24 +23,42 @@ pub(crate) struct ReplicaLists {
     /// Their racks, each once (none without racks: every partition's leader alone).
     racks: BTreeSet<String>,
     listener: String,
+    /// The live brokers that lead partitions (not readers), by node id; empty in
+    /// embedded mode.
+    writers: Vec<i32>,
 }
 
 impl ReplicaLists {
-    pub(crate) fn new(live: Vec<BrokerRecord>, listener: &str) -> ReplicaLists {
+    pub(crate) fn new(live: Vec<BrokerRecord>, writers: Vec<i32>, listener: &str) -> ReplicaLists {
         let racks = live
             .iter()
             .filter_map(|broker| broker.rack.clone())
             .collect();
+        let mut writers = writers;
+        writers.sort_unstable();
         ReplicaLists {
             live,
             racks,
             listener: listener.to_owned(),
+            writers,
         }
     }
 
-    /// The replicas of `key`, led by `leader`: the leader first.
-    pub(crate) fn of(&self, key: PartitionKey, leader: i32) -> Vec<i32> {
+    /// The replicas of `key`, led by `leader`, of a topic of replication `factor`:
+    /// the leader first.
+    pub(crate) fn of(&self, key: PartitionKey, leader: i32, factor: i16) -> Vec<i32> {
         let mut replicas = vec![leader];
+        let wanted = usize::try_from(factor).unwrap_or(1);
+        let after = self.writers.partition_point(|node| *node <= leader);
+        let (before, rest) = self.writers.split_at(after);
+        for node in rest.iter().chain(before) {
+            if replicas.len() >= wanted {
+                break;
+            }
+            if !replicas.contains(node) {
+                replicas.push(*node);
+            }
+        }
         if self.racks.is_empty() {
             return replicas;
         }
@@ -152,6 +173,18 @@ mod tests {
     }
 
     #[test]
+    fn replicas_fill_up_to_the_factor_with_the_writers_after_the_leader() {
+        let lists = ReplicaLists::new(Vec::new(), vec![4, 1, 3, 2], "PLAINTEXT");
+        assert_eq!(lists.of(key(0), 3, 3), vec![3, 4, 1]);
+        assert_eq!(lists.of(key(0), 4, 2), vec![4, 1]);
+        assert_eq!(lists.of(key(0), 2, 1), vec![2]);
+        // Never more than there are writers.
+        assert_eq!(lists.of(key(0), 1, 6), vec![1, 2, 3, 4]);
+        // Embedded mode: the leader alone.
+        assert_eq!(ReplicaLists::default().of(key(0), 1, 3), vec![1]);
+    }
+
+    #[test]
     fn metadata_lists_the_leader_and_the_broker_it_names_to_each_other_rack() {
         let live = vec![
             broker(1, Some("a")),
@@ -160,9 +193,9 @@ mod tests {
             broker(4, Some("c")),
             broker(5, None),
         ];
-        let lists = ReplicaLists::new(live.clone(), "PLAINTEXT");
+        let lists = ReplicaLists::new(live.clone(), Vec::new(), "PLAINTEXT");
         for partition in 0..16 {
-            let replicas = lists.of(key(partition), 1);
+            let replicas = lists.of(key(partition), 1, 1);
             // Rack a is the leader's own; b and c have one broker each.
             assert_eq!(replicas, vec![1, 3, 4], "partition {partition}");
             for (rack, node) in [("b", 3), ("c", 4)] {
@@ -173,7 +206,7 @@ mod tests {
             }
         }
         assert_eq!(
-            ReplicaLists::default().of(key(0), 7),
+            ReplicaLists::default().of(key(0), 7, 1),
             vec![7],
             "off: the leader alone"
         );

@@ -317,6 +317,7 @@ fn placeholder_record() -> Result<TopicRecord, InvalidConfig> {
         name: TopicName::new("defaults").map_err(|e| InvalidConfig(e.to_string()))?,
         id: Uuid::nil(),
         partitions: 1,
+        replication_factor: 1,
         configs: BTreeMap::new(),
     })
 }
