@@ -77,3 +77,48 @@ def test_a_cluster_takes_factors_up_to_its_brokers_and_lists_the_replicas(broker
         assert len(partition["replicas"]) == 2 and partition["leader"] == partition["replicas"][0]
         assert sorted(partition["isr"]) == sorted(partition["replicas"])
     kp.close()
+
+
+def test_embedded_assignments_name_this_broker_alone(broker):
+    if CLUSTER > 1:
+        pytest.skip("a cluster's assignments are tested below")
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    topic = f"ra-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 2, replica_assignment=[[1], [1]])])[topic].result(15)
+    assert described(admin, topic) == [(1, [1], [1]), (1, [1], [1])]
+    other = f"ra-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(KafkaException) as error:
+        admin.create_topics([NewTopic(other, 1, replica_assignment=[[1, 2]])])[other].result(15)
+    assert error.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+
+
+@pytest.mark.skipif(CLUSTER < 3, reason="assignments naming other brokers need a cluster")
+def test_a_cluster_takes_explicit_assignments_the_first_broker_leading(broker):
+    from confluent_kafka.admin import NewPartitions
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    topic = f"ra-{uuid.uuid4().hex[:6]}"
+    # (confluent-kafka takes the partition count with an assignment; librdkafka sends
+    # −1 for it and the factor, as Kafka asks.)
+    assignment = [[2, 1], [3, 2], [1, 3]]
+    admin.create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment)])[topic].result(15)
+    assert described(admin, topic) == [(r[0], r, r) for r in assignment]
+    # More partitions, assigned too (the topic's factor: two brokers each).
+    admin.create_partitions([NewPartitions(topic, 4, replica_assignment=[[1, 2]])])[topic].result(15)
+    assert described(admin, topic)[3] == (1, [1, 2], [1, 2])
+    # kafka-python's assignments, by partition.
+    kp = KafkaAdminClient(bootstrap_servers=broker.address)
+    other = f"ra-{uuid.uuid4().hex[:6]}"
+    kp.create_topics([KPNewTopic(other, -1, -1, replica_assignments={0: [3, 1], 1: [2, 3]})])
+    partitions = sorted(kp.describe_topics([other])[0]["partitions"], key=lambda p: p["partition"])
+    assert [(p["leader"], p["replicas"]) for p in partitions] == [(3, [3, 1]), (2, [2, 3])]
+    kp.close()
+    # Refused: a broker that is not a live writer, lists of different lengths, a
+    # CreatePartitions assignment of another factor.
+    for bad in ([[1, 99]], [[1, 2], [3]]):
+        name = f"ra-{uuid.uuid4().hex[:6]}"
+        with pytest.raises(KafkaException) as error:
+            admin.create_topics([NewTopic(name, len(bad), replica_assignment=bad)])[name].result(15)
+        assert error.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT, bad
+    with pytest.raises(KafkaException) as error:
+        admin.create_partitions([NewPartitions(topic, 5, replica_assignment=[[1, 2, 3]])])[topic].result(15)
+    assert error.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT

@@ -46,11 +46,16 @@ pub(crate) async fn assign_now(shared: &Arc<Shared>, view: &ClusterView) {
 }
 
 /// Gives the partitions this broker just made their first leaders at once, each to
-/// the live writer (not draining) leading fewest as this broker sees them (spread
-/// over racks, see [`placement`]), so that they are served as soon as the request
-/// that made them is answered; the controller balances them later. One the controller
-/// assigned meanwhile stays.
-pub(crate) async fn assign_new(shared: &Arc<Shared>, view: &ClusterView, keys: &[PartitionKey]) {
+/// its preferred leader (the first broker a client's assignment named) when that one
+/// may lead, else to the live writer (not draining) leading fewest as this broker
+/// sees them (spread over racks, see [`placement`]), so that they are served as soon
+/// as the request that made them is answered; the controller balances them later.
+/// One the controller assigned meanwhile stays.
+pub(crate) async fn assign_new(
+    shared: &Arc<Shared>,
+    view: &ClusterView,
+    keys: &[(PartitionKey, Option<i32>)],
+) {
     // As the store has them now, not as of the last heartbeat: a broker that just
     // joined gets its share from the start.
     let fresh = view.refresh_brokers(shared.metadata()).await;

@@ -34,6 +34,9 @@ pub(crate) struct NewTopic {
     pub(crate) partitions: i32,
     /// -1 for the default (1); above 1 only in a cluster, up to its live writers.
     pub(crate) replication_factor: i16,
+    /// The brokers a client named for each partition (checked by the caller:
+    /// [`check_assignment`]); empty when Spool places them.
+    pub(crate) replica_assignment: Vec<Vec<i32>>,
     pub(crate) configs: BTreeMap<String, String>,
 }
 
@@ -109,6 +112,55 @@ fn replication_factor(shared: &Shared, asked: i16) -> Result<i16, AdminError> {
     }
 }
 
+/// A client's replica assignment for `partitions` new partitions of a topic
+/// replicated `factor` times (`None`: any one factor): each partition names that
+/// many distinct brokers, all of them live writers of the cluster, or — embedded —
+/// this broker once. Kafka's codes: `INVALID_REPLICA_ASSIGNMENT`.
+pub(crate) fn check_assignment(
+    shared: &Shared,
+    assignment: &[Vec<i32>],
+    factor: Option<i16>,
+) -> Result<(), AdminError> {
+    let refuse = |message: String| Err(AdminError::new(code::INVALID_REPLICA_ASSIGNMENT, message));
+    let writers: Vec<i32> = match shared.cluster() {
+        Some(view) => view
+            .live_brokers()
+            .iter()
+            .filter(|broker| !broker.reader)
+            .map(|broker| broker.node_id)
+            .collect(),
+        None => vec![shared.started_config().node_id],
+    };
+    let width = factor.map_or_else(
+        || assignment.first().map_or(0, Vec::len),
+        |f| usize::try_from(f).unwrap_or(0),
+    );
+    for (partition, replicas) in assignment.iter().enumerate() {
+        let mut seen = replicas.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if replicas.is_empty() || seen.len() != replicas.len() {
+            return refuse(format!(
+                "partition {partition}: name each broker once, at least one"
+            ));
+        }
+        if replicas.len() != width {
+            return refuse(format!(
+                "partition {partition} names {} brokers, not {width}: every partition has the \
+                 topic's replication factor",
+                replicas.len()
+            ));
+        }
+        if let Some(node) = replicas.iter().find(|node| !writers.contains(node)) {
+            return refuse(format!(
+                "partition {partition}: broker {node} is not a live broker that leads \
+                 partitions ({writers:?})"
+            ));
+        }
+    }
+    Ok(())
+}
+
 async fn create_any(
     shared: &Arc<Shared>,
     request: NewTopic,
@@ -136,12 +188,16 @@ async fn create_any(
             ));
         }
     };
-    let replication_factor = replication_factor(shared, request.replication_factor)?;
+    let replication_factor = match request.replica_assignment.first() {
+        Some(replicas) => i16::try_from(replicas.len()).unwrap_or(i16::MAX),
+        None => replication_factor(shared, request.replication_factor)?,
+    };
     let record = TopicRecord {
         name: name.clone(),
         id: Uuid::new_v4(),
         partitions,
         replication_factor,
+        replica_assignment: request.replica_assignment,
         configs: request.configs,
     };
     let mut topic = resolve(record, &settings.topic_defaults())
@@ -230,6 +286,7 @@ pub(crate) async fn get_or_auto_create(
         name: name.to_owned(),
         partitions: -1,
         replication_factor: -1,
+        replica_assignment: Vec::new(),
         configs: BTreeMap::new(),
     };
     match create(shared, request, false).await {
@@ -334,11 +391,20 @@ pub(crate) fn create_logs(shared: &Shared, topic: &Topic, from: i32) -> Result<(
 }
 
 /// The keys of a topic's partitions from index `from` on.
-fn new_partitions(topic: &Topic, from: i32) -> Vec<spool_metadata::PartitionKey> {
+/// The topic's partitions from `from`, each with its preferred leader (the first
+/// broker its assignment names, if a client named any).
+fn new_partitions(topic: &Topic, from: i32) -> Vec<(spool_metadata::PartitionKey, Option<i32>)> {
     (from..topic.record.partitions)
-        .map(|partition| spool_metadata::PartitionKey {
-            topic_id: topic.record.id,
-            partition,
+        .map(|partition| {
+            let key = spool_metadata::PartitionKey {
+                topic_id: topic.record.id,
+                partition,
+            };
+            let preferred = usize::try_from(partition)
+                .ok()
+                .and_then(|index| topic.record.replica_assignment.get(index))
+                .and_then(|replicas| replicas.first().copied());
+            (key, preferred)
         })
         .collect()
 }
@@ -358,6 +424,7 @@ pub(crate) async fn add_partitions(
     shared: &Arc<Shared>,
     name: &str,
     count: i32,
+    assignment: Option<&[Vec<i32>]>,
     validate_only: bool,
 ) -> Result<(), AdminError> {
     if let Some(link) = shared.topics().get(name).and_then(|t| t.mirror.clone()) {
@@ -366,14 +433,16 @@ pub(crate) async fn add_partitions(
             format!("{name} is a mirror (link {link}): it follows its source's partitions"),
         ));
     }
-    add_partitions_any(shared, name, count, validate_only).await
+    add_partitions_any(shared, name, count, assignment, validate_only).await
 }
 
 /// As [`add_partitions`], for the mirror too (it follows the source's count).
+/// `assignment`: the brokers a client named for each new partition.
 pub(crate) async fn add_partitions_any(
     shared: &Arc<Shared>,
     name: &str,
     count: i32,
+    assignment: Option<&[Vec<i32>]>,
     validate_only: bool,
 ) -> Result<(), AdminError> {
     let _admin = shared.changes().lock().await;
@@ -396,6 +465,19 @@ pub(crate) async fn add_partitions_any(
             ),
         ));
     }
+    if let Some(assignment) = assignment {
+        let added = usize::try_from(count - current).unwrap_or(0);
+        if assignment.len() != added {
+            return Err(AdminError::new(
+                code::INVALID_REPLICA_ASSIGNMENT,
+                format!(
+                    "{added} partitions are added but {} assignments were given",
+                    assignment.len()
+                ),
+            ));
+        }
+        check_assignment(shared, assignment, Some(topic.record.replication_factor))?;
+    }
     if validate_only {
         return Ok(());
     }
@@ -413,6 +495,17 @@ pub(crate) async fn add_partitions_any(
     }
     let mut grown = (*topic).clone();
     grown.record.partitions = count;
+    if let Some(assignment) = assignment {
+        let mut all = grown.record.replica_assignment.clone();
+        all.resize(usize::try_from(current).unwrap_or(0), Vec::new());
+        all.extend(assignment.iter().cloned());
+        shared
+            .metadata()
+            .set_replica_assignment(topic.record.id, &all)
+            .await
+            .map_err(|error| metadata_failure(&error))?;
+        grown.record.replica_assignment = all;
+    }
     let created = {
         let (shared, grown) = (shared.clone(), grown.clone());
         on_log_thread(move || create_logs(&shared, &grown, current)).await

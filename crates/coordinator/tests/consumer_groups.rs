@@ -54,6 +54,7 @@ async fn store() -> Arc<dyn MetadataStore> {
         id: T_ID,
         partitions: 2,
         replication_factor: 1,
+        replica_assignment: Vec::new(),
         configs: BTreeMap::new(),
     };
     store.create_topic(&topic).await.unwrap();

@@ -26,6 +26,7 @@ async fn store_with_topics(path: &std::path::Path) -> Arc<dyn MetadataStore> {
             id,
             partitions: 2,
             replication_factor: 1,
+            replica_assignment: Vec::new(),
             configs: std::collections::BTreeMap::new(),
         };
         match store.create_topic(&topic).await {

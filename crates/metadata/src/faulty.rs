@@ -387,6 +387,9 @@ impl MetadataStore for FaultyMetadata {
     async fn add_partitions(&self, id: Uuid, partitions: i32) -> Result<()> {
         self.inner.add_partitions(id, partitions).await
     }
+    async fn set_replica_assignment(&self, id: Uuid, assignment: &[Vec<i32>]) -> Result<()> {
+        self.inner.set_replica_assignment(id, assignment).await
+    }
     async fn alter_topic_configs(&self, id: Uuid, changes: &[ConfigChange]) -> Result<()> {
         self.inner.alter_topic_configs(id, changes).await
     }

@@ -70,7 +70,9 @@ pub use lane_presence::LanePresences;
 pub use mirror_links::{MirrorFailoverRecord, MirrorLinkRecord, MirrorLinks, MirrorStatusRecord};
 pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
-pub use records::{CommittedOffset, ConfigChange, TopicRecord};
+pub use records::{
+    CommittedOffset, ConfigChange, TopicRecord, decode_assignment, encode_assignment,
+};
 pub use schema_registry::{
     RegistryConfigRecord, RegistrySchemaRecord, RegistrySetting, SchemaRegistryStore,
     SubjectVersionRecord,

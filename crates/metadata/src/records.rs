@@ -18,6 +18,10 @@ pub struct TopicRecord {
     /// shared-storage mode the object store keeps the copies and Metadata names this
     /// many live brokers as replicas (docs/cluster.md).
     pub replication_factor: i16,
+    /// The brokers a client named for each partition (CreateTopics or
+    /// CreatePartitions assignments), the first the preferred leader; an empty list,
+    /// or none past the end, for a partition Spool placed.
+    pub replica_assignment: Vec<Vec<i32>>,
     /// Topic-level configs set explicitly, by their Kafka names.
     pub configs: BTreeMap<String, String>,
 }
@@ -67,4 +71,37 @@ impl ConfigChange {
             });
         removed.chain(set).collect()
     }
+}
+
+/// A topic's replica assignment as the store keeps it: `1,2;2,3;` (one list per
+/// partition, `;` between them, an empty one for a partition Spool placed).
+#[must_use]
+pub fn encode_assignment(assignment: &[Vec<i32>]) -> String {
+    assignment
+        .iter()
+        .map(|replicas| {
+            replicas
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The assignment [`encode_assignment`] wrote (what does not parse is left out).
+#[must_use]
+pub fn decode_assignment(text: &str) -> Vec<Vec<i32>> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    text.split(';')
+        .map(|replicas| {
+            replicas
+                .split(',')
+                .filter_map(|node| node.parse().ok())
+                .collect()
+        })
+        .collect()
 }

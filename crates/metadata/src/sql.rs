@@ -17,12 +17,15 @@ pub(crate) const INIT_STORE_ID: &str =
     "UPDATE catalog SET store_id = $1 WHERE id = 1 AND store_id IS NULL";
 pub(crate) const STORE_ID: &str = "SELECT store_id FROM catalog WHERE id = 1";
 
-pub(crate) const INSERT_TOPIC: &str = "INSERT INTO topics (name, id, partitions, created_ms, replication_factor) \
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING";
+pub(crate) const INSERT_TOPIC: &str = "INSERT INTO topics (name, id, partitions, created_ms, \
+     replication_factor, replica_assignment) VALUES ($1, $2, $3, $4, $5, $6) \
+     ON CONFLICT (name) DO NOTHING";
+pub(crate) const SET_REPLICA_ASSIGNMENT: &str =
+    "UPDATE topics SET replica_assignment = $2 WHERE id = $1";
 pub(crate) const DELETE_TOPIC: &str = "DELETE FROM topics WHERE id = $1";
 /// Topics with their configs, in one statement (so one snapshot on both backends).
 pub(crate) const TOPICS_WITH_CONFIGS: &str = "SELECT t.name, t.id, t.partitions, \
-     t.replication_factor, c.key, c.value FROM topics t LEFT JOIN topic_configs c ON c.topic_id = t.id \
+     t.replication_factor, t.replica_assignment, c.key, c.value FROM topics t LEFT JOIN topic_configs c ON c.topic_id = t.id \
      ORDER BY t.name, c.key";
 pub(crate) const TOPIC_PARTITIONS: &str = "SELECT partitions FROM topics WHERE id = $1";
 pub(crate) const GROW_TOPIC: &str =
@@ -95,6 +98,7 @@ pub(crate) struct TopicConfigRow {
     pub(crate) id: Uuid,
     pub(crate) partitions: i32,
     pub(crate) replication_factor: i32,
+    pub(crate) replica_assignment: String,
     /// `None` for a topic without explicit configs.
     pub(crate) key: Option<String>,
     pub(crate) value: Option<String>,
@@ -165,6 +169,7 @@ pub(crate) fn topic_records(rows: Vec<TopicConfigRow>) -> crate::Result<Vec<crat
                 id: row.id,
                 partitions: row.partitions,
                 replication_factor: i16::try_from(row.replication_factor).unwrap_or(1),
+                replica_assignment: crate::decode_assignment(&row.replica_assignment),
                 configs: std::collections::BTreeMap::new(),
             });
         }
@@ -249,6 +254,7 @@ macro_rules! impl_metadata_store {
                     .bind(topic.partitions)
                     .bind(sql::now_ms())
                     .bind(i32::from(topic.replication_factor))
+                    .bind($crate::encode_assignment(&topic.replica_assignment))
                     .execute(&mut *tx)
                     .await?;
                 if inserted.rows_affected() == 0 {
@@ -316,6 +322,28 @@ macro_rules! impl_metadata_store {
                     .fetch_one(&self.pool)
                     .await?;
                 Ok(version)
+            }
+
+            async fn set_replica_assignment(
+                &self,
+                id: uuid::Uuid,
+                assignment: &[Vec<i32>],
+            ) -> $crate::Result<()> {
+                use $crate::sql;
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(sql::BUMP_TOPICS_VERSION)
+                    .execute(&mut *tx)
+                    .await?;
+                let updated = sqlx::query(sql::SET_REPLICA_ASSIGNMENT)
+                    .bind(id)
+                    .bind($crate::encode_assignment(assignment))
+                    .execute(&mut *tx)
+                    .await?;
+                if updated.rows_affected() == 0 {
+                    return Err($crate::MetadataError::UnknownTopic(id.to_string()));
+                }
+                tx.commit().await?;
+                Ok(())
             }
 
             async fn add_partitions(&self, id: uuid::Uuid, partitions: i32) -> $crate::Result<()> {

@@ -49,6 +49,9 @@ pub trait MetadataStore:
     /// Raises a topic's partition count to `partitions` (the new ones at leader epoch
     /// 0); `Conflict` if it has as many already (another broker grew it).
     async fn add_partitions(&self, id: Uuid, partitions: i32) -> Result<()>;
+    /// Keeps the brokers a client named for a topic's partitions
+    /// ([`crate::TopicRecord::replica_assignment`]), all of them at once.
+    async fn set_replica_assignment(&self, id: Uuid, assignment: &[Vec<i32>]) -> Result<()>;
     /// Changes a topic's explicit configs, key by key.
     async fn alter_topic_configs(&self, id: Uuid, changes: &[ConfigChange]) -> Result<()>;
     /// Raises the leader epoch of every partition of a topic by one (a broker taking

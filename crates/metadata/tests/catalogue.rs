@@ -24,6 +24,7 @@ async fn topic(store: &dyn MetadataStore, partitions: i32) -> Uuid {
         id: Uuid::new_v4(),
         partitions,
         replication_factor: 1,
+        replica_assignment: Vec::new(),
         configs: BTreeMap::new(),
     };
     store.create_topic(&record).await.unwrap();

@@ -27,6 +27,7 @@ fn topic(name: &str, partitions: i32) -> TopicRecord {
         id: Uuid::new_v4(),
         partitions,
         replication_factor: 1,
+        replica_assignment: Vec::new(),
         configs: BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]),
     }
 }
@@ -66,7 +67,8 @@ async fn topics_are_created_grown_altered_and_deleted_by_id() {
         // A replication factor is kept as created (shared storage names that many
         // replicas).
         let orders = TopicRecord {
-            replication_factor: 3,
+            replication_factor: 2,
+            replica_assignment: vec![vec![1, 2], vec![2, 3], vec![3, 1]],
             ..topic("orders", 3)
         };
         let version = store.topics_version().await.unwrap();
@@ -88,6 +90,16 @@ async fn topics_are_created_grown_altered_and_deleted_by_id() {
         assert_eq!(topics[0], orders, "{label}");
 
         store.add_partitions(orders.id, 5).await.unwrap();
+        let assigned = vec![vec![1, 2], vec![2, 3], vec![3, 1], vec![], vec![2, 1]];
+        store
+            .set_replica_assignment(orders.id, &assigned)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.topics().await.unwrap()[0].replica_assignment,
+            assigned,
+            "{label}: an assignment kept as given, a partition Spool placed empty"
+        );
         assert!(
             matches!(
                 store.add_partitions(orders.id, 4).await,

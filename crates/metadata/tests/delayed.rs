@@ -23,6 +23,7 @@ fn topic(name: &str) -> TopicRecord {
         id: Uuid::new_v4(),
         partitions: 2,
         replication_factor: 1,
+        replica_assignment: Vec::new(),
         configs: BTreeMap::new(),
     }
 }

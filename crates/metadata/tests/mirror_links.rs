@@ -98,6 +98,7 @@ async fn the_first_settling_of_a_failed_over_partition_stands_and_goes_with_its_
             id: uuid::Uuid::new_v4(),
             partitions: 2,
             replication_factor: 1,
+            replica_assignment: Vec::new(),
             configs: std::collections::BTreeMap::new(),
         };
         store.create_topic(&topic).await.unwrap();

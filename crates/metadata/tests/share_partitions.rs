@@ -28,6 +28,7 @@ async fn topic(store: &Arc<dyn MetadataStore>) -> Uuid {
         id: Uuid::new_v4(),
         partitions: 2,
         replication_factor: 1,
+        replica_assignment: Vec::new(),
         configs: BTreeMap::new(),
     };
     store.create_topic(&record).await.unwrap();

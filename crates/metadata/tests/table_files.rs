@@ -44,6 +44,7 @@ async fn table_files_are_added_once_per_first_offset_listed_removed_and_gone_wit
             id: uuid::Uuid::new_v4(),
             partitions: 2,
             replication_factor: 1,
+            replica_assignment: Vec::new(),
             configs: std::collections::BTreeMap::new(),
         };
         store.create_topic(&topic).await.unwrap();

@@ -198,6 +198,7 @@ pub(super) async fn create(
         name: request.name,
         partitions: request.partitions.unwrap_or(-1),
         replication_factor: -1,
+        replica_assignment: Vec::new(),
         configs: request.configs,
     };
     topics::create(shared, new_topic, false)

@@ -96,7 +96,7 @@ pub(crate) fn plan(
 /// First leaders for new partitions (`keys`), each where [`least_loaded`] puts it
 /// among the `eligible` brokers, counting what each leads in `leaderships`.
 pub(crate) fn first_leaders(
-    keys: &[PartitionKey],
+    keys: &[(PartitionKey, Option<i32>)],
     leaderships: &[Leadership],
     eligible: &[i32],
     racks: &Racks,
@@ -109,8 +109,10 @@ pub(crate) fn first_leaders(
         }
     }
     let mut assigned = Vec::with_capacity(keys.len());
-    for key in keys {
-        let Some(node) = least_loaded(&led, racks, None) else {
+    for (key, preferred) in keys {
+        // A client's assignment names the preferred leader: taken if it may lead.
+        let chosen = preferred.filter(|node| led.contains_key(node));
+        let Some(node) = chosen.or_else(|| least_loaded(&led, racks, None)) else {
             break;
         };
         led.entry(node).or_default().push(*key);

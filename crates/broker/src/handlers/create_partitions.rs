@@ -27,30 +27,26 @@ pub(crate) async fn handle(
 ) -> ResponseKind {
     let access = &context.access;
     let shared = Arc::clone(shared);
-    let node = shared.started_config().node_id;
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
-        let assignments_ok = topic.assignments.as_ref().is_none_or(|all| {
+        let assignment: Option<Vec<Vec<i32>>> = topic.assignments.as_ref().map(|all| {
             all.iter()
-                .all(|a| a.broker_ids.len() == 1 && a.broker_ids.iter().all(|b| b.0 == node))
+                .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                .collect()
         });
-        let outcome = if !access.topic(Operation::Alter, topic.name.0.as_str()) {
-            Err(AdminError {
-                code: code::TOPIC_AUTHORIZATION_FAILED,
-                message: format!("{} may not alter {}", access.principal(), topic.name.0),
-            })
-        } else if assignments_ok {
+        let outcome = if access.topic(Operation::Alter, topic.name.0.as_str()) {
             topics::add_partitions(
                 &shared,
                 topic.name.0.as_str(),
                 topic.count,
+                assignment.as_deref(),
                 request.validate_only,
             )
             .await
         } else {
             Err(AdminError {
-                code: code::INVALID_REPLICA_ASSIGNMENT,
-                message: format!("assignments must name only broker {node}, once per partition"),
+                code: code::TOPIC_AUTHORIZATION_FAILED,
+                message: format!("{} may not alter {}", access.principal(), topic.name.0),
             })
         };
         let mut result = CreatePartitionsTopicResult::default().with_name(topic.name);

@@ -41,20 +41,17 @@ pub(crate) async fn handle(
         let outcome = if let Some(refusal) = refusal(access, may_create_any, &name.0, &configs) {
             Err(refusal)
         } else if !topic.assignments.is_empty() {
-            manual_assignment_check(
-                &topic.assignments,
-                shared.started_config().node_id,
-                topic.num_partitions,
-            )
+            assignment_of(&shared, &topic)
         } else {
-            Ok(topic.num_partitions)
+            Ok((topic.num_partitions, Vec::new()))
         };
         let outcome = match outcome {
-            Ok(partitions) => {
+            Ok((partitions, replica_assignment)) => {
                 let new = NewTopic {
                     name: name.0.to_string(),
                     partitions,
                     replication_factor: topic.replication_factor,
+                    replica_assignment,
                     configs,
                 };
                 topics::create(&shared, new, request.validate_only).await
@@ -115,23 +112,43 @@ fn refusal(
     })
 }
 
-/// Manual assignments are accepted when every replica is this broker.
-fn manual_assignment_check(
-    assignments: &[kafka_protocol::messages::create_topics_request::CreatableReplicaAssignment],
-    node: i32,
-    num_partitions: i32,
-) -> Result<i32, AdminError> {
-    let count = i32::try_from(assignments.len()).unwrap_or(i32::MAX);
-    let ours = assignments
-        .iter()
-        .all(|a| a.broker_ids.iter().all(|b| b.0 == node) && a.broker_ids.len() == 1);
-    if !ours || num_partitions != -1 {
+/// A CreateTopics replica assignment: partitions 0 to n − 1 each named once, with
+/// `num_partitions` and `replication_factor` left at −1 (Kafka's `INVALID_REQUEST`
+/// otherwise), the brokers checked by [`topics::check_assignment`] (live writers of
+/// the cluster; embedded, this broker alone). The partition count and the brokers by
+/// partition.
+fn assignment_of(
+    shared: &Shared,
+    topic: &kafka_protocol::messages::create_topics_request::CreatableTopic,
+) -> Result<(i32, Vec<Vec<i32>>), AdminError> {
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
         return Err(AdminError {
-            code: code::INVALID_REPLICA_ASSIGNMENT,
-            message: format!(
-                "assignments must name only broker {node}, once, with num_partitions -1"
-            ),
+            code: code::INVALID_REQUEST,
+            message: "with replica assignments, num_partitions and replication_factor must \
+                      be -1"
+                .to_owned(),
         });
     }
-    Ok(count)
+    let count = topic.assignments.len();
+    let mut by_partition: Vec<Option<Vec<i32>>> = vec![None; count];
+    for assignment in &topic.assignments {
+        let slot = usize::try_from(assignment.partition_index)
+            .ok()
+            .and_then(|index| by_partition.get_mut(index))
+            .filter(|slot| slot.is_none());
+        let Some(slot) = slot else {
+            return Err(AdminError {
+                code: code::INVALID_REPLICA_ASSIGNMENT,
+                message: format!(
+                    "partition {} is out of 0..{count} or named twice: name each partition \
+                     from 0 once",
+                    assignment.partition_index
+                ),
+            });
+        };
+        *slot = Some(assignment.broker_ids.iter().map(|id| id.0).collect());
+    }
+    let lists: Vec<Vec<i32>> = by_partition.into_iter().flatten().collect();
+    topics::check_assignment(shared, &lists, None)?;
+    Ok((i32::try_from(count).unwrap_or(i32::MAX), lists))
 }

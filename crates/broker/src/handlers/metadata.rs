@@ -254,20 +254,22 @@ fn describe(
                 .filter(|(leader, _)| listed.contains(leader))
             {
                 Some((leader, epoch)) => {
-                    let replicas: Vec<BrokerId> = replica_lists
-                        .of(
-                            topic.partition_key(index),
-                            leader,
-                            topic.record.replication_factor,
-                        )
-                        .into_iter()
-                        .map(BrokerId)
-                        .collect();
+                    let assigned = usize::try_from(index)
+                        .ok()
+                        .and_then(|index| topic.record.replica_assignment.get(index))
+                        .map_or(&[][..], Vec::as_slice);
+                    let replicas = replica_lists.of(
+                        topic.partition_key(index),
+                        leader,
+                        topic.record.replication_factor,
+                        assigned,
+                    );
+                    let in_sync = replica_lists.in_sync(&replicas, leader);
                     described
                         .with_leader_id(BrokerId(leader))
                         .with_leader_epoch(epoch)
-                        .with_replica_nodes(replicas.clone())
-                        .with_isr_nodes(replicas)
+                        .with_replica_nodes(replicas.into_iter().map(BrokerId).collect())
+                        .with_isr_nodes(in_sync.into_iter().map(BrokerId).collect())
                 }
                 // Not assigned yet (a new partition the controller has not seen), or
                 // its leader is gone.

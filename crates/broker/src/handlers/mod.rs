@@ -348,9 +348,10 @@ pub(crate) async fn handle(
     encode(&envelope, version, &response)
 }
 
-/// Frames a response: size, header (at the API's header version), body.
+/// Frames a response: size, header (at the API's header version), body. A request
+/// the bridge took up from a removed version is answered in that version.
 fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
-    if envelope.client_version != version {
+    if envelope.client_version != envelope.version {
         return encode_older(envelope, |writer| {
             response
                 .encode(writer.buffer(), version)
@@ -366,7 +367,7 @@ fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
 
 /// Frames a Fetch response, whose records stay in the segment files until sent.
 fn encode_fetch(envelope: &Envelope, version: i16, body: &fetch::FetchBody) -> Reply {
-    if envelope.client_version != version {
+    if envelope.client_version != envelope.version {
         return encode_older(envelope, |writer| {
             body.encode(version, writer).map_err(|e| e.to_string())
         });

@@ -107,6 +107,7 @@ async fn follow_topic(
             name: name.to_owned(),
             partitions,
             replication_factor: -1,
+            replica_assignment: Vec::new(),
             configs,
         };
         return match topics::create_mirror(shared, request).await {
@@ -133,7 +134,7 @@ async fn follow_topic(
         return Ok(());
     }
     if partitions > topic.record.partitions {
-        topics::add_partitions_any(shared, name, partitions, false)
+        topics::add_partitions_any(shared, name, partitions, None, false)
             .await
             .map_err(|error| format!("adding partitions to {name}: {}", error.message))?;
         tracing::info!(link = %link.name, topic = name, partitions, "the mirror topic grew with its source");

@@ -45,14 +45,25 @@ impl ReplicaLists {
     }
 
     /// The replicas of `key`, led by `leader`, of a topic of replication `factor`:
-    /// the leader first.
-    pub(crate) fn of(&self, key: PartitionKey, leader: i32, factor: i16) -> Vec<i32> {
+    /// the brokers a client `assigned` it (the leader added first if it is not one
+    /// of them), or the leader first and the writers after it.
+    pub(crate) fn of(
+        &self,
+        key: PartitionKey,
+        leader: i32,
+        factor: i16,
+        assigned: &[i32],
+    ) -> Vec<i32> {
         let mut replicas = vec![leader];
+        if assigned.contains(&leader) {
+            replicas.clear();
+        }
+        replicas.extend_from_slice(assigned);
         let wanted = usize::try_from(factor).unwrap_or(1);
         let after = self.writers.partition_point(|node| *node <= leader);
         let (before, rest) = self.writers.split_at(after);
         for node in rest.iter().chain(before) {
-            if replicas.len() >= wanted {
+            if replicas.len() >= wanted || !assigned.is_empty() {
                 break;
             }
             if !replicas.contains(node) {
@@ -75,6 +86,21 @@ impl ReplicaLists {
             }
         }
         replicas
+    }
+
+    /// Of a partition's `replicas`, those in sync: the leader and every live one
+    /// (shared storage keeps the copies); in embedded mode, all.
+    pub(crate) fn in_sync(&self, replicas: &[i32], leader: i32) -> Vec<i32> {
+        replicas
+            .iter()
+            .copied()
+            .filter(|node| {
+                *node == leader
+                    || self.writers.is_empty()
+                    || self.writers.contains(node)
+                    || self.live.iter().any(|broker| broker.node_id == *node)
+            })
+            .collect()
     }
 }
 
@@ -175,13 +201,19 @@ mod tests {
     #[test]
     fn replicas_fill_up_to_the_factor_with_the_writers_after_the_leader() {
         let lists = ReplicaLists::new(Vec::new(), vec![4, 1, 3, 2], "PLAINTEXT");
-        assert_eq!(lists.of(key(0), 3, 3), vec![3, 4, 1]);
-        assert_eq!(lists.of(key(0), 4, 2), vec![4, 1]);
-        assert_eq!(lists.of(key(0), 2, 1), vec![2]);
+        assert_eq!(lists.of(key(0), 3, 3, &[]), vec![3, 4, 1]);
+        assert_eq!(lists.of(key(0), 4, 2, &[]), vec![4, 1]);
+        assert_eq!(lists.of(key(0), 2, 1, &[]), vec![2]);
         // Never more than there are writers.
-        assert_eq!(lists.of(key(0), 1, 6), vec![1, 2, 3, 4]);
+        assert_eq!(lists.of(key(0), 1, 6, &[]), vec![1, 2, 3, 4]);
         // Embedded mode: the leader alone.
-        assert_eq!(ReplicaLists::default().of(key(0), 1, 3), vec![1]);
+        assert_eq!(ReplicaLists::default().of(key(0), 1, 3, &[]), vec![1]);
+        // A client's assignment, as named; a leader the controller moved elsewhere
+        // first; a broker gone is named but not in sync.
+        assert_eq!(lists.of(key(0), 2, 2, &[2, 4]), vec![2, 4]);
+        assert_eq!(lists.of(key(0), 4, 2, &[2, 4]), vec![2, 4]);
+        assert_eq!(lists.of(key(0), 3, 2, &[2, 9]), vec![3, 2, 9]);
+        assert_eq!(lists.in_sync(&[3, 2, 9], 3), vec![3, 2]);
     }
 
     #[test]
@@ -195,7 +227,7 @@ mod tests {
         ];
         let lists = ReplicaLists::new(live.clone(), Vec::new(), "PLAINTEXT");
         for partition in 0..16 {
-            let replicas = lists.of(key(partition), 1, 1);
+            let replicas = lists.of(key(partition), 1, 1, &[]);
             // Rack a is the leader's own; b and c have one broker each.
             assert_eq!(replicas, vec![1, 3, 4], "partition {partition}");
             for (rack, node) in [("b", 3), ("c", 4)] {
@@ -206,7 +238,7 @@ mod tests {
             }
         }
         assert_eq!(
-            ReplicaLists::default().of(key(0), 7, 1),
+            ReplicaLists::default().of(key(0), 7, 1, &[]),
             vec![7],
             "off: the leader alone"
         );

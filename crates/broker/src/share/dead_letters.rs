@@ -294,6 +294,7 @@ async fn dead_letter_topic(
         name: name.to_owned(),
         partitions: shared.current_config().default_partitions.max(brokers),
         replication_factor: -1,
+        replica_assignment: Vec::new(),
         configs: std::collections::BTreeMap::new(),
     };
     match topics::create(shared, request, false).await {

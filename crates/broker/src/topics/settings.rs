@@ -318,6 +318,7 @@ fn placeholder_record() -> Result<TopicRecord, InvalidConfig> {
         id: Uuid::nil(),
         partitions: 1,
         replication_factor: 1,
+        replica_assignment: Vec::new(),
         configs: BTreeMap::new(),
     })
 }
