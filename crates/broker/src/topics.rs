@@ -15,11 +15,13 @@ use crate::shared::Shared;
 use spool_views::View;
 
 pub(crate) mod follow;
+mod replicas;
 mod settings;
 mod startup;
 mod table;
 
 pub(crate) use self::follow::{catch_up_now, follow_metadata_store};
+use self::replicas::{Holders, replication_factor};
 pub(crate) use self::settings::{
     DelayPolicy, Recompression, check_config, config_entries, default_config_values, resolve,
 };
@@ -83,82 +85,33 @@ pub(crate) async fn create_mirror(
     create_any(shared, request, false).await
 }
 
-/// The replication factor a topic is created with: −1 is 1 (Kafka's
-/// `default.replication.factor`). Embedded mode keeps one copy; in a cluster the
-/// object store keeps the copies, and any factor up to the live brokers that lead
-/// partitions is taken (Metadata names that many replicas, all in sync).
-fn replication_factor(shared: &Shared, asked: i16) -> Result<i16, AdminError> {
-    let writers = shared.cluster().map_or(1, |view| {
-        view.live_brokers()
-            .iter()
-            .filter(|broker| !broker.reader)
-            .count()
-            .max(1)
-    });
-    match asked {
-        -1 => Ok(1),
-        n if n >= 1 && usize::try_from(n).is_ok_and(|n| n <= writers) => Ok(n),
-        n if shared.cluster().is_none() => Err(AdminError::new(
-            code::INVALID_REPLICATION_FACTOR,
-            format!("replication factor {n}: this broker stores one copy (use 1 or -1)"),
-        )),
-        n => Err(AdminError::new(
-            code::INVALID_REPLICATION_FACTOR,
-            format!(
-                "replication factor {n}: {writers} live broker(s) can hold replicas (the \
-                 object store keeps the copies; use 1 to {writers})"
-            ),
-        )),
+/// The brokers that may hold a replica: a cluster's live writers, or this broker.
+fn holders(shared: &Shared) -> Holders {
+    match shared.cluster() {
+        Some(view) => Holders {
+            nodes: view
+                .live_brokers()
+                .iter()
+                .filter(|broker| !broker.reader)
+                .map(|broker| broker.node_id)
+                .collect(),
+            clustered: true,
+        },
+        None => Holders {
+            nodes: vec![shared.started_config().node_id],
+            clustered: false,
+        },
     }
 }
 
-/// A client's replica assignment for `partitions` new partitions of a topic
-/// replicated `factor` times (`None`: any one factor): each partition names that
-/// many distinct brokers, all of them live writers of the cluster, or — embedded —
-/// this broker once. Kafka's codes: `INVALID_REPLICA_ASSIGNMENT`.
+/// Checks a client's replica assignment for new partitions (see
+/// [`replicas::check_assignment`]) against the brokers that may hold replicas.
 pub(crate) fn check_assignment(
     shared: &Shared,
     assignment: &[Vec<i32>],
     factor: Option<i16>,
 ) -> Result<(), AdminError> {
-    let refuse = |message: String| Err(AdminError::new(code::INVALID_REPLICA_ASSIGNMENT, message));
-    let writers: Vec<i32> = match shared.cluster() {
-        Some(view) => view
-            .live_brokers()
-            .iter()
-            .filter(|broker| !broker.reader)
-            .map(|broker| broker.node_id)
-            .collect(),
-        None => vec![shared.started_config().node_id],
-    };
-    let width = factor.map_or_else(
-        || assignment.first().map_or(0, Vec::len),
-        |f| usize::try_from(f).unwrap_or(0),
-    );
-    for (partition, replicas) in assignment.iter().enumerate() {
-        let mut seen = replicas.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        if replicas.is_empty() || seen.len() != replicas.len() {
-            return refuse(format!(
-                "partition {partition}: name each broker once, at least one"
-            ));
-        }
-        if replicas.len() != width {
-            return refuse(format!(
-                "partition {partition} names {} brokers, not {width}: every partition has the \
-                 topic's replication factor",
-                replicas.len()
-            ));
-        }
-        if let Some(node) = replicas.iter().find(|node| !writers.contains(node)) {
-            return refuse(format!(
-                "partition {partition}: broker {node} is not a live broker that leads \
-                 partitions ({writers:?})"
-            ));
-        }
-    }
-    Ok(())
+    replicas::check_assignment(&holders(shared), assignment, factor)
 }
 
 async fn create_any(
@@ -190,7 +143,7 @@ async fn create_any(
     };
     let replication_factor = match request.replica_assignment.first() {
         Some(replicas) => i16::try_from(replicas.len()).unwrap_or(i16::MAX),
-        None => replication_factor(shared, request.replication_factor)?,
+        None => replication_factor(&holders(shared), request.replication_factor)?,
     };
     let record = TopicRecord {
         name: name.clone(),

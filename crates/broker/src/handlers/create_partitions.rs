@@ -29,11 +29,16 @@ pub(crate) async fn handle(
     let shared = Arc::clone(shared);
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
-        let assignment: Option<Vec<Vec<i32>>> = topic.assignments.as_ref().map(|all| {
-            all.iter()
-                .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
-                .collect()
-        });
+        // An empty list is none, as a null one (some clients send one).
+        let assignment: Option<Vec<Vec<i32>>> = topic
+            .assignments
+            .as_ref()
+            .filter(|all| !all.is_empty())
+            .map(|all| {
+                all.iter()
+                    .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                    .collect()
+            });
         let outcome = if access.topic(Operation::Alter, topic.name.0.as_str()) {
             topics::add_partitions(
                 &shared,
