@@ -11,7 +11,7 @@ from kafka import TopicPartition as KPTopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KPNewTopic
 
-from conftest import kcat
+from conftest import CLUSTER, kcat
 
 
 def create(broker, name, partitions=1, config=None):
@@ -51,7 +51,8 @@ def test_create_topics_validates_and_refuses_duplicates(broker):
     with pytest.raises(KafkaException) as error:
         bad["bad-config"].result(timeout=10)
     assert error.value.args[0].code() == KafkaError.INVALID_CONFIG
-    replicated = admin.create_topics([NewTopic("replicated", 1, 3)])
+    # More copies than brokers can hold them (a cluster holds one per writer).
+    replicated = admin.create_topics([NewTopic("replicated", 1, CLUSTER + 1)])
     with pytest.raises(KafkaException) as error:
         replicated["replicated"].result(timeout=10)
     assert error.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
