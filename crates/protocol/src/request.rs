@@ -84,13 +84,7 @@ pub fn bridge(envelope: &mut Envelope) -> Result<(), RequestError> {
     if !crate::legacy::is_bridged(api_key, version) {
         return Ok(());
     }
-    let shape =
-        wire_guard::shapes::shape_of(api_key as i16).ok_or(RequestError::NoShape(api_key))?;
-    wire_guard::check(shape, version, &envelope.body).map_err(|source| RequestError::Guard {
-        api_key,
-        version,
-        source,
-    })?;
+    guard(api_key, version, &envelope.body)?;
     envelope.body =
         crate::legacy::request_up(api_key, version, &envelope.body).map_err(|error| {
             RequestError::MalformedBody {
@@ -115,17 +109,23 @@ pub fn correlation_id(frame: &[u8]) -> Option<i32> {
 /// structure with the wire guard.
 pub fn decode_body(envelope: &Envelope) -> Result<RequestKind, RequestError> {
     let (api_key, version) = (envelope.api_key, envelope.version);
-    let shape =
-        wire_guard::shapes::shape_of(api_key as i16).ok_or(RequestError::NoShape(api_key))?;
-    wire_guard::check(shape, version, &envelope.body).map_err(|source| RequestError::Guard {
-        api_key,
-        version,
-        source,
-    })?;
+    guard(api_key, version, &envelope.body)?;
     let mut body = envelope.body.clone();
     RequestKind::decode(api_key, &mut body, version).map_err(|error| RequestError::MalformedBody {
         api_key,
         version,
         reason: error.to_string(),
     })
+}
+
+/// Checks the structure of a body of `api_key` at `version` with the wire guard.
+fn guard(api_key: ApiKey, version: i16, body: &[u8]) -> Result<(), RequestError> {
+    let shape =
+        wire_guard::shapes::shape_of(api_key as i16).ok_or(RequestError::NoShape(api_key))?;
+    wire_guard::check(shape, version, body).map_err(|source| RequestError::Guard {
+        api_key,
+        version,
+        source,
+    })?;
+    Ok(())
 }

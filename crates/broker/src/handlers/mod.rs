@@ -348,17 +348,9 @@ pub(crate) async fn handle(
     encode(&envelope, version, &response)
 }
 
-/// Frames a response: size, header (at the API's header version), body. A request
-/// the bridge took up from a removed version is answered in that version.
+/// Frames a response: size, header (at the API's header version), body.
 fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
-    if envelope.client_version != envelope.version {
-        return encode_older(envelope, |writer| {
-            response
-                .encode(writer.buffer(), version)
-                .map_err(|e| e.to_string())
-        });
-    }
-    frame(envelope, version, |writer| {
+    respond(envelope, version, |writer| {
         response
             .encode(writer.buffer(), version)
             .map_err(|e| e.to_string())
@@ -367,14 +359,23 @@ fn encode(envelope: &Envelope, version: i16, response: &ResponseKind) -> Reply {
 
 /// Frames a Fetch response, whose records stay in the segment files until sent.
 fn encode_fetch(envelope: &Envelope, version: i16, body: &fetch::FetchBody) -> Reply {
-    if envelope.client_version != envelope.version {
-        return encode_older(envelope, |writer| {
-            body.encode(version, writer).map_err(|e| e.to_string())
-        });
-    }
-    frame(envelope, version, |writer| {
+    respond(envelope, version, |writer| {
         body.encode(version, writer).map_err(|e| e.to_string())
     })
+}
+
+/// What `body` writes, framed; a request the bridge took up from a removed version
+/// is answered in that version ([`encode_older`]).
+fn respond(
+    envelope: &Envelope,
+    version: i16,
+    body: impl FnOnce(&mut ResponseWriter) -> Result<(), String>,
+) -> Reply {
+    if envelope.client_version == envelope.version {
+        frame(envelope, version, body)
+    } else {
+        encode_older(envelope, body)
+    }
 }
 
 /// A response to a request of a version Kafka 4 removed: encoded at the version it
