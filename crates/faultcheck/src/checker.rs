@@ -247,22 +247,38 @@ fn check_members(events: &Events, findings: &mut Findings) {
         for pair in polls.windows(2) {
             let [before, after] = pair else { continue };
             let expected = before.offset + 1;
-            if after.offset > expected {
-                findings.note("poll-skipped", || {
-                    format!(
-                        "{member} polled {partition}/{} then {partition}/{} in one assignment",
-                        before.offset, after.offset
-                    )
-                });
-            } else if after.offset < expected {
-                findings.note("poll-backwards", || {
-                    format!(
-                        "{member} polled {partition}/{} then {partition}/{} in one assignment",
-                        before.offset, after.offset
-                    )
-                });
-            }
+            let kind = match after.offset.cmp(&expected) {
+                std::cmp::Ordering::Greater => "poll-skipped",
+                std::cmp::Ordering::Less => "poll-backwards",
+                std::cmp::Ordering::Equal => continue,
+            };
+            findings.note(kind, || {
+                format!(
+                    "{member} polled {partition}/{} then {partition}/{} in one assignment{}",
+                    before.offset,
+                    after.offset,
+                    resets_between(events, member, partition, before.at, after.at)
+                )
+            });
         }
+    }
+}
+
+/// What librdkafka said when it moved `member`'s position on `partition` between two
+/// ticks ("" if it said nothing).
+fn resets_between(events: &Events, member: &str, partition: i32, from: Tick, to: Tick) -> String {
+    let named = format!("[{partition}]");
+    let said: Vec<&str> = events
+        .resets
+        .iter()
+        .filter(|reset| reset.member == member && (from..to).contains(&reset.at))
+        .filter(|reset| reset.message.contains(&named))
+        .map(|reset| reset.message.as_str())
+        .collect();
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(" (librdkafka: {})", said.join("; "))
     }
 }
 
@@ -409,7 +425,7 @@ fn describe_offsets(offsets: &[i64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{Ack, Session};
+    use crate::history::{Ack, Reset, Session};
 
     fn v(producer: u32, seq: u64) -> Value {
         Value { producer, seq }
@@ -528,6 +544,36 @@ mod tests {
         let findings = check(&events, &log);
         assert_eq!(findings.count("poll-skipped"), 1);
         assert_eq!(findings.count("poll-backwards"), 1);
+    }
+
+    #[test]
+    fn a_poll_that_goes_back_names_what_librdkafka_said_when_it_moved_the_position() {
+        let (mut events, log) = clean(5);
+        session(&mut events, 0, 1);
+        poll(&mut events, 0, 3, 2);
+        let said = |at, message: &str| Reset {
+            member: "m0".to_owned(),
+            message: message.to_owned(),
+            at,
+        };
+        events
+            .resets
+            .push(said(1, "t [0]: offset reset before the poll"));
+        events
+            .resets
+            .push(said(3, "t [1]: offset reset of another partition"));
+        events
+            .resets
+            .push(said(4, "t [0]: offset reset (at offset 4) to BEGINNING"));
+        poll(&mut events, 0, 0, 5);
+        let findings = check(&events, &log);
+        let examples = &findings.violations["poll-backwards"].examples;
+        assert_eq!(
+            examples,
+            &[
+                "m0 polled 0/3 then 0/0 in one assignment (librdkafka: t [0]: offset reset (at offset 4) to BEGINNING)"
+            ]
+        );
     }
 
     #[test]

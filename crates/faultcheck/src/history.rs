@@ -145,6 +145,17 @@ pub struct Events {
     pub ctp_restarts: u64,
     /// When a broker was killed, paused or stopped.
     pub deaths: Vec<Tick>,
+    /// librdkafka's accounts of positions it moved on an error, per member.
+    pub resets: Vec<Reset>,
+}
+
+/// A group member's position moved by librdkafka itself (`offset reset` in its log:
+/// an out-of-range fetch, a failed offset validation), in its own words.
+#[derive(Debug, Clone)]
+pub struct Reset {
+    pub member: String,
+    pub message: String,
+    pub at: Tick,
 }
 
 /// The history, shared by the client threads.
@@ -205,6 +216,16 @@ impl History {
             at,
         });
         id
+    }
+
+    /// librdkafka moved `member`'s position and said why.
+    pub fn reset(&self, member: &str, message: &str) {
+        let at = self.tick();
+        self.events().resets.push(Reset {
+            member: member.to_owned(),
+            message: message.to_owned(),
+            at,
+        });
     }
 
     pub fn polled(&self, session: u64, partition: i32, offset: i64, value: Option<Value>) {

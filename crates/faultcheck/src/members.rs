@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rdkafka::client::ClientContext;
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, RebalanceProtocol,
 };
@@ -116,7 +117,17 @@ fn never_stored(code: RDKafkaErrorCode) -> bool {
     )
 }
 
-impl ClientContext for Member {}
+impl ClientContext for Member {
+    /// Logs as librdkafka's default does, and keeps its account of a position it moved
+    /// on an error with the member, so that a poll that goes backwards or skips names
+    /// its cause.
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        if fac == "OFFSET" && message.contains("offset reset") {
+            self.history.reset(&self.name, message);
+        }
+        DefaultClientContext.log(level, fac, message);
+    }
+}
 
 impl ConsumerContext for Member {
     /// Each change of the assignment starts a new one in the history, with every

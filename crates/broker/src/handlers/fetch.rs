@@ -377,6 +377,10 @@ fn read_all(shared: &Shared, request: &FetchRequest, asked: &Asked) -> Pass {
                     pass.errors = true;
                     out.error = error.code();
                     out.last_stable = log.stable_offset().0;
+                    if out.error == code::OFFSET_OUT_OF_RANGE {
+                        // The consumer resets its position by its auto.offset.reset.
+                        tracing::info!(topic = %known.record.name, partition = wanted.partition, offset = wanted.fetch_offset, log_start = out.log_start, high_watermark = out.high_watermark, "fetch offset out of range");
+                    }
                 }
             }
             partitions.push(out);

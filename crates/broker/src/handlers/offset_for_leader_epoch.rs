@@ -61,10 +61,15 @@ pub(crate) async fn handle(
                 .partitions()
                 .partition(name.0.as_str(), index, current_leader_epoch)
                 .map_err(|error| error.code())?;
-            partition
+            let answer = partition
                 .log
                 .end_offset_for_epoch(leader_epoch)
-                .map_err(|error| errors::log_error_code(&error))
+                .map_err(|error| errors::log_error_code(&error))?;
+            if leader_epoch >= 0 && answer.0 < 0 {
+                // The client resets its position by its auto.offset.reset.
+                tracing::info!(topic = %name.0, partition = index, leader_epoch, history = ?partition.log.leader_epoch_history(), "leader epoch newer than any recorded");
+            }
+            Ok(answer)
         },
     )
     .await;
