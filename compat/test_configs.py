@@ -164,6 +164,61 @@ def test_broker_settings_change_at_run_time_and_persist(make_broker):
     assert topic_entries(admin, "inherits")["retention.ms"] == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
 
 
+def test_kafkas_other_broker_configs_are_accepted_stored_and_described(make_broker):
+    """Every broker config Kafka 4 documents: one Kafka changes at run time is taken
+    (type-checked), kept, described back and changes nothing; a read-only one is
+    refused as Kafka refuses it; a password is never shown."""
+    broker = make_broker()
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    resource = ConfigResource(ResourceType.BROKER, "1")
+    admin.list_topics(timeout=30)
+    described = admin.describe_configs([resource])[resource].result(timeout=30)
+    kerberos = described["sasl.kerberos.service.name"]
+    assert (kerberos.value, ConfigSource(kerberos.source), kerberos.is_read_only) == \
+        (None, ConfigSource.DEFAULT_CONFIG, False)
+    assert described["log.dirs"].is_read_only
+    assert described["background.threads"].value == "10"
+    assert described["ssl.keystore.password"].is_sensitive
+    # Spool's own settings answer for the names they share with Kafka.
+    assert not described["num.partitions"].is_read_only
+
+    alter_broker(admin, "1", sasl_kerberos_service_name="kafka", background_threads="20",
+                 ssl_keystore_password="secret")
+    entries = broker_entries(admin)
+    assert entries["sasl.kerberos.service.name"] == ("kafka", ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+    assert entries["background.threads"] == ("20", ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+    assert entries["ssl.keystore.password"] == (None, ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+
+    for changes, code in [
+        ({"log_dirs": "/elsewhere"}, KafkaError.INVALID_REQUEST),
+        ({"process_roles": "broker"}, KafkaError.INVALID_REQUEST),
+        ({"background_threads": "many"}, KafkaError.INVALID_CONFIG),
+        ({"sasl_kerberos_min_time_before_relogin": "1.5"}, KafkaError.INVALID_CONFIG),
+    ]:
+        with pytest.raises(KafkaException) as error:
+            alter_broker(admin, "1", **changes)
+        assert error.value.args[0].code() == code, changes
+
+    # kafka-python: the cluster-wide default takes cluster-wide configs, not per-broker ones.
+    kp = KafkaAdminClient(bootstrap_servers=broker.address)
+    kp_alter(kp, "", {"num.replica.fetchers": "4"})
+    response = kp.alter_configs([KPConfigResource(ConfigResourceType.BROKER, "",
+                                                  configs={"ssl.keystore.location": "/k.jks"})])
+    assert response.resources[0][0] == KafkaError.INVALID_REQUEST
+    kp.close()
+    assert broker_entries(admin)["num.replica.fetchers"] == ("4", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, False)
+
+    # Kept in the metadata store: a restart keeps them; a delete brings back Kafka's default.
+    broker.stop()
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    entries = broker_entries(admin)
+    assert entries["sasl.kerberos.service.name"] == ("kafka", ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+    assert entries["num.replica.fetchers"] == ("4", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, False)
+    alter_broker(admin, "1", sasl_kerberos_service_name=None)
+    assert broker_entries(admin)["sasl.kerberos.service.name"] == (None, ConfigSource.DEFAULT_CONFIG, False)
+
+
 def test_config_file_and_environment(make_broker, tmp_path):
     config = tmp_path / "spool.toml"
     config.write_text('[broker]\n"num.partitions" = 4\n"auto.create.topics.enable" = true\n')

@@ -13,6 +13,7 @@ use crate::config::source::{
 };
 use spool_metadata::ConfigChange;
 
+use crate::broker_configs::{self, KafkaBrokerConfig, UpdateMode};
 use crate::config::{self, BrokerConfig};
 use crate::errors::code;
 use crate::partitions::log_topic;
@@ -142,37 +143,104 @@ impl DynamicConfig {
         }
     }
 
-    /// The settings of a BROKER resource: (name, value, read-only, source).
-    pub(crate) fn describe(
-        &self,
-        resource_name: &str,
-    ) -> Result<Vec<(String, String, bool, i8)>, AdminError> {
+    /// The configs of a BROKER resource: for this node, Spool's settings, then Kafka's
+    /// other broker configs (their overrides, else Kafka's defaults); for `""`, the
+    /// cluster-wide overrides only, as Kafka lists them.
+    pub(crate) fn describe(&self, resource_name: &str) -> Result<Vec<BrokerEntry>, AdminError> {
         let scope = self.scope_of(resource_name)?;
         if scope == CLUSTER {
-            // Kafka lists only the cluster-wide overrides for the default resource.
             return Ok(self
                 .overrides_of(CLUSTER)
                 .into_iter()
-                .map(|(name, value)| (name, value, false, DYNAMIC_DEFAULT_BROKER_CONFIG))
+                .map(|(name, value)| {
+                    let compatibility = broker_configs::compatibility(&name);
+                    BrokerEntry {
+                        value: Some(value),
+                        read_only: false,
+                        source: DYNAMIC_DEFAULT_BROKER_CONFIG,
+                        ..BrokerEntry::of(name, compatibility)
+                    }
+                })
                 .collect());
         }
-        Ok(self
+        let mut entries: Vec<BrokerEntry> = self
             .current()
             .settings()
             .into_iter()
-            .map(|(name, value)| {
-                (
-                    name.to_owned(),
-                    value,
-                    !config::is_dynamic(name),
-                    self.source_of(name),
-                )
+            .map(|(name, value)| BrokerEntry {
+                value: Some(value),
+                read_only: !config::is_dynamic(name),
+                source: self.source_of(name),
+                ..BrokerEntry::of(name.to_owned(), None)
             })
-            .collect())
+            .collect();
+        let state = self.read();
+        let overridden = |name: &str| {
+            [self.node_scope.as_str(), CLUSTER]
+                .into_iter()
+                .find_map(|scope| {
+                    let value = state.overrides.get(scope)?.get(name)?;
+                    let source = if scope == CLUSTER {
+                        DYNAMIC_DEFAULT_BROKER_CONFIG
+                    } else {
+                        DYNAMIC_BROKER_CONFIG
+                    };
+                    Some((value.clone(), source))
+                })
+        };
+        let kafka = broker_configs::compatibility_configs().map(|config| {
+            let (value, source) = overridden(config.name).map_or_else(
+                || (config.default.map(str::to_owned), DEFAULT_CONFIG),
+                |(value, source)| (Some(value), source),
+            );
+            BrokerEntry {
+                value,
+                read_only: config.mode == UpdateMode::ReadOnly,
+                source,
+                ..BrokerEntry::of(config.name.to_owned(), Some(config))
+            }
+        });
+        entries.extend(kafka);
+        Ok(entries)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One broker config as DescribeConfigs lists it.
+#[derive(Debug)]
+pub(crate) struct BrokerEntry {
+    pub(crate) name: String,
+    /// `None` for a null default, and for a secret.
+    pub(crate) value: Option<String>,
+    pub(crate) read_only: bool,
+    pub(crate) source: i8,
+    /// Kafka's broker config that Spool has no setting for, if it is one.
+    pub(crate) compatibility: Option<&'static KafkaBrokerConfig>,
+}
+
+impl BrokerEntry {
+    fn of(name: String, compatibility: Option<&'static KafkaBrokerConfig>) -> BrokerEntry {
+        BrokerEntry {
+            name,
+            value: None,
+            read_only: true,
+            source: DEFAULT_CONFIG,
+            compatibility,
+        }
+    }
+
+    /// The value as described: a secret's is never shown.
+    pub(crate) fn shown_value(&self) -> Option<String> {
+        if self
+            .compatibility
+            .is_some_and(KafkaBrokerConfig::is_sensitive)
+        {
+            return None;
+        }
+        self.value.clone()
     }
 }
 
@@ -186,8 +254,12 @@ fn usable(
     overrides.retain(|scope, _| scope == CLUSTER || scope == node_scope);
     for (scope, settings) in &mut overrides {
         settings.retain(|name, value| {
-            let usable =
-                config::is_dynamic(name) && BrokerConfig::default().set(name, value).is_ok();
+            let usable = match broker_configs::compatibility(name) {
+                Some(kafka) => changeable(kafka, scope, value).is_ok(),
+                None => {
+                    config::is_dynamic(name) && BrokerConfig::default().set(name, value).is_ok()
+                }
+            };
             if !usable {
                 tracing::error!(scope, name, value, "ignoring a stored broker config");
             }
@@ -220,12 +292,47 @@ fn layered(
     let mut config = started.clone();
     for scope in [CLUSTER, node_scope] {
         for (name, value) in overrides.get(scope).into_iter().flatten() {
+            // Kafka's configs that Spool has no setting for are only kept.
+            if broker_configs::compatibility(name).is_some() {
+                continue;
+            }
             config
                 .set(name, value)
                 .map_err(|e| format!("{name}: {e}"))?;
         }
     }
     Ok(config)
+}
+
+/// Whether Kafka's broker config `kafka` may be set to `value` in `scope` while the
+/// broker runs, refused as Kafka refuses it: a read-only config, or a per-broker one as
+/// the cluster-wide default, with `INVALID_REQUEST`; a value of the wrong type with
+/// `INVALID_CONFIG`.
+fn changeable(kafka: &KafkaBrokerConfig, scope: &str, value: &str) -> Result<(), AdminError> {
+    let refused = |message: String| AdminError {
+        code: code::INVALID_REQUEST,
+        message,
+    };
+    match kafka.mode {
+        UpdateMode::ReadOnly => {
+            return Err(refused(format!(
+                "Cannot update these configs dynamically: {} (Kafka reads it only at start; Spool has no effect for it: {})",
+                kafka.name,
+                broker_configs::no_effect(kafka.name)
+            )));
+        }
+        UpdateMode::PerBroker if scope == CLUSTER => {
+            return Err(refused(format!(
+                "Cannot update these configs at default cluster level, broker id must be specified: {}",
+                kafka.name
+            )));
+        }
+        UpdateMode::PerBroker | UpdateMode::ClusterWide => {}
+    }
+    kafka.check(value).map_err(|message| AdminError {
+        code: code::INVALID_CONFIG,
+        message,
+    })
 }
 
 /// Replaces one scope's overrides with what `change` makes of them: checks that every
@@ -242,8 +349,14 @@ pub(crate) async fn change(
     let _admin = shared.changes().lock().await;
     let before = dynamic.overrides_of(&scope);
     let wanted = change(&before)?;
-    for name in wanted.keys() {
+    for (name, value) in &wanted {
         if config::is_dynamic(name) {
+            continue;
+        }
+        if let Some(kafka) = broker_configs::compatibility(name) {
+            if before.get(name) != Some(value) {
+                changeable(kafka, &scope, value)?;
+            }
             continue;
         }
         let known = config::setting_names().any(|known| known == name);

@@ -10,6 +10,7 @@
 //! - `response`: encoded bytes plus segment-file ranges sent with `sendfile`.
 
 mod admin;
+mod broker_configs;
 mod broker_error;
 mod builder;
 mod cleaner;

@@ -10,9 +10,13 @@ pub(crate) enum ConfigType {
     Boolean,
     String,
     Int,
+    /// Broker configs only, as are classes and passwords.
+    Short,
     Long,
     Double,
     List,
+    Class,
+    Password,
 }
 
 impl ConfigType {
@@ -21,9 +25,12 @@ impl ConfigType {
             ConfigType::Boolean => 1,
             ConfigType::String => 2,
             ConfigType::Int => 3,
+            ConfigType::Short => 4,
             ConfigType::Long => 5,
             ConfigType::Double => 6,
             ConfigType::List => 7,
+            ConfigType::Class => 8,
+            ConfigType::Password => 9,
         }
     }
 }
@@ -621,14 +628,14 @@ impl TopicConfig {
                 }
                 return expected("true or false");
             }
-            ConfigType::Int | ConfigType::Long => {
+            ConfigType::Int | ConfigType::Short | ConfigType::Long => {
                 let Ok(number) = value.trim().parse::<i64>() else {
                     return Err(format!("{name}={value} is not a number"));
                 };
-                let top = if self.kind == ConfigType::Int {
-                    INT_MAX
-                } else {
-                    LONG_MAX
+                let top = match self.kind {
+                    ConfigType::Int => INT_MAX,
+                    ConfigType::Short => i64::from(i16::MAX),
+                    _ => LONG_MAX,
                 };
                 let (low, high) = match self.valid {
                     Valid::Range(low, high) => (low, high.min(top)),
@@ -646,7 +653,7 @@ impl TopicConfig {
                     return expected("a number from 0 to 1");
                 }
             }
-            ConfigType::String => {
+            ConfigType::String | ConfigType::Class | ConfigType::Password => {
                 if let Valid::OneOf(words) = self.valid
                     && !words.contains(&value)
                 {

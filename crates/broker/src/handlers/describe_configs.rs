@@ -15,8 +15,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::api::{ApiDecl, RequestContext};
 use super::configs::{self, BROKER, GROUP, TOPIC};
+use crate::broker_configs;
 use crate::config::BrokerConfig;
 use crate::config::source::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
+use crate::dynamic_config::BrokerEntry;
 use crate::errors::code;
 use crate::group_configs;
 use crate::shared::Shared;
@@ -83,12 +85,7 @@ pub(crate) async fn handle(
                     }
                 },
                 BROKER => match shared.dynamic().describe(resource.resource_name.as_str()) {
-                    Ok(entries) => entries
-                        .into_iter()
-                        .map(|(name, value, read_only, source)| {
-                            describe_broker_setting(name, value, read_only, source)
-                        })
-                        .collect(),
+                    Ok(entries) => entries.into_iter().map(describe_broker_config).collect(),
                     Err(error) => {
                         return result
                             .with_error_code(error.code)
@@ -98,10 +95,15 @@ pub(crate) async fn handle(
                 GROUP => group_configs::describe(shared, name)
                     .into_iter()
                     .map(|entry| Described {
-                        synonyms: vec![(entry.name.to_owned(), entry.value.clone(), entry.source)],
+                        synonyms: vec![(
+                            entry.name.to_owned(),
+                            Some(entry.value.clone()),
+                            entry.source,
+                        )],
                         name: entry.name.to_owned(),
-                        value: entry.value,
+                        value: Some(entry.value),
                         read_only: false,
+                        sensitive: false,
                         source: entry.source,
                         kind: topic_configs::ConfigType::Int.code(),
                         documentation: Some(entry.documentation.to_owned()),
@@ -121,8 +123,9 @@ pub(crate) async fn handle(
                 .map(|entry| {
                     let mut config = DescribeConfigsResourceResult::default()
                         .with_name(StrBytes::from_string(entry.name))
-                        .with_value(Some(StrBytes::from_string(entry.value)))
+                        .with_value(entry.value.map(StrBytes::from_string))
                         .with_read_only(entry.read_only)
+                        .with_is_sensitive(entry.sensitive)
                         .with_config_source(entry.source)
                         .with_config_type(entry.kind);
                     if with_synonyms {
@@ -133,7 +136,7 @@ pub(crate) async fn handle(
                                 .map(|(name, value, source)| {
                                     DescribeConfigsSynonym::default()
                                         .with_name(StrBytes::from_string(name))
-                                        .with_value(Some(StrBytes::from_string(value)))
+                                        .with_value(value.map(StrBytes::from_string))
                                         .with_source(source)
                                 })
                                 .collect(),
@@ -155,13 +158,16 @@ pub(crate) async fn handle(
 /// One config as DescribeConfigs reports it.
 struct Described {
     name: String,
-    value: String,
+    /// `None` for a null value, and for a secret's.
+    value: Option<String>,
     read_only: bool,
     source: i8,
+    /// A secret (Kafka's `PASSWORD` type): its value is never shown.
+    sensitive: bool,
     /// Kafka's type code (0: unknown).
     kind: i8,
     /// Where the value could come from, the one in force first: (name, value, source).
-    synonyms: Vec<(String, String, i8)>,
+    synonyms: Vec<(String, Option<String>, i8)>,
     documentation: Option<String>,
 }
 
@@ -175,7 +181,7 @@ fn describe_topic_config(
     let config = topic_configs::lookup(key);
     let mut synonyms = Vec::new();
     if explicit {
-        synonyms.push((key.to_owned(), value.clone(), DYNAMIC_TOPIC_CONFIG));
+        synonyms.push((key.to_owned(), Some(value.clone()), DYNAMIC_TOPIC_CONFIG));
     }
     let broker = config.map_or(&[][..], |c| c.broker);
     for synonym in broker {
@@ -184,20 +190,25 @@ fn describe_topic_config(
             continue;
         }
         if let Some(given) = settings.topic_default_settings.get(synonym.name) {
-            synonyms.push((synonym.name.to_owned(), given.clone(), source));
+            synonyms.push((synonym.name.to_owned(), Some(given.clone()), source));
         }
     }
     if let Some(config) = config {
         let name = broker.first().map_or(key, |synonym| synonym.name);
-        synonyms.push((name.to_owned(), config.default.to_owned(), DEFAULT_CONFIG));
+        synonyms.push((
+            name.to_owned(),
+            Some(config.default.to_owned()),
+            DEFAULT_CONFIG,
+        ));
     }
     let source = synonyms
         .first()
         .map_or(DEFAULT_CONFIG, |(_, _, source)| *source);
     Described {
         name: key.to_owned(),
-        value,
+        value: Some(value),
         read_only: false,
+        sensitive: false,
         source,
         kind: config.map_or(0, |c| c.kind.code()),
         synonyms,
@@ -205,7 +216,32 @@ fn describe_topic_config(
     }
 }
 
-fn describe_broker_setting(name: String, value: String, read_only: bool, source: i8) -> Described {
+fn describe_broker_config(entry: BrokerEntry) -> Described {
+    let value = entry.shown_value();
+    let Some(kafka) = entry.compatibility else {
+        return describe_broker_setting(entry.name, value, entry.read_only, entry.source);
+    };
+    Described {
+        synonyms: vec![(entry.name.clone(), value.clone(), entry.source)],
+        name: entry.name,
+        value,
+        read_only: entry.read_only,
+        source: entry.source,
+        sensitive: kafka.is_sensitive(),
+        kind: kafka.kind.code(),
+        documentation: Some(format!(
+            "Kafka's broker config; Spool accepts it with no effect: {}.",
+            broker_configs::no_effect(kafka.name)
+        )),
+    }
+}
+
+fn describe_broker_setting(
+    name: String,
+    value: Option<String>,
+    read_only: bool,
+    source: i8,
+) -> Described {
     let defaulted = topic_configs::defaulted_by(&name);
     let documentation = defaulted.map(|(config, synonym)| {
         let unit = match synonym.unit_ms {
@@ -225,6 +261,7 @@ fn describe_broker_setting(name: String, value: String, read_only: bool, source:
         value,
         read_only,
         source,
+        sensitive: false,
         kind: defaulted.map_or(0, |(config, _)| config.kind.code()),
         documentation,
     }
