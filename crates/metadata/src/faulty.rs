@@ -672,6 +672,25 @@ impl LanePresences for FaultyMetadata {
 }
 
 #[async_trait::async_trait]
+impl crate::OffsetLog for FaultyMetadata {
+    async fn offset_log_bounds(&self, partition: i32) -> Result<(i64, i64)> {
+        self.check_up()?;
+        self.inner.offset_log_bounds(partition).await
+    }
+
+    async fn offset_log(
+        &self,
+        partition: i32,
+        from: i64,
+        below: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::LoggedOffset>> {
+        self.check_up()?;
+        self.inner.offset_log(partition, from, below, limit).await
+    }
+}
+
+#[async_trait::async_trait]
 impl MirrorLinks for FaultyMetadata {
     async fn put_mirror_link(&self, record: &MirrorLinkRecord) -> Result<()> {
         self.check_up()?;

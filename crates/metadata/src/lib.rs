@@ -35,6 +35,8 @@ mod lane_presence;
 mod lane_presence_sql;
 mod mirror_links;
 mod mirror_links_sql;
+mod offset_log;
+mod offset_log_sql;
 mod postgres;
 mod quotas;
 mod quotas_sql;
@@ -68,6 +70,7 @@ pub use faulty::FaultyMetadata;
 pub use group_states::GroupStates;
 pub use lane_presence::LanePresences;
 pub use mirror_links::{MirrorFailoverRecord, MirrorLinkRecord, MirrorLinks, MirrorStatusRecord};
+pub use offset_log::{LoggedOffset, OFFSETS_TOPIC_PARTITIONS, OffsetLog, offsets_topic_partition};
 pub use postgres::PostgresStore;
 pub use quotas::{ClientQuotas, EntityPart, QuotaEntity, QuotaRecord};
 pub use records::{

@@ -26,11 +26,14 @@ impl PostgresStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(PostgresStore { pool })
+        let store = PostgresStore { pool };
+        store.place_unlogged().await?;
+        Ok(store)
     }
 }
 
 crate::sql::impl_metadata_store!(PostgresStore);
+crate::offset_log_sql::impl_offset_log!(PostgresStore);
 crate::catalogue_sql::impl_catalogue!(PostgresStore);
 crate::cluster_sql::impl_cluster!(PostgresStore);
 crate::transactions_sql::impl_transactions!(PostgresStore);

@@ -79,12 +79,14 @@ pub(crate) const COMMITTED_OFFSETS: &str = "SELECT o.group_id, t.name AS topic, 
 pub(crate) const GROUP_OFFSETS: &str = "SELECT o.group_id, t.name AS topic, o.topic_id, \
      o.partition, o.committed, o.leader_epoch, o.metadata, o.commit_ms \
      FROM group_offsets o JOIN topics t ON t.id = o.topic_id WHERE o.group_id = $1";
+/// With its place in `__consumer_offsets` (`crate::offset_log_sql`).
 pub(crate) const UPSERT_OFFSET: &str = "INSERT INTO group_offsets \
-     (group_id, topic_id, partition, committed, leader_epoch, metadata, commit_ms) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     (group_id, topic_id, partition, committed, leader_epoch, metadata, commit_ms, \
+     log_partition, log_offset) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
      ON CONFLICT (group_id, topic_id, partition) DO UPDATE SET \
      committed = excluded.committed, leader_epoch = excluded.leader_epoch, \
-     metadata = excluded.metadata, commit_ms = excluded.commit_ms";
+     metadata = excluded.metadata, commit_ms = excluded.commit_ms, \
+     log_partition = excluded.log_partition, log_offset = excluded.log_offset";
 pub(crate) const DELETE_GROUP_OFFSETS: &str = "DELETE FROM group_offsets WHERE group_id = $1";
 pub(crate) const DELETE_OFFSET: &str =
     "DELETE FROM group_offsets WHERE group_id = $1 AND topic_id = $2 AND partition = $3";
@@ -549,7 +551,13 @@ macro_rules! impl_metadata_store {
                         group: group.to_owned(),
                     });
                 }
-                for offset in offsets {
+                let log_partition = $crate::offsets_topic_partition(group);
+                let first: i64 = sqlx::query_scalar($crate::offset_log_sql::ADVANCE_HEAD)
+                    .bind(log_partition)
+                    .bind(i64::try_from(offsets.len()).unwrap_or(i64::MAX))
+                    .fetch_one(&mut *tx)
+                    .await?;
+                for (place, offset) in (first..).zip(offsets) {
                     let upserted = sqlx::query(sql::UPSERT_OFFSET)
                         .bind(group)
                         .bind(offset.topic_id)
@@ -558,6 +566,8 @@ macro_rules! impl_metadata_store {
                         .bind(offset.leader_epoch)
                         .bind(&offset.metadata)
                         .bind(offset.commit_ms)
+                        .bind(log_partition)
+                        .bind(place)
                         .execute(&mut *tx)
                         .await;
                     match upserted {

@@ -30,7 +30,9 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(SqliteStore { pool })
+        let store = SqliteStore { pool };
+        store.place_unlogged().await?;
+        Ok(store)
     }
 
     /// A database in memory, gone with the store: for a broker in a test that needs
@@ -51,6 +53,7 @@ impl SqliteStore {
 }
 
 crate::sql::impl_metadata_store!(SqliteStore);
+crate::offset_log_sql::impl_offset_log!(SqliteStore);
 crate::catalogue_sql::impl_catalogue!(SqliteStore);
 crate::cluster_sql::impl_cluster!(SqliteStore);
 crate::transactions_sql::impl_transactions!(SqliteStore);

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use crate::{
     Acls, Catalogue, ClientQuotas, Cluster, CommittedOffset, ConfigChange, DelayedRecords,
-    GroupStates, LanePresences, MirrorLinks, Result, SchemaRegistryStore, ScramCredentials,
-    SharePartitions, TableFiles, TopicRecord, Transactions, TxnCheckers,
+    GroupStates, LanePresences, MirrorLinks, OffsetLog, Result, SchemaRegistryStore,
+    ScramCredentials, SharePartitions, TableFiles, TopicRecord, Transactions, TxnCheckers,
 };
 
 /// Where topics, configs, offsets and ids are kept. Every change is durable when it
@@ -26,6 +26,7 @@ pub trait MetadataStore:
     + TxnCheckers
     + LanePresences
     + MirrorLinks
+    + OffsetLog
     + SchemaRegistryStore
     + TableFiles
     + Send

@@ -57,14 +57,16 @@ pub(crate) const MARKER_PENDING: &str = "SELECT COUNT(*) FROM transaction_marker
 pub(crate) const MARKER_WRITTEN: &str = "DELETE FROM transaction_markers \
      WHERE transactional_id = $1 AND topic_id = $2 AND partition = $3 \
      AND producer_id = $4 AND producer_epoch = $5 AND is_commit = $6";
-/// The transaction's pending offsets become committed ones.
+/// The transaction's pending offsets become committed ones, without a place in
+/// `__consumer_offsets` until `place_unlogged_offsets!` gives them one.
 pub(crate) const COMMIT_OFFSETS: &str = "INSERT INTO group_offsets \
      (group_id, topic_id, partition, committed, leader_epoch, metadata, commit_ms) \
      SELECT group_id, topic_id, partition, committed, leader_epoch, metadata, commit_ms \
      FROM transaction_offsets WHERE transactional_id = $1 AND TRUE \
      ON CONFLICT (group_id, topic_id, partition) DO UPDATE SET \
      committed = excluded.committed, leader_epoch = excluded.leader_epoch, \
-     metadata = excluded.metadata, commit_ms = excluded.commit_ms";
+     metadata = excluded.metadata, commit_ms = excluded.commit_ms, \
+     log_partition = NULL, log_offset = NULL";
 pub(crate) const DROP_OFFSETS: &str = "DELETE FROM transaction_offsets WHERE transactional_id = $1";
 /// Matches (and locks) the transaction only while it is ongoing with producer `$2`
 /// at epoch `$3` and has group `$4`.
@@ -318,6 +320,7 @@ macro_rules! impl_transactions {
                             .bind(id)
                             .execute(&mut *tx)
                             .await?;
+                        $crate::offset_log_sql::place_unlogged_offsets!(tx);
                         sqlx::query(sql::DROP_OFFSETS)
                             .bind(id)
                             .execute(&mut *tx)

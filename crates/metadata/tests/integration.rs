@@ -13,6 +13,7 @@ mod delayed;
 mod group_states;
 mod lane_presence;
 mod mirror_links;
+mod offset_log;
 mod quotas;
 mod schema_registry;
 mod share_partitions;
