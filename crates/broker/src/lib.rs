@@ -17,6 +17,7 @@ mod cleaner;
 mod cluster;
 mod config;
 mod connection;
+mod consumer_offsets;
 mod data_dir_lock;
 mod delayed;
 mod dynamic_config;

@@ -121,6 +121,12 @@ async fn create_any(
 ) -> Result<Arc<Topic>, AdminError> {
     let name = TopicName::new(request.name.clone())
         .map_err(|e| AdminError::new(code::INVALID_TOPIC_EXCEPTION, e.to_string()))?;
+    if name.as_str() == crate::consumer_offsets::NAME {
+        return Err(AdminError::new(
+            code::TOPIC_ALREADY_EXISTS,
+            "__consumer_offsets is the committed offsets of every group, read-only",
+        ));
+    }
     // Under the admin lock, so that a change of the broker's defaults cannot miss
     // a topic being created.
     let _admin = shared.changes().lock().await;

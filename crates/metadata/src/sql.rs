@@ -141,7 +141,9 @@ pub(crate) struct OffsetRow {
     pub(crate) partition: i32,
     pub(crate) committed: i64,
     pub(crate) leader_epoch: i32,
-    pub(crate) metadata: Option<String>,
+    /// Bytes, not text: a client's metadata may hold NUL (confluent-kafka sends its C
+    /// terminator), which PostgreSQL's text refuses.
+    pub(crate) metadata: Option<Vec<u8>>,
     pub(crate) commit_ms: i64,
 }
 
@@ -154,7 +156,10 @@ impl From<OffsetRow> for crate::CommittedOffset {
             partition: row.partition,
             offset: row.committed,
             leader_epoch: row.leader_epoch,
-            metadata: row.metadata,
+            metadata: row.metadata.map(|bytes| match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+            }),
             commit_ms: row.commit_ms,
         }
     }
@@ -564,7 +569,7 @@ macro_rules! impl_metadata_store {
                         .bind(offset.partition)
                         .bind(offset.offset)
                         .bind(offset.leader_epoch)
-                        .bind(&offset.metadata)
+                        .bind(offset.metadata.as_deref().map(str::as_bytes))
                         .bind(offset.commit_ms)
                         .bind(log_partition)
                         .bind(place)

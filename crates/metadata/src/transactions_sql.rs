@@ -420,7 +420,7 @@ macro_rules! impl_transactions {
                         .bind(offset.partition)
                         .bind(offset.offset)
                         .bind(offset.leader_epoch)
-                        .bind(&offset.metadata)
+                        .bind(offset.metadata.as_deref().map(str::as_bytes))
                         .bind(offset.commit_ms)
                         .execute(&mut *tx)
                         .await;

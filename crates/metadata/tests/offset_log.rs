@@ -103,6 +103,24 @@ async fn commits_are_logged_in_their_groups_partition_and_compacted() {
             "{label}"
         );
 
+        // Metadata may hold NUL (confluent-kafka sends its C terminator).
+        let mut with_nul = offset(b, &orders, 1, 2);
+        with_nul.metadata = Some("nul\0inside".to_owned());
+        store
+            .commit_offsets(b, epoch_b, &[with_nul.clone()])
+            .await
+            .unwrap();
+        let stored = store.group_offsets(b).await.unwrap();
+        assert!(
+            stored.contains(&with_nul),
+            "{label}: metadata with NUL is kept: {stored:?}"
+        );
+        assert_eq!(
+            store.offset_log(pb, 1, 2, 1).await.unwrap()[0].committed,
+            with_nul,
+            "{label}"
+        );
+
         drop(store);
         let store = backend.open().await;
         assert_eq!(

@@ -38,13 +38,14 @@ use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::{ApiKey, FetchRequest};
-use spool_log::{Isolation, ReadResult};
+use spool_log::{Isolation, ReadChunk, ReadResult};
 use spool_model::Offset;
 use tokio::sync::watch;
 
 pub(crate) use self::encode::FetchBody;
 use self::encode::{PartitionOut, TopicOut};
 use super::api::{ApiDecl, RequestContext};
+use crate::consumer_offsets;
 use crate::errors::code;
 use crate::index::views::IndexedFilter;
 use crate::lanes::LaneRead;
@@ -110,11 +111,12 @@ pub(crate) async fn handle(
             };
             on_blocking_pool(move || read_all(&shared, &request, &asked)).await
         };
-        busy += started.elapsed();
-        let pass = match pass {
+        let mut pass = match pass {
             Ok(pass) => pass,
             Err(error) => return failed(&request, error.code()),
         };
+        read_offsets_topic(&shared, &request, version, access, &mut pass).await;
+        busy += started.elapsed();
         let enough = pass.bytes >= u64::try_from(request.min_bytes.max(0)).unwrap_or(0)
             || pass.errors
             || pass.redirected;
@@ -159,6 +161,9 @@ fn failed(request: &FetchRequest, error: i16) -> FetchBody {
 enum Watch {
     Leader(watch::Receiver<Offset>),
     Replica(watch::Receiver<replica_reads::Committed>),
+    /// A log kept in the metadata store (`__consumer_offsets`): looked at again after
+    /// this long.
+    Poll(Duration),
 }
 
 impl Watch {
@@ -170,7 +175,7 @@ impl Watch {
             Watch::Leader(watch) => {
                 watch.borrow_and_update();
             }
-            Watch::Replica(_) => {}
+            Watch::Replica(_) | Watch::Poll(_) => {}
         }
     }
 
@@ -178,6 +183,10 @@ impl Watch {
         let _ = match self {
             Watch::Leader(watch) => watch.changed().await,
             Watch::Replica(watch) => watch.changed().await,
+            Watch::Poll(after) => {
+                tokio::time::sleep(*after).await;
+                Ok(())
+            }
         };
     }
 }
@@ -278,6 +287,10 @@ fn read_all(shared: &Shared, request: &FetchRequest, asked: &Asked) -> Pass {
         Isolation::ReadUncommitted
     };
     for topic in &request.topics {
+        // Read after the pass, from the metadata store (`read_offsets_topic`).
+        if asks_offsets_topic(shared, topic, version) {
+            continue;
+        }
         let (known, unknown) = readable_topic(shared, topic, version, access);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in &topic.partitions {
@@ -393,6 +406,81 @@ fn read_all(shared: &Shared, request: &FetchRequest, asked: &Asked) -> Pass {
         });
     }
     pass
+}
+
+/// Whether the request's `topic` is `__consumer_offsets` (by name, or by id from v13).
+fn asks_offsets_topic(shared: &Shared, topic: &FetchTopic, version: i16) -> bool {
+    if version >= TOPIC_IDS {
+        consumer_offsets::with_id(topic.topic_id)
+    } else {
+        consumer_offsets::named(shared, topic.topic.0.as_str())
+    }
+}
+
+/// Reads the partitions of `__consumer_offsets` the request asks for from the
+/// metadata store into the pass, each topic where the request named it; one that
+/// found nothing has the pass look again while it waits.
+async fn read_offsets_topic(
+    shared: &Shared,
+    request: &FetchRequest,
+    version: i16,
+    access: &Access,
+    pass: &mut Pass,
+) {
+    for (at, topic) in request.topics.iter().enumerate() {
+        if !asks_offsets_topic(shared, topic, version) {
+            continue;
+        }
+        let readable = access.topic(Operation::Read, consumer_offsets::NAME);
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for wanted in &topic.partitions {
+            if !readable {
+                pass.errors = true;
+                partitions.push(PartitionOut::error(
+                    wanted.partition,
+                    code::TOPIC_AUTHORIZATION_FAILED,
+                ));
+                continue;
+            }
+            let budget = u64::try_from(wanted.partition_max_bytes.max(0)).unwrap_or(0);
+            let first = pass.bytes == 0;
+            let read = consumer_offsets::read(
+                shared,
+                wanted.partition,
+                wanted.fetch_offset,
+                budget,
+                first,
+            )
+            .await;
+            let mut out = PartitionOut::error(wanted.partition, code::NONE);
+            match read {
+                Ok(read) => {
+                    out.high_watermark = read.high_watermark;
+                    out.last_stable = read.high_watermark;
+                    out.log_start = 0;
+                    if read.batches.is_empty() {
+                        pass.watches.push(Watch::Poll(consumer_offsets::POLL));
+                    } else {
+                        pass.bytes += read.batches.len() as u64;
+                        out.records = vec![ReadChunk::Memory(read.batches.into())];
+                    }
+                }
+                Err(error) => {
+                    pass.errors = true;
+                    out.error = error;
+                }
+            }
+            partitions.push(out);
+        }
+        let out = TopicOut {
+            name: topic.topic.clone(),
+            id: topic.topic_id,
+            known: None,
+            partitions,
+        };
+        let at = at.min(pass.body.topics.len());
+        pass.body.topics.insert(at, out);
+    }
 }
 
 /// A read through filters: a view's (of its source) and the consumer's lanes.

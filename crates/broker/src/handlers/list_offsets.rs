@@ -25,6 +25,7 @@ use spool_model::{Offset, Timestamp};
 
 use super::api::{ApiDecl, RequestContext};
 use super::per_partition::{allowed_topic, per_partition};
+use crate::consumer_offsets;
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle};
 use crate::shared::Shared;
@@ -51,7 +52,7 @@ pub(crate) async fn handle(
     let access = &context.access;
     let shared = Arc::clone(shared);
     let access = access.clone();
-    let asked = request
+    let asked: Vec<TopicAsked> = request
         .topics
         .into_iter()
         .map(|topic| {
@@ -64,7 +65,14 @@ pub(crate) async fn handle(
         })
         .collect();
     let committed = request.isolation_level == super::api::READ_COMMITTED;
-    let answers = per_partition(
+    // `__consumer_offsets` is answered from the metadata store, the rest by the logs.
+    let (offsets_topic, asked): (Vec<_>, Vec<_>) = asked
+        .into_iter()
+        .enumerate()
+        .partition(|(_, (name, _))| consumer_offsets::named(&shared, name.0.as_str()));
+    let offsets_topic = list_offsets_topic(&shared, &context.access, offsets_topic).await;
+    let asked: Vec<_> = asked.into_iter().map(|(_, topic)| topic).collect();
+    let mut answers = per_partition(
         &shared,
         asked,
         |name, _| allowed_topic(&shared, &context.access, Operation::Describe, name),
@@ -95,6 +103,9 @@ pub(crate) async fn handle(
         },
     )
     .await;
+    for (at, answer) in offsets_topic {
+        answers.insert(at.min(answers.len()), answer);
+    }
     let topics = answers
         .into_iter()
         .map(|(name, partitions)| {
@@ -122,6 +133,39 @@ pub(crate) async fn handle(
         })
         .collect();
     ResponseKind::ListOffsets(ListOffsetsResponse::default().with_topics(topics))
+}
+
+/// One topic of the request: its partitions, each with (current leader epoch,
+/// timestamp asked for).
+type TopicAsked = (TopicName, Vec<(i32, (i32, i64))>);
+type TopicAnswered = (TopicName, Vec<(i32, Result<Found, i16>)>);
+
+/// The answers for `__consumer_offsets`, each where the request named it.
+async fn list_offsets_topic(
+    shared: &Shared,
+    access: &spool_security::authorizer::Access,
+    asked: Vec<(usize, TopicAsked)>,
+) -> Vec<(usize, TopicAnswered)> {
+    let mut answered = Vec::with_capacity(asked.len());
+    for (at, (name, partitions)) in asked {
+        let mut answers = Vec::with_capacity(partitions.len());
+        for (index, (_, timestamp)) in partitions {
+            let answer = if access.topic(Operation::Describe, consumer_offsets::NAME) {
+                consumer_offsets::list_offset(shared, index, timestamp)
+                    .await
+                    .map(|(offset, timestamp)| Found {
+                        offset,
+                        timestamp,
+                        leader_epoch: 0,
+                    })
+            } else {
+                Err(code::TOPIC_AUTHORIZATION_FAILED)
+            };
+            answers.push((index, answer));
+        }
+        answered.push((at, (name, answers)));
+    }
+    answered
 }
 
 /// What a lookup found: Kafka's -1s for none.

@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::api::{ApiDecl, RequestContext};
+use crate::consumer_offsets;
 use crate::errors::code;
 use crate::replica_reads::preferred::ReplicaLists;
 use crate::shared::Shared;
@@ -81,6 +82,22 @@ pub(crate) async fn handle(
                 let denied = MetadataResponseTopic::default()
                     .with_name(wanted.name.clone())
                     .with_error_code(code::TOPIC_AUTHORIZATION_FAILED);
+                let offsets_topic = match (&wanted.name, by_id) {
+                    (_, Some(id)) => consumer_offsets::with_id(id),
+                    (Some(name), None) => consumer_offsets::named(&shared, name.0.as_str()),
+                    (None, None) => false,
+                };
+                if offsets_topic {
+                    topics.push(if may_describe(consumer_offsets::NAME) {
+                        let operations = topic_operations.then(|| {
+                            access.operations(ResourceType::Topic, consumer_offsets::NAME)
+                        });
+                        consumer_offsets::describe(&shared, &listed, version, operations)
+                    } else {
+                        denied
+                    });
+                    continue;
+                }
                 let found = match (&wanted.name, by_id) {
                     (_, Some(id)) => shared.topics().by_id(id),
                     (Some(name), None) if !may_describe(name.0.as_str()) => {

@@ -86,10 +86,11 @@ struct Appending {
 /// Per topic, each partition's index and its append or the error found up front.
 type Plan = Vec<(TopicName, Vec<(i32, Result<Appending, i16>)>)>;
 
-/// Why a partition of no known topic is refused: the name is not one Kafka allows, or
-/// no such topic exists (yet).
+/// Why a partition of no known topic is refused: the name is not one Kafka allows or
+/// is `__consumer_offsets` (read-only, as Kafka refuses clients' appends to internal
+/// topics), or no such topic exists (yet).
 fn unknown_topic_code(name: &str) -> i16 {
-    if topics::is_illegal_name(name) {
+    if topics::is_illegal_name(name) || name == crate::consumer_offsets::NAME {
         code::INVALID_TOPIC_EXCEPTION
     } else {
         code::UNKNOWN_TOPIC_OR_PARTITION
