@@ -51,8 +51,17 @@ def sasl_ssl(sasl_ports, ca_path, node=1):
 def test_metadata_over_sasl_ssl_names_every_brokers_sasl_ssl_endpoint(cluster):
     broker, sasl_ports, ca_path = cluster
     for node in sasl_ports:
-        listed = AdminClient(sasl_ssl(sasl_ports, ca_path, node)).list_topics(timeout=10).brokers
-        assert {b.id: b.port for b in listed.values()} == sasl_ports
+        admin = AdminClient(sasl_ssl(sasl_ports, ca_path, node))
+        # A broker just started may not see the last to register yet (its view follows
+        # the registry every heartbeat): once a CI run listed two of four.
+        deadline = time.time() + 30
+        while True:
+            listed = admin.list_topics(timeout=10).brokers
+            ports = {b.id: b.port for b in listed.values()}
+            if ports == sasl_ports or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        assert ports == sasl_ports
     plain = AdminClient({"bootstrap.servers": broker.address}).list_topics(timeout=10).brokers
     assert sorted(b.port for b in plain.values()) == sorted(broker.ports)
 
