@@ -316,3 +316,89 @@ def test_groups_are_listed_described_and_deleted(make_broker):
     assert [g.group_id for g in listed.valid] == []
     assert kp.list_consumer_group_offsets("watched") == {}
     kp.close()
+
+
+def wait_for_assignment(consumer, topic, count, timeout=30):
+    """Polls until `consumer` holds exactly `count` partitions, all of `topic`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        consumer.poll(0.1)
+        held = consumer.assignment()
+        if len(held) == count and all(tp.topic == topic for tp in held):
+            return
+    raise AssertionError(f"never settled on {count} of {topic}: holds {consumer.assignment()}")
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("variation", range(1, 7))
+def test_rapid_subscription_changes_settle_on_the_last_subscription(make_broker, protocol, variation):
+    """librdkafka's 0113 s_subscribe_when_rebalancing: subscribed to one topic, the
+    consumer subscribes to a second and at once to a third (or unsubscribes) while the
+    rebalance for the second is under way; it must end with exactly the last
+    subscription's partition. Even variations cache every topic's metadata first; 3
+    and 5 poll once between the changes; 5 and 6 unsubscribe."""
+    from confluent_kafka import Consumer
+    broker = make_broker(*SETTINGS)
+    topics = [f"rapid-{variation}-{n}" for n in range(3)]
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+        future.result(timeout=10)
+    settings = {"bootstrap.servers": broker.address, "group.id": f"rapid-{protocol}-{variation}",
+                "group.protocol": protocol}
+    if protocol == "classic":
+        settings["partition.assignment.strategy"] = "cooperative-sticky"
+    consumer = Consumer(settings)
+    try:
+        if variation % 2 == 0:
+            consumer.list_topics(timeout=10)
+        consumer.subscribe([topics[0]])
+        wait_for_assignment(consumer, topics[0], 1)
+        consumer.subscribe([topics[1]])
+        if variation in (3, 5):
+            consumer.poll(0.5)
+        if variation < 5:
+            consumer.subscribe([topics[2]])
+            wait_for_assignment(consumer, topics[2], 1)
+        else:
+            consumer.unsubscribe()
+            wait_for_assignment(consumer, None, 0)
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_group_is_deleted_right_after_its_consumers_closed(make_broker, protocol):
+    """librdkafka's 0081 DeleteGroups: each group's one consumer reads the topic and
+    closes; DeleteGroups at once deletes them (kafka-python's consumer too), and names
+    an unknown group GROUP_ID_NOT_FOUND."""
+    from confluent_kafka import Consumer, KafkaException
+    from kafka import KafkaConsumer
+    broker = make_broker(*SETTINGS)
+    create(broker, "closing", 1)
+    produce(broker, "closing", [f"m{i}" for i in range(100)], partitions=1)
+    groups = [f"closing-{protocol}-{n}" for n in range(2)]
+    for group in groups:
+        consumer = Consumer({"bootstrap.servers": broker.address, "group.id": group,
+                             "group.protocol": protocol, "auto.offset.reset": "earliest"})
+        consumer.subscribe(["closing"])
+        read, deadline = 0, time.time() + 30
+        while read < 100 and time.time() < deadline:
+            message = consumer.poll(0.5)
+            read += message is not None and not message.error()
+        consumer.close()
+        assert read == 100
+    kp_group = f"closing-kp-{protocol}"
+    kp = KafkaConsumer("closing", bootstrap_servers=broker.address, group_id=kp_group,
+                       auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    assert len(list(kp)) == 100
+    kp.close()
+    admin = AdminClient({"bootstrap.servers": broker.address})
+    outcomes = {}
+    for group, future in admin.delete_consumer_groups(groups + [kp_group, "never-was"]).items():
+        try:
+            future.result(timeout=10)
+            outcomes[group] = "deleted"
+        except KafkaException as error:
+            outcomes[group] = error.args[0].name()
+    assert outcomes == {groups[0]: "deleted", groups[1]: "deleted", kp_group: "deleted",
+                        "never-was": "GROUP_ID_NOT_FOUND"}
