@@ -17,7 +17,7 @@ use bytes::Bytes;
 use spool_log::{LogManager, ManagerConfig};
 use spool_model::{TopicName, TopicPartition};
 use spool_protocol::batch::{self, BatchFrames, BatchRules};
-use spool_protocol::{frame, records, request};
+use spool_protocol::{frame, message_set, records, request};
 use spool_store::{MemoryStore, OpenMode, Store};
 
 /// What the whole process may hold.
@@ -29,20 +29,29 @@ static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::Syste
 /// The largest frame the fuzzed broker would accept.
 const FRAME_LIMIT: usize = 1 << 20;
 
-/// A request frame (what follows the 4-byte length) through header and body decoding:
-/// every API key and version comes from the bytes. The same bytes also go through the
-/// frame-length check, read as a length prefix.
+/// A request frame (what follows the 4-byte length) through header and body decoding,
+/// as the broker takes it: a version Kafka 4 removed is first converted by the bridge
+/// (`request::bridge`, through the older `kafka-protocol`); every API key and version
+/// comes from the bytes. The same bytes also go through the frame-length check, read
+/// as a length prefix.
 pub fn request_decoding(data: &[u8]) {
     let _ = frame::check_frame(data, FRAME_LIMIT);
     let _ = request::correlation_id(data);
-    if let Ok(envelope) = request::decode_header(Bytes::copy_from_slice(data)) {
-        let _ = request::decode_body(&envelope);
+    if let Ok(mut envelope) = request::decode_header(Bytes::copy_from_slice(data)) {
+        if request::bridge(&mut envelope).is_ok() {
+            let _ = request::decode_body(&envelope);
+        }
     }
 }
 
-/// Record-batch validation under both rule sets, and the walks over batches that the
-/// produce path and the timestamp lookup make.
+/// Record-batch validation under both rule sets, the walks over batches that the
+/// produce path and the timestamp lookup make, and the conversions of old clients'
+/// message sets (formats v0/v1) to a batch and back.
 pub fn batch_validation(data: &[u8]) {
+    let _ = message_set::to_batch(data);
+    for magic in [0, 1] {
+        let _ = message_set::from_batches(data, magic);
+    }
     for rules in [BatchRules::Produce, BatchRules::Stored] {
         if let Ok(header) = batch::validate_batch(data, rules) {
             assert_eq!(

@@ -178,7 +178,7 @@ pub fn from_batches(batches: &[u8], magic: i8) -> Result<Vec<u8>, MessageSetErro
             .map_err(|e| MessageSetError::Codec(e.to_string()))?;
         for record in &records {
             let timestamp = header.record_timestamp(record.timestamp_delta);
-            let offset = header.base_offset.0 + record.offset_delta;
+            let offset = header.base_offset.0.saturating_add(record.offset_delta);
             write_message(
                 &mut out,
                 offset,

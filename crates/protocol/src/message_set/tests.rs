@@ -174,6 +174,17 @@ fn batches_read_back_as_messages_at_their_offsets() {
     assert!(from_batches(&read, 2).is_err());
 }
 
+/// Found by the fuzzer: a batch whose base offset plus a record's delta passes
+/// `i64::MAX` is converted without overflowing (the offset saturates).
+#[test]
+fn a_base_offset_at_the_top_does_not_overflow() {
+    let mut batch = to_batch(&set(1, 0, &["a", "b"])).unwrap_or_default();
+    crate::batch::patch_base_offset(&mut batch, spool_model::Offset(i64::MAX));
+    for magic in [0, 1] {
+        assert!(from_batches(&batch, magic).is_ok());
+    }
+}
+
 /// Where message `index` of a set starts.
 fn offset_at(set: &[u8], index: usize) -> usize {
     let mut at = 0;
