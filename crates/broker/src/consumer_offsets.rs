@@ -12,7 +12,6 @@
 
 mod records;
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use kafka_protocol::messages::metadata_response::{
@@ -47,42 +46,31 @@ pub(crate) fn with_id(id: Uuid) -> bool {
     id == TOPIC_ID
 }
 
-/// Partition `partition`'s leader as Metadata names it: this broker in embedded mode;
-/// on a cluster, one of the live writers `listed`, in turn by partition (any broker
-/// serves it: the log is in the shared store).
-fn leader(shared: &Shared, listed: &HashSet<i32>, partition: i32) -> i32 {
-    let own = shared.started_config().node_id;
-    let Some(view) = shared.cluster() else {
-        return own;
-    };
-    let mut writers: Vec<i32> = view
-        .live_brokers()
-        .into_iter()
-        .filter(|broker| !broker.reader && listed.contains(&broker.node_id))
-        .map(|broker| broker.node_id)
-        .collect();
-    writers.sort_unstable();
+/// Partition `partition`'s leader as Metadata names it: this broker in embedded mode
+/// (no `writers`); on a cluster, one of the live `writers` (by node id) in turn by
+/// partition (any broker serves it: the log is in the shared store).
+fn leader(shared: &Shared, writers: &[i32], partition: i32) -> i32 {
     let count = i32::try_from(writers.len()).unwrap_or(i32::MAX);
     if count == 0 {
-        return own;
+        return shared.started_config().node_id;
     }
     usize::try_from(partition % count)
         .ok()
         .and_then(|at| writers.get(at).copied())
-        .unwrap_or(own)
+        .unwrap_or_else(|| shared.started_config().node_id)
 }
 
 /// The topic as Metadata describes it, with the client's authorized operations on it
 /// when asked.
 pub(crate) fn describe(
     shared: &Shared,
-    listed: &HashSet<i32>,
+    writers: &[i32],
     version: i16,
     operations: Option<i32>,
 ) -> MetadataResponseTopic {
     let partitions = (0..OFFSETS_TOPIC_PARTITIONS)
         .map(|index| {
-            let leader = BrokerId(leader(shared, listed, index));
+            let leader = BrokerId(leader(shared, writers, index));
             MetadataResponsePartition::default()
                 .with_partition_index(index)
                 .with_leader_id(leader)
@@ -125,8 +113,8 @@ pub(crate) async fn read(
 ) -> Result<Read, i16> {
     check_partition(partition)?;
     let store = shared.metadata();
-    let (_, head) = store
-        .offset_log_bounds(partition)
+    let head = store
+        .offset_log_head(partition)
         .await
         .map_err(|_| code::KAFKA_STORAGE_ERROR)?;
     if offset < 0 || offset > head {
@@ -154,26 +142,33 @@ pub(crate) async fn read(
     Ok(read)
 }
 
-/// ListOffsets of partition `partition`: (offset, timestamp). Earliest is 0, latest
-/// (and the largest timestamp's, which is the newest commit's) the head; a timestamp
-/// finds the first commit at or after it.
+/// What ListOffsets asks of a partition of this topic.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lookup {
+    /// 0, as in a compacted log.
+    Earliest,
+    /// The head.
+    Latest,
+    /// The newest commit's, which has the largest timestamp.
+    MaxTimestamp,
+    /// The first commit at or after this time.
+    AtOrAfter(i64),
+}
+
+/// ListOffsets of partition `partition`: (offset, timestamp), Kafka's −1s for none.
 pub(crate) async fn list_offset(
     shared: &Shared,
     partition: i32,
-    timestamp: i64,
+    lookup: Lookup,
 ) -> Result<(i64, i64), i16> {
-    const LATEST: i64 = -1;
-    const EARLIEST: i64 = -2;
-    const MAX_TIMESTAMP: i64 = -3;
-    const EARLIEST_LOCAL: i64 = -4;
     check_partition(partition)?;
     let store = shared.metadata();
     let failed = |_| code::KAFKA_STORAGE_ERROR;
-    let (_, head) = store.offset_log_bounds(partition).await.map_err(failed)?;
-    match timestamp {
-        EARLIEST | EARLIEST_LOCAL => Ok((0, -1)),
-        LATEST => Ok((head, -1)),
-        MAX_TIMESTAMP => {
+    let head = store.offset_log_head(partition).await.map_err(failed)?;
+    match lookup {
+        Lookup::Earliest => Ok((0, -1)),
+        Lookup::Latest => Ok((head, -1)),
+        Lookup::MaxTimestamp => {
             let newest = if head > 0 {
                 store
                     .offset_log(partition, head - 1, head, 1)
@@ -186,7 +181,7 @@ pub(crate) async fn list_offset(
                 (record.log_offset, record.committed.commit_ms)
             }))
         }
-        wanted => {
+        Lookup::AtOrAfter(wanted) => {
             // Commit times rise with offsets (each commit takes the head).
             let mut from = 0;
             loop {

@@ -116,31 +116,32 @@ impl DynamicConfig {
 
     /// Kafka's config source of a setting's current value.
     pub(crate) fn source_of(&self, name: &str) -> i8 {
-        let state = self.read();
-        let overridden = |scope: &str| {
-            state
-                .overrides
-                .get(scope)
-                .is_some_and(|o| o.contains_key(name))
-        };
-        if overridden(&self.node_scope) {
-            DYNAMIC_BROKER_CONFIG
-        } else if overridden(CLUSTER) {
-            DYNAMIC_DEFAULT_BROKER_CONFIG
-        } else {
-            let value = |config: &BrokerConfig| {
-                config
-                    .settings()
-                    .into_iter()
-                    .find(|(key, _)| *key == name)
-                    .map(|(_, v)| v)
-            };
-            if value(&self.started) == value(&BrokerConfig::default()) {
-                DEFAULT_CONFIG
-            } else {
-                STATIC_BROKER_CONFIG
-            }
+        if let Some((_, source)) = self.override_in_force(&self.read(), name) {
+            return source;
         }
+        let value = |config: &BrokerConfig| {
+            config
+                .settings()
+                .into_iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, v)| v)
+        };
+        if value(&self.started) == value(&BrokerConfig::default()) {
+            DEFAULT_CONFIG
+        } else {
+            STATIC_BROKER_CONFIG
+        }
+    }
+
+    /// The override of `name` in force, this node's before the cluster-wide one, with
+    /// its source.
+    fn override_in_force(&self, state: &State, name: &str) -> Option<(String, i8)> {
+        [
+            (self.node_scope.as_str(), DYNAMIC_BROKER_CONFIG),
+            (CLUSTER, DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ]
+        .into_iter()
+        .find_map(|(scope, source)| Some((state.overrides.get(scope)?.get(name)?.clone(), source)))
     }
 
     /// The configs of a BROKER resource: for this node, Spool's settings, then Kafka's
@@ -175,21 +176,8 @@ impl DynamicConfig {
             })
             .collect();
         let state = self.read();
-        let overridden = |name: &str| {
-            [self.node_scope.as_str(), CLUSTER]
-                .into_iter()
-                .find_map(|scope| {
-                    let value = state.overrides.get(scope)?.get(name)?;
-                    let source = if scope == CLUSTER {
-                        DYNAMIC_DEFAULT_BROKER_CONFIG
-                    } else {
-                        DYNAMIC_BROKER_CONFIG
-                    };
-                    Some((value.clone(), source))
-                })
-        };
         let kafka = broker_configs::compatibility_configs().map(|config| {
-            let (value, source) = overridden(config.name).map_or_else(
+            let (value, source) = self.override_in_force(&state, config.name).map_or_else(
                 || (config.default.map(str::to_owned), DEFAULT_CONFIG),
                 |(value, source)| (Some(value), source),
             );

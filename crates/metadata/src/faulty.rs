@@ -673,9 +673,9 @@ impl LanePresences for FaultyMetadata {
 
 #[async_trait::async_trait]
 impl crate::OffsetLog for FaultyMetadata {
-    async fn offset_log_bounds(&self, partition: i32) -> Result<(i64, i64)> {
+    async fn offset_log_head(&self, partition: i32) -> Result<i64> {
         self.check_up()?;
-        self.inner.offset_log_bounds(partition).await
+        self.inner.offset_log_head(partition).await
     }
 
     async fn offset_log(

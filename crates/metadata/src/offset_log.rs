@@ -33,9 +33,9 @@ pub struct LoggedOffset {
 
 #[async_trait::async_trait]
 pub trait OffsetLog {
-    /// Partition `partition`'s log start (its oldest record, or the head when it has
-    /// none) and head (the offset its next record takes).
-    async fn offset_log_bounds(&self, partition: i32) -> Result<(i64, i64)>;
+    /// Partition `partition`'s head: the offset its next record takes (its records
+    /// are below it; the log start stays 0, as a compacted log's does).
+    async fn offset_log_head(&self, partition: i32) -> Result<i64>;
     /// Up to `limit` records of partition `partition` from offset `from`, below
     /// `below`, by offset.
     async fn offset_log(

@@ -12,7 +12,6 @@ use uuid::Uuid;
 pub(crate) const ADVANCE_HEAD: &str = "UPDATE offset_log_heads SET next = next + $2 \
      WHERE log_partition = $1 RETURNING next - $2";
 pub(crate) const HEAD: &str = "SELECT next FROM offset_log_heads WHERE log_partition = $1";
-pub(crate) const START: &str = "SELECT MIN(log_offset) FROM group_offsets WHERE log_partition = $1";
 pub(crate) const RECORDS: &str = "SELECT o.log_offset, o.group_id, t.name AS topic, \
      o.topic_id, o.partition, o.committed, o.leader_epoch, o.metadata, o.commit_ms \
      FROM group_offsets o JOIN topics t ON t.id = o.topic_id \
@@ -86,18 +85,12 @@ macro_rules! impl_offset_log {
     ($store:ty) => {
         #[async_trait::async_trait]
         impl $crate::OffsetLog for $store {
-            async fn offset_log_bounds(&self, partition: i32) -> $crate::Result<(i64, i64)> {
-                use $crate::offset_log_sql as log_sql;
-                let head: Option<i64> = sqlx::query_scalar(log_sql::HEAD)
+            async fn offset_log_head(&self, partition: i32) -> $crate::Result<i64> {
+                let head: Option<i64> = sqlx::query_scalar($crate::offset_log_sql::HEAD)
                     .bind(partition)
                     .fetch_optional(&self.pool)
                     .await?;
-                let head = head.unwrap_or(0);
-                let start: Option<i64> = sqlx::query_scalar(log_sql::START)
-                    .bind(partition)
-                    .fetch_one(&self.pool)
-                    .await?;
-                Ok((start.unwrap_or(head).min(head), head))
+                Ok(head.unwrap_or(0))
             }
 
             async fn offset_log(

@@ -170,7 +170,7 @@ async fn a_transaction_moves_by_compare_and_set_and_commits_its_markers_and_offs
         let committed = store.group_offsets("g").await.unwrap();
         assert_eq!(committed, vec![offset("g", &orders, 3)], "{label}");
         let log_partition = spool_metadata::offsets_topic_partition("g");
-        let (_, head) = store.offset_log_bounds(log_partition).await.unwrap();
+        let head = store.offset_log_head(log_partition).await.unwrap();
         let logged = store.offset_log(log_partition, 0, head, 10).await.unwrap();
         assert_eq!(
             logged.into_iter().map(|l| l.committed).collect::<Vec<_>>(),

@@ -25,7 +25,7 @@ use spool_model::{Offset, Timestamp};
 
 use super::api::{ApiDecl, RequestContext};
 use super::per_partition::{allowed_topic, per_partition};
-use crate::consumer_offsets;
+use crate::consumer_offsets::{self, Lookup};
 use crate::errors::code;
 use crate::partitions::{PartitionError, PartitionHandle};
 use crate::shared::Shared;
@@ -151,7 +151,13 @@ async fn list_offsets_topic(
         let mut answers = Vec::with_capacity(partitions.len());
         for (index, (_, timestamp)) in partitions {
             let answer = if access.topic(Operation::Describe, consumer_offsets::NAME) {
-                consumer_offsets::list_offset(shared, index, timestamp)
+                let lookup = match timestamp {
+                    EARLIEST | EARLIEST_LOCAL => Lookup::Earliest,
+                    LATEST => Lookup::Latest,
+                    MAX_TIMESTAMP => Lookup::MaxTimestamp,
+                    at => Lookup::AtOrAfter(at),
+                };
+                consumer_offsets::list_offset(shared, index, lookup)
                     .await
                     .map(|(offset, timestamp)| Found {
                         offset,

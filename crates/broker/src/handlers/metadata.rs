@@ -92,7 +92,12 @@ pub(crate) async fn handle(
                         let operations = topic_operations.then(|| {
                             access.operations(ResourceType::Topic, consumer_offsets::NAME)
                         });
-                        consumer_offsets::describe(&shared, &listed, version, operations)
+                        consumer_offsets::describe(
+                            &shared,
+                            replica_lists.writers(),
+                            version,
+                            operations,
+                        )
                     } else {
                         denied
                     });

@@ -44,6 +44,12 @@ impl ReplicaLists {
         }
     }
 
+    /// The live writers reachable on the request's listener, by node id (none in
+    /// embedded mode).
+    pub(crate) fn writers(&self) -> &[i32] {
+        &self.writers
+    }
+
     /// The replicas of `key`, led by `leader`, of a topic of replication `factor`:
     /// the brokers a client `assigned` it (the leader added first if it is not one
     /// of them), or the leader first and the writers after it.
